@@ -1,0 +1,223 @@
+// Package redistest gives tests a real Redis.
+//
+// Client connects to a shared Redis (HUSH_TEST_REDIS_URL, else 127.0.0.1:6379);
+// tests sharing it isolate themselves with Prefix. Start runs a private
+// redis-server on a free loopback port, for tests that need a whole server to
+// themselves (Asynq queues, restarts, several processes).
+//
+// When no Redis can be had, both fall back to miniredis so a laptop without
+// Redis still runs the suite; under CI=true that fallback is a test failure,
+// because CI must prove the code against the real server.
+package redistest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// InCI reports whether the tests run under CI (CI=true), where every fallback
+// away from a real Redis is an error.
+func InCI() bool {
+	v, _ := strconv.ParseBool(os.Getenv("CI"))
+	return v
+}
+
+// Client returns a client to the shared test Redis, closed when the test ends.
+// Keys written through it must carry Prefix(t) (or another unique prefix).
+func Client(tb testing.TB) *redis.Client {
+	tb.Helper()
+	url := os.Getenv("HUSH_TEST_REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		tb.Fatalf("redistest: HUSH_TEST_REDIS_URL %q: %v", url, err)
+	}
+	rdb := redis.NewClient(opt)
+	if err := ping(rdb); err == nil {
+		tb.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+	_ = rdb.Close()
+	return Start(tb).Client(tb)
+}
+
+// Prefix returns a key prefix unique to this test run, ending in ":".
+func Prefix(tb testing.TB) string {
+	tb.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(tb.Name())
+	return "test:" + name + ":" + hex.EncodeToString(b[:]) + ":"
+}
+
+// Server is a Redis server owned by one test.
+type Server struct {
+	Addr string
+	dir  string
+	cmd  *exec.Cmd
+	mini *miniredis.Miniredis
+	tb   testing.TB
+	args []string
+}
+
+// Real reports whether this is a real redis-server (not the miniredis fallback).
+func (s *Server) Real() bool { return s.mini == nil }
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+
+// Client returns a new client to this server, closed when the test ends.
+func (s *Server) Client(tb testing.TB) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	tb.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// Options change how Start runs redis-server.
+type Options struct {
+	// Persist turns on an append-only file fsynced on every write, so that
+	// Restart keeps the data (a Redis restart in production keeps its queues).
+	Persist bool
+	// Args are extra redis-server arguments, e.g. "--cluster-enabled", "yes".
+	Args []string
+}
+
+// Start runs a private redis-server on a free loopback port; it is stopped
+// when the test ends. Without a redis-server binary it falls back to miniredis
+// (a failure under CI=true).
+func Start(tb testing.TB, opts ...Options) *Server {
+	tb.Helper()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if InCI() {
+			tb.Fatalf("redistest: CI=true but no redis-server binary on PATH (.ci/run installs it): %v", err)
+		}
+		if o.Persist || len(o.Args) > 0 {
+			tb.Skip("redistest: this test needs a real redis-server (none on PATH)")
+		}
+		m := miniredis.RunT(tb)
+		tb.Logf("redistest: no redis-server on PATH, using miniredis at %s", m.Addr())
+		return &Server{Addr: m.Addr(), mini: m, tb: tb}
+	}
+	dir := tb.TempDir()
+	args := []string{"--bind", "127.0.0.1", "--save", "", "--dir", dir, "--daemonize", "no", "--protected-mode", "no"}
+	if o.Persist {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	args = append(args, o.Args...)
+	s := &Server{dir: dir, tb: tb, args: args}
+	s.Addr = "127.0.0.1:" + strconv.Itoa(FreePort(tb))
+	if err := s.start(bin); err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) start(bin string) error {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	var out bytes.Buffer
+	cmd := exec.Command(bin, append([]string{"--port", port}, s.args...)...)
+	cmd.Dir = s.dir
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	s.cmd = cmd
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := ping(rdb)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return fmt.Errorf("redis-server on %s did not answer within 10s: %w; its output:\n%s", s.Addr, err, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops the server (SIGTERM, so a persistent server writes its file).
+func (s *Server) Stop() {
+	if s.mini != nil {
+		s.mini.Close()
+		return
+	}
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+}
+
+// Restart stops the server and starts it again on the same port and data
+// directory. With Options.Persist the data survives.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	if s.mini != nil {
+		s.tb.Fatal("redistest: Restart needs a real redis-server")
+	}
+	s.Stop()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		s.tb.Fatalf("redistest: %v", err)
+	}
+	if err := s.start(bin); err != nil {
+		s.tb.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+// Dir is the server's working directory (its data files live there).
+func (s *Server) Dir() string { return filepath.Clean(s.dir) }
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("redistest: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func ping(rdb *redis.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	return rdb.Ping(ctx).Err()
+}

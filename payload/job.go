@@ -1,0 +1,76 @@
+package payload
+
+import "time"
+
+// Task type names, as Asynq and its tools (asynq CLI, asynqmon) show them.
+const (
+	// TypeJob is a submitted job, fanned out into deliveries.
+	TypeJob = "hush:job"
+	// TypeDelivery is one recipient's delivery (all of its devices).
+	TypeDelivery = "hush:delivery"
+)
+
+// Platform names a push provider.
+type Platform string
+
+const (
+	APNs Platform = "apns"
+	FCM  Platform = "fcm"
+)
+
+// Priority of a job. Priorities listed in HUSH_THROTTLE_BYPASS skip the limiter.
+type Priority string
+
+const (
+	PriorityNormal   Priority = "normal"
+	PriorityHigh     Priority = "high"
+	PriorityCritical Priority = "critical"
+)
+
+// Job is a notification for one or more recipients, as submitted.
+type Job struct {
+	// ID is the idempotency key; generated when empty.
+	ID         string      `json:"id,omitempty"`
+	Recipients []Recipient `json:"recipients"`
+	Content
+	// AcceptedAt is set by hush when it accepts the job; TTL counts from it.
+	AcceptedAt time.Time `json:"accepted_at,omitzero"`
+}
+
+// Content is what every recipient of a job receives.
+type Content struct {
+	Alert       *Alert            `json:"alert,omitempty"`
+	Data        map[string]string `json:"data,omitempty"`
+	Priority    Priority          `json:"priority,omitempty"`
+	CollapseKey string            `json:"collapse_key,omitempty"`
+	// TTL is a Go duration ("2h"); exclusive with ExpiresAt.
+	TTL       Duration   `json:"ttl,omitzero"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Silent    bool       `json:"silent,omitempty"`
+}
+
+// Recipient is one user and their devices.
+type Recipient struct {
+	UserID  string   `json:"user_id"`
+	Devices []Device `json:"devices"`
+}
+
+// Device is one push token on one platform.
+type Device struct {
+	Platform Platform `json:"platform"`
+	Token    string   `json:"token"`
+}
+
+// Alert is the visible part of a notification.
+type Alert struct {
+	Title    string `json:"title,omitempty"`
+	Body     string `json:"body,omitempty"`
+	Sound    string `json:"sound,omitempty"`
+	Badge    *int   `json:"badge,omitempty"`
+	Image    string `json:"image,omitempty"`
+	Category string `json:"category,omitempty"`
+	ThreadID string `json:"thread_id,omitempty"`
+}
+
+// Duration is a time.Duration written in JSON as a Go duration string ("2h").
+type Duration time.Duration

@@ -1,0 +1,55 @@
+package providers
+
+import (
+	"time"
+
+	"github.com/hushpush/hush/payload"
+)
+
+// Outcome classifies a provider's answer for one device.
+type Outcome int
+
+const (
+	// Delivered: the provider accepted the notification.
+	Delivered Outcome = iota
+	// TokenInvalid: the token is dead (unregistered, bad, wrong topic or
+	// sender); never retried.
+	TokenInvalid
+	// Throttled: the provider asked us to slow down; retry after RetryAfter
+	// (or backoff when 0). Not a failure.
+	Throttled
+	// Transient: 5xx, network, timeout; retried with backoff.
+	Transient
+	// Permanent: the request can never succeed (payload too large, bad topic,
+	// credentials); archived at once.
+	Permanent
+)
+
+// Push is one notification to one device.
+type Push struct {
+	// ID identifies this push (job, recipient, device); stable across retries.
+	// The APNs sender derives the apns-id UUID from it.
+	ID       string
+	Platform payload.Platform
+	Token    string
+	Content  *payload.Content
+	// Expiry is when the provider should stop trying (zero: provider default).
+	Expiry time.Time
+}
+
+// Result is a classified provider answer.
+type Result struct {
+	Outcome Outcome
+	// Reason is the provider's reason (APNs "Unregistered", FCM
+	// "UNREGISTERED", "timeout", ...), empty when delivered.
+	Reason string
+	// RetryAfter is set on Throttled when the provider said how long to wait.
+	RetryAfter time.Duration
+	// StatusCode is the HTTP status, 0 when there was no answer.
+	StatusCode int
+	// Credential is true when the failure is an authentication or credential
+	// problem (it fails /readyz).
+	Credential bool
+	// Err is the underlying error for Transient and Permanent, if any.
+	Err error
+}
