@@ -1,0 +1,26 @@
+package payload
+
+import "time"
+
+// Limits of a job, from SPEC.md and the providers' documented maxima.
+const (
+	// MaxRecipients is the largest number of recipients in one job.
+	MaxRecipients = 10000
+	// MaxDevices is the largest number of devices of one recipient.
+	MaxDevices = 10
+	// MaxPayloadBytes is the largest rendered provider payload (APNs body,
+	// FCM message JSON), the limit both providers enforce.
+	MaxPayloadBytes = 4096
+	// MaxIDBytes bounds a job id and a user id.
+	MaxIDBytes = 256
+	// MaxTTL is the longest ttl, FCM's maximum time to live.
+	MaxTTL = 28 * 24 * time.Hour
+	// MaxCollapseKeyBytes is APNs' limit for apns-collapse-id.
+	MaxCollapseKeyBytes = 64
+	// MinAPNsTokenLen and MaxAPNsTokenLen bound an APNs device token in hex
+	// characters.
+	MinAPNsTokenLen = 64
+	MaxAPNsTokenLen = 200
+	// MaxFCMTokenLen bounds an FCM registration token.
+	MaxFCMTokenLen = 4096
+)
