@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// command is one subcommand of hush.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands lists the subcommands in the order help shows them.
+func commands() []command {
+	return []command{
+		{"serve", "run the worker, the HTTP API, /healthz, /readyz and /metrics", runServe},
+		{"send", "submit a notification job to a running hush", runSend},
+		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle},
+		{"simulate", "replay a \"time,user\" trace against the limiter offline (not yet available)", notYet("simulate")},
+		{"demo", "embedded Redis, worker and fake APNs/FCM with a live timeline (not yet available)", notYet("demo")},
+		{"version", "print the version and the commit it was built from", runVersion},
+	}
+}
+
+func findCommand(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func notYet(name string) func(context.Context, []string, io.Writer, io.Writer) error {
+	return func(context.Context, []string, io.Writer, io.Writer) error {
+		return fmt.Errorf("%s is not yet available in this build", name)
+	}
+}
+
+// printUsage writes the top-level help.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `hush delivers push notifications through Apple APNs and Firebase Cloud
+Messaging, with per-user throttling shared by every worker process.
+
+Usage:
+  hush <command> [flags] [arguments]
+
+Commands:
+`)
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	for _, c := range commands() {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(tw, "  %s\t%s\n", "help", "show the help of a command: hush help send")
+	_ = tw.Flush()
+	fmt.Fprint(w, `
+Examples:
+  # Development: an embedded in-memory Redis, and dry-run providers (nothing
+  # is sent; each push is logged). The API listens on :8080.
+  hush serve
+
+  # Production: real Redis, APNs token auth and FCM service account.
+  HUSH_REDIS_URL=redis://redis:6379/0 \
+  HUSH_APNS_KEY_FILE=AuthKey.p8 HUSH_APNS_KEY_ID=ABC123 HUSH_APNS_TEAM_ID=TEAM42 \
+  HUSH_APNS_TOPIC=com.example.app HUSH_FCM_CREDENTIALS_FILE=sa.json hush serve
+
+  # Submit a job from a file, or build one from flags.
+  hush send -f job.json
+  hush send --user u-42 --fcm "$TOKEN" --title "Shipped" --body "Order 4711 is on its way"
+
+  # Why is u-42 not getting anything? Then start them over.
+  hush throttle status u-42
+  hush throttle reset u-42
+
+serve is configured only by HUSH_* environment variables; 'hush serve --help'
+lists every one with its default. send and throttle talk to a running serve:
+--server (default from HUSH_HTTP_ADDR, else http://127.0.0.1:8080) and the
+bearer token in HUSH_API_TOKEN.
+
+Run 'hush <command> --help' for a command's flags and examples.
+`)
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hushpush/hush/payload"
+)
+
+// sendFlags are the flags of hush send.
+type sendFlags struct {
+	file        string
+	server      string
+	id          string
+	user        string
+	apns, fcm   multiFlag
+	title, body string
+	sound       string
+	badge       *int
+	image       string
+	priority    string
+	ttl         time.Duration
+	collapseKey string
+	data        multiFlag
+	silent      bool
+}
+
+func (f *sendFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.file, "f", "", "read the job JSON from `file` (\"-\": standard input) and submit it as is")
+	fs.StringVar(&f.server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
+	fs.StringVar(&f.id, "id", "", "idempotency `key` of the job; a second send with the same id changes nothing (default: generated)")
+	fs.StringVar(&f.user, "user", "", "the recipient's user `id` (the limiter's key)")
+	fs.Var(&f.apns, "apns", "APNs device `token` (hex); repeat for several devices")
+	fs.Var(&f.fcm, "fcm", "FCM registration `token`; repeat for several devices")
+	fs.StringVar(&f.title, "title", "", "alert title")
+	fs.StringVar(&f.body, "body", "", "alert body")
+	fs.StringVar(&f.sound, "sound", "", "alert sound (e.g. default)")
+	fs.Func("badge", "app icon badge `number`", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", v)
+		}
+		f.badge = &n
+		return nil
+	})
+	fs.StringVar(&f.image, "image", "", "image `URL` shown with the alert")
+	fs.StringVar(&f.priority, "priority", "", "normal, high or critical (critical bypasses the limiter by default)")
+	fs.DurationVar(&f.ttl, "ttl", 0, "drop the notification if it cannot be sent within this `duration` (e.g. 2h)")
+	fs.StringVar(&f.collapseKey, "collapse-key", "", "a newer notification with the same `key` replaces an older one on the device")
+	fs.Var(&f.data, "data", "custom data `key=value` delivered to the app; repeatable")
+	fs.BoolVar(&f.silent, "silent", false, "a silent (background, data-only) push")
+}
+
+func sendHelp(fs *flag.FlagSet) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprint(w, `Usage:
+  hush send -f job.json
+  hush send --user USER (--apns TOKEN | --fcm TOKEN)... [--title T] [--body B] [flags]
+
+Submits one notification job to a running hush (POST /v1/notifications) and
+prints the job's id. The server validates the job; when it refuses it, every
+problem is printed with the field it concerns. A job with an id the server
+has already accepted is acknowledged as a duplicate and changes nothing.
+
+The flag form builds a job for one user; use -f for several recipients, a
+custom expires_at and the other fields of the job format:
+
+  {"id": "order-4711-shipped",
+   "recipients": [{"user_id": "u-42", "devices": [
+       {"platform": "apns", "token": "<64 hex chars>"},
+       {"platform": "fcm",  "token": "<registration token>"}]}],
+   "alert": {"title": "Shipped", "body": "Order 4711 is on its way"},
+   "data": {"order": "4711"}, "ttl": "2h"}
+
+Examples:
+  hush send -f job.json
+  hush send --user u-42 --fcm "$FCM_TOKEN" --title Shipped --body "Order 4711 is on its way" --data order=4711
+  hush send --id order-4711 --user u-42 --apns "$APNS_TOKEN" --silent --data sync=1 --priority high
+
+The API token, when the server requires one, is read from HUSH_API_TOKEN.
+
+Flags:
+`)
+		printDefaults(w, fs)
+	}
+}
+
+func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("send", flag.ContinueOnError)
+	var f sendFlags
+	f.register(fs)
+	pos, err := parseFlags(fs, args, stdout, sendHelp(fs))
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("send: unexpected argument %q (run 'hush send --help')", pos[0])
+	}
+	body, err := f.jobBody(fs)
+	if err != nil {
+		return err
+	}
+	c := newAPIClient(f.server)
+	status, resp, err := c.do(ctx, http.MethodPost, "/v1/notifications", body)
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	if status != http.StatusAccepted && status != http.StatusOK {
+		return fmt.Errorf("send: %w", newAPIError(status, resp))
+	}
+	var acc struct {
+		ID        string `json:"id"`
+		Duplicate bool   `json:"duplicate"`
+	}
+	if err := json.Unmarshal(resp, &acc); err != nil || acc.ID == "" {
+		return fmt.Errorf("send: the server answered %d with an unexpected body %.200q", status, resp)
+	}
+	fmt.Fprintln(stdout, acc.ID)
+	if acc.Duplicate {
+		fmt.Fprintf(stderr, "duplicate: job %s was already accepted; nothing changed\n", acc.ID)
+	}
+	return nil
+}
+
+// jobBody is the request body: the file as is with -f, else a job built from
+// the flags.
+func (f *sendFlags) jobBody(fs *flag.FlagSet) ([]byte, error) {
+	if f.file != "" {
+		var others []string
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name != "f" && fl.Name != "server" {
+				others = append(others, "--"+fl.Name)
+			}
+		})
+		if len(others) > 0 {
+			return nil, usageErrorf("send: -f cannot be combined with %s: put those fields in the file", strings.Join(others, ", "))
+		}
+		if f.file == "-" {
+			return io.ReadAll(os.Stdin)
+		}
+		b, err := os.ReadFile(f.file)
+		if err != nil {
+			return nil, fmt.Errorf("send: %w", err)
+		}
+		return b, nil
+	}
+	job, err := f.job()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(job)
+}
+
+// job builds the job the flags describe.
+func (f *sendFlags) job() (payload.Job, error) {
+	if f.user == "" {
+		return payload.Job{}, usageErrorf("send: give -f job.json, or --user with at least one --apns or --fcm token (run 'hush send --help')")
+	}
+	if len(f.apns)+len(f.fcm) == 0 {
+		return payload.Job{}, usageErrorf("send: --user %s needs at least one device: --apns TOKEN or --fcm TOKEN", f.user)
+	}
+	r := payload.Recipient{UserID: f.user}
+	for _, t := range f.apns {
+		r.Devices = append(r.Devices, payload.Device{Platform: payload.APNs, Token: t})
+	}
+	for _, t := range f.fcm {
+		r.Devices = append(r.Devices, payload.Device{Platform: payload.FCM, Token: t})
+	}
+	job := payload.Job{
+		ID:         f.id,
+		Recipients: []payload.Recipient{r},
+		Content: payload.Content{
+			Priority:    payload.Priority(f.priority),
+			CollapseKey: f.collapseKey,
+			TTL:         payload.Duration(f.ttl),
+			Silent:      f.silent,
+		},
+	}
+	alert := payload.Alert{Title: f.title, Body: f.body, Sound: f.sound, Badge: f.badge, Image: f.image}
+	if alert != (payload.Alert{}) {
+		job.Alert = &alert
+	}
+	for _, kv := range f.data {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return payload.Job{}, usageErrorf("send: --data %q: want key=value", kv)
+		}
+		if job.Data == nil {
+			job.Data = map[string]string{}
+		}
+		job.Data[k] = v
+	}
+	return job, nil
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// recordedRequest is what a fake API saw.
+type recordedRequest struct {
+	Method, Path, Auth, ContentType string
+	Body                            []byte
+}
+
+// fakeAPI answers every request with status and body and records it.
+type fakeAPI struct {
+	mu   sync.Mutex
+	reqs []recordedRequest
+	srv  *httptest.Server
+}
+
+func startFakeAPI(t *testing.T, status int, body string) *fakeAPI {
+	t.Helper()
+	f := &fakeAPI{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.reqs = append(f.reqs, recordedRequest{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), r.Header.Get("Content-Type"), b})
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeAPI) requests() []recordedRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]recordedRequest(nil), f.reqs...)
+}
+
+func (f *fakeAPI) only(t *testing.T) recordedRequest {
+	t.Helper()
+	reqs := f.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the API got %d requests, want 1", len(reqs))
+	}
+	return reqs[0]
+}
+
+func TestSendBuildsJobFromFlags(t *testing.T) {
+	t.Setenv("HUSH_API_TOKEN", "s3cret")
+	api := startFakeAPI(t, http.StatusAccepted, `{"id":"order-4711"}`)
+	stdout, stderr, code := runCmd(t, "send", "--server", api.srv.URL,
+		"--id", "order-4711", "--user", "u-42",
+		"--apns", strings.Repeat("ab", 32), "--fcm", "fcm-token-1", "--fcm", "fcm-token-2",
+		"--title", "Shipped", "--body", "Order 4711 is on its way", "--sound", "default", "--badge", "3",
+		"--priority", "high", "--ttl", "2h", "--collapse-key", "order-4711",
+		"--data", "order=4711", "--data", "url=https://x.test/?a=b")
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
+	}
+	if stdout != "order-4711\n" {
+		t.Errorf("stdout = %q, want the id", stdout)
+	}
+	req := api.only(t)
+	if diff := cmp.Diff(recordedRequest{Method: "POST", Path: "/v1/notifications", Auth: "Bearer s3cret", ContentType: "application/json"},
+		recordedRequest{req.Method, req.Path, req.Auth, req.ContentType, nil}); diff != "" {
+		t.Errorf("request (-want +got):\n%s", diff)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(req.Body, &got); err != nil {
+		t.Fatalf("body is not JSON: %v\n%s", err, req.Body)
+	}
+	want := map[string]any{
+		"id": "order-4711",
+		"recipients": []any{map[string]any{
+			"user_id": "u-42",
+			"devices": []any{
+				map[string]any{"platform": "apns", "token": strings.Repeat("ab", 32)},
+				map[string]any{"platform": "fcm", "token": "fcm-token-1"},
+				map[string]any{"platform": "fcm", "token": "fcm-token-2"},
+			},
+		}},
+		"alert":        map[string]any{"title": "Shipped", "body": "Order 4711 is on its way", "sound": "default", "badge": float64(3)},
+		"data":         map[string]any{"order": "4711", "url": "https://x.test/?a=b"},
+		"priority":     "high",
+		"ttl":          "2h0m0s",
+		"collapse_key": "order-4711",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("job body (-want +got):\n%s", diff)
+	}
+}
+
+func TestSendSilentMinimal(t *testing.T) {
+	t.Setenv("HUSH_API_TOKEN", "")
+	api := startFakeAPI(t, http.StatusAccepted, `{"id":"generated-1"}`)
+	stdout, stderr, code := runCmd(t, "send", "--user", "u-1", "--fcm", "tok", "--silent", "--data", "sync=1", "--server", api.srv.URL)
+	if code != 0 || stdout != "generated-1\n" {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	req := api.only(t)
+	if req.Auth != "" {
+		t.Errorf("Authorization = %q without HUSH_API_TOKEN, want none", req.Auth)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(req.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"recipients": []any{map[string]any{"user_id": "u-1", "devices": []any{map[string]any{"platform": "fcm", "token": "tok"}}}},
+		"data":       map[string]any{"sync": "1"},
+		"silent":     true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("job body (-want +got):\n%s", diff)
+	}
+}
+
+func TestSendFileAsIs(t *testing.T) {
+	t.Setenv("HUSH_API_TOKEN", "")
+	job := `{"recipients":[{"user_id":"u-1","devices":[{"platform":"fcm","token":"t"}]}],"alert":{"title":"hi"}}`
+	file := filepath.Join(t.TempDir(), "job.json")
+	if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	api := startFakeAPI(t, http.StatusOK, `{"id":"j-1","duplicate":true}`)
+	stdout, stderr, code := runCmd(t, "send", "-f", file, "--server", api.srv.URL)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if stdout != "j-1\n" || !strings.Contains(stderr, "duplicate") {
+		t.Errorf("stdout %q stderr %q; want the id and a duplicate note", stdout, stderr)
+	}
+	if got := string(api.only(t).Body); got != job {
+		t.Errorf("body = %s, want the file unchanged: %s", got, job)
+	}
+}
+
+func TestSendErrorsAreReadable(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   []string
+	}{
+		{"field errors", http.StatusBadRequest,
+			`{"errors":[{"field":"recipients[0].devices[0].token","message":"not hex"},{"field":"alert","message":"required unless silent"}]}`,
+			[]string{"rejected", "\n  recipients[0].devices[0].token: not hex", "\n  alert: required unless silent"}},
+		{"unauthorized", http.StatusUnauthorized, `{"error":"missing or wrong bearer token"}`, []string{"HUSH_API_TOKEN", "401"}},
+		{"too large", http.StatusRequestEntityTooLarge, `{"error":"body larger than 8388608 bytes"}`, []string{"too large", "8388608"}},
+		{"server error text", http.StatusInternalServerError, `redis down`, []string{"500", "redis down"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			api := startFakeAPI(t, tt.status, tt.body)
+			stdout, stderr, code := runCmd(t, "send", "--user", "u", "--fcm", "t", "--server", api.srv.URL)
+			if code != 1 || stdout != "" {
+				t.Errorf("exit %d stdout %q, want 1 and nothing on stdout", code, stdout)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestSendServerDown(t *testing.T) {
+	api := startFakeAPI(t, http.StatusAccepted, `{}`)
+	url := api.srv.URL
+	api.srv.Close()
+	_, stderr, code := runCmd(t, "send", "--user", "u", "--fcm", "t", "--server", url)
+	if code != 1 || !strings.Contains(stderr, "is hush serve running there?") {
+		t.Errorf("exit %d stderr %q", code, stderr)
+	}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hushpush/hush/worker"
+)
+
+func serveHelp(w io.Writer) {
+	fmt.Fprint(w, `Usage: hush serve
+
+Runs one hush worker process: it takes notification jobs and deliveries from
+Redis (Asynq queues), asks the shared limiter for each user, sends through
+APNs and FCM, and serves the HTTP API with /healthz, /readyz and /metrics on
+HUSH_HTTP_ADDR. Run as many processes as you like against the same Redis:
+the per-user limits hold across all of them.
+
+With HUSH_REDIS_URL unset it starts an embedded in-memory Redis (development
+only: everything is lost on exit); with no provider credentials it runs in
+dry-run and logs what it would send. SIGINT or SIGTERM stop it gracefully:
+in-flight deliveries finish or go back to the queue (a second signal stops
+it at once).
+
+Examples:
+  hush serve
+  HUSH_REDIS_URL=redis://127.0.0.1:6379/0 HUSH_THROTTLE_LIMITS=10/1m,100/24h \
+    HUSH_THROTTLE_MIN_GAP=3s HUSH_DRY_RUN=true hush serve
+
+Configuration (environment variables only; invalid values stop the start
+with the key and the reason):
+
+`)
+	if err := worker.PrintUsage(w); err != nil {
+		fmt.Fprintf(w, "(cannot print the configuration table: %v)\n", err)
+	}
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	pos, err := parseFlags(fs, args, stdout, serveHelp)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("serve takes no arguments (it is configured by HUSH_* environment variables; see 'hush serve --help'), got %q", pos)
+	}
+	cfg, err := worker.LoadConfig()
+	if err != nil {
+		return fmt.Errorf("serve: invalid configuration (see 'hush serve --help'):\n%w", err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// After the first signal, restore the default handling: a second one
+	// stops the process at once instead of waiting for the graceful drain.
+	context.AfterFunc(ctx, stop)
+	return worker.Serve(ctx, cfg, cfg.NewLogger(stderr))
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"text/tabwriter"
+	"time"
+)
+
+func throttleHelp(w io.Writer) {
+	fmt.Fprint(w, `Usage:
+  hush throttle status USER [--json]
+  hush throttle reset USER
+
+status shows what the shared limiter knows about one user: the sends it
+recorded inside the longest window (and slots booked for deferred
+deliveries, which lie in the future), how many more sends each rule allows
+right now, and when the next send would be allowed.
+
+reset forgets the user's recorded sends and bookings, so their next
+notification goes out at once. Deliveries already deferred keep their
+wake-up time but are no longer held back when they wake.
+
+Examples:
+  hush throttle status u-42
+  hush throttle status u-42 --json | jq .remaining
+  hush throttle reset u-42
+
+Flags (both subcommands also take --server; the API token is read from
+HUSH_API_TOKEN):
+`)
+}
+
+func runThrottle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		throttleHelp(stderr)
+		return usageErrorf("throttle: want a subcommand: status or reset")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		throttleHelp(stdout)
+		printDefaults(stdout, throttleFlags(new(string), new(bool)))
+		return flag.ErrHelp
+	case "status":
+		return runThrottleStatus(ctx, args[1:], stdout)
+	case "reset":
+		return runThrottleReset(ctx, args[1:], stdout)
+	}
+	return usageErrorf("throttle: unknown subcommand %q (want status or reset)", args[0])
+}
+
+func throttleFlags(server *string, asJSON *bool) *flag.FlagSet {
+	fs := flag.NewFlagSet("throttle", flag.ContinueOnError)
+	fs.StringVar(server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
+	fs.BoolVar(asJSON, "json", false, "status: print the API's JSON answer as is")
+	return fs
+}
+
+// throttleUser parses "throttle <sub> USER [flags]" and returns the user and
+// the API path of their limiter state.
+func throttleUser(sub string, args []string, stdout io.Writer, server *string, asJSON *bool) (string, error) {
+	fs := throttleFlags(server, asJSON)
+	pos, err := parseFlags(fs, args, stdout, func(w io.Writer) {
+		throttleHelp(w)
+		printDefaults(w, fs)
+	})
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 || pos[0] == "" {
+		return "", usageErrorf("throttle %s: want exactly one USER, got %d arguments", sub, len(pos))
+	}
+	return "/v1/users/" + url.PathEscape(pos[0]) + "/throttle", nil
+}
+
+func runThrottleStatus(ctx context.Context, args []string, stdout io.Writer) error {
+	var server string
+	var asJSON bool
+	path, err := throttleUser("status", args, stdout, &server, &asJSON)
+	if err != nil {
+		return err
+	}
+	status, body, err := newAPIClient(server).do(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return fmt.Errorf("throttle status: %w", err)
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("throttle status: %w", newAPIError(status, body))
+	}
+	if asJSON {
+		var out bytes.Buffer
+		if json.Indent(&out, body, "", "  ") != nil {
+			out.Reset()
+			out.Write(body)
+		}
+		out.WriteByte('\n')
+		_, err := stdout.Write(out.Bytes())
+		return err
+	}
+	var st throttleStatus
+	if err := json.Unmarshal(body, &st); err != nil {
+		return fmt.Errorf("throttle status: unexpected answer from the server (try --json): %w", err)
+	}
+	st.render(stdout)
+	return nil
+}
+
+func runThrottleReset(ctx context.Context, args []string, stdout io.Writer) error {
+	var server string
+	var asJSON bool
+	path, err := throttleUser("reset", args, stdout, &server, &asJSON)
+	if err != nil {
+		return err
+	}
+	status, body, err := newAPIClient(server).do(ctx, http.MethodDelete, path, nil)
+	if err != nil {
+		return fmt.Errorf("throttle reset: %w", err)
+	}
+	if status != http.StatusOK && status != http.StatusNoContent {
+		return fmt.Errorf("throttle reset: %w", newAPIError(status, body))
+	}
+	u, _ := url.PathUnescape(path[len("/v1/users/") : len(path)-len("/throttle")])
+	fmt.Fprintf(stdout, "reset: %s's recorded sends and bookings are cleared; their next push goes out at once\n", u)
+	return nil
+}
+
+// throttleStatus is the answer of GET /v1/users/{id}/throttle.
+type throttleStatus struct {
+	User        string          `json:"user_id"`
+	Now         time.Time       `json:"now"`
+	NextAllowed time.Time       `json:"next_allowed"`
+	Rules       []ruleRemaining `json:"remaining"`
+	MinGap      string          `json:"min_gap"`
+	Entries     []struct {
+		Member string    `json:"member"`
+		At     time.Time `json:"at"`
+	} `json:"entries"`
+}
+
+type ruleRemaining struct {
+	Rule      string `json:"rule"`
+	Remaining int    `json:"remaining"`
+}
+
+// render writes the status for a human: times in UTC with the distance from
+// the limiter's clock, which is the one that counts.
+func (s *throttleStatus) render(w io.Writer) {
+	now := s.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	fmt.Fprintf(w, "user %s  (limiter clock %s)\n", s.User, now.UTC().Format("2006-01-02 15:04:05.000 MST"))
+	if !s.NextAllowed.After(now) {
+		fmt.Fprintln(w, "next allowed: now")
+	} else {
+		fmt.Fprintf(w, "next allowed: in %s (at %s)\n", roundDur(s.NextAllowed.Sub(now)), s.NextAllowed.UTC().Format("15:04:05.000"))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if len(s.Rules) > 0 {
+		fmt.Fprintln(tw, "remaining:")
+		for _, r := range s.Rules {
+			fmt.Fprintf(tw, "  %s\t%d more\n", r.Rule, r.Remaining)
+		}
+	}
+	if s.MinGap != "" {
+		fmt.Fprintf(tw, "  min gap\t%s\n", s.MinGap)
+	}
+	_ = tw.Flush()
+	if len(s.Entries) == 0 {
+		fmt.Fprintln(w, "recent sends: none inside the longest window")
+		return
+	}
+	fmt.Fprintf(w, "recent sends and bookings (%d, oldest first):\n", len(s.Entries))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, e := range s.Entries {
+		when := roundDur(now.Sub(e.At)).String() + " ago"
+		if e.At.After(now) {
+			when = "in " + roundDur(e.At.Sub(now)).String() + " (booked)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.At.UTC().Format("15:04:05.000"), when, e.Member)
+	}
+	_ = tw.Flush()
+}
+
+// roundDur rounds d for display: tenths of a second under a minute, whole
+// seconds above.
+func roundDur(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
