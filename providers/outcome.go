@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/hushpush/hush/payload"
@@ -52,4 +53,22 @@ type Result struct {
 	Credential bool
 	// Err is the underlying error for Transient and Permanent, if any.
 	Err error
+}
+
+// String names the outcome as logs and metrics label it: "delivered",
+// "token_invalid", "throttled", "transient", "permanent".
+func (o Outcome) String() string {
+	switch o {
+	case Delivered:
+		return "delivered"
+	case TokenInvalid:
+		return "token_invalid"
+	case Throttled:
+		return "throttled"
+	case Transient:
+		return "transient"
+	case Permanent:
+		return "permanent"
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
 }

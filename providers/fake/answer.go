@@ -1,0 +1,91 @@
+package fake
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+type kind int
+
+const (
+	kindOK kind = iota
+	kindUnregistered
+	kindBadToken
+	kindTooMany
+	kindStatus
+	kindAPNs
+	kindFCM
+)
+
+// Answer is one scripted answer of a fake server. Build it with the
+// constructors (OK, Unregistered, BadToken, TooMany, Status, APNsReason,
+// FCMError); each fake renders it in its provider's wire format.
+type Answer struct {
+	kind       kind
+	status     int
+	reason     string // APNs reason or FCM errorCode
+	message    string // FCM error.message
+	retryAfter time.Duration
+	latency    time.Duration
+}
+
+// OK answers 200: delivered.
+func OK() Answer { return Answer{kind: kindOK, status: http.StatusOK} }
+
+// Unregistered answers that the token is no longer valid: APNs 410
+// Unregistered with a timestamp, FCM 404 NOT_FOUND / UNREGISTERED.
+func Unregistered() Answer { return Answer{kind: kindUnregistered} }
+
+// BadToken answers that the token is malformed: APNs 400 BadDeviceToken, FCM
+// 400 INVALID_ARGUMENT "The registration token is not a valid FCM
+// registration token" with a field violation on message.token.
+func BadToken() Answer { return Answer{kind: kindBadToken} }
+
+// TooMany answers 429 (APNs TooManyRequests, FCM RESOURCE_EXHAUSTED /
+// QUOTA_EXCEEDED) with a Retry-After header in whole seconds when retryAfter
+// is positive.
+func TooMany(retryAfter time.Duration) Answer {
+	return Answer{kind: kindTooMany, status: http.StatusTooManyRequests, retryAfter: retryAfter}
+}
+
+// Status answers the HTTP status code with the provider's usual reason for it
+// (APNs: 403 Forbidden, 404 BadPath, 413 PayloadTooLarge, 500
+// InternalServerError, 503 ServiceUnavailable, ...; FCM: 401
+// THIRD_PARTY_AUTH_ERROR, 403 SENDER_ID_MISMATCH, 500 INTERNAL, 503
+// UNAVAILABLE, ...).
+func Status(code int) Answer { return Answer{kind: kindStatus, status: code} }
+
+// APNsReason answers an APNs error with the given status and reason (one of
+// the apns2.Reason* values). The fake FCM treats it as Status(status).
+func APNsReason(status int, reason string) Answer {
+	return Answer{kind: kindAPNs, status: status, reason: reason}
+}
+
+// FCMError answers an FCM error: the HTTP status, the FcmError errorCode
+// (empty: no FcmError detail) and the error message (empty: a default). The
+// fake APNs treats it as Status(status).
+func FCMError(status int, errorCode, message string) Answer {
+	return Answer{kind: kindFCM, status: status, reason: errorCode, message: message}
+}
+
+// WithLatency returns a copy of a that is answered after d.
+func (a Answer) WithLatency(d time.Duration) Answer {
+	a.latency = d
+	return a
+}
+
+// WithRetryAfter returns a copy of a that carries a Retry-After header (whole
+// seconds, rounded up).
+func (a Answer) WithRetryAfter(d time.Duration) Answer {
+	a.retryAfter = d
+	return a
+}
+
+// retryAfterHeader is the Retry-After header value, "" when none.
+func (a Answer) retryAfterHeader() string {
+	if a.retryAfter <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64((a.retryAfter+time.Second-1)/time.Second), 10)
+}
