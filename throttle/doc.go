@@ -1,0 +1,61 @@
+// Package throttle is hush's per-user limiter: several exact rolling windows
+// ("10/1m,100/24h") plus a minimum gap between two actions, decided
+// atomically in Redis (Redis) or in process memory (Memory) with the same
+// semantics.
+//
+// # Semantics
+//
+// Times are integer milliseconds. A user's set holds entries: recorded
+// actions (Allow) and bookings (Reserve), possibly in the future. Two
+// entries share a window of rule N/W when they are less than W apart, so an
+// entry exactly W old no longer counts. A time t is feasible when adding it
+// leaves no window of any rule with more than N entries around t and t is at
+// least MinGap from every entry (exactly MinGap is allowed). Allow records
+// the action only when now is feasible; otherwise it returns the time left
+// until the earliest feasible instant (RetryAfter) and records nothing, so a
+// flood of denied attempts neither grows the set nor slows decisions.
+// Reserve records the earliest feasible instant (possibly in a hole between
+// bookings) under a member id and returns the same slot for the same member.
+//
+// DeniedBy names, among the rules that deny now, the one that on its own
+// would be satisfied latest (the first such rule on a tie, limits in order
+// before the gap): the rule to blame for most of the wait.
+//
+// Entries at or before now - max(longest window, MinGap) are trimmed when a
+// user's set is written; they can no longer affect any decision. Time is
+// expected to move forward per user; an injected clock that goes backwards
+// sees only what trimming left.
+//
+// # Redis schema
+//
+// One sorted set per user, key Options.Prefix (default "hush:throttle:") +
+// "{" + user + "}": member = "allow:<random hex>" for Allow or the caller's
+// member id for Reserve, score = time in ms. The braces are a hash tag, so
+// every script touches one key in one slot and works on Redis Cluster. The
+// key's TTL (PEXPIRE) covers the newest entry plus max(longest window,
+// MinGap); with an injected clock it is at least an hour, because TTLs tick
+// in the server's real time.
+//
+// Every operation is one Lua script (allow.lua, reserve.lua, release.lua,
+// status.lua, each prefixed with lib.lua), embedded and run with EVALSHA
+// (EVAL when the server lacks it); Reset is a DEL. With no entry after now,
+// Allow costs O(log n): ZCOUNT per rule, and ZREVRANGE by index for the last
+// entry and, when denied, for the N-th most recent one. Only when bookings
+// lie after now does a script read the user's recent entries and test the
+// candidate instants now, e+W and e+MinGap in ascending order.
+//
+// AllowBatch and ReserveBatch pipeline one single-key script call per user:
+// one network round trip, split by slot on a cluster.
+//
+// # Clock
+//
+// By default the Redis limiter trusts the Redis server's TIME (read inside
+// the script), so pods with skewed clocks agree. Options.Clock injects a
+// time instead (tests, simulation, replay); the Memory limiter uses
+// time.Now when it is nil.
+//
+// # Imports
+//
+// The standard library and github.com/redis/go-redis/v9 only; the package
+// knows nothing of jobs, providers or Asynq.
+package throttle

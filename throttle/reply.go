@@ -1,0 +1,99 @@
+package throttle
+
+import (
+	"fmt"
+	"time"
+)
+
+// ints checks that v is an array of at least n integers and returns them.
+func ints(v any, n int, what string) ([]any, []int64, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) < n {
+		return nil, nil, fmt.Errorf("%w: %s: want an array of %d integers, got %#v", ErrUnexpectedReply, what, n, v)
+	}
+	out := make([]int64, n)
+	for i := range n {
+		x, ok := a[i].(int64)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: %s: element %d: want an integer, got %#v", ErrUnexpectedReply, what, i, a[i])
+		}
+		out[i] = x
+	}
+	return a, out, nil
+}
+
+// parseDecision reads allow.lua's reply.
+func (l *Redis) parseDecision(v any) (Decision, error) {
+	nl := len(l.r.n)
+	a, x, err := ints(v, 4+nl, "allow")
+	if err != nil {
+		return Decision{}, err
+	}
+	if len(a) != 4+nl {
+		return Decision{}, fmt.Errorf("%w: allow: want %d elements, got %d", ErrUnexpectedReply, 4+nl, len(a))
+	}
+	allowed, retry, denied, now := x[0], x[1], x[2], x[3]
+	switch {
+	case allowed != 0 && allowed != 1:
+		return Decision{}, fmt.Errorf("%w: allow: allowed = %d", ErrUnexpectedReply, allowed)
+	case retry < 0 || (allowed == 1) != (retry == 0):
+		return Decision{}, fmt.Errorf("%w: allow: allowed = %d with retry-after %d ms", ErrUnexpectedReply, allowed, retry)
+	case denied < 0 || denied > int64(nl)+1 || (allowed == 1) != (denied == 0):
+		return Decision{}, fmt.Errorf("%w: allow: allowed = %d with denied rule %d", ErrUnexpectedReply, allowed, denied)
+	}
+	d := Decision{
+		Allowed:    allowed == 1,
+		RetryAfter: time.Duration(retry) * time.Millisecond,
+		DeniedBy:   l.r.deniedName(int(denied) - 1),
+		Now:        ms(now),
+		Remaining:  make([]int, nl),
+	}
+	for i := range nl {
+		rem := x[4+i]
+		if rem < 0 || rem > l.r.n[i] {
+			return Decision{}, fmt.Errorf("%w: allow: remaining[%d] = %d", ErrUnexpectedReply, i, rem)
+		}
+		d.Remaining[i] = int(rem)
+	}
+	return d, nil
+}
+
+// parseReservation reads reserve.lua's reply.
+func parseReservation(v any) (Reservation, error) {
+	a, x, err := ints(v, 3, "reserve")
+	if err != nil {
+		return Reservation{}, err
+	}
+	if len(a) != 3 || (x[1] != 0 && x[1] != 1) {
+		return Reservation{}, fmt.Errorf("%w: reserve: %#v", ErrUnexpectedReply, v)
+	}
+	return reservation(x[0], x[2], x[1] == 1), nil
+}
+
+// parseStatus reads status.lua's reply.
+func (l *Redis) parseStatus(v any) (Status, error) {
+	nl := len(l.r.n)
+	a, x, err := ints(v, 2+nl, "status")
+	if err != nil {
+		return Status{}, err
+	}
+	if (len(a)-2-nl)%2 != 0 {
+		return Status{}, fmt.Errorf("%w: status: odd entry list", ErrUnexpectedReply)
+	}
+	s := Status{Now: ms(x[0]), NextAllowed: ms(x[1]), Remaining: make([]int, nl)}
+	for i := range nl {
+		if x[2+i] < 0 {
+			return Status{}, fmt.Errorf("%w: status: remaining[%d] = %d", ErrUnexpectedReply, i, x[2+i])
+		}
+		s.Remaining[i] = int(x[2+i])
+	}
+	for i := 2 + nl; i < len(a); i += 2 {
+		m, ok1 := a[i].(string)
+		at, ok2 := a[i+1].(int64)
+		if !ok1 || !ok2 {
+			return Status{}, fmt.Errorf("%w: status: entry %#v %#v", ErrUnexpectedReply, a[i], a[i+1])
+		}
+		s.Entries = append(s.Entries, Entry{Member: m, At: ms(at)})
+	}
+	return s, nil
+}
