@@ -1,0 +1,233 @@
+package payload
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Validate checks j against the rules listed in the package documentation
+// and returns nil or a *ValidationError with every problem, in document
+// order. now is the reference for expires_at.
+func (j *Job) Validate(now time.Time) error {
+	var ps problems
+	checkID(&ps, j.ID)
+	used := j.checkRecipients(&ps)
+	j.Content.check(&ps, now)
+	j.Content.checkSize(&ps, used)
+	return ps.err()
+}
+
+func checkID(ps *problems, id string) {
+	switch {
+	case len(id) > MaxIDBytes:
+		ps.add("id", fmt.Sprintf("is %d bytes, limit %d", len(id), MaxIDBytes))
+	case !utf8.ValidString(id):
+		ps.add("id", "is not valid UTF-8")
+	default:
+		for i, r := range id {
+			if !unicode.IsPrint(r) || unicode.IsSpace(r) {
+				ps.add("id", fmt.Sprintf("contains whitespace or a control character at byte %d", i))
+				return
+			}
+		}
+	}
+}
+
+// checkRecipients checks the recipients and returns the platforms in use.
+func (j *Job) checkRecipients(ps *problems) map[Platform]bool {
+	used := map[Platform]bool{}
+	switch n := len(j.Recipients); {
+	case n == 0:
+		ps.add("recipients", "at least one recipient is required")
+	case n > MaxRecipients:
+		ps.add("recipients", fmt.Sprintf("%d recipients, limit %d", n, MaxRecipients))
+	}
+	firstIndex := make(map[string]int, len(j.Recipients))
+	for i, r := range j.Recipients {
+		path := "recipients[" + strconv.Itoa(i) + "]"
+		checkUserID(ps, path+".user_id", r.UserID)
+		if first, dup := firstIndex[r.UserID]; dup && r.UserID != "" {
+			ps.add(path+".user_id", fmt.Sprintf("duplicate of recipients[%d].user_id", first))
+		} else {
+			firstIndex[r.UserID] = i
+		}
+		checkDevices(ps, path, r.Devices, used)
+	}
+	return used
+}
+
+func checkUserID(ps *problems, path, id string) {
+	switch {
+	case id == "":
+		ps.add(path, "is required")
+	case len(id) > MaxIDBytes:
+		ps.add(path, fmt.Sprintf("is %d bytes, limit %d", len(id), MaxIDBytes))
+	case !utf8.ValidString(id):
+		ps.add(path, "is not valid UTF-8")
+	case strings.ContainsFunc(id, unicode.IsControl):
+		ps.add(path, "contains a control character")
+	}
+}
+
+func checkDevices(ps *problems, path string, devices []Device, used map[Platform]bool) {
+	switch n := len(devices); {
+	case n == 0:
+		ps.add(path+".devices", "at least one device is required")
+	case n > MaxDevices:
+		ps.add(path+".devices", fmt.Sprintf("%d devices, limit %d", n, MaxDevices))
+	}
+	firstIndex := make(map[string]int, len(devices))
+	for i, d := range devices {
+		dpath := path + ".devices[" + strconv.Itoa(i) + "]"
+		switch {
+		case d.Platform == "":
+			ps.add(dpath+".platform", `is required: "apns" or "fcm"`)
+		case !d.Platform.Valid():
+			ps.add(dpath+".platform", fmt.Sprintf(`unknown platform %q, want "apns" or "fcm"`, d.Platform))
+		default:
+			used[d.Platform] = true
+		}
+		if msg := tokenProblem(d); msg != "" {
+			ps.add(dpath+".token", msg)
+		}
+		if first, dup := firstIndex[d.Token]; dup && d.Token != "" {
+			ps.add(dpath+".token", fmt.Sprintf("duplicate of devices[%d].token", first))
+		} else {
+			firstIndex[d.Token] = i
+		}
+	}
+}
+
+// tokenProblem describes what is wrong with d's token, or returns "".
+// A token of an unknown platform is only checked for presence.
+func tokenProblem(d Device) string {
+	t := d.Token
+	if t == "" {
+		return "is required"
+	}
+	switch d.Platform {
+	case APNs:
+		if i := strings.IndexFunc(t, func(r rune) bool { return !isHexDigit(r) }); i >= 0 {
+			return fmt.Sprintf("not hex (invalid character at position %d)", i)
+		}
+		if len(t) < MinAPNsTokenLen || len(t) > MaxAPNsTokenLen {
+			return fmt.Sprintf("apns token is %d hex characters, want %d to %d", len(t), MinAPNsTokenLen, MaxAPNsTokenLen)
+		}
+		if len(t)%2 != 0 {
+			return fmt.Sprintf("apns token has an odd number (%d) of hex characters", len(t))
+		}
+	case FCM:
+		if len(t) > MaxFCMTokenLen {
+			return fmt.Sprintf("fcm token is %d characters, limit %d", len(t), MaxFCMTokenLen)
+		}
+		if i := strings.IndexFunc(t, func(r rune) bool { return !isFCMTokenChar(r) }); i >= 0 {
+			return fmt.Sprintf("invalid character at position %d; fcm tokens use A-Z a-z 0-9 _ : . -", i)
+		}
+	}
+	return ""
+}
+
+func isHexDigit(r rune) bool {
+	return '0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F'
+}
+
+func isFCMTokenChar(r rune) bool {
+	return '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' ||
+		r == '_' || r == ':' || r == '.' || r == '-'
+}
+
+// check validates the content fields, in document order.
+func (c *Content) check(ps *problems, now time.Time) {
+	c.checkAlert(ps)
+	c.checkData(ps)
+	if !c.Priority.Valid() {
+		ps.add("priority", fmt.Sprintf(`unknown priority %q, want "normal", "high" or "critical"`, c.Priority))
+	}
+	if len(c.CollapseKey) > MaxCollapseKeyBytes {
+		ps.add("collapse_key", fmt.Sprintf("is %d bytes, limit %d (apns-collapse-id)", len(c.CollapseKey), MaxCollapseKeyBytes))
+	}
+	switch ttl := time.Duration(c.TTL); {
+	case ttl < 0:
+		ps.add("ttl", fmt.Sprintf("must be positive, got %s", ttl))
+	case ttl > MaxTTL:
+		ps.add("ttl", fmt.Sprintf("%s is longer than the limit of %s (28 days, FCM's maximum)", ttl, MaxTTL))
+	}
+	if c.ExpiresAt != nil {
+		if c.TTL != 0 {
+			ps.add("expires_at", "cannot be combined with ttl: set one of them")
+		}
+		if c.ExpiresAt.Before(now) {
+			ps.add("expires_at", fmt.Sprintf("%s is in the past (now %s)",
+				c.ExpiresAt.Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+		}
+	}
+}
+
+func (c *Content) checkAlert(ps *problems) {
+	a := c.Alert
+	switch {
+	case c.Silent && a != nil:
+		ps.add("alert", "must be absent when silent is true: silent pushes carry data only")
+	case !c.Silent && (a == nil || a.Title == "" && a.Body == ""):
+		ps.add("alert", "a job that is not silent needs alert.title or alert.body")
+	}
+	if a == nil {
+		return
+	}
+	if a.Badge != nil && *a.Badge < 0 {
+		ps.add("alert.badge", fmt.Sprintf("must be 0 or more, got %d", *a.Badge))
+	}
+	if a.Image != "" {
+		if u, err := url.Parse(a.Image); err != nil || u.Scheme != "https" || u.Host == "" {
+			ps.add("alert.image", "must be an https URL")
+		}
+	}
+}
+
+func (c *Content) checkData(ps *problems) {
+	for _, k := range slices.Sorted(maps.Keys(c.Data)) {
+		path := "data[" + strconv.Quote(k) + "]"
+		switch {
+		case k == "":
+			ps.add(path, "empty key")
+		case k == "aps":
+			ps.add(path, "reserved: the APNs body keeps its aps dictionary under this key")
+		case k == "from" || k == "notification" || k == "message_type":
+			ps.add(path, "reserved by FCM")
+		case strings.HasPrefix(k, "google.") || strings.HasPrefix(k, "gcm."):
+			ps.add(path, `reserved by FCM: keys must not start with "google." or "gcm."`)
+		case k == "image" && c.Alert != nil && c.Alert.Image != "":
+			ps.add(path, `collides with alert.image, which the APNs body carries in the custom key "image"`)
+		}
+	}
+}
+
+// checkSize renders the payloads of the platforms in use and reports those
+// over MaxPayloadBytes.
+func (c *Content) checkSize(ps *problems, used map[Platform]bool) {
+	field := "data"
+	if c.Alert != nil {
+		field = "alert"
+	}
+	if used[APNs] {
+		if b, err := renderAPNs(c); err != nil {
+			ps.add(field, err.Error())
+		} else if len(b) > MaxPayloadBytes {
+			ps.add(field, fmt.Sprintf("rendered apns payload is %d bytes, limit %d", len(b), MaxPayloadBytes))
+		}
+	}
+	if used[FCM] {
+		if b, err := marshalCompact(renderFCM(c)); err != nil {
+			ps.add(field, err.Error())
+		} else if len(b) > MaxPayloadBytes {
+			ps.add(field, fmt.Sprintf("rendered fcm message is %d bytes, limit %d", len(b), MaxPayloadBytes))
+		}
+	}
+}
