@@ -1,0 +1,251 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
+)
+
+// Config is hush's configuration, read from HUSH_* environment variables.
+// Field names map to keys with split_words (APNSKeyID is HUSH_APNS_KEY_ID).
+type Config struct {
+	RedisURL          string   `split_words:"true" desc:"redis://, rediss:// or unix:// URL; empty: an embedded in-memory Redis (development only, data lost on exit)"`
+	RedisClusterAddrs []string `split_words:"true" desc:"comma list of host:port; when set, Redis Cluster is used (HUSH_REDIS_URL's user, password and TLS still apply)"`
+
+	Concurrency int            `default:"50" desc:"concurrent deliveries per process"`
+	Queues      map[string]int `default:"critical:6,high:3,normal:1" desc:"queues to serve and their weights; queues are named after priorities (critical, high, normal)"`
+	MaxRetry    int            `split_words:"true" default:"8" desc:"retries for transient provider failures before a delivery is archived"`
+
+	ThrottleLimits string        `split_words:"true" default:"10/1m,100/24h" desc:"per-user rolling-window caps, N/window comma list"`
+	ThrottleMinGap time.Duration `split_words:"true" default:"3s" desc:"minimum gap between two pushes to the same user"`
+	ThrottleBypass []string      `split_words:"true" default:"critical" desc:"priorities that skip the limiter (comma list; empty: none)"`
+
+	APNSKeyFile      string `split_words:"true" desc:"APNs token auth: .p8 key file"`
+	APNSKeyID        string `split_words:"true" desc:"APNs token auth: key id"`
+	APNSTeamID       string `split_words:"true" desc:"APNs token auth: team id"`
+	APNSTopic        string `split_words:"true" desc:"APNs topic (the app's bundle id); required with APNs credentials"`
+	APNSCertFile     string `split_words:"true" desc:"APNs certificate auth (.p12), alternative to the key"`
+	APNSCertPassword string `split_words:"true" desc:"password of the .p12 certificate"`
+	APNSProduction   bool   `split_words:"true" default:"false" desc:"false: APNs sandbox host"`
+	APNSEndpoint     string `split_words:"true" desc:"send APNs requests to another host (a proxy, a test server)"`
+	APNSCaFile       string `split_words:"true" desc:"PEM CA bundle trusted for HUSH_APNS_ENDPOINT"`
+
+	FCMCredentialsFile string `split_words:"true" desc:"FCM service-account JSON (its token_uri is honoured)"`
+	FCMProjectID       string `split_words:"true" desc:"FCM project id; default: the service account's"`
+	FCMEndpoint        string `split_words:"true" desc:"send FCM requests to another endpoint (a proxy, a test server)"`
+
+	DryRun bool `split_words:"true" default:"false" desc:"log what would be sent; no provider is called"`
+
+	HTTPAddr     string `split_words:"true" default:":8080" desc:"API, health and metrics listener"`
+	APIToken     string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token>"`
+	MaxBodyBytes int64  `split_words:"true" default:"8388608" desc:"largest accepted POST /v1/notifications body in bytes"`
+	WebhookURL   string `split_words:"true" desc:"optional: events are also POSTed here as JSON"`
+	EventsMaxlen int64  `split_words:"true" default:"100000" desc:"approximate cap of the hush:events stream"`
+
+	ShutdownTimeout time.Duration `split_words:"true" default:"10s" desc:"how long in-flight deliveries may take to finish on shutdown before they are handed back to the queue"`
+
+	LogLevel  string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	LogFormat string `split_words:"true" default:"text" desc:"text or json"`
+}
+
+const envPrefix = "hush"
+
+// LoadConfig reads the configuration from the environment and validates it.
+// Errors name the offending key.
+func LoadConfig() (Config, error) {
+	var c Config
+	if err := envconfig.Process(envPrefix, &c); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// PrintUsage writes the table of every key with its type, default and
+// description.
+func PrintUsage(w io.Writer) error {
+	var c Config
+	return envconfig.Usagef(envPrefix, &c, w, envconfig.DefaultTableFormat)
+}
+
+// KeyError is a configuration value that cannot be used.
+type KeyError struct {
+	Key string // e.g. HUSH_THROTTLE_LIMITS
+	Err error
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *KeyError) Unwrap() error { return e.Err }
+
+func keyErr(key string, format string, args ...any) error {
+	return &KeyError{Key: key, Err: fmt.Errorf(format, args...)}
+}
+
+var knownPriorities = map[string]payload.Priority{
+	string(payload.PriorityCritical): payload.PriorityCritical,
+	string(payload.PriorityHigh):     payload.PriorityHigh,
+	string(payload.PriorityNormal):   payload.PriorityNormal,
+}
+
+// Validate checks every value; the error joins one *KeyError per bad key.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.RedisURL != "" {
+		if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			add(&KeyError{Key: "HUSH_REDIS_URL", Err: err})
+		}
+	}
+	for _, a := range c.RedisClusterAddrs {
+		if strings.TrimSpace(a) == "" || !strings.Contains(a, ":") {
+			add(keyErr("HUSH_REDIS_CLUSTER_ADDRS", "%q is not host:port", a))
+		}
+	}
+	if c.Concurrency <= 0 {
+		add(keyErr("HUSH_CONCURRENCY", "must be positive, got %d", c.Concurrency))
+	}
+	if len(c.Queues) == 0 {
+		add(keyErr("HUSH_QUEUES", "no queue listed"))
+	}
+	for name, w := range c.Queues {
+		if _, ok := knownPriorities[name]; !ok {
+			add(keyErr("HUSH_QUEUES", "unknown queue %q (queues are the priorities critical, high, normal)", name))
+		}
+		if w <= 0 {
+			add(keyErr("HUSH_QUEUES", "queue %q: weight must be positive, got %d", name, w))
+		}
+	}
+	if c.MaxRetry < 0 {
+		add(keyErr("HUSH_MAX_RETRY", "must not be negative, got %d", c.MaxRetry))
+	}
+	if c.ThrottleMinGap < 0 {
+		add(keyErr("HUSH_THROTTLE_MIN_GAP", "must not be negative, got %s", c.ThrottleMinGap))
+	} else if _, err := c.policy(); err != nil {
+		add(&KeyError{Key: "HUSH_THROTTLE_LIMITS", Err: err})
+	}
+	for _, p := range c.ThrottleBypass {
+		if _, ok := knownPriorities[strings.TrimSpace(p)]; !ok && strings.TrimSpace(p) != "" {
+			add(keyErr("HUSH_THROTTLE_BYPASS", "unknown priority %q (critical, high, normal)", p))
+		}
+	}
+	add(c.validateAPNs())
+	add(c.validateFCM())
+	if c.HTTPAddr == "" {
+		add(keyErr("HUSH_HTTP_ADDR", "must not be empty"))
+	}
+	if c.MaxBodyBytes <= 0 {
+		add(keyErr("HUSH_MAX_BODY_BYTES", "must be positive, got %d", c.MaxBodyBytes))
+	}
+	if c.WebhookURL != "" {
+		u, err := url.Parse(c.WebhookURL)
+		if err != nil {
+			add(&KeyError{Key: "HUSH_WEBHOOK_URL", Err: err})
+		} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add(keyErr("HUSH_WEBHOOK_URL", "want an http:// or https:// URL, got %q", c.WebhookURL))
+		}
+	}
+	if c.EventsMaxlen <= 0 {
+		add(keyErr("HUSH_EVENTS_MAXLEN", "must be positive, got %d", c.EventsMaxlen))
+	}
+	if c.ShutdownTimeout <= 0 {
+		add(keyErr("HUSH_SHUTDOWN_TIMEOUT", "must be positive, got %s", c.ShutdownTimeout))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		add(&KeyError{Key: "HUSH_LOG_LEVEL", Err: err})
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		add(keyErr("HUSH_LOG_FORMAT", "want text or json, got %q", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) validateAPNs() error {
+	keyAuth := c.APNSKeyFile != "" || c.APNSKeyID != "" || c.APNSTeamID != ""
+	switch {
+	case keyAuth && c.APNSCertFile != "":
+		return keyErr("HUSH_APNS_CERT_FILE", "set either the token key (HUSH_APNS_KEY_FILE) or a certificate, not both")
+	case keyAuth && c.APNSKeyFile == "":
+		return keyErr("HUSH_APNS_KEY_FILE", "required with HUSH_APNS_KEY_ID / HUSH_APNS_TEAM_ID")
+	case keyAuth && c.APNSKeyID == "":
+		return keyErr("HUSH_APNS_KEY_ID", "required with HUSH_APNS_KEY_FILE")
+	case keyAuth && c.APNSTeamID == "":
+		return keyErr("HUSH_APNS_TEAM_ID", "required with HUSH_APNS_KEY_FILE")
+	case (keyAuth || c.APNSCertFile != "") && c.APNSTopic == "":
+		return keyErr("HUSH_APNS_TOPIC", "required with APNs credentials (the app's bundle id)")
+	case c.APNSCaFile != "" && c.APNSEndpoint == "":
+		return keyErr("HUSH_APNS_CA_FILE", "only used with HUSH_APNS_ENDPOINT")
+	}
+	if c.APNSEndpoint != "" {
+		if u, err := url.Parse(c.APNSEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
+			return keyErr("HUSH_APNS_ENDPOINT", "want an https:// URL, got %q", c.APNSEndpoint)
+		}
+	}
+	return nil
+}
+
+func (c Config) validateFCM() error {
+	if c.FCMEndpoint != "" {
+		if u, err := url.Parse(c.FCMEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return keyErr("HUSH_FCM_ENDPOINT", "want an http:// or https:// URL, got %q", c.FCMEndpoint)
+		}
+	}
+	return nil
+}
+
+// apnsConfigured reports whether APNs credentials are set.
+func (c Config) apnsConfigured() bool { return c.APNSKeyFile != "" || c.APNSCertFile != "" }
+
+// fcmConfigured reports whether FCM credentials are set.
+func (c Config) fcmConfigured() bool { return c.FCMCredentialsFile != "" }
+
+func (c Config) policy() (throttle.Policy, error) {
+	return throttle.ParsePolicy(c.ThrottleLimits, c.ThrottleMinGap.String())
+}
+
+func (c Config) bypass() map[payload.Priority]bool {
+	m := make(map[payload.Priority]bool)
+	for _, p := range c.ThrottleBypass {
+		if pr, ok := knownPriorities[strings.TrimSpace(p)]; ok {
+			m[pr] = true
+		}
+	}
+	return m
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("want debug, info, warn or error, got %q", s)
+	}
+	return l, nil
+}
+
+// NewLogger returns the slog logger HUSH_LOG_LEVEL and HUSH_LOG_FORMAT ask
+// for, writing to w.
+func (c Config) NewLogger(w io.Writer) *slog.Logger {
+	level, err := parseLevel(c.LogLevel)
+	if err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

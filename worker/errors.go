@@ -1,0 +1,94 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// DeferError is returned by the delivery handler when the limiter booked a
+// slot further away than the handler waits in place: the task goes back to
+// Asynq and wakes shortly before the slot. It is not a failure.
+type DeferError struct {
+	Delay time.Duration
+}
+
+func (e *DeferError) Error() string { return fmt.Sprintf("deferred by the limiter for %s", e.Delay) }
+
+// ThrottledError is returned when a provider asked hush to slow down. It is
+// not a failure; the task is retried after RetryAfter (or a backoff when 0).
+type ThrottledError struct {
+	RetryAfter time.Duration
+	Reason     string
+}
+
+func (e *ThrottledError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("throttled by the provider (%s), retry after %s", e.Reason, e.RetryAfter)
+	}
+	return fmt.Sprintf("throttled by the provider (%s)", e.Reason)
+}
+
+// wakeMargin is how much earlier than its slot a deferred delivery is woken:
+// Asynq stores retry times in whole seconds (truncated: up to 1 s early) and
+// moves due tasks every DelayedTaskCheckInterval (1 s), so the delivery wakes
+// between wakeMargin+1 s before its slot and a little before it, and sleeps
+// the rest in the handler.
+const wakeMargin = 2 * time.Second
+
+// maxInlineWait is the longest wait done inside the handler instead of
+// deferring through Asynq; it covers the wake-up window above.
+const maxInlineWait = wakeMargin + 1500*time.Millisecond
+
+// isFailure tells Asynq which errors count as failures (consume a retry,
+// count in the failed stats).
+func isFailure(err error) bool {
+	var d *DeferError
+	var t *ThrottledError
+	switch {
+	case errors.As(err, &d), errors.As(err, &t):
+		return false
+	case errors.Is(err, context.Canceled):
+		// The handler's context was cancelled: shutdown handing the task
+		// back, or an operator's cancel. Not the delivery's fault.
+		return false
+	}
+	return err != nil
+}
+
+// retryDelay is the Asynq RetryDelayFunc.
+func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
+	var d *DeferError
+	var t *ThrottledError
+	switch {
+	case errors.As(err, &d):
+		return deferDelay(d.Delay)
+	case errors.As(err, &t) && t.RetryAfter > 0:
+		return t.RetryAfter
+	case errors.Is(err, context.Canceled):
+		return time.Second
+	}
+	return backoff(n)
+}
+
+// deferDelay turns a wait into the Asynq retry delay: wakeMargin early,
+// rounded down to whole seconds, at least 1 s.
+func deferDelay(wait time.Duration) time.Duration {
+	d := (wait - wakeMargin).Truncate(time.Second)
+	return max(d, time.Second)
+}
+
+// backoff is exponential with full jitter on the upper half: about 1 s, 2 s,
+// 4 s ... capped at 5 minutes.
+func backoff(n int) time.Duration {
+	const base, limit = time.Second, 5 * time.Minute
+	d := limit
+	if n < 20 {
+		d = min(base<<n, limit)
+	}
+	return d/2 + rand.N(d/2+1)
+}

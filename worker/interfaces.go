@@ -1,0 +1,29 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/throttle"
+)
+
+// Limiter books and releases a user's delivery slots (throttle.Redis and
+// throttle.Memory satisfy it).
+type Limiter interface {
+	// Reserve books the earliest slot for member (idempotent per member).
+	Reserve(ctx context.Context, user, member string) (throttle.Reservation, error)
+	// Release gives member's booking back.
+	Release(ctx context.Context, user, member string) (bool, error)
+}
+
+// ThrottleAdmin shows and clears one user's limiter state for the HTTP API.
+type ThrottleAdmin interface {
+	Status(ctx context.Context, user string) (throttle.Status, error)
+	Reset(ctx context.Context, user string) error
+}
+
+// Sender delivers one push to one device and classifies the provider's
+// answer.
+type Sender interface {
+	Send(ctx context.Context, p providers.Push) providers.Result
+}

@@ -1,0 +1,107 @@
+package worker
+
+import (
+	"log/slog"
+	"slices"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the worker's Prometheus instruments, on a private registry.
+type metrics struct {
+	reg           *prometheus.Registry
+	deliveries    *prometheus.CounterVec
+	recipients    *prometheus.CounterVec
+	limiter       *prometheus.CounterVec
+	deferral      prometheus.Histogram
+	latency       *prometheus.HistogramVec
+	jobs          *prometheus.CounterVec
+	eventsDropped *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hush_device_sends_total",
+			Help: "Provider answers per device, by platform and outcome (delivered, token_invalid, throttled, transient, permanent).",
+		}, []string{"platform", "outcome"}),
+		recipients: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hush_deliveries_total",
+			Help: "Deliveries (one per recipient) that reached a final state: delivered, expired, token_invalid, failed.",
+		}, []string{"state"}),
+		limiter: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hush_limiter_decisions_total",
+			Help: "Limiter decisions for deliveries: allowed (slot now), waited (short wait in the worker), deferred (handed back to the queue until the slot), bypass (priority skips the limiter), expired (slot after the deadline).",
+		}, []string{"decision"}),
+		deferral: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hush_deferral_delay_seconds",
+			Help:    "Time from a limiter decision to the booked slot, for deliveries that had to wait.",
+			Buckets: []float64{0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400},
+		}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hush_provider_latency_seconds",
+			Help:    "Duration of one provider send, by platform.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"platform"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hush_jobs_submitted_total",
+			Help: "Jobs submitted through this process, by result (accepted, duplicate, invalid).",
+		}, []string{"result"}),
+		eventsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hush_events_dropped_total",
+			Help: "Events that could not be written, by sink (stream, webhook).",
+		}, []string{"sink"}),
+	}
+	m.reg.MustRegister(m.deliveries, m.recipients, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// queueCollector reports queue depths from the Asynq Inspector at scrape
+// time.
+type queueCollector struct {
+	insp   *asynq.Inspector
+	queues []string
+	log    *slog.Logger
+	depth  *prometheus.Desc
+}
+
+func newQueueCollector(insp *asynq.Inspector, queues []string, log *slog.Logger) *queueCollector {
+	return &queueCollector{
+		insp:   insp,
+		queues: queues,
+		log:    log,
+		depth: prometheus.NewDesc("hush_queue_tasks",
+			"Tasks in each Asynq queue by state (pending, active, scheduled, retry, archived).",
+			[]string{"queue", "state"}, nil),
+	}
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.depth }
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	known, err := c.insp.Queues()
+	if err != nil {
+		c.log.Warn("queue depth unavailable", "err", err)
+		return
+	}
+	for _, q := range c.queues {
+		info := &asynq.QueueInfo{Queue: q}
+		if slices.Contains(known, q) {
+			info, err = c.insp.GetQueueInfo(q)
+		}
+		if err != nil {
+			c.log.Warn("queue depth unavailable", "queue", q, "err", err)
+			continue
+		}
+		for state, n := range map[string]int{
+			"pending": info.Pending, "active": info.Active, "scheduled": info.Scheduled,
+			"retry": info.Retry, "archived": info.Archived,
+		} {
+			ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(n), q, state)
+		}
+	}
+}

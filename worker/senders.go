@@ -1,0 +1,53 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/apns"
+)
+
+// newSenders builds the senders cfg asks for: APNs and FCM when their
+// credentials are set, dry-run for both when HUSH_DRY_RUN is set or no
+// credentials are set at all. A platform without credentials while the
+// other has them gets no sender: its devices fail permanently with a clear
+// reason rather than being silently "sent" nowhere.
+func newSenders(ctx context.Context, cfg Config, log *slog.Logger) (map[payload.Platform]Sender, func(), error) {
+	closeAll := func() {}
+	if cfg.DryRun || (!cfg.apnsConfigured() && !cfg.fcmConfigured()) {
+		why := "HUSH_DRY_RUN is set"
+		if !cfg.DryRun {
+			why = "no provider credentials are configured (HUSH_APNS_KEY_FILE / HUSH_APNS_CERT_FILE, HUSH_FCM_CREDENTIALS_FILE)"
+		}
+		log.Warn("DRY-RUN: " + why + ": NOTHING IS SENT to APNs or FCM; pushes are only logged")
+		// TODO(h5): providers/dryrun has not landed yet.
+		return map[payload.Platform]Sender{}, closeAll, nil
+	}
+	senders := map[payload.Platform]Sender{}
+	if cfg.apnsConfigured() {
+		s, err := apns.New(apns.Config{
+			KeyFile: cfg.APNSKeyFile, KeyID: cfg.APNSKeyID, TeamID: cfg.APNSTeamID,
+			CertFile: cfg.APNSCertFile, CertPassword: cfg.APNSCertPassword,
+			Topic: cfg.APNSTopic, Production: cfg.APNSProduction,
+			Endpoint: cfg.APNSEndpoint, CAFile: cfg.APNSCaFile,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("APNs sender: %w", err)
+		}
+		senders[payload.APNs] = s
+		closeAll = s.Close
+		log.Info("APNs sender ready", "topic", cfg.APNSTopic, "production", cfg.APNSProduction, "endpoint", cfg.APNSEndpoint)
+	} else {
+		log.Warn("no APNs credentials: deliveries to apns devices will fail (set HUSH_APNS_KEY_FILE or HUSH_APNS_CERT_FILE)")
+	}
+	if cfg.fcmConfigured() {
+		// TODO(h5): providers/fcm has not landed yet.
+		_ = ctx
+		log.Info("FCM sender ready", "project", cfg.FCMProjectID, "endpoint", cfg.FCMEndpoint)
+	} else {
+		log.Warn("no FCM credentials: deliveries to fcm devices will fail (set HUSH_FCM_CREDENTIALS_FILE)")
+	}
+	return senders, closeAll, nil
+}

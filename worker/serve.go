@@ -1,0 +1,101 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
+)
+
+// Serve runs one hush process configured by cfg: the task worker, the HTTP
+// API and /healthz, /readyz, /metrics on cfg.HTTPAddr. It runs until ctx is
+// done, then stops taking work, lets in-flight deliveries finish (or hands
+// them back to their queues) and returns nil after a clean shutdown.
+func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	rdb, closeRedis, err := openRedis(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = rdb.Ping(pingCtx).Err()
+	cancel()
+	if err != nil {
+		return fmt.Errorf("redis does not answer: %w", err)
+	}
+
+	policy, err := cfg.policy()
+	if err != nil {
+		return &KeyError{Key: "HUSH_THROTTLE_LIMITS", Err: err}
+	}
+	limiter, err := throttle.NewRedis(rdb, policy, throttle.Options{})
+	if err != nil {
+		return fmt.Errorf("limiter: %w", err)
+	}
+	senders, closeSenders, err := newSenders(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeSenders()
+
+	bypass := make([]payload.Priority, 0, len(cfg.bypass()))
+	for p := range cfg.bypass() {
+		bypass = append(bypass, p)
+	}
+	w, err := New(rdb, Options{
+		Limiter:         limiter,
+		Policy:          policy,
+		Senders:         senders,
+		Queues:          cfg.Queues,
+		Concurrency:     cfg.Concurrency,
+		MaxRetry:        cfg.MaxRetry,
+		Bypass:          bypass,
+		APIToken:        cfg.APIToken,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		WebhookURL:      cfg.WebhookURL,
+		EventsMaxLen:    cfg.EventsMaxlen,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Logger:          log,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return &KeyError{Key: "HUSH_HTTP_ADDR", Err: err}
+	}
+	httpSrv := &http.Server{
+		Handler:           w.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- httpSrv.Serve(ln) }()
+	log.Info("http listening", "addr", ln.Addr().String(),
+		"limits", policy.String(), "bypass", cfg.ThrottleBypass, "api_auth", cfg.APIToken != "")
+
+	runErr := w.Run(ctx)
+
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	httpErr := httpSrv.Shutdown(shutCtx)
+	if err := <-httpDone; !errors.Is(err, http.ErrServerClosed) {
+		httpErr = errors.Join(httpErr, err)
+	}
+	if httpErr != nil {
+		httpErr = fmt.Errorf("http server: %w", httpErr)
+	}
+	return errors.Join(runErr, httpErr)
+}

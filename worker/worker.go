@@ -1,0 +1,212 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
+)
+
+// Options configure a Worker. Serve fills them from Config; tests inject
+// their own limiter and senders.
+type Options struct {
+	// Limiter books delivery slots. Required. When it also implements
+	// ThrottleAdmin, the API serves and resets users' limiter state.
+	Limiter Limiter
+	// Policy is the limiter's policy, used to name rules in the API.
+	Policy throttle.Policy
+	// Senders per platform. A platform without a sender fails its devices
+	// permanently ("no sender configured").
+	Senders map[payload.Platform]Sender
+	// Queues to serve and their weights (default critical:6,high:3,normal:1).
+	Queues map[string]int
+	// Concurrency is the number of deliveries processed at once (default 50).
+	Concurrency int
+	// MaxRetry is the number of retries for transient failures (default 0:
+	// none).
+	MaxRetry int
+	// Bypass lists priorities that skip the limiter.
+	Bypass []payload.Priority
+	// APIToken, when set, is required as a bearer token by the HTTP API.
+	APIToken string
+	// MaxBodyBytes limits a POST /v1/notifications body (default 8 MiB).
+	MaxBodyBytes int64
+	// WebhookURL, when set, receives every event as a JSON POST.
+	WebhookURL string
+	// EventsMaxLen caps hush:events approximately (default 100000).
+	EventsMaxLen int64
+	// ShutdownTimeout bounds how long in-flight deliveries may take after
+	// Run's context is done (default 10 s); the rest are handed back.
+	ShutdownTimeout time.Duration
+	// Logger receives the worker's logs (default: discard).
+	Logger *slog.Logger
+}
+
+// Worker processes hush's Asynq tasks and serves the HTTP API. It does not
+// own the Redis client.
+type Worker struct {
+	rdb      redis.UniversalClient
+	limiter  Limiter
+	admin    ThrottleAdmin // nil when the limiter has no Status/Reset
+	policy   throttle.Policy
+	senders  map[payload.Platform]Sender
+	queues   map[string]int
+	conc     int
+	maxRetry int
+	bypass   map[payload.Priority]bool
+	apiToken string
+	maxBody  int64
+	shutdown time.Duration
+	log      *slog.Logger
+	store    store
+	m        *metrics
+	events   *events
+	client   *Client
+	insp     *asynq.Inspector
+
+	running        atomic.Bool
+	credentialFail atomic.Int64 // unix nanos of the last credential failure
+}
+
+// New returns a Worker using rdb for Asynq, job records and events.
+func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
+	if o.Limiter == nil {
+		return nil, errors.New("worker: Options.Limiter is required")
+	}
+	if o.Queues == nil {
+		o.Queues = map[string]int{"critical": 6, "high": 3, "normal": 1}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 50
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 8 << 20
+	}
+	if o.EventsMaxLen <= 0 {
+		o.EventsMaxLen = 100000
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := newMetrics()
+	w := &Worker{
+		rdb:      rdb,
+		limiter:  o.Limiter,
+		policy:   o.Policy,
+		senders:  o.Senders,
+		queues:   o.Queues,
+		conc:     o.Concurrency,
+		maxRetry: o.MaxRetry,
+		bypass:   map[payload.Priority]bool{},
+		apiToken: o.APIToken,
+		maxBody:  o.MaxBodyBytes,
+		shutdown: o.ShutdownTimeout,
+		log:      o.Logger,
+		store:    store{rdb: rdb},
+		m:        m,
+		client:   NewClient(rdb),
+		insp:     asynq.NewInspectorFromRedisClient(rdb),
+	}
+	if a, ok := o.Limiter.(ThrottleAdmin); ok {
+		w.admin = a
+	}
+	for _, p := range o.Bypass {
+		w.bypass[p] = true
+	}
+	w.events = &events{rdb: rdb, maxLen: o.EventsMaxLen, m: m}
+	if o.WebhookURL != "" {
+		w.events.webhook = newWebhook(o.WebhookURL, o.Logger, m)
+	}
+	w.client.m = m
+	queues := slices.Sorted(maps.Keys(o.Queues))
+	m.reg.MustRegister(newQueueCollector(w.insp, queues, o.Logger))
+	return w, nil
+}
+
+// Client returns the worker's job client (sharing its Redis client).
+func (w *Worker) Client() *Client { return w.client }
+
+// Run processes tasks until ctx is done, then stops taking work, lets
+// in-flight deliveries finish for up to ShutdownTimeout and hands the rest
+// back to their queues. It returns nil after a clean shutdown.
+func (w *Worker) Run(ctx context.Context) error {
+	// Handlers run under their own context, cancelled shortly before Asynq
+	// gives up on them, so a delivery waiting for its slot returns and is
+	// handed back (not a failure) instead of being abandoned mid-send.
+	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHandlers()
+
+	srv := asynq.NewServerFromRedisClient(w.rdb, asynq.Config{
+		Concurrency:              w.conc,
+		BaseContext:              func() context.Context { return handlerCtx },
+		Queues:                   w.queues,
+		RetryDelayFunc:           retryDelay,
+		IsFailure:                isFailure,
+		ErrorHandler:             asynq.ErrorHandlerFunc(w.handleError),
+		ShutdownTimeout:          w.shutdown + 2*time.Second,
+		DelayedTaskCheckInterval: time.Second,
+		TaskCheckInterval:        250 * time.Millisecond,
+		Logger:                   asynqLogger{w.log},
+		LogLevel:                 asynq.WarnLevel,
+	})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(payload.TypeJob, w.handleJob)
+	mux.HandleFunc(payload.TypeDelivery, w.handleDelivery)
+	if err := srv.Start(mux); err != nil {
+		return fmt.Errorf("start task server: %w", err)
+	}
+	w.running.Store(true)
+	if w.events.webhook != nil {
+		done := make(chan struct{})
+		go func() { defer close(done); w.events.webhook.run(ctx) }()
+		defer func() { <-done }()
+	}
+	w.log.Info("worker running", "queues", w.queues, "concurrency", w.conc)
+
+	<-ctx.Done()
+	w.running.Store(false)
+	w.log.Info("worker stopping: no new tasks, finishing in-flight deliveries", "timeout", w.shutdown)
+	srv.Stop()
+	stop := time.AfterFunc(w.shutdown, cancelHandlers)
+	defer stop.Stop()
+	srv.Shutdown()
+	w.log.Info("worker stopped")
+	return nil
+}
+
+// handleError logs real failures once; deferrals, provider throttling and
+// hand-backs are expected and not logged as errors.
+func (w *Worker) handleError(ctx context.Context, t *asynq.Task, err error) {
+	if !isFailure(err) {
+		return
+	}
+	id, _ := asynq.GetTaskID(ctx)
+	retried, _ := asynq.GetRetryCount(ctx)
+	level := slog.LevelWarn
+	if errors.Is(err, asynq.SkipRetry) {
+		level = slog.LevelError
+	}
+	w.log.Log(ctx, level, "task failed", "type", t.Type(), "task", id, "retried", retried, "err", err)
+}
+
+// asynqLogger routes Asynq's own logs to slog.
+type asynqLogger struct{ log *slog.Logger }
+
+func (l asynqLogger) Debug(args ...any) { l.log.Debug(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Info(args ...any)  { l.log.Info(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Warn(args ...any)  { l.log.Warn(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Error(args ...any) { l.log.Error(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Fatal(args ...any) { l.log.Error(fmt.Sprint(args...), "component", "asynq") }
