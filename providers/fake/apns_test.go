@@ -12,7 +12,6 @@ import (
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/sideshow/apns2"
 	"github.com/sideshow/apns2/token"
-	"golang.org/x/net/http2"
 )
 
 // apnsClient is a real apns2 token client trusting f's certificate.
@@ -33,7 +32,9 @@ func apnsClient(t *testing.T, f *fake.APNs) (*apns2.Client, *token.Token) {
 	}
 	c := apns2.NewTokenClient(tok)
 	c.Host = f.URL
-	c.HTTPClient = &http.Client{Transport: &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	var h2 http.Protocols
+	h2.SetHTTP2(true)
+	c.HTTPClient = &http.Client{Transport: &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	t.Cleanup(c.CloseIdleConnections)
 	return c, tok
 }
