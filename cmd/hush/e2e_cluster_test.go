@@ -1,0 +1,442 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/fake"
+)
+
+// The rules every end-to-end cluster runs with: short, so a burst of 15
+// notifications per user takes seconds, and tight, so violations show.
+const (
+	e2eLimits    = "5/2s"
+	e2eN         = 5
+	e2eWindow    = 2 * time.Second
+	e2eMinGap    = 300 * time.Millisecond
+	e2eTolerance = 250 * time.Millisecond // SPEC.md: clock and network jitter
+	e2eTopic     = "com.example.hush"
+	e2eProject   = "hush-e2e"
+)
+
+// clusterOptions shape a test cluster.
+type clusterOptions struct {
+	procs       int
+	concurrency int
+	maxRetry    int
+	// env are extra KEY=VALUE settings for every process.
+	env []string
+}
+
+// cluster is a private Redis, a fake APNs and FCM in the test process, and
+// hush serve processes configured only through HUSH_* variables.
+type cluster struct {
+	t     *testing.T
+	opts  clusterOptions
+	redis *redistest.Server
+	rdb   *redis.Client
+	insp  *asynq.Inspector
+	apns  *fake.APNs
+	fcm   *fake.FCM
+	env   []string
+	dir   string
+	procs []*hushProc
+	http  *http.Client
+}
+
+// hushProc is one running hush serve.
+type hushProc struct {
+	name    string
+	addr    string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+	waitErr error // set before exited is closed
+}
+
+func startCluster(t *testing.T, o clusterOptions) *cluster {
+	t.Helper()
+	needBinary(t)
+	c := &cluster{t: t, opts: o, dir: t.TempDir(), http: &http.Client{Timeout: 10 * time.Second}}
+	c.redis = redistest.Start(t, redistest.Options{Persist: true})
+	if !c.redis.Real() {
+		t.Skip("multi-process test: needs a real redis-server")
+	}
+	c.rdb = c.redis.Client(t)
+	c.insp = asynq.NewInspectorFromRedisClient(c.rdb)
+
+	var err error
+	if c.apns, err = fake.StartAPNs(); err != nil {
+		t.Fatalf("fake APNs: %v", err)
+	}
+	t.Cleanup(c.apns.Close)
+	if c.fcm, err = fake.StartFCM(); err != nil {
+		t.Fatalf("fake FCM: %v", err)
+	}
+	t.Cleanup(c.fcm.Close)
+
+	keyFile, keyID, teamID, err := fake.WriteAPNsKey(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.apns.TrustKey(keyID, publicKey(t, keyFile)) // the fake checks the JWT signatures
+	caFile, err := c.apns.WriteCA(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saFile, err := fake.WriteServiceAccount(c.dir, c.fcm.TokenURL(), e2eProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A clean environment: nothing inherited (no REDIS_URL, no
+	// GOOGLE_APPLICATION_CREDENTIALS, no HUSH_* of the developer's shell).
+	c.env = append([]string{
+		"HOME=" + c.dir,
+		"TMPDIR=" + c.dir,
+		"HUSH_REDIS_URL=" + c.redis.URL(),
+		"HUSH_THROTTLE_LIMITS=" + e2eLimits,
+		"HUSH_THROTTLE_MIN_GAP=" + e2eMinGap.String(),
+		"HUSH_APNS_KEY_FILE=" + keyFile,
+		"HUSH_APNS_KEY_ID=" + keyID,
+		"HUSH_APNS_TEAM_ID=" + teamID,
+		"HUSH_APNS_TOPIC=" + e2eTopic,
+		"HUSH_APNS_ENDPOINT=" + c.apns.URL,
+		"HUSH_APNS_CA_FILE=" + caFile,
+		"HUSH_FCM_CREDENTIALS_FILE=" + saFile,
+		"HUSH_FCM_PROJECT_ID=" + e2eProject,
+		"HUSH_FCM_ENDPOINT=" + c.fcm.Endpoint(),
+		"HUSH_LOG_FORMAT=json",
+		"HUSH_CONCURRENCY=" + strconv.Itoa(o.concurrency),
+		"HUSH_MAX_RETRY=" + strconv.Itoa(o.maxRetry),
+	}, o.env...)
+
+	for i := range o.procs {
+		c.procs = append(c.procs, c.startProc(fmt.Sprintf("hush-%d", i)))
+	}
+	for _, p := range c.procs {
+		c.waitReady(p)
+	}
+	return c
+}
+
+// publicKey reads the public half of an APNs .p8 key.
+func publicKey(t *testing.T, keyFile string) *ecdsa.PublicKey {
+	t.Helper()
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatalf("%s: no PEM block", keyFile)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		t.Fatalf("%s: %v", keyFile, err)
+	}
+	ec, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		t.Fatalf("%s: %T, want an ECDSA key", keyFile, k)
+	}
+	return &ec.PublicKey
+}
+
+// startProc starts one hush serve on a free port, its output in a file whose
+// tail is logged when the test fails.
+func (c *cluster) startProc(name string) *hushProc {
+	t := c.t
+	t.Helper()
+	p := &hushProc{
+		name:    name,
+		addr:    "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)),
+		logPath: filepath.Join(c.dir, name+".log"),
+		exited:  make(chan struct{}),
+	}
+	logFile, err := os.Create(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(hushBin, "serve")
+	p.cmd.Env = append(append([]string(nil), c.env...), "HUSH_HTTP_ADDR="+p.addr)
+	p.cmd.Stdout = logFile
+	p.cmd.Stderr = logFile
+	if err := p.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		_ = logFile.Close()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("--- last lines of %s (%s, exit: %v) ---\n%s", p.name, p.addr, p.waitErr, tail(p.logPath, 40))
+		}
+	})
+	return p
+}
+
+// stop ends the process gracefully (SIGTERM), killing it if it hangs.
+func (p *hushProc) stop(t *testing.T) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Errorf("%s did not stop within 30s of SIGTERM; killing it", p.name)
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (p *hushProc) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 %s: %v", p.name, err)
+	}
+	<-p.exited
+}
+
+func (p *hushProc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitReady polls /readyz until it answers 200.
+func (c *cluster) waitReady(p *hushProc) {
+	t := c.t
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for {
+		if !p.alive() {
+			t.Fatalf("%s exited before it was ready (%v):\n%s", p.name, p.waitErr, tail(p.logPath, 40))
+		}
+		resp, err := c.http.Get("http://" + p.addr + "/readyz")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready within 30s (last answer: %s):\n%s", p.name, last, tail(p.logPath, 40))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// apiResponse is one answer of the HTTP API.
+type apiResponse struct {
+	Status int
+	Body   []byte
+}
+
+// do sends one API request to process p; token, when set, is the bearer.
+func (c *cluster) do(p *hushProc, method, path string, body []byte, token string) (apiResponse, error) {
+	req, err := http.NewRequest(method, "http://"+p.addr+path, bytes.NewReader(body))
+	if err != nil {
+		return apiResponse{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return apiResponse{}, fmt.Errorf("%s %s on %s: %w", method, path, p.name, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return apiResponse{resp.StatusCode, b}, err
+}
+
+// submit POSTs the jobs, spread round-robin over the given processes, eight
+// at a time, and fails the test unless each is accepted (202).
+func (c *cluster) submit(jobs []payload.Job, to []*hushProc, token string) {
+	t := c.t
+	t.Helper()
+	sem := make(chan struct{}, 8)
+	errs := make(chan error, len(jobs))
+	var wg sync.WaitGroup
+	for i, job := range jobs {
+		p := to[i%len(to)]
+		body, err := json.Marshal(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r, err := c.do(p, http.MethodPost, "/v1/notifications", body, token)
+			if err == nil && r.Status != http.StatusAccepted {
+				err = fmt.Errorf("POST job %s to %s: %d %s", job.ID, p.name, r.Status, r.Body)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	if err := errors.Join(all...); err != nil {
+		t.Fatalf("submitting %d jobs: %v", len(jobs), err)
+	}
+}
+
+// queueLoad is the number of tasks not yet finished in any queue (pending,
+// active, scheduled, retry) and the number archived.
+func (c *cluster) queueLoad() (open, archived int, err error) {
+	queues, err := c.insp.Queues()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, q := range queues {
+		info, err := c.insp.GetQueueInfo(q)
+		if err != nil {
+			return 0, 0, err
+		}
+		open += info.Pending + info.Active + info.Scheduled + info.Retry + info.Aggregating
+		archived += info.Archived
+	}
+	return open, archived, nil
+}
+
+// archivedErrors lists the archived tasks of every queue with their last
+// error, for failure messages.
+func (c *cluster) archivedErrors() []string {
+	var out []string
+	queues, _ := c.insp.Queues()
+	for _, q := range queues {
+		tasks, _ := c.insp.ListArchivedTasks(q, asynq.PageSize(50))
+		for _, ti := range tasks {
+			out = append(out, fmt.Sprintf("%s %s %s: %s", q, ti.Type, ti.ID, ti.LastErr))
+		}
+	}
+	return out
+}
+
+// waitFor polls cond every 200 ms until it returns true, failing the test
+// at the deadline with the last progress message cond returned.
+func (c *cluster) waitFor(what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
+	t := c.t
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		ok, progress := cond()
+		if ok {
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not done within %s: %s", what, timeout, progress)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitDrained waits until every expected push arrived with a 200 and no task
+// is left in any queue (so late duplicates, e.g. from a dead process's
+// recovered leases, have had their chance to show).
+func (c *cluster) waitDrained(want []push, timeout time.Duration) time.Duration {
+	return c.waitFor("deliveries", timeout, func() (bool, string) {
+		got := delivered(c.arrivals())
+		missing := 0
+		for _, w := range want {
+			if got[w] == 0 {
+				missing++
+			}
+		}
+		open, archived, err := c.queueLoad()
+		progress := fmt.Sprintf("%d of %d pushes delivered, %d tasks open, %d archived (queue error: %v)",
+			len(want)-missing, len(want), open, archived, err)
+		return missing == 0 && open == 0 && err == nil, progress
+	})
+}
+
+// jobStatus reads GET /v1/notifications/{id} from process p.
+func (c *cluster) jobStatus(p *hushProc, id, token string) (map[string]any, error) {
+	r, err := c.do(p, http.MethodGet, "/v1/notifications/"+id, nil, token)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status != http.StatusOK {
+		return nil, fmt.Errorf("GET job %s: %d %s", id, r.Status, r.Body)
+	}
+	var m map[string]any
+	return m, json.Unmarshal(r.Body, &m)
+}
+
+// events reads the hush:events stream.
+func (c *cluster) events(ctx context.Context) ([]map[string]any, error) {
+	msgs, err := c.rdb.XRange(ctx, "hush:events", "-", "+").Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, m.Values)
+	}
+	return out, nil
+}
