@@ -1,0 +1,381 @@
+package throttle_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/throttle"
+)
+
+// The benchmarks measure the Redis limiter against the two classic designs
+// in baseline_test.go, on a real redis-server each benchmark starts for
+// itself, so that Redis's own CPU accounting (INFO cpu, used_cpu_user +
+// used_cpu_sys, read before and after the measured part only) sees nothing
+// but that benchmark. They report
+//
+//	decisions/s            decisions made per second of wall time
+//	redis-cpu-us/decision  Redis CPU spent per decision (user + system)
+//
+// Every design enforces the same rule, 10/1m (the sliding counter with N=10,
+// W=1m). The client side is fixed per scenario: g goroutines share one
+// go-redis client whose pool has 2g connections.
+//
+//	go test -run '^$' -bench Spread -benchtime 5s ./throttle/
+//	HUSH_BENCH_FLOOD=30s go test -run '^$' -bench HotUserFlood -benchtime 1x -v ./throttle/
+
+const (
+	benchUsers = 100_000
+	batchSize  = 100
+	benchN     = 10
+	benchW     = time.Minute
+)
+
+func benchLimit() throttle.Limit { return throttle.Limit{N: benchN, Window: benchW} }
+
+// benchRedis starts a private redis-server for one benchmark and returns a
+// client sized for g goroutines.
+func benchRedis(b *testing.B, g int) *redis.Client {
+	b.Helper()
+	srv := redistest.Start(b)
+	if !srv.Real() {
+		b.Skip("these benchmarks need a real redis-server: miniredis has no CPU accounting")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 2 * g, MinIdleConns: g})
+	b.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// redisCPU is the Redis server's CPU time so far (INFO cpu, user + system).
+func redisCPU(ctx context.Context, rdb redis.UniversalClient) (time.Duration, error) {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO cpu: %w", err)
+	}
+	var total time.Duration
+	found := 0
+	for line := range strings.Lines(info) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
+			continue
+		}
+		secs, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu %s=%q: %w", name, value, err)
+		}
+		total += time.Duration(secs * float64(time.Second))
+		found++
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("INFO cpu: used_cpu_user or used_cpu_sys missing in %q", info)
+	}
+	return total, nil
+}
+
+// userNames returns n distinct user ids.
+func userNames(n int) []string {
+	users := make([]string, n)
+	for i := range users {
+		users[i] = "u-" + strconv.Itoa(i)
+	}
+	return users
+}
+
+// callFunc makes the decisions of call number i (one, or a batch).
+type callFunc func(ctx context.Context, i int64) error
+
+// pool runs calls on g goroutines sharing one client; the benchmark goroutine
+// feeds it call numbers.
+type pool struct {
+	work chan int64
+	wg   sync.WaitGroup
+	errs chan error
+}
+
+func startPool(ctx context.Context, g int, call callFunc) *pool {
+	p := &pool{work: make(chan int64, 4*g), errs: make(chan error, 1)}
+	for range g {
+		p.wg.Go(func() {
+			for i := range p.work {
+				if err := call(ctx, i); err != nil {
+					select {
+					case p.errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	return p
+}
+
+// stop waits for the calls already fed and returns the first error any
+// call returned.
+func (p *pool) stop() error {
+	close(p.work)
+	p.wg.Wait()
+	select {
+	case err := <-p.errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// measure runs a for b.Loop() benchmark whose every iteration is one call of
+// perCall decisions, spread over g goroutines, after one untimed warm-up
+// pass of warmCalls calls, and reports decisions/s and redis-cpu-us/decision.
+func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls int64, call callFunc) {
+	b.Helper()
+	ctx := b.Context()
+	warm := startPool(ctx, g, call)
+	for i := range warmCalls {
+		warm.work <- i
+	}
+	if err := warm.stop(); err != nil {
+		b.Fatalf("warm-up: %v", err)
+	}
+
+	p := startPool(ctx, g, call)
+	cpu0, err := redisCPU(ctx, rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	start := time.Now()
+	calls := warmCalls
+	for b.Loop() {
+		p.work <- calls
+		calls++
+	}
+	err = p.stop()
+	elapsed := time.Since(start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu1, err := redisCPU(ctx, rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	decisions := float64(calls-warmCalls) * float64(perCall)
+	b.ReportMetric(decisions/elapsed.Seconds(), "decisions/s")
+	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/decisions, "redis-cpu-us/decision")
+}
+
+// design is one limiter under test: call makes the decisions of call number
+// i, perCall of them, for the user(s) that number picks.
+type design struct {
+	name    string
+	perCall int
+	build   func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc
+}
+
+func spreadDesigns() []design {
+	one := func(allow func(ctx context.Context, user string) (bool, error), users []string) callFunc {
+		return func(ctx context.Context, i int64) error {
+			_, err := allow(ctx, users[i%int64(len(users))])
+			return err
+		}
+	}
+	return []design{
+		{name: "Allow", perCall: 1, build: func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+			lim := newBenchLimiter(b, rdb)
+			return one(func(ctx context.Context, user string) (bool, error) {
+				d, err := lim.Allow(ctx, user)
+				return d.Allowed, err
+			}, users)
+		}},
+		{name: "AllowBatch100", perCall: batchSize, build: func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+			lim := newBenchLimiter(b, rdb)
+			return func(ctx context.Context, i int64) error {
+				from := (i * batchSize) % int64(len(users))
+				_, err := lim.AllowBatch(ctx, users[from:from+batchSize])
+				return err
+			}
+		}},
+		{name: "MultiZSet", perCall: 1, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+			return one(newMultiZSet(rdb, "bench:multi:", benchLimit(), time.Now).allow, users)
+		}},
+		{name: "SlidingCounter", perCall: 1, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+			return one(newSlidingCounter(rdb, "bench:counter:", benchLimit(), time.Now).allow, users)
+		}},
+	}
+}
+
+func newBenchLimiter(b *testing.B, rdb redis.UniversalClient) *throttle.Redis {
+	b.Helper()
+	lim, err := throttle.NewRedis(rdb, throttle.Policy{Limits: []throttle.Limit{benchLimit()}}, throttle.Options{Prefix: "bench:allow:"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim
+}
+
+// BenchmarkSpread100k makes decisions for 100,000 users in turn (each user
+// about once per pass, so nearly every decision is allowed), after one
+// untimed pass over all of them so every user already has state. g is the
+// number of goroutines sharing the client; AllowBatch100 decides for 100
+// users per call, in one round trip.
+func BenchmarkSpread100k(b *testing.B) {
+	users := userNames(benchUsers)
+	for _, g := range []int{1, 8} {
+		for _, d := range spreadDesigns() {
+			b.Run(fmt.Sprintf("g=%d/%s", g, d.name), func(b *testing.B) {
+				rdb := benchRedis(b, g)
+				call := d.build(b, rdb, users)
+				measure(b, rdb, g, d.perCall, int64(len(users)/d.perCall), call)
+			})
+		}
+	}
+}
+
+// floodDuration is how long each design is flooded: HUSH_BENCH_FLOOD (a Go
+// duration), default 30s.
+func floodDuration(b *testing.B) time.Duration {
+	b.Helper()
+	v := os.Getenv("HUSH_BENCH_FLOOD")
+	if v == "" {
+		return 30 * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 2*time.Second {
+		b.Fatalf("HUSH_BENCH_FLOOD=%q: want a duration of at least 2s", v)
+	}
+	return d
+}
+
+// floodSecond is one second of a flood.
+type floodSecond struct {
+	decisions int64
+	cpu       time.Duration
+}
+
+// flood runs allow for one user on g goroutines for d (whole seconds) and
+// returns what each second cost. Decisions still in flight when the last
+// second ends are not counted.
+func flood(b *testing.B, rdb redis.UniversalClient, g int, d time.Duration, allow func(ctx context.Context) error) []floodSecond {
+	b.Helper()
+	ctx := b.Context()
+	var count atomic.Int64
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	cpuPrev, err := redisCPU(ctx, rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range g {
+		wg.Go(func() {
+			for !stopped.Load() {
+				if err := allow(ctx); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					return
+				}
+				count.Add(1)
+			}
+		})
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	seconds := make([]floodSecond, 0, int(d/time.Second))
+	var countPrev int64
+	for len(seconds) < cap(seconds) {
+		<-tick.C
+		n := count.Load()
+		cpu, err := redisCPU(ctx, rdb)
+		if err != nil {
+			stopped.Store(true)
+			wg.Wait()
+			b.Fatal(err)
+		}
+		seconds = append(seconds, floodSecond{decisions: n - countPrev, cpu: cpu - cpuPrev})
+		countPrev, cpuPrev = n, cpu
+	}
+	stopped.Store(true)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+	return seconds
+}
+
+// cpuPerDecision is the Redis CPU microseconds per decision over seconds.
+func cpuPerDecision(seconds []floodSecond) float64 {
+	var cpu time.Duration
+	var n int64
+	for _, s := range seconds {
+		cpu += s.cpu
+		n += s.decisions
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(cpu.Microseconds()) / float64(n)
+}
+
+// BenchmarkHotUserFlood30s floods one user with Allow, then with baseline (a)
+// (MultiZSet), on the same Redis with 8 goroutines each, for 30 s each
+// (HUSH_BENCH_FLOOD overrides), and reports per design the Redis CPU per
+// decision over the first and the last 5 s, and the end ratio (a)/Allow. It
+// runs only when -bench names it, as it takes a minute whatever -benchtime
+// says; run it with -benchtime 1x so the testing package does not repeat it.
+func BenchmarkHotUserFlood30s(b *testing.B) {
+	if !strings.Contains(flag.Lookup("test.bench").Value.String(), "Flood") {
+		b.Skip("runs only when -bench names it: -bench HotUserFlood -benchtime 1x")
+	}
+	const g = 8
+	d := floodDuration(b)
+	rdb := benchRedis(b, g)
+	lim := newBenchLimiter(b, rdb)
+	multi := newMultiZSet(rdb, "bench:multi:", benchLimit(), time.Now)
+
+	runs := []struct {
+		name  string
+		allow func(ctx context.Context) error
+	}{
+		{"Allow", func(ctx context.Context) error { _, err := lim.Allow(ctx, "hot"); return err }},
+		{"MultiZSet", func(ctx context.Context) error { _, err := multi.allow(ctx, "hot"); return err }},
+	}
+	var last [2]float64
+	for k, r := range runs {
+		seconds := flood(b, rdb, g, d, r.allow)
+		edge := min(5, len(seconds)/2)
+		first, end := cpuPerDecision(seconds[:edge]), cpuPerDecision(seconds[len(seconds)-edge:])
+		last[k] = end
+		var t strings.Builder
+		fmt.Fprintf(&t, "%s flooded for %v by %d goroutines:\n  second  decisions/s  redis-cpu-us/decision\n", r.name, d, g)
+		for i, s := range seconds {
+			fmt.Fprintf(&t, "  %6d  %11d  %21.2f\n", i+1, s.decisions, cpuPerDecision(seconds[i:i+1]))
+		}
+		b.Log(t.String())
+		b.ReportMetric(first, r.name+"-first5s-cpu-us/decision")
+		b.ReportMetric(end, r.name+"-last5s-cpu-us/decision")
+		b.ReportMetric(float64(sumDecisions(seconds))/float64(len(seconds)), r.name+"-decisions/s")
+	}
+	if last[0] > 0 {
+		b.ReportMetric(last[1]/last[0], "end-ratio-MultiZSet/Allow")
+	}
+}
+
+func sumDecisions(seconds []floodSecond) int64 {
+	var n int64
+	for _, s := range seconds {
+		n += s.decisions
+	}
+	return n
+}
