@@ -1,0 +1,276 @@
+package throttle_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hushpush/hush/throttle"
+)
+
+// model is the brute-force reference: a plain list of timestamps, checked by
+// scanning t = now, now+1, ... and counting every window of every rule that
+// contains t. It shares nothing with the implementations' candidate search.
+type model struct {
+	n, w    []int64
+	gap     int64
+	horizon int64
+	names   []string
+	entries []entry // At is absolute ms
+}
+
+func newModel(p throttle.Policy) *model {
+	m := &model{gap: p.MinGap.Milliseconds(), horizon: p.MinGap.Milliseconds()}
+	for _, l := range p.Limits {
+		m.n = append(m.n, int64(l.N))
+		m.w = append(m.w, l.Window.Milliseconds())
+		m.names = append(m.names, l.String())
+		m.horizon = max(m.horizon, l.Window.Milliseconds())
+	}
+	m.names = append(m.names, throttle.Policy{MinGap: p.MinGap}.String())
+	return m
+}
+
+// violates reports whether adding t breaks rule i (len(m.n): the gap).
+func (m *model) violates(t int64, i int) bool {
+	if i == len(m.n) {
+		for _, e := range m.entries {
+			if d := t - e.At; d < m.gap && -d < m.gap {
+				return true
+			}
+		}
+		return false
+	}
+	// Every window [x, x+W) that contains t must hold fewer than N entries.
+	for x := t - m.w[i] + 1; x <= t; x++ {
+		c := int64(0)
+		for _, e := range m.entries {
+			if e.At >= x && e.At < x+m.w[i] {
+				c++
+			}
+		}
+		if c >= m.n[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// earliest scans for the first t >= now keeping rule i, or every rule when
+// i < 0.
+func (m *model) earliest(now int64, i int) int64 {
+	for t := now; ; t++ {
+		ok := true
+		for j := 0; j <= len(m.n) && ok; j++ {
+			if i < 0 || i == j {
+				ok = !m.violates(t, j)
+			}
+		}
+		if ok {
+			return t
+		}
+	}
+}
+
+func (m *model) remaining(now int64) []int {
+	out := make([]int, len(m.n))
+	for i := range m.n {
+		c := int64(0)
+		for _, e := range m.entries {
+			if e.At > now-m.w[i] && e.At <= now {
+				c++
+			}
+		}
+		out[i] = int(max(0, m.n[i]-c))
+	}
+	return out
+}
+
+func (m *model) decide(now int64, record bool) throttle.Decision {
+	t := m.earliest(now, -1)
+	d := throttle.Decision{Now: time.UnixMilli(now)}
+	if t == now {
+		d.Allowed = true
+		saved := m.entries
+		m.entries = append(slices.Clone(m.entries), entry{"allow", now})
+		d.Remaining = m.remaining(now)
+		if !record {
+			m.entries = saved
+		}
+		return d
+	}
+	d.RetryAfter = time.Duration(t-now) * time.Millisecond
+	d.Remaining = m.remaining(now)
+	worst := int64(-1)
+	for i := 0; i <= len(m.n); i++ {
+		if m.violates(now, i) {
+			if ti := m.earliest(now, i); ti > worst {
+				worst, d.DeniedBy = ti, m.names[i]
+			}
+		}
+	}
+	return d
+}
+
+// live drops entries that aged out (at or before now - horizon), as the
+// implementations do before a write.
+func (m *model) live(now int64) {
+	m.entries = slices.DeleteFunc(m.entries, func(e entry) bool { return e.At <= now-m.horizon })
+}
+
+func (m *model) reserve(now int64, member string) throttle.Reservation {
+	m.live(now)
+	for _, e := range m.entries {
+		if e.Member == member {
+			return throttle.Reservation{At: time.UnixMilli(e.At), Wait: time.Duration(max(0, e.At-now)) * time.Millisecond, Existing: true, Now: time.UnixMilli(now)}
+		}
+	}
+	t := m.earliest(now, -1)
+	m.entries = append(m.entries, entry{member, t})
+	return throttle.Reservation{At: time.UnixMilli(t), Wait: time.Duration(t-now) * time.Millisecond, Now: time.UnixMilli(now)}
+}
+
+func (m *model) release(now int64, member string) bool {
+	m.live(now)
+	n := len(m.entries)
+	m.entries = slices.DeleteFunc(m.entries, func(e entry) bool { return e.Member == member })
+	return len(m.entries) < n
+}
+
+func (m *model) status(now int64) status {
+	s := status{Remaining: m.remaining(now), Next: m.earliest(now, -1)}
+	for _, e := range m.entries {
+		if e.At > now-m.horizon {
+			s.Entries = append(s.Entries, e)
+		}
+	}
+	slices.SortFunc(s.Entries, func(a, b entry) int {
+		if a.At != b.At {
+			return int(a.At - b.At)
+		}
+		return strings.Compare(a.Member, b.Member)
+	})
+	return s
+}
+
+// trace is a policy and a sequence of operations at non-decreasing times.
+type trace struct {
+	policy throttle.Policy
+	ops    []traceOp
+}
+
+type traceOp struct {
+	dt     int64 // ms after the previous op
+	kind   string
+	member string
+}
+
+var opKinds = []string{"allow", "allow", "allow", "allow", "peek", "reserve", "reserve", "reserve", "release", "status"}
+
+// decodeTrace turns arbitrary bytes into a valid trace with small windows
+// (1-60 ms), small caps (1-4) and a gap of 0-30 ms.
+func decodeTrace(b []byte) trace {
+	next := func() int {
+		if len(b) == 0 {
+			return 0
+		}
+		v := int(b[0])
+		b = b[1:]
+		return v
+	}
+	var tr trace
+	for range next() % 3 {
+		tr.policy.Limits = append(tr.policy.Limits, throttle.Limit{N: 1 + next()%4, Window: time.Duration(1+next()%60) * time.Millisecond})
+	}
+	tr.policy.MinGap = time.Duration(next()%31) * time.Millisecond
+	if len(tr.policy.Limits) == 0 && tr.policy.MinGap == 0 {
+		tr.policy.MinGap = 7 * time.Millisecond
+	}
+	for len(b) >= 3 && len(tr.ops) < 200 {
+		k, dt, m := next(), next(), next()
+		op := traceOp{kind: opKinds[k%len(opKinds)], member: fmt.Sprintf("m%d", m%5)}
+		if dt%3 != 0 { // a third of the ops happen at the same instant
+			op.dt = int64(dt % 25)
+		}
+		tr.ops = append(tr.ops, op)
+	}
+	return tr
+}
+
+// checkTrace runs tr on l and the model in lockstep and fails at the first
+// difference.
+func checkTrace(t *testing.T, l limiter, clock *fakeClock, tr trace) {
+	t.Helper()
+	ctx := context.Background()
+	m := newModel(tr.policy)
+	now := int64(t0)
+	for i, op := range tr.ops {
+		now += op.dt
+		clock.ms.Store(now)
+		var want, got any
+		var err error
+		switch op.kind {
+		case "allow", "peek":
+			want = m.decide(now, op.kind == "allow")
+			if op.kind == "allow" {
+				got, err = l.Allow(ctx, "u")
+			} else {
+				got, err = l.Peek(ctx, "u")
+			}
+		case "reserve":
+			want = m.reserve(now, op.member)
+			got, err = l.Reserve(ctx, "u", op.member)
+		case "release":
+			want = m.release(now, op.member)
+			got, err = l.Release(ctx, "u", op.member)
+		case "status":
+			want = m.status(now)
+			var st throttle.Status
+			st, err = l.Status(ctx, "u")
+			got = foldStatus(st, 0)
+		}
+		if err != nil {
+			t.Fatalf("policy %s, op %d (%s %s at +%d ms): %v", tr.policy, i, op.kind, op.member, now-t0, err)
+		}
+		if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
+			t.Fatalf("policy %s, op %d (%s %s at +%d ms): -model +limiter:\n%s\ntrace so far:\n%s",
+				tr.policy, i, op.kind, op.member, now-t0, diff, describe(tr.ops[:i+1]))
+		}
+	}
+}
+
+func describe(ops []traceOp) string {
+	var sb strings.Builder
+	at := int64(0)
+	for _, op := range ops {
+		at += op.dt
+		fmt.Fprintf(&sb, "  +%d %s %s\n", at, op.kind, op.member)
+	}
+	return sb.String()
+}
+
+// randomSeeds is how many random traces each implementation replays in a
+// normal test run.
+const randomSeeds = 150
+
+func testRandomTraces(t *testing.T, newLimiter newLimiterFunc) {
+	for seed := range uint64(randomSeeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 0x5eed))
+			b := make([]byte, 4+3*(40+rng.IntN(80)))
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			tr := decodeTrace(b)
+			clock := newFakeClock()
+			checkTrace(t, newLimiter(t, tr.policy, clock.Now), clock, tr)
+		})
+	}
+}
