@@ -145,6 +145,11 @@ func (w *Worker) settle(ctx context.Context, d *delivery, states []string, resul
 		}
 		return w.finish(ctx, d, state)
 	}
+	if err := ctx.Err(); err != nil {
+		// Shutdown or the task's timeout interrupted the sends: hand the
+		// delivery back (a cancel is not the delivery's failure).
+		return fmt.Errorf("delivery %s interrupted: %w", d.member(), err)
+	}
 	switch {
 	case throttled != nil:
 		return &ThrottledError{RetryAfter: throttled.RetryAfter, Reason: reasonOf(throttled)}

@@ -1,0 +1,82 @@
+package worker
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hushpush/hush/payload"
+)
+
+// TestDeferral sends several jobs to one user under tight rules: arrivals
+// keep the windows and the gap, every push arrives at or after its booked
+// slot and within 1.5 s of it, and deferrals are never failures.
+func TestDeferral(t *testing.T) {
+	const jobs = 6
+	const limitN, window, gap = 2, 2 * time.Second, 500 * time.Millisecond
+	const tolerance = 250 * time.Millisecond
+	e := newEnv(t, envOptions{limits: "2/2s", gap: "500ms"})
+
+	tokens := map[string]string{} // token -> member
+	var ids []string
+	for i := range jobs {
+		tok := apnsToken(fmt.Sprintf("defer-%d", i))
+		id := e.submit(alertJob(fmt.Sprintf("defer-%d", i), "n", apnsRecipient("u-busy", tok)))
+		tokens[tok] = id + "/0"
+		ids = append(ids, id)
+	}
+	deferrals := 0
+	for _, id := range ids {
+		st := e.waitDone(id, 30*time.Second)
+		if st.Counts[stateDelivered] != 1 {
+			t.Errorf("job %s counts %v, want 1 delivered", id, st.Counts)
+		}
+		deferrals += st.Deferrals
+	}
+	if deferrals == 0 {
+		t.Errorf("no delivery was deferred through the queue; the test does not exercise deferral")
+	}
+
+	reqs := e.apns.Requests()
+	if len(reqs) != jobs {
+		t.Fatalf("fake APNs got %d requests, want %d", len(reqs), jobs)
+	}
+	var arrivals []time.Time
+	for _, r := range reqs {
+		member := tokens[r.Token]
+		slot, ok := e.lim.slot(member)
+		if !ok {
+			t.Errorf("%s: no booking recorded", member)
+			continue
+		}
+		late := r.At.Sub(slot)
+		t.Logf("%s: arrived %+.3fs after its slot", member, late.Seconds())
+		if late < 0 {
+			t.Errorf("%s arrived %s before its slot", member, -late)
+		}
+		if late > 1500*time.Millisecond {
+			t.Errorf("%s arrived %s after its slot, want within 1.5s", member, late)
+		}
+		arrivals = append(arrivals, r.At)
+	}
+	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
+	for i := 1; i < len(arrivals); i++ {
+		if d := arrivals[i].Sub(arrivals[i-1]); d < gap-tolerance {
+			t.Errorf("arrivals %d and %d only %s apart, want at least the gap %s", i-1, i, d, gap)
+		}
+		if i >= limitN {
+			if d := arrivals[i].Sub(arrivals[i-limitN]); d < window-tolerance {
+				t.Errorf("arrivals %d..%d within %s: more than %d in a %s window", i-limitN, i, d, limitN, window)
+			}
+		}
+	}
+
+	info, err := e.insp.GetQueueInfo(string(payload.PriorityNormal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.FailedTotal != 0 || info.Archived != 0 || info.Retry != 0 {
+		t.Errorf("queue: failed %d, archived %d, retry %d; want deferrals never counted as failures", info.FailedTotal, info.Archived, info.Retry)
+	}
+}

@@ -1,0 +1,86 @@
+package worker
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hushpush/hush/payload"
+)
+
+func TestEndToEnd(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	tokA, tokB1, tokB2 := apnsToken("alice"), apnsToken("bob-1"), apnsToken("bob-2")
+	job := alertJob("order-4711", "Shipped",
+		apnsRecipient("u-alice", tokA),
+		apnsRecipient("u-bob", tokB1, tokB2),
+	)
+	job.CollapseKey = "order-4711"
+	job.Data = map[string]string{"order": "4711"}
+	id := e.submit(job)
+
+	st := e.waitDone(id, 20*time.Second)
+	if diff := cmp.Diff(map[string]int{"delivered": 2, "expired": 0, "token_invalid": 0, "failed": 0, "pending": 0}, st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+
+	reqs := e.apns.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("fake APNs got %d requests, want 3", len(reqs))
+	}
+	for _, tok := range []string{tokA, tokB1, tokB2} {
+		got := requestsFor(reqs, tok)
+		if len(got) != 1 {
+			t.Errorf("token %s…: %d requests, want 1", tok[:8], len(got))
+			continue
+		}
+		r := got[0]
+		if h := r.Header.Get("apns-topic"); h != apnsTopic {
+			t.Errorf("apns-topic = %q, want %q", h, apnsTopic)
+		}
+		if h := r.Header.Get("apns-collapse-id"); h != "order-4711" {
+			t.Errorf("apns-collapse-id = %q, want order-4711", h)
+		}
+		var body struct {
+			APS struct {
+				Alert struct{ Title, Body string } `json:"alert"`
+			} `json:"aps"`
+			Order string `json:"order"`
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatalf("body %s: %v", r.Body, err)
+		}
+		if body.APS.Alert.Title != "Shipped" || body.APS.Alert.Body != "body of Shipped" || body.Order != "4711" {
+			t.Errorf("body = %s, want the alert and data of the job", r.Body)
+		}
+	}
+
+	// A second submission with the same id changes nothing.
+	acc, err := e.client.Enqueue(t.Context(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Accepted{ID: id, Duplicate: true}, acc); diff != "" {
+		t.Errorf("resubmit (-want +got):\n%s", diff)
+	}
+}
+
+func TestGeneratedID(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	acc, err := e.client.Enqueue(t.Context(), alertJob("", "hi", apnsRecipient("u-1", apnsToken("x"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acc.ID) != 32 || acc.Duplicate {
+		t.Errorf("Enqueue = %+v, want a generated 32-character id", acc)
+	}
+	st, err := e.client.Status(t.Context(), acc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != jobQueued || st.Recipients != 1 || st.Queue != string(payload.PriorityNormal) {
+		t.Errorf("status = %+v, want queued with 1 recipient on the normal queue", st)
+	}
+}

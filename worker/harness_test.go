@@ -1,0 +1,270 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/apns"
+	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/throttle"
+)
+
+// env is one worker process under test: a private redis-server (Asynq uses
+// fixed key names), the Redis limiter, the real APNs client against a fake
+// APNs, and a running Worker.
+type env struct {
+	t       *testing.T
+	rdb     *redis.Client
+	lim     *recordingLimiter
+	apns    *fake.APNs
+	w       *Worker
+	client  *Client
+	insp    *asynq.Inspector
+	stopped chan error
+	stop    context.CancelFunc
+}
+
+type envOptions struct {
+	limits, gap string // default "100/1m", "0s"
+	maxRetry        int
+	bypass          []payload.Priority
+	apiToken        string
+	maxBody         int64
+	noRun           bool
+}
+
+const apnsTopic = "com.example.hush"
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	if o.limits == "" {
+		o.limits = "100/1m"
+	}
+	if o.gap == "" {
+		o.gap = "0s"
+	}
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	policy, err := throttle.ParsePolicy(o.limits, o.gap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl, err := throttle.NewRedis(rdb, policy, throttle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := &recordingLimiter{Redis: rl, slots: map[string]time.Time{}}
+
+	fa, err := fake.StartAPNs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fa.Close)
+	dir := t.TempDir()
+	keyFile, keyID, teamID, err := fake.WriteAPNsKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, err := fa.WriteCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := apns.New(apns.Config{KeyFile: keyFile, KeyID: keyID, TeamID: teamID, Topic: apnsTopic, Endpoint: fa.URL, CAFile: caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+
+	w, err := New(rdb, Options{
+		Limiter:         lim,
+		Policy:          policy,
+		Senders:         map[payload.Platform]Sender{payload.APNs: as},
+		Concurrency:     10,
+		MaxRetry:        o.maxRetry,
+		Bypass:          o.bypass,
+		APIToken:        o.apiToken,
+		MaxBodyBytes:    o.maxBody,
+		ShutdownTimeout: 3 * time.Second,
+		Logger:          testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, rdb: rdb, lim: lim, apns: fa, w: w, client: w.Client(), insp: asynq.NewInspectorFromRedisClient(rdb)}
+	if !o.noRun {
+		ctx, cancel := context.WithCancel(context.Background())
+		e.stop = cancel
+		e.stopped = make(chan error, 1)
+		go func() { e.stopped <- w.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-e.stopped; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+		waitFor(t, 10*time.Second, "worker running", w.running.Load)
+	}
+	return e
+}
+
+// testLogger writes the worker's logs to the test log when -v asks for
+// them (HUSH_TEST_LOG=1), else discards them.
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("HUSH_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+var _ io.Writer = tWriter{}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// submit enqueues job and fails the test on error.
+func (e *env) submit(job payload.Job) string {
+	e.t.Helper()
+	acc, err := e.client.Enqueue(context.Background(), job)
+	if err != nil {
+		e.t.Fatalf("Enqueue: %v", err)
+	}
+	return acc.ID
+}
+
+// waitDone waits until every recipient of the job has a final state and
+// returns the job's status.
+func (e *env) waitDone(id string, timeout time.Duration) JobStatus {
+	e.t.Helper()
+	var st JobStatus
+	waitFor(e.t, timeout, "job "+id+" done", func() bool {
+		var err error
+		st, err = e.client.Status(context.Background(), id)
+		return err == nil && st.State == jobDone
+	})
+	return st
+}
+
+// events returns the events in hush:events.
+func (e *env) events() []Event {
+	e.t.Helper()
+	msgs, err := e.rdb.XRange(context.Background(), EventsStream, "-", "+").Result()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []Event
+	for _, m := range msgs {
+		var ev Event
+		s, _ := m.Values["event"].(string)
+		if err := json.Unmarshal([]byte(s), &ev); err != nil {
+			e.t.Fatalf("event %s: %v", m.ID, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// requestsFor returns the fake APNs requests for one token.
+func requestsFor(reqs []fake.Request, token string) []fake.Request {
+	var out []fake.Request
+	for _, r := range reqs {
+		if r.Token == token {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// recordingLimiter remembers the slot booked for each member, so tests can
+// compare arrivals with bookings.
+type recordingLimiter struct {
+	*throttle.Redis
+	mu       sync.Mutex
+	slots    map[string]time.Time
+	released []string
+}
+
+func (l *recordingLimiter) Reserve(ctx context.Context, user, member string) (throttle.Reservation, error) {
+	r, err := l.Redis.Reserve(ctx, user, member)
+	if err == nil {
+		l.mu.Lock()
+		if prev, ok := l.slots[member]; ok && !prev.Equal(r.At) {
+			err = errors.New("recordingLimiter: member " + member + " got a different slot on re-booking")
+		}
+		l.slots[member] = r.At
+		l.mu.Unlock()
+	}
+	return r, err
+}
+
+func (l *recordingLimiter) Release(ctx context.Context, user, member string) (bool, error) {
+	l.mu.Lock()
+	l.released = append(l.released, member)
+	l.mu.Unlock()
+	return l.Redis.Release(ctx, user, member)
+}
+
+func (l *recordingLimiter) slot(member string) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.slots[member]
+	return t, ok
+}
+
+// apnsToken returns a valid-looking APNs token derived from s.
+func apnsToken(s string) string {
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	for i := 0; b.Len() < 64; i++ {
+		c := byte(0)
+		if len(s) > 0 {
+			c = s[i%len(s)]
+		}
+		b.WriteByte(hex[(int(c)+i)%16])
+	}
+	return b.String()
+}
+
+func alertJob(id, title string, recipients ...payload.Recipient) payload.Job {
+	return payload.Job{
+		ID:         id,
+		Recipients: recipients,
+		Content:    payload.Content{Alert: &payload.Alert{Title: title, Body: "body of " + title}},
+	}
+}
+
+func apnsRecipient(user string, tokens ...string) payload.Recipient {
+	r := payload.Recipient{UserID: user}
+	for _, tok := range tokens {
+		r.Devices = append(r.Devices, payload.Device{Platform: payload.APNs, Token: tok})
+	}
+	return r
+}
