@@ -93,8 +93,8 @@ func (w *shapeWalker) value(t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) || isScalar(t.Kind()) {
-		return w.scalar(t, path)
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return w.unmarshaler(t, path)
 	}
 	tok, err := w.dec.Token()
 	if err != nil {
@@ -103,6 +103,10 @@ func (w *shapeWalker) value(t reflect.Type, path string) error {
 	switch {
 	case tok == nil:
 		return nil // null leaves the zero value, as encoding/json does
+	case isScalar(t.Kind()):
+		if _, isDelim := tok.(json.Delim); !isDelim && scalarFits(t, tok) {
+			return nil
+		}
 	case t.Kind() == reflect.Struct && tok == json.Delim('{'):
 		return w.object(t, path)
 	case t.Kind() == reflect.Map && tok == json.Delim('{'):
@@ -117,26 +121,45 @@ func (w *shapeWalker) value(t reflect.Type, path string) error {
 	return nil
 }
 
-// scalar decodes the next value into a fresh t, which reports type errors
-// and the errors of t's own UnmarshalJSON (Duration, time.Time).
-func (w *shapeWalker) scalar(t reflect.Type, path string) error {
+// unmarshaler decodes the next value into a fresh t, which reports the
+// errors of t's own UnmarshalJSON (Duration, time.Time).
+func (w *shapeWalker) unmarshaler(t reflect.Type, path string) error {
 	var raw json.RawMessage
 	if err := w.dec.Decode(&raw); err != nil {
 		return err
 	}
 	err := json.Unmarshal(raw, reflect.New(t).Interface())
-	if err == nil {
-		return nil
-	}
-	switch te, ok := errors.AsType[*json.UnmarshalTypeError](err); {
+	switch {
+	case err == nil:
 	case t == timeType:
 		w.problems.add(path, `must be an RFC 3339 time like "2026-11-21T18:00:00Z"`)
-	case ok:
-		w.problems.add(path, fmt.Sprintf("must be %s, not %s", describeType(t), te.Value))
 	default:
 		w.problems.add(path, err.Error())
 	}
 	return nil
+}
+
+// scalarFits reports whether the scalar token tok can be stored in a t.
+func scalarFits(t reflect.Type, tok json.Token) bool {
+	switch v := tok.(type) {
+	case string:
+		return t.Kind() == reflect.String
+	case bool:
+		return t.Kind() == reflect.Bool
+	case json.Number:
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			_, err := strconv.ParseInt(string(v), 10, t.Bits())
+			return err == nil
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			_, err := strconv.ParseUint(string(v), 10, t.Bits())
+			return err == nil
+		case reflect.Float32, reflect.Float64:
+			_, err := strconv.ParseFloat(string(v), t.Bits())
+			return err == nil
+		}
+	}
+	return false
 }
 
 // object checks the members of an object whose '{' was read.
@@ -337,8 +360,8 @@ func describeToken(tok json.Token) string {
 		return "an object"
 	case string:
 		return "a string"
-	case json.Number, float64:
-		return "a number"
+	case json.Number:
+		return "the number " + string(v)
 	case bool:
 		return "a boolean"
 	case nil:
