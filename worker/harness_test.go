@@ -39,11 +39,11 @@ type env struct {
 
 type envOptions struct {
 	limits, gap string // default "100/1m", "0s"
-	maxRetry        int
-	bypass          []payload.Priority
-	apiToken        string
-	maxBody         int64
-	noRun           bool
+	maxRetry    int
+	bypass      []payload.Priority
+	apiToken    string
+	maxBody     int64
+	noRun       bool
 }
 
 const apnsTopic = "com.example.hush"

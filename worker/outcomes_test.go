@@ -1,0 +1,198 @@
+package worker
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/fake"
+)
+
+func counts(delivered, expired, tokenInvalid, failed int) map[string]int {
+	return map[string]int{"delivered": delivered, "expired": expired, "token_invalid": tokenInvalid, "failed": failed, "pending": 0}
+}
+
+// hasEntry reports whether the limiter holds a booking or send for member.
+func (e *env) hasEntry(user, member string) bool {
+	e.t.Helper()
+	st, err := e.lim.Status(context.Background(), user)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, en := range st.Entries {
+		if en.Member == member {
+			return true
+		}
+	}
+	return false
+}
+
+func TestExpiredDeliveryIsDroppedAndGivesItsSlotBack(t *testing.T) {
+	e := newEnv(t, envOptions{limits: "100/1m", gap: "10s"})
+	first := e.submit(alertJob("first", "one", apnsRecipient("u-1", apnsToken("first"))))
+	e.waitDone(first, 10*time.Second)
+
+	late := alertJob("late", "two", apnsRecipient("u-1", apnsToken("late")))
+	late.TTL = payload.Duration(2 * time.Second)
+	id := e.submit(late)
+	st := e.waitDone(id, 10*time.Second)
+	if diff := cmp.Diff(counts(0, 1, 0, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if e.hasEntry("u-1", "late/0") {
+		t.Errorf("the limiter still holds the expired delivery's slot")
+	}
+	if !e.hasEntry("u-1", "first/0") {
+		t.Errorf("the limiter lost the delivered push's entry")
+	}
+	if n := len(requestsFor(e.apns.Requests(), apnsToken("late"))); n != 0 {
+		t.Errorf("the expired delivery was sent %d times", n)
+	}
+	want := []Event{{Type: EventDropped, Reason: "expired", Job: "late", UserID: "u-1"}}
+	if diff := cmp.Diff(want, e.events(), cmpopts.IgnoreFields(Event{}, "At")); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestBypassSkipsTheLimiter(t *testing.T) {
+	e := newEnv(t, envOptions{limits: "1/1h", gap: "1h", bypass: []payload.Priority{payload.PriorityCritical}})
+	e.waitDone(e.submit(alertJob("normal", "n", apnsRecipient("u-1", apnsToken("n")))), 10*time.Second)
+
+	crit := alertJob("crit", "c", apnsRecipient("u-1", apnsToken("c")))
+	crit.Priority = payload.PriorityCritical
+	start := time.Now()
+	st := e.waitDone(e.submit(crit), 10*time.Second)
+	if st.Counts[stateDelivered] != 1 || st.Queue != "critical" {
+		t.Errorf("critical job: %+v, want delivered from the critical queue", st)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("critical push took %s although the user is throttled for an hour", d)
+	}
+	if _, booked := e.lim.slot("crit/0"); booked || e.hasEntry("u-1", "crit/0") {
+		t.Errorf("the bypass delivery went through the limiter")
+	}
+}
+
+func TestTokenInvalid(t *testing.T) {
+	e := newEnv(t, envOptions{maxRetry: 3})
+	dead := apnsToken("dead")
+	e.apns.Script(dead, fake.Unregistered())
+	st := e.waitDone(e.submit(alertJob("ti", "t", apnsRecipient("u-1", dead))), 10*time.Second)
+	if diff := cmp.Diff(counts(0, 0, 1, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	want := []Event{{Type: EventTokenInvalid, Platform: payload.APNs, Token: dead, UserID: "u-1", Reason: "Unregistered", Job: "ti"}}
+	if diff := cmp.Diff(want, e.events(), cmpopts.IgnoreFields(Event{}, "At")); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if n := len(requestsFor(e.apns.Requests(), dead)); n != 1 {
+		t.Errorf("dead token got %d requests, want 1 (never retried)", n)
+	}
+	if e.hasEntry("u-1", "ti/0") {
+		t.Errorf("nothing reached the user but the slot was kept")
+	}
+}
+
+func TestRetrySendsOnlyToUndeliveredDevices(t *testing.T) {
+	e := newEnv(t, envOptions{maxRetry: 3})
+	ok, flaky := apnsToken("ok"), apnsToken("flaky")
+	e.apns.Script(flaky, fake.Status(http.StatusServiceUnavailable), fake.OK())
+	st := e.waitDone(e.submit(alertJob("retry", "r", apnsRecipient("u-1", ok, flaky))), 20*time.Second)
+	if diff := cmp.Diff(counts(1, 0, 0, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	reqs := e.apns.Requests()
+	if n := len(requestsFor(reqs, ok)); n != 1 {
+		t.Errorf("delivered device got %d requests, want exactly 1", n)
+	}
+	if n := len(requestsFor(reqs, flaky)); n != 2 {
+		t.Errorf("flaky device got %d requests, want 2 (503, then OK)", n)
+	}
+}
+
+func TestProviderThrottlingIsNotAFailure(t *testing.T) {
+	e := newEnv(t, envOptions{maxRetry: 0})
+	tok := apnsToken("busy")
+	e.apns.Script(tok, fake.TooMany(0), fake.OK())
+	st := e.waitDone(e.submit(alertJob("busy", "b", apnsRecipient("u-1", tok))), 20*time.Second)
+	if diff := cmp.Diff(counts(1, 0, 0, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s (with HUSH_MAX_RETRY=0 a throttled answer must not use up a retry)", diff)
+	}
+	info, err := e.insp.GetQueueInfo("normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.FailedTotal != 0 {
+		t.Errorf("queue counted %d failures, want 0", info.FailedTotal)
+	}
+}
+
+// archived waits for n archived tasks in the normal queue and returns them.
+func (e *env) archived(n int) []*asynq.TaskInfo {
+	e.t.Helper()
+	var tasks []*asynq.TaskInfo
+	waitFor(e.t, 20*time.Second, "archived tasks", func() bool {
+		var err error
+		tasks, err = e.insp.ListArchivedTasks("normal")
+		return err == nil && len(tasks) >= n
+	})
+	return tasks
+}
+
+func TestFailuresAreArchivedWithTheReason(t *testing.T) {
+	tests := []struct {
+		name     string
+		answers  []fake.Answer
+		requests int
+		reason   string
+		notReady bool
+	}{
+		{"transient beyond HUSH_MAX_RETRY", []fake.Answer{fake.Status(500), fake.Status(500), fake.Status(500)}, 2, "giving up after 1 retries: transient provider failure (InternalServerError)", false},
+		{"permanent at once", []fake.Answer{fake.APNsReason(400, "BadTopic")}, 1, "permanent provider failure (BadTopic)", false},
+		{"credential failure fails readiness", []fake.Answer{fake.APNsReason(403, "InvalidProviderToken")}, 1, "permanent provider failure (InvalidProviderToken)", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{maxRetry: 1})
+			tok := apnsToken(tt.name)
+			e.apns.Script(tok, tt.answers...)
+			st := e.waitDone(e.submit(alertJob("fail", "f", apnsRecipient("u-1", tok))), 20*time.Second)
+			if diff := cmp.Diff(counts(0, 0, 0, 1), st.Counts); diff != "" {
+				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+			tasks := e.archived(1)
+			if len(tasks) != 1 || !strings.Contains(tasks[0].LastErr, tt.reason) {
+				t.Errorf("archived %d tasks, last error %q; want one archived with %q", len(tasks), tasks[0].LastErr, tt.reason)
+			}
+			if n := len(requestsFor(e.apns.Requests(), tok)); n != tt.requests {
+				t.Errorf("%d requests, want %d", n, tt.requests)
+			}
+			if got := len(e.w.notReady(t.Context())) > 0; got != tt.notReady {
+				t.Errorf("not ready = %v (%v), want %v", got, e.w.notReady(t.Context()), tt.notReady)
+			}
+		})
+	}
+}
+
+func TestGarbageTaskIsArchivedAndTheWorkerGoesOn(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	aq := asynq.NewClientFromRedisClient(e.rdb)
+	if _, err := aq.Enqueue(asynq.NewTask(payload.TypeDelivery, []byte("{not json")), asynq.Queue("normal"), asynq.MaxRetry(5)); err != nil {
+		t.Fatal(err)
+	}
+	tasks := e.archived(1)
+	if !strings.Contains(tasks[0].LastErr, "undecodable delivery payload") || tasks[0].Retried != 0 {
+		t.Errorf("archived task: last error %q after %d retries; want archived at once with a readable reason", tasks[0].LastErr, tasks[0].Retried)
+	}
+	st := e.waitDone(e.submit(alertJob("after", "a", apnsRecipient("u-1", apnsToken("after")))), 10*time.Second)
+	if st.Counts[stateDelivered] != 1 {
+		t.Errorf("a job after the garbage task: %v, want delivered", st.Counts)
+	}
+}
