@@ -104,7 +104,7 @@ func (w *shapeWalker) value(t reflect.Type, path string) error {
 	case tok == nil:
 		return nil // null leaves the zero value, as encoding/json does
 	case isScalar(t.Kind()):
-		if _, isDelim := tok.(json.Delim); !isDelim && scalarFits(t, tok) {
+		if scalarFits(t, tok) {
 			return nil
 		}
 	case t.Kind() == reflect.Struct && tok == json.Delim('{'):
@@ -115,8 +115,8 @@ func (w *shapeWalker) value(t reflect.Type, path string) error {
 		return w.array(t.Elem(), path)
 	}
 	w.problems.add(path, fmt.Sprintf("must be %s, not %s", describeType(t), describeToken(tok)))
-	if d, ok := tok.(json.Delim); ok {
-		return w.skipRest(d)
+	if _, ok := tok.(json.Delim); ok {
+		return w.skipRest()
 	}
 	return nil
 }
@@ -139,7 +139,7 @@ func (w *shapeWalker) unmarshaler(t reflect.Type, path string) error {
 	return nil
 }
 
-// scalarFits reports whether the scalar token tok can be stored in a t.
+// scalarFits reports whether tok is a scalar that can be stored in a t.
 func scalarFits(t reflect.Type, tok json.Token) bool {
 	switch v := tok.(type) {
 	case string:
@@ -245,7 +245,7 @@ func (w *shapeWalker) skipValue() error {
 }
 
 // skipRest skips the rest of a container whose opening delimiter was read.
-func (w *shapeWalker) skipRest(json.Delim) error {
+func (w *shapeWalker) skipRest() error {
 	for depth := 1; depth > 0; {
 		tok, err := w.dec.Token()
 		if err != nil {
