@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hushpush/hush/payload"
+)
+
+// waitPushes waits until at least n pushes were delivered (200) and
+// returns how many there were.
+func (c *cluster) waitPushes(n int, timeout time.Duration) int {
+	c.t.Helper()
+	var got int
+	c.waitFor(fmt.Sprintf("%d pushes", n), timeout, func() (bool, string) {
+		got = len(delivered(c.arrivals()))
+		return got >= n, fmt.Sprintf("%d pushes delivered", got)
+	})
+	return got
+}
+
+// assertDelivered checks that every wanted push arrived with a 200, nothing
+// else did, and that at most allowedDups notifications were delivered more
+// than once to a device. It returns the number of extra deliveries seen.
+func (c *cluster) assertDelivered(arrs []arrival, want []push, allowedDups int) (extra int) {
+	t := c.t
+	t.Helper()
+	got := delivered(arrs)
+	wanted := make(map[push]bool, len(want))
+	perPlatform := make(map[string]int)
+	var missing, unexpected []string
+	for _, w := range want {
+		wanted[w] = true
+		if got[w] == 0 {
+			missing = append(missing, w.N+" "+string(w.Platform))
+		} else {
+			perPlatform[string(w.Platform)]++
+		}
+	}
+	dupNotifications := make(map[string]bool)
+	var dups []string
+	for p, n := range got {
+		if !wanted[p] {
+			unexpected = append(unexpected, fmt.Sprintf("%s %s x%d", p.N, p.Platform, n))
+		}
+		if n > 1 {
+			extra += n - 1
+			dupNotifications[p.N] = true
+			dups = append(dups, fmt.Sprintf("%s %s x%d", p.N, p.Platform, n))
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(dups)
+	if len(missing) > 0 {
+		t.Errorf("lost: %d of %d pushes never delivered: %s", len(missing), len(want), head(missing, 10))
+	}
+	if len(unexpected) > 0 {
+		t.Errorf("%d unexpected pushes delivered: %s", len(unexpected), head(unexpected, 10))
+	}
+	if len(dupNotifications) > allowedDups {
+		t.Errorf("%d notifications delivered more than once to a device (allowed %d): %s", len(dupNotifications), allowedDups, head(dups, 10))
+	} else if len(dups) > 0 {
+		t.Logf("duplicates within the allowance (%d notifications, allowed %d): %s", len(dupNotifications), allowedDups, head(dups, 10))
+	}
+	t.Logf("delivered exactly-or-more-once: %v; extra deliveries %d", perPlatform, extra)
+	return extra
+}
+
+// assertTimelines checks the limiter's rules on every user's timeline (the
+// first arrival of each notification over the user's devices) and on every
+// device's own timeline.
+func (c *cluster) assertTimelines(arrs []arrival) {
+	t := c.t
+	t.Helper()
+	for _, g := range []struct {
+		name string
+		fn   func(arrival) string
+	}{{"user", byUser}, {"device", byDevice}} {
+		v, st := checkTimelines(arrs, g.fn, e2eRules)
+		if len(v) > 0 {
+			t.Errorf("per %s: %d rule violations (5/2s, gap 300ms, tolerance 250ms): %s", g.name, len(v), head(v, 10))
+		}
+		t.Logf("per %s: %d timelines, at most %d notifications in any %s window, smallest gap %s",
+			g.name, st.timelines, st.maxInWindow, e2eWindow, st.minGap.Round(time.Millisecond))
+	}
+}
+
+// assertNothingArchived fails when any task was archived.
+func (c *cluster) assertNothingArchived() {
+	c.t.Helper()
+	if a := c.archivedErrors(); len(a) > 0 {
+		c.t.Errorf("%d tasks archived: %s", len(a), head(a, 10))
+	}
+}
+
+// assertJobsDone checks, through GET /v1/notifications/{id}, that every job
+// reports its recipient delivered and none pending.
+func (c *cluster) assertJobsDone(jobs []payload.Job) {
+	t := c.t
+	t.Helper()
+	var live *hushProc
+	for _, p := range c.procs {
+		if p.alive() {
+			live = p
+			break
+		}
+	}
+	var bad []string
+	for _, j := range jobs {
+		st, err := c.jobStatus(live, j.ID, "")
+		if err != nil {
+			bad = append(bad, err.Error())
+			continue
+		}
+		counts, _ := st["counts"].(map[string]any)
+		if counts["delivered"] != float64(len(j.Recipients)) || counts["pending"] != float64(0) {
+			bad = append(bad, fmt.Sprintf("%s: state %v counts %v", j.ID, st["state"], counts))
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("%d of %d jobs not reported delivered by the API: %s", len(bad), len(jobs), head(bad, 5))
+	}
+}
+
+// retryWait is the time between the first non-200 answer to token and the
+// next request for the same notification.
+func retryWait(arrs []arrival, p payload.Platform, token string) (time.Duration, bool) {
+	var failed *arrival
+	for _, a := range sortedByTime(arrs) {
+		if a.Platform != p || a.Token != token {
+			continue
+		}
+		if failed == nil && a.Status != http.StatusOK {
+			failed = &a
+			continue
+		}
+		if failed != nil && a.N == failed.N {
+			return a.At.Sub(failed.At), true
+		}
+	}
+	return 0, false
+}
+
+func sortedByTime(arrs []arrival) []arrival {
+	out := slices.Clone(arrs)
+	slices.SortStableFunc(out, func(a, b arrival) int { return a.At.Compare(b.At) })
+	return out
+}
+
+func head(s []string, n int) string {
+	if len(s) > n {
+		return strings.Join(s[:n], "; ") + fmt.Sprintf("; ... (%d more)", len(s)-n)
+	}
+	return strings.Join(s, "; ")
+}
