@@ -44,12 +44,12 @@ type Redis struct {
 // NewRedis returns a limiter for p on rdb (a *redis.Client, a
 // *redis.ClusterClient or any redis.UniversalClient). The caller owns rdb.
 func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
-	if rdb == nil {
-		return nil, errors.New("throttle: nil Redis client")
-	}
 	r, err := newRules(p)
 	if err != nil {
 		return nil, err
+	}
+	if rdb == nil {
+		return nil, errors.New("throttle: nil Redis client")
 	}
 	l := &Redis{rdb: rdb, policy: copyPolicy(p), r: r, prefix: o.Prefix, clock: o.Clock, scripts: newScripts()}
 	if l.prefix == "" {

@@ -1,0 +1,281 @@
+package throttle_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/throttle"
+)
+
+// A key of the wrong type is an error from every operation, never a panic.
+func TestRedisWrongTypeKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	l, err := throttle.NewRedis(rdb, mustPolicy(t, "1/1m", "1s"), throttle.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, l.Key("u"), "not a sorted set", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Del(context.Background(), l.Key("u")) })
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"allow", func() error { _, err := l.Allow(ctx, "u"); return err }},
+		{"peek", func() error { _, err := l.Peek(ctx, "u"); return err }},
+		{"reserve", func() error { _, err := l.Reserve(ctx, "u", "m"); return err }},
+		{"release", func() error { _, err := l.Release(ctx, "u", "m"); return err }},
+		{"status", func() error { _, err := l.Status(ctx, "u"); return err }},
+		{"allow batch", func() error { _, err := l.AllowBatch(ctx, []string{"u"}); return err }},
+		{"reserve batch", func() error { _, err := l.ReserveBatch(ctx, []throttle.Request{{"u", "m"}}); return err }},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.call()
+			if !redis.HasErrorPrefix(err, "WRONGTYPE") {
+				t.Errorf("error = %v, want Redis's WRONGTYPE", err)
+			}
+		})
+	}
+	// The batch reports the failed user and still answers the others.
+	ds, err := l.AllowBatch(ctx, []string{"ok", "u"})
+	if err == nil || !ds[0].Allowed || !ds[1].Now.IsZero() {
+		t.Errorf("AllowBatch(ok, u) = %+v, %v; want ok allowed, u failed", ds, err)
+	}
+	rdb.Del(ctx, l.Key("ok"))
+}
+
+func isScriptCall(cmd redis.Cmder) bool {
+	name := cmd.Name()
+	return name == "eval" || name == "evalsha"
+}
+
+// countingHook counts the script calls a client sends: single commands and
+// pipelines holding them (connection set-up is not counted).
+type countingHook struct{ cmds, pipelines atomic.Int64 }
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isScriptCall(cmd) {
+			h.cmds.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, isScriptCall) {
+			h.pipelines.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// Batches take one round trip once the scripts are cached, and recover from
+// an empty script cache (a fresh or flushed server) by falling back to EVAL.
+func TestRedisBatchRoundTripsAndNoScript(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	if err := rdb.Ping(ctx).Err(); err != nil { // open the connection first
+		t.Fatal(err)
+	}
+	hook := &countingHook{}
+	rdb.AddHook(hook)
+	clock := newFakeClock()
+	l, err := throttle.NewRedis(rdb, mustPolicy(t, "2/1s", ""), throttle.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := []string{"a", "b", "c", "a", "a"}
+	wantAllowed := []bool{true, true, true, true, false}
+	check := func(name string, wantPipelines int64) {
+		t.Helper()
+		hook.cmds.Store(0)
+		hook.pipelines.Store(0)
+		ds, err := l.AllowBatch(ctx, users)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got []bool
+		for _, d := range ds {
+			got = append(got, d.Allowed)
+		}
+		if !slices.Equal(got, wantAllowed) {
+			t.Errorf("%s: allowed = %v, want %v", name, got, wantAllowed)
+		}
+		if c, p := hook.cmds.Load(), hook.pipelines.Load(); c != 0 || p != wantPipelines {
+			t.Errorf("%s: %d single commands and %d pipelines, want 0 and %d", name, c, p, wantPipelines)
+		}
+	}
+	check("fresh server", 2) // EVALSHA misses, EVAL loads
+	clock.Set(1000)
+	check("cached scripts", 1)
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(2000)
+	check("flushed cache", 2)
+
+	// Reserve batches too.
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := l.ReserveBatch(ctx, []throttle.Request{{"r", "1"}, {"r", "2"}, {"r", "3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []int64{rs[0].At.UnixMilli() - t0, rs[1].At.UnixMilli() - t0, rs[2].At.UnixMilli() - t0}; !slices.Equal(got, []int64{2000, 2000, 3000}) {
+		t.Errorf("reserved slots %v, want [2000 2000 3000]", got)
+	}
+}
+
+// The whole suite passes on a (one-node) Redis Cluster through a
+// ClusterClient, whose pipelines split by slot.
+func TestRedisCluster(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{Args: []string{"--cluster-enabled", "yes"}})
+	ctx := context.Background()
+	node := srv.Client(t)
+	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := node.ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not ok after 10s: %q %v", info, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
+	t.Cleanup(func() { _ = cc.Close() })
+	testLimiter(t, redisLimiters(cc))
+}
+
+// Many processes (each goroutine has its own client and limiter) hammering a
+// few users never break a rule: afterwards no window holds more than N
+// recorded entries and no two are closer than the gap.
+func TestRedisConcurrent(t *testing.T) {
+	t.Parallel()
+	const (
+		goroutines = 64
+		n          = 5
+		window     = 200 * time.Millisecond
+		gap        = 20 * time.Millisecond
+		run        = 1200 * time.Millisecond
+	)
+	users := []string{"x", "y", "z"}
+	shared := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	p := throttle.Policy{Limits: []throttle.Limit{{N: n, Window: window}}, MinGap: gap}
+	t.Cleanup(func() { deleteKeys(t, shared, prefix) })
+
+	var mu sync.Mutex
+	recorded := map[string][]int64{} // user -> times of allowed actions and bookings
+	var calls atomic.Int64
+	errs := make(chan error, goroutines)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		opt := *shared.Options()
+		rdb := redis.NewClient(&opt)
+		t.Cleanup(func() { _ = rdb.Close() })
+		l, err := throttle.NewRedis(rdb, p, throttle.Options{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			ctx := context.Background()
+			local := map[string][]int64{}
+			<-start
+			// One booking each first, so the deciding scripts also see
+			// future entries, then Allow until the time is up.
+			u := users[g%len(users)]
+			r, err := l.Reserve(ctx, u, fmt.Sprintf("g%d", g))
+			if err != nil {
+				errs <- err
+				return
+			}
+			local[u] = append(local[u], r.At.UnixMilli())
+			end := time.Now().Add(run)
+			for i := 0; time.Now().Before(end); i++ {
+				u := users[(g+i)%len(users)]
+				d, err := l.Allow(ctx, u)
+				calls.Add(1)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if d.Allowed {
+					local[u] = append(local[u], d.Now.UnixMilli())
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for u, ts := range local {
+				recorded[u] = append(recorded[u], ts...)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, u := range users {
+		ts := recorded[u]
+		slices.Sort(ts)
+		total += len(ts)
+		// Bookings alone are 64/3 per user; the Allow calls must have got
+		// some past them too, or the test proved nothing about Allow.
+		if len(ts) < goroutines/len(users)+n {
+			t.Errorf("user %s: only %d entries recorded", u, len(ts))
+		}
+		for i := 0; i+n < len(ts); i++ {
+			if span := ts[i+n] - ts[i]; span < window.Milliseconds() {
+				t.Errorf("user %s: %d entries within %d ms: %v", u, n+1, span, ts[i:i+n+1])
+			}
+		}
+		for i := 0; i+1 < len(ts); i++ {
+			if d := ts[i+1] - ts[i]; d < gap.Milliseconds() {
+				t.Errorf("user %s: entries %d ms apart: %v", u, d, ts[i:i+2])
+			}
+		}
+		// Whatever Redis still holds was recorded by a call we saw.
+		st, err := throttle.NewRedis(shared, p, throttle.Options{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := st.Status(context.Background(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range s.Entries {
+			if _, found := slices.BinarySearch(ts, e.At.UnixMilli()); !found {
+				t.Errorf("user %s: Redis holds %v at %d, which no call reported", u, e.Member, e.At.UnixMilli())
+			}
+		}
+	}
+	t.Logf("%d goroutines, %d Allow calls, %d entries recorded for %d users", goroutines, calls.Load(), total, len(users))
+}

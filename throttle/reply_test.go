@@ -1,0 +1,86 @@
+package throttle
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestParseRepliesRejectGarbage(t *testing.T) {
+	r, err := newRules(Policy{Limits: []Limit{{N: 3, Window: time.Second}}, MinGap: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Redis{r: r}
+	garbage := []struct {
+		name string
+		v    any
+	}{
+		{"nil", nil},
+		{"string", "OK"},
+		{"integer", int64(1)},
+		{"empty array", []any{}},
+		{"short array", []any{int64(1), int64(0)}},
+		{"strings", []any{"1", "0", "0", "1700000000000", "2"}},
+		{"float", []any{int64(1), int64(0), int64(0), 1.5, int64(2)}},
+		{"nested", []any{[]any{}, int64(0), int64(0), int64(0), int64(2)}},
+		{"allowed 2", []any{int64(2), int64(0), int64(0), int64(0), int64(2)}},
+		{"allowed with a wait", []any{int64(1), int64(5), int64(0), int64(0), int64(2)}},
+		{"denied without a wait", []any{int64(0), int64(0), int64(1), int64(0), int64(2)}},
+		{"negative wait", []any{int64(0), int64(-5), int64(1), int64(0), int64(2)}},
+		{"denied by no rule", []any{int64(0), int64(5), int64(0), int64(0), int64(2)}},
+		{"denied by rule 9", []any{int64(0), int64(5), int64(9), int64(0), int64(2)}},
+		{"remaining above N", []any{int64(1), int64(0), int64(0), int64(0), int64(4)}},
+		{"negative remaining", []any{int64(1), int64(0), int64(0), int64(0), int64(-1)}},
+		{"too long", []any{int64(1), int64(0), int64(0), int64(0), int64(2), int64(7)}},
+	}
+	for _, g := range garbage {
+		t.Run("decision/"+g.name, func(t *testing.T) {
+			if _, err := l.parseDecision(g.v); !errors.Is(err, ErrUnexpectedReply) {
+				t.Errorf("parseDecision(%#v) error = %v, want ErrUnexpectedReply", g.v, err)
+			}
+		})
+	}
+	reservations := []struct {
+		name string
+		v    any
+	}{
+		{"nil", nil},
+		{"short", []any{int64(1), int64(0)}},
+		{"existing 2", []any{int64(1), int64(2), int64(0)}},
+		{"string slot", []any{"1", int64(0), int64(0)}},
+		{"too long", []any{int64(1), int64(0), int64(0), int64(0)}},
+	}
+	for _, g := range reservations {
+		t.Run("reservation/"+g.name, func(t *testing.T) {
+			if _, err := parseReservation(g.v); !errors.Is(err, ErrUnexpectedReply) {
+				t.Errorf("parseReservation(%#v) error = %v, want ErrUnexpectedReply", g.v, err)
+			}
+		})
+	}
+	statuses := []struct {
+		name string
+		v    any
+	}{
+		{"nil", nil},
+		{"short", []any{int64(1), int64(2)}},
+		{"odd entries", []any{int64(1), int64(2), int64(3), "m"}},
+		{"entry time not an integer", []any{int64(1), int64(2), int64(3), "m", "5"}},
+		{"entry member not a string", []any{int64(1), int64(2), int64(3), int64(4), int64(5)}},
+		{"negative remaining", []any{int64(1), int64(2), int64(-3)}},
+	}
+	for _, g := range statuses {
+		t.Run("status/"+g.name, func(t *testing.T) {
+			if _, err := l.parseStatus(g.v); !errors.Is(err, ErrUnexpectedReply) {
+				t.Errorf("parseStatus(%#v) error = %v, want ErrUnexpectedReply", g.v, err)
+			}
+		})
+	}
+	// And the well-formed replies parse.
+	if d, err := l.parseDecision([]any{int64(0), int64(5), int64(2), int64(1000), int64(1)}); err != nil || d.DeniedBy != "min-gap 1ms" || d.RetryAfter != 5*time.Millisecond {
+		t.Errorf("parseDecision(valid) = %+v, %v", d, err)
+	}
+	if s, err := l.parseStatus([]any{int64(1000), int64(1005), int64(2), "m", int64(990)}); err != nil || len(s.Entries) != 1 || s.Entries[0].Member != "m" {
+		t.Errorf("parseStatus(valid) = %+v, %v", s, err)
+	}
+}
