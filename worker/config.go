@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
@@ -77,7 +78,11 @@ func LoadConfig() (Config, error) {
 // description.
 func PrintUsage(w io.Writer) error {
 	var c Config
-	return envconfig.Usagef(envPrefix, &c, w, envconfig.DefaultTableFormat)
+	tw := tabwriter.NewWriter(w, 1, 0, 2, ' ', 0)
+	if err := envconfig.Usagef(envPrefix, &c, tw, envconfig.DefaultTableFormat); err != nil {
+		return err
+	}
+	return tw.Flush()
 }
 
 // KeyError is a configuration value that cannot be used.

@@ -1,0 +1,172 @@
+package worker
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type apiAnswer struct {
+	Status int
+	Body   map[string]any
+}
+
+func call(t *testing.T, srv *httptest.Server, method, path, token, body string) apiAnswer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s %s answered %d with non-JSON %q", method, path, resp.StatusCode, b)
+	}
+	return apiAnswer{Status: resp.StatusCode, Body: m}
+}
+
+func fields(a apiAnswer) []string {
+	errs, _ := a.Body["errors"].([]any)
+	var out []string
+	for _, e := range errs {
+		m, _ := e.(map[string]any)
+		f, _ := m["field"].(string)
+		out = append(out, f)
+	}
+	return out
+}
+
+func TestAPISubmit(t *testing.T) {
+	const token = "s3cret"
+	e := newEnv(t, envOptions{noRun: true, apiToken: token, maxBody: 2048})
+	srv := httptest.NewServer(e.w.Handler())
+	t.Cleanup(srv.Close)
+	tok := apnsToken("api")
+	good := `{"id":"api-1","recipients":[{"user_id":"u-1","devices":[{"platform":"apns","token":"` + tok + `"}]}],"alert":{"title":"hi"}}`
+
+	tests := []struct {
+		name       string
+		token      string
+		body       string
+		wantStatus int
+		wantFields []string // for 400
+		wantBody   map[string]any
+	}{
+		{name: "accepted", token: token, body: good, wantStatus: http.StatusAccepted, wantBody: map[string]any{"id": "api-1"}},
+		{name: "duplicate", token: token, body: good, wantStatus: http.StatusOK, wantBody: map[string]any{"id": "api-1", "duplicate": true}},
+		{name: "wrong token", token: "nope", body: good, wantStatus: http.StatusUnauthorized},
+		{name: "no token", body: good, wantStatus: http.StatusUnauthorized},
+		{name: "malformed JSON", token: token, body: `{"recipients": [`, wantStatus: http.StatusBadRequest, wantFields: []string{""}},
+		{name: "too large", token: token, body: `{"data":{"x":"` + strings.Repeat("a", 4096) + `"}}`, wantStatus: http.StatusRequestEntityTooLarge},
+		{name: "missing recipients", token: token, body: `{"alert":{"title":"hi"}}`, wantStatus: http.StatusBadRequest, wantFields: []string{"recipients"}},
+		{
+			name: "unknown platform and bad token", token: token,
+			body:       `{"recipients":[{"user_id":"u-1","devices":[{"platform":"pager","token":"x"},{"platform":"apns","token":"zz"}]}],"alert":{"title":"hi"}}`,
+			wantStatus: http.StatusBadRequest,
+			wantFields: []string{"recipients[0].devices[0].platform", "recipients[0].devices[1].token"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := call(t, srv, http.MethodPost, "/v1/notifications", tt.token, tt.body)
+			if got.Status != tt.wantStatus {
+				t.Fatalf("status %d (%v), want %d", got.Status, got.Body, tt.wantStatus)
+			}
+			if tt.wantBody != nil {
+				if diff := cmp.Diff(tt.wantBody, got.Body); diff != "" {
+					t.Errorf("body (-want +got):\n%s", diff)
+				}
+			}
+			if tt.wantFields != nil {
+				if diff := cmp.Diff(tt.wantFields, fields(got)); diff != "" {
+					t.Errorf("error fields (-want +got):\n%s\nbody: %v", diff, got.Body)
+				}
+			}
+		})
+	}
+}
+
+func TestAPIStatus(t *testing.T) {
+	e := newEnv(t, envOptions{limits: "5/1m", gap: "1s"})
+	srv := httptest.NewServer(e.w.Handler())
+	t.Cleanup(srv.Close)
+	id := e.submit(alertJob("status-1", "s", apnsRecipient("u-7", apnsToken("s1")), apnsRecipient("u-8", apnsToken("s2"))))
+	e.waitDone(id, 10*time.Second)
+
+	got := call(t, srv, http.MethodGet, "/v1/notifications/"+id, "", "")
+	if got.Status != http.StatusOK || got.Body["state"] != jobDone {
+		t.Fatalf("GET job: %d %v, want 200 done", got.Status, got.Body)
+	}
+	want := map[string]any{"delivered": 2.0, "expired": 0.0, "token_invalid": 0.0, "failed": 0.0, "pending": 0.0}
+	if diff := cmp.Diff(want, got.Body["counts"]); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if got := call(t, srv, http.MethodGet, "/v1/notifications/nope", "", ""); got.Status != http.StatusNotFound {
+		t.Errorf("unknown job: %d, want 404", got.Status)
+	}
+
+	th := call(t, srv, http.MethodGet, "/v1/users/u-7/throttle", "", "")
+	entries, _ := th.Body["entries"].([]any)
+	if th.Status != http.StatusOK || len(entries) != 1 || th.Body["min_gap"] != "1s" {
+		t.Fatalf("GET throttle: %d %v, want one entry and the min gap", th.Status, th.Body)
+	}
+	wantRemaining := []any{map[string]any{"rule": "5/1m", "remaining": 4.0}}
+	if diff := cmp.Diff(wantRemaining, th.Body["remaining"]); diff != "" {
+		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+	if got := call(t, srv, http.MethodDelete, "/v1/users/u-7/throttle", "", ""); got.Status != http.StatusOK {
+		t.Fatalf("DELETE throttle: %d %v", got.Status, got.Body)
+	}
+	th = call(t, srv, http.MethodGet, "/v1/users/u-7/throttle", "", "")
+	if entries, _ := th.Body["entries"].([]any); len(entries) != 0 {
+		t.Errorf("after reset: entries %v, want none", entries)
+	}
+
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200} {
+		if got := call(t, srv, http.MethodGet, path, "", ""); got.Status != want {
+			t.Errorf("%s: %d %v, want %d", path, got.Status, got.Body, want)
+		}
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	srv := httptest.NewServer(e.w.Handler())
+	t.Cleanup(srv.Close)
+	e.waitDone(e.submit(alertJob("m", "m", apnsRecipient("u-1", apnsToken("m")))), 10*time.Second)
+	resp, err := srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`hush_device_sends_total{outcome="delivered",platform="apns"} 1`,
+		`hush_deliveries_total{state="delivered"} 1`,
+		`hush_limiter_decisions_total{decision="allowed"} 1`,
+		`hush_provider_latency_seconds_count{platform="apns"} 1`,
+		`hush_queue_tasks{queue="normal",state="pending"} 0`,
+		`hush_jobs_submitted_total{result="accepted"} 1`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package worker
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// clearEnv unsets every HUSH_ configuration key for the test.
+func clearEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "HUSH_") && !strings.HasPrefix(k, "HUSH_TEST_") {
+			t.Setenv(k, "") // restored after the test
+			os.Unsetenv(k)
+		}
+	}
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	clearEnv(t)
+	c, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Concurrency: 50, Queues: map[string]int{"critical": 6, "high": 3, "normal": 1}, MaxRetry: 8,
+		ThrottleLimits: "10/1m,100/24h", ThrottleMinGap: 3 * time.Second, ThrottleBypass: []string{"critical"},
+		HTTPAddr: ":8080", MaxBodyBytes: 8 << 20, EventsMaxlen: 100000, ShutdownTimeout: 10 * time.Second,
+		LogLevel: "info", LogFormat: "text",
+	}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadConfigNamesTheBadKey(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		key  string // the key the error must name
+	}{
+		{"zero window", map[string]string{"HUSH_THROTTLE_LIMITS": "10/0s"}, "HUSH_THROTTLE_LIMITS"},
+		{"limits garbage", map[string]string{"HUSH_THROTTLE_LIMITS": "ten a minute"}, "HUSH_THROTTLE_LIMITS"},
+		{"gap not a duration", map[string]string{"HUSH_THROTTLE_MIN_GAP": "soon"}, "HUSH_THROTTLE_MIN_GAP"},
+		{"negative gap", map[string]string{"HUSH_THROTTLE_MIN_GAP": "-1s"}, "HUSH_THROTTLE_MIN_GAP"},
+		{"concurrency not a number", map[string]string{"HUSH_CONCURRENCY": "many"}, "HUSH_CONCURRENCY"},
+		{"concurrency zero", map[string]string{"HUSH_CONCURRENCY": "0"}, "HUSH_CONCURRENCY"},
+		{"unknown queue", map[string]string{"HUSH_QUEUES": "critical:6,bulk:1"}, "HUSH_QUEUES"},
+		{"queue weight", map[string]string{"HUSH_QUEUES": "critical:0"}, "HUSH_QUEUES"},
+		{"queue syntax", map[string]string{"HUSH_QUEUES": "critical=6"}, "HUSH_QUEUES"},
+		{"negative retries", map[string]string{"HUSH_MAX_RETRY": "-1"}, "HUSH_MAX_RETRY"},
+		{"unknown bypass priority", map[string]string{"HUSH_THROTTLE_BYPASS": "urgent"}, "HUSH_THROTTLE_BYPASS"},
+		{"redis url", map[string]string{"HUSH_REDIS_URL": "http://localhost"}, "HUSH_REDIS_URL"},
+		{"apns key without key id", map[string]string{"HUSH_APNS_KEY_FILE": "/k.p8", "HUSH_APNS_TEAM_ID": "T", "HUSH_APNS_TOPIC": "a.b"}, "HUSH_APNS_KEY_ID"},
+		{"apns without topic", map[string]string{"HUSH_APNS_CERT_FILE": "/c.p12"}, "HUSH_APNS_TOPIC"},
+		{"apns endpoint not https", map[string]string{"HUSH_APNS_ENDPOINT": "http://127.0.0.1:1"}, "HUSH_APNS_ENDPOINT"},
+		{"dry run not a bool", map[string]string{"HUSH_DRY_RUN": "perhaps"}, "HUSH_DRY_RUN"},
+		{"webhook scheme", map[string]string{"HUSH_WEBHOOK_URL": "ftp://example.com"}, "HUSH_WEBHOOK_URL"},
+		{"log level", map[string]string{"HUSH_LOG_LEVEL": "loud"}, "HUSH_LOG_LEVEL"},
+		{"log format", map[string]string{"HUSH_LOG_FORMAT": "xml"}, "HUSH_LOG_FORMAT"},
+		{"body limit", map[string]string{"HUSH_MAX_BODY_BYTES": "0"}, "HUSH_MAX_BODY_BYTES"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			_, err := LoadConfig()
+			if err == nil {
+				t.Fatalf("LoadConfig accepted %v", tt.env)
+			}
+			if !strings.Contains(err.Error(), tt.key) {
+				t.Errorf("error %q does not name %s", err, tt.key)
+			}
+			var ke *KeyError
+			if errors.As(err, &ke) && ke.Key != tt.key {
+				t.Errorf("KeyError names %s, want %s", ke.Key, tt.key)
+			}
+		})
+	}
+}
+
+func TestPrintUsageListsEveryKey(t *testing.T) {
+	var b bytes.Buffer
+	if err := PrintUsage(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{
+		"HUSH_REDIS_URL", "HUSH_REDIS_CLUSTER_ADDRS", "HUSH_CONCURRENCY", "HUSH_QUEUES", "HUSH_MAX_RETRY",
+		"HUSH_THROTTLE_LIMITS", "HUSH_THROTTLE_MIN_GAP", "HUSH_THROTTLE_BYPASS",
+		"HUSH_APNS_KEY_FILE", "HUSH_APNS_KEY_ID", "HUSH_APNS_TEAM_ID", "HUSH_APNS_TOPIC",
+		"HUSH_APNS_CERT_FILE", "HUSH_APNS_CERT_PASSWORD", "HUSH_APNS_PRODUCTION", "HUSH_APNS_ENDPOINT", "HUSH_APNS_CA_FILE",
+		"HUSH_FCM_CREDENTIALS_FILE", "HUSH_FCM_PROJECT_ID", "HUSH_FCM_ENDPOINT", "HUSH_DRY_RUN", "HUSH_HTTP_ADDR",
+		"HUSH_API_TOKEN", "HUSH_WEBHOOK_URL", "HUSH_LOG_LEVEL", "HUSH_LOG_FORMAT",
+		"HUSH_MAX_BODY_BYTES", "HUSH_EVENTS_MAXLEN", "HUSH_SHUTDOWN_TIMEOUT",
+	} {
+		if !strings.Contains(b.String(), key+"\t") && !strings.Contains(b.String(), key+" ") {
+			t.Errorf("usage lacks %s", key)
+		}
+	}
+	if !strings.Contains(b.String(), "10/1m,100/24h") {
+		t.Errorf("usage lacks the default limits:\n%s", b.String())
+	}
+}
