@@ -1,0 +1,136 @@
+package fcm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	firebase "firebase.google.com/go/v4"
+	"firebase.google.com/go/v4/messaging"
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+	"google.golang.org/api/option"
+)
+
+// Config configures the FCM sender.
+type Config struct {
+	// CredentialsFile is a service-account JSON; its token_uri is honoured.
+	CredentialsFile string
+	// ProjectID is the Firebase project; empty: the JSON's project_id.
+	ProjectID string
+	// Endpoint overrides the messaging endpoint, e.g. "http://127.0.0.1:9999/v1".
+	Endpoint string
+}
+
+// SendTimeout bounds one Send, the SDK's own 503 retries included, when the
+// caller's context has no earlier deadline.
+const SendTimeout = 10 * time.Second
+
+// tokenTimeout bounds one access-token request to the token endpoint.
+const tokenTimeout = 10 * time.Second
+
+// The OAuth scopes the access token is requested for.
+const (
+	scopeMessaging = "https://www.googleapis.com/auth/firebase.messaging"
+	scopeCloud     = "https://www.googleapis.com/auth/cloud-platform"
+)
+
+// Sender sends pushes to FCM. It is safe for concurrent use; make one per
+// process.
+type Sender struct {
+	client *messaging.Client
+	tokens oauth2.TokenSource
+	now    func() time.Time
+}
+
+// New builds the sender from a service-account JSON. It does not fetch a
+// token or connect: the first Send does. Errors name the configuration key
+// at fault.
+func New(ctx context.Context, cfg Config) (*Sender, error) {
+	if cfg.CredentialsFile == "" {
+		return nil, errors.New("fcm: HUSH_FCM_CREDENTIALS_FILE: required")
+	}
+	data, err := os.ReadFile(cfg.CredentialsFile)
+	if err != nil {
+		return nil, fmt.Errorf("fcm: HUSH_FCM_CREDENTIALS_FILE: %w", err)
+	}
+	jwtCfg, err := google.JWTConfigFromJSON(data, scopeMessaging, scopeCloud)
+	if err != nil {
+		return nil, fmt.Errorf("fcm: HUSH_FCM_CREDENTIALS_FILE: %w", err)
+	}
+	if cfg.ProjectID == "" {
+		var sa struct {
+			ProjectID string `json:"project_id"`
+		}
+		if err := json.Unmarshal(data, &sa); err != nil || sa.ProjectID == "" {
+			return nil, errors.New("fcm: HUSH_FCM_PROJECT_ID: required (the credentials file names no project_id)")
+		}
+		cfg.ProjectID = sa.ProjectID
+	}
+	opts := []option.ClientOption{}
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("fcm: HUSH_FCM_ENDPOINT: %q is not an http(s):// URL", cfg.Endpoint)
+		}
+		opts = append(opts, option.WithEndpoint(cfg.Endpoint))
+	}
+
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = 256
+	// The token source outlives New's ctx; it only carries the HTTP client
+	// used to reach the token endpoint.
+	tokenCtx := context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient,
+		&http.Client{Transport: base, Timeout: tokenTimeout})
+	tokens := jwtCfg.TokenSource(tokenCtx)
+	hc := &http.Client{Transport: &oauth2.Transport{Source: tokens, Base: base}}
+
+	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: cfg.ProjectID}, append(opts, option.WithHTTPClient(hc))...)
+	if err != nil {
+		return nil, fmt.Errorf("fcm: %w", err)
+	}
+	client, err := app.Messaging(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fcm: %w", err)
+	}
+	return &Sender{client: client, tokens: tokens, now: time.Now}, nil
+}
+
+// Send sends p to FCM and classifies the answer.
+func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
+	if p.Content == nil {
+		return providers.Result{Outcome: providers.Permanent, Reason: "no content", Err: errors.New("fcm: push has no content")}
+	}
+	rendered, err := payload.RenderFCM(p.Content)
+	if err != nil {
+		return providers.Result{Outcome: providers.Permanent, Reason: "payload", Err: fmt.Errorf("fcm: %w", err)}
+	}
+	now := s.now()
+	msg, err := message(rendered, p.Token, p.Expiry, now)
+	if err != nil {
+		return providers.Result{Outcome: providers.Permanent, Reason: "payload", Err: fmt.Errorf("fcm: %w", err)}
+	}
+	// Get the access token first (cached until it nears expiry): the SDK
+	// would flatten a token endpoint failure into an opaque transport error
+	// and retry it four times.
+	if _, err := s.tokens.Token(); err != nil {
+		r := classifyToken(err)
+		r.Err = fmt.Errorf("fcm: access token: %w", err)
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, SendTimeout)
+	defer cancel()
+	_, err = s.client.Send(ctx, msg)
+	r := classify(ctx, err, now)
+	if r.Err != nil {
+		r.Err = fmt.Errorf("fcm: %w", r.Err)
+	}
+	return r
+}

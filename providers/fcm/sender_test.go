@@ -1,0 +1,208 @@
+package fcm
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/providers/fake"
+)
+
+func intPtr(n int) *int { return &n }
+
+func TestSendMessageJSON(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		push providers.Push
+		want string // the request body FCM receives
+	}{
+		{
+			name: "urgent alert with expiry",
+			push: providers.Push{
+				ID: "job-1/u-42/1", Platform: payload.FCM, Token: "fcm-token-1",
+				Expiry: now.Add(90*time.Minute + 500*time.Millisecond),
+				Content: &payload.Content{
+					Alert:       &payload.Alert{Title: "Shipped", Body: "Order 4711", Sound: "default", Badge: intPtr(3)},
+					Data:        map[string]string{"order": "4711"},
+					Priority:    payload.PriorityHigh,
+					CollapseKey: "order-4711",
+				},
+			},
+			want: `{"message":{
+				"token":"fcm-token-1",
+				"data":{"order":"4711"},
+				"notification":{"title":"Shipped","body":"Order 4711"},
+				"android":{"ttl":"5400s","collapse_key":"order-4711","priority":"high","notification":{"sound":"default"}},
+				"apns":{
+					"headers":{"apns-collapse-id":"order-4711","apns-expiration":"1893558600","apns-priority":"10","apns-push-type":"alert"},
+					"payload":{"aps":{"alert":{"title":"Shipped","body":"Order 4711"},"badge":3,"sound":"default"}}
+				}}}`,
+		},
+		{
+			name: "silent, no expiry",
+			push: providers.Push{
+				ID: "job-2/u-42/1", Platform: payload.FCM, Token: "fcm-token-2",
+				Content: &payload.Content{Silent: true, Data: map[string]string{"sync": "inbox"}},
+			},
+			want: `{"message":{
+				"token":"fcm-token-2",
+				"data":{"sync":"inbox"},
+				"android":{"priority":"normal"},
+				"apns":{
+					"headers":{"apns-priority":"5","apns-push-type":"background"},
+					"payload":{"aps":{"content-available":1}}
+				}}}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, s := startFake(t)
+			s.now = func() time.Time { return now }
+			got := s.Send(context.Background(), tt.push)
+			if diff := cmp.Diff(providers.Result{Outcome: providers.Delivered, StatusCode: 200}, got); diff != "" {
+				t.Fatalf("Send (-want +got):\n%s", diff)
+			}
+			reqs := f.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("fake received %d sends, want 1", len(reqs))
+			}
+			if want := "/v1/projects/" + project + "/messages:send"; reqs[0].Path != want {
+				t.Errorf("path = %q, want %q", reqs[0].Path, want)
+			}
+			if diff := cmp.Diff(decodeJSON(t, tt.want), decodeJSON(t, string(reqs[0].Body))); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func decodeJSON(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%v: %s", err, s)
+	}
+	return v
+}
+
+// TestOAuthFlow checks the sender fetches one access token from the service
+// account's token_uri and reuses it.
+func TestOAuthFlow(t *testing.T) {
+	f, s := startFake(t)
+	for range 3 {
+		if r := s.Send(context.Background(), alertPush("tok")); r.Outcome != providers.Delivered {
+			t.Fatalf("Send: %+v", r)
+		}
+	}
+	if n := f.TokenRequests(); n != 1 {
+		t.Errorf("token endpoint issued %d tokens, want 1", n)
+	}
+	for _, r := range f.Requests() {
+		if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ya29.fake-") {
+			t.Errorf("Authorization = %q, want the fake's access token", r.Header.Get("Authorization"))
+		}
+	}
+	if accepted, rejected := f.Counts(); accepted != 3 || rejected != 0 {
+		t.Errorf("accepted, rejected = %d, %d; want 3, 0", accepted, rejected)
+	}
+}
+
+func TestTokenEndpointFailures(t *testing.T) {
+	t.Run("key rejected", func(t *testing.T) {
+		f, s := startFake(t)
+		f.RejectTokens(true)
+		got := s.Send(context.Background(), alertPush("tok"))
+		want := providers.Result{Outcome: providers.Permanent, Reason: "oauth: invalid_grant", StatusCode: 400, Credential: true}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(providers.Result{}, "Err")); diff != "" {
+			t.Errorf("Send (-want +got):\n%s", diff)
+		}
+		if got.Err == nil {
+			t.Error("Err is nil")
+		}
+		if accepted, rejected := f.Counts(); accepted+rejected != 0 {
+			t.Errorf("fake saw %d sends, want none", accepted+rejected)
+		}
+	})
+	t.Run("token endpoint down", func(t *testing.T) {
+		f, s := startFake(t)
+		f.Close()
+		got := s.Send(context.Background(), alertPush("tok"))
+		want := providers.Result{Outcome: providers.Transient, Reason: "oauth: network"}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(providers.Result{}, "Err")); diff != "" {
+			t.Errorf("Send (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestSend503Bounded checks the SDK's own 503 retry loop stops at the
+// send's deadline instead of running for its 7 s of backoff.
+func TestSend503Bounded(t *testing.T) {
+	f, s := startFake(t)
+	f.Script("down", fake.Status(503))
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	got := s.Send(ctx, alertPush("down"))
+	elapsed := time.Since(start)
+	want := providers.Result{Outcome: providers.Transient, Reason: "timeout"}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(providers.Result{}, "Err")); diff != "" {
+		t.Errorf("Send (-want +got):\n%s", diff)
+	}
+	if elapsed > 3*time.Second {
+		t.Errorf("Send took %v with a 1.5s deadline", elapsed)
+	}
+	if n := len(f.Requests()); n < 2 {
+		t.Errorf("fake saw %d attempts; the SDK retries a 503 at once, want at least 2", n)
+	}
+}
+
+func TestNewConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	good, err := fake.WriteServiceAccount(dir, "http://127.0.0.1:1/token", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noProject := filepath.Join(dir, "noproject.json")
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(noProject, []byte(strings.Replace(string(data), `"project_id": "p"`, `"project_id": ""`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notJSON := filepath.Join(dir, "not.json")
+	if err := os.WriteFile(notJSON, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantKey string
+	}{
+		{"no credentials", Config{}, "HUSH_FCM_CREDENTIALS_FILE"},
+		{"missing file", Config{CredentialsFile: filepath.Join(dir, "nope.json")}, "HUSH_FCM_CREDENTIALS_FILE"},
+		{"not JSON", Config{CredentialsFile: notJSON}, "HUSH_FCM_CREDENTIALS_FILE"},
+		{"no project", Config{CredentialsFile: noProject}, "HUSH_FCM_PROJECT_ID"},
+		{"bad endpoint", Config{CredentialsFile: good, Endpoint: "ftp://x"}, "HUSH_FCM_ENDPOINT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(context.Background(), tt.cfg)
+			if err == nil {
+				t.Fatalf("New succeeded, want an error naming %s", tt.wantKey)
+			}
+			if !strings.Contains(err.Error(), tt.wantKey) {
+				t.Errorf("New error %q does not name %s", err, tt.wantKey)
+			}
+		})
+	}
+}
