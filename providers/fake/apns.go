@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/tls"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -131,7 +132,7 @@ func (f *APNs) serve(w http.ResponseWriter, r *http.Request) {
 	if status == http.StatusOK {
 		id := r.Header.Get("apns-id")
 		if id == "" {
-			id = "00000000-0000-4000-8000-" + strconv.FormatInt(at.UnixNano()%1e12, 10)
+			id = fmt.Sprintf("00000000-0000-4000-8000-%012x", uint64(at.UnixNano())&0xffffffffffff)
 		}
 		w.Header().Set("apns-id", id)
 		w.WriteHeader(http.StatusOK)
