@@ -68,7 +68,9 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	case errors.As(err, &d):
 		return deferDelay(d.Delay)
 	case errors.As(err, &t) && t.RetryAfter > 0:
-		return t.RetryAfter
+		// Asynq truncates the retry time to whole seconds; a second more
+		// makes sure the provider is not asked again before Retry-After.
+		return t.RetryAfter + time.Second
 	case errors.Is(err, context.Canceled):
 		return time.Second
 	}

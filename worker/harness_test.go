@@ -19,6 +19,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/apns"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/providers/fcm"
 	"github.com/hushpush/hush/throttle"
 )
 
@@ -30,6 +31,7 @@ type env struct {
 	rdb     *redis.Client
 	lim     *recordingLimiter
 	apns    *fake.APNs
+	fcm     *fake.FCM
 	w       *Worker
 	client  *Client
 	insp    *asynq.Inspector
@@ -38,20 +40,28 @@ type env struct {
 }
 
 type envOptions struct {
-	limits, gap string // default "100/1m", "0s"
-	maxRetry    int
-	bypass      []payload.Priority
-	apiToken    string
-	maxBody     int64
-	noRun       bool
+	limits, gap     string // default "100/1m", "0s"
+	maxRetry        int
+	bypass          []payload.Priority
+	apiToken        string
+	maxBody         int64
+	shutdownTimeout time.Duration // default 3s
+	webhookURL      string
+	noRun           bool
 }
 
-const apnsTopic = "com.example.hush"
+const (
+	apnsTopic  = "com.example.hush"
+	fcmProject = "hush-test"
+)
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
 	if o.limits == "" {
 		o.limits = "100/1m"
+	}
+	if o.shutdownTimeout == 0 {
+		o.shutdownTimeout = 3 * time.Second
 	}
 	if o.gap == "" {
 		o.gap = "0s"
@@ -88,36 +98,63 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	t.Cleanup(as.Close)
 
+	ff, err := fake.StartFCM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ff.Close)
+	saFile, err := fake.WriteServiceAccount(dir, ff.TokenURL(), fcmProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := fcm.New(t.Context(), fcm.Config{CredentialsFile: saFile, Endpoint: ff.Endpoint()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	w, err := New(rdb, Options{
 		Limiter:         lim,
 		Policy:          policy,
-		Senders:         map[payload.Platform]Sender{payload.APNs: as},
+		Senders:         map[payload.Platform]Sender{payload.APNs: as, payload.FCM: fs},
 		Concurrency:     10,
 		MaxRetry:        o.maxRetry,
 		Bypass:          o.bypass,
 		APIToken:        o.apiToken,
 		MaxBodyBytes:    o.maxBody,
-		ShutdownTimeout: 3 * time.Second,
+		ShutdownTimeout: o.shutdownTimeout,
+		WebhookURL:      o.webhookURL,
 		Logger:          testLogger(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, rdb: rdb, lim: lim, apns: fa, w: w, client: w.Client(), insp: asynq.NewInspectorFromRedisClient(rdb)}
+	e := &env{t: t, rdb: rdb, lim: lim, apns: fa, fcm: ff, w: w, client: w.Client(), insp: asynq.NewInspectorFromRedisClient(rdb)}
 	if !o.noRun {
-		ctx, cancel := context.WithCancel(context.Background())
-		e.stop = cancel
-		e.stopped = make(chan error, 1)
-		go func() { e.stopped <- w.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-e.stopped; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		})
-		waitFor(t, 10*time.Second, "worker running", w.running.Load)
+		e.start()
+		t.Cleanup(e.shutdown)
 	}
 	return e
+}
+
+// start runs the worker until shutdown.
+func (e *env) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stop = cancel
+	e.stopped = make(chan error, 1)
+	go func() { e.stopped <- e.w.Run(ctx) }()
+	waitFor(e.t, 10*time.Second, "worker running", e.w.running.Load)
+}
+
+// shutdown stops a started worker and checks Run's result.
+func (e *env) shutdown() {
+	if e.stop == nil {
+		return
+	}
+	e.stop()
+	e.stop = nil
+	if err := <-e.stopped; err != nil {
+		e.t.Errorf("Run: %v", err)
+	}
 }
 
 // testLogger writes the worker's logs to the test log when -v asks for
@@ -260,6 +297,9 @@ func alertJob(id, title string, recipients ...payload.Recipient) payload.Job {
 		Content:    payload.Content{Alert: &payload.Alert{Title: title, Body: "body of " + title}},
 	}
 }
+
+// fcmToken returns a registration-token-like string derived from s.
+func fcmToken(s string) string { return "fcm-" + s + ":APA91b" + apnsToken(s)[:40] }
 
 func apnsRecipient(user string, tokens ...string) payload.Recipient {
 	r := payload.Recipient{UserID: user}

@@ -134,6 +134,25 @@ func TestProviderThrottlingIsNotAFailure(t *testing.T) {
 	}
 }
 
+func TestFCMRetryAfterIsHonoured(t *testing.T) {
+	e := newEnv(t, envOptions{maxRetry: 0})
+	tok := fcmToken("quota")
+	e.fcm.Script(tok, fake.TooMany(2*time.Second), fake.OK())
+	job := payload.Job{ID: "quota", Recipients: []payload.Recipient{{UserID: "u-1", Devices: []payload.Device{{Platform: payload.FCM, Token: tok}}}},
+		Content: payload.Content{Alert: &payload.Alert{Title: "q"}}}
+	st := e.waitDone(e.submit(job), 20*time.Second)
+	if diff := cmp.Diff(counts(1, 0, 0, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	reqs := requestsFor(e.fcm.Requests(), tok)
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2 (429, then OK)", len(reqs))
+	}
+	if wait := reqs[1].At.Sub(reqs[0].At); wait < 2*time.Second {
+		t.Errorf("asked again %s after a 429 with Retry-After 2s", wait)
+	}
+}
+
 // archived waits for n archived tasks in the normal queue and returns them.
 func (e *env) archived(n int) []*asynq.TaskInfo {
 	e.t.Helper()
