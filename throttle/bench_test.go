@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,11 @@ import (
 //
 //	decisions/s            decisions made per second of wall time
 //	redis-cpu-us/decision  Redis CPU spent per decision (user + system)
+//
+//	redis-cmd-us/decision  of which inside the design's top-level commands
+//	                       (INFO commandstats usec of EVALSHA+EVAL, MULTI+EXEC
+//	                       or GET+INCR; EXEC and EVALSHA include what they
+//	                       run): the rest is network I/O and the event loop
 //
 // Every design enforces the same rule, 10/1m (the sliding counter with N=10,
 // W=1m). The client side is fixed per scenario: g goroutines share one
@@ -82,6 +88,32 @@ func redisCPU(ctx context.Context, rdb redis.UniversalClient) (time.Duration, er
 	return total, nil
 }
 
+// redisCmdTime is the time Redis spent so far executing the named commands
+// (INFO commandstats usec).
+func redisCmdTime(ctx context.Context, rdb redis.UniversalClient, names []string) (time.Duration, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO commandstats: %w", err)
+	}
+	var total time.Duration
+	for line := range strings.Lines(info) {
+		name, stats, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		for field := range strings.SplitSeq(stats, ",") {
+			if v, ok := strings.CutPrefix(field, "usec="); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("INFO commandstats %s: %w", name, err)
+				}
+				total += time.Duration(us) * time.Microsecond
+			}
+		}
+	}
+	return total, nil
+}
+
 // userNames returns n distinct user ids.
 func userNames(n int) []string {
 	users := make([]string, n)
@@ -134,8 +166,9 @@ func (p *pool) stop() error {
 
 // measure runs a for b.Loop() benchmark whose every iteration is one call of
 // perCall decisions, spread over g goroutines, after one untimed warm-up
-// pass of warmCalls calls, and reports decisions/s and redis-cpu-us/decision.
-func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls int64, call callFunc) {
+// pass of warmCalls calls, and reports decisions/s, redis-cpu-us/decision and
+// redis-cmd-us/decision (the time spent in the commands named cmds).
+func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls int64, cmds []string, call callFunc) {
 	b.Helper()
 	ctx := b.Context()
 	warm := startPool(ctx, g, call)
@@ -147,6 +180,10 @@ func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls 
 	}
 
 	p := startPool(ctx, g, call)
+	cmd0, err := redisCmdTime(ctx, rdb, cmds)
+	if err != nil {
+		b.Fatal(err)
+	}
 	cpu0, err := redisCPU(ctx, rdb)
 	if err != nil {
 		b.Fatal(err)
@@ -167,16 +204,23 @@ func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls 
 	if err != nil {
 		b.Fatal(err)
 	}
+	cmd1, err := redisCmdTime(ctx, rdb, cmds)
+	if err != nil {
+		b.Fatal(err)
+	}
 	decisions := float64(calls-warmCalls) * float64(perCall)
 	b.ReportMetric(decisions/elapsed.Seconds(), "decisions/s")
 	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/decisions, "redis-cpu-us/decision")
+	b.ReportMetric(float64((cmd1-cmd0).Microseconds())/decisions, "redis-cmd-us/decision")
 }
 
 // design is one limiter under test: call makes the decisions of call number
-// i, perCall of them, for the user(s) that number picks.
+// i, perCall of them, for the user(s) that number picks; cmds are the
+// top-level Redis commands it sends.
 type design struct {
 	name    string
 	perCall int
+	cmds    []string
 	build   func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc
 }
 
@@ -188,14 +232,14 @@ func spreadDesigns() []design {
 		}
 	}
 	return []design{
-		{name: "Allow", perCall: 1, build: func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+		{name: "Allow", perCall: 1, cmds: []string{"evalsha", "eval"}, build: func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 			lim := newBenchLimiter(b, rdb)
 			return one(func(ctx context.Context, user string) (bool, error) {
 				d, err := lim.Allow(ctx, user)
 				return d.Allowed, err
 			}, users)
 		}},
-		{name: "AllowBatch100", perCall: batchSize, build: func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+		{name: "AllowBatch100", perCall: batchSize, cmds: []string{"evalsha", "eval"}, build: func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 			lim := newBenchLimiter(b, rdb)
 			return func(ctx context.Context, i int64) error {
 				from := (i * batchSize) % int64(len(users))
@@ -203,10 +247,10 @@ func spreadDesigns() []design {
 				return err
 			}
 		}},
-		{name: "MultiZSet", perCall: 1, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+		{name: "MultiZSet", perCall: 1, cmds: []string{"multi", "exec"}, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 			return one(newMultiZSet(rdb, "bench:multi:", benchLimit(), time.Now).allow, users)
 		}},
-		{name: "SlidingCounter", perCall: 1, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+		{name: "SlidingCounter", perCall: 1, cmds: []string{"get", "incr"}, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 			return one(newSlidingCounter(rdb, "bench:counter:", benchLimit(), time.Now).allow, users)
 		}},
 	}
@@ -233,7 +277,7 @@ func BenchmarkSpread100k(b *testing.B) {
 			b.Run(fmt.Sprintf("g=%d/%s", g, d.name), func(b *testing.B) {
 				rdb := benchRedis(b, g)
 				call := d.build(b, rdb, users)
-				measure(b, rdb, g, d.perCall, int64(len(users)/d.perCall), call)
+				measure(b, rdb, g, d.perCall, int64(len(users)/d.perCall), d.cmds, call)
 			})
 		}
 	}
