@@ -83,8 +83,9 @@ func (c *cluster) assertTimelines(arrs []arrival) {
 		if len(v) > 0 {
 			t.Errorf("per %s: %d rule violations (5/2s, gap 300ms, tolerance 250ms): %s", g.name, len(v), head(v, 10))
 		}
-		t.Logf("per %s: %d timelines, at most %d notifications in any %s window, smallest gap %s",
-			g.name, st.timelines, st.maxInWindow, e2eWindow, st.minGap.Round(time.Millisecond))
+		t.Logf("per %s: %d timelines; smallest span of %d consecutive notifications %s (rule: >= %s - %s); smallest gap %s (rule: >= %s - %s); most in any raw %s window: %d",
+			g.name, st.timelines, e2eN+1, st.minSpan.Round(time.Millisecond), e2eWindow, e2eTolerance,
+			st.minGap.Round(time.Millisecond), e2eMinGap, e2eTolerance, e2eWindow, st.maxInWindow)
 	}
 }
 

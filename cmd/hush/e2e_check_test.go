@@ -155,6 +155,7 @@ type rules struct {
 type timelineStats struct {
 	timelines   int
 	maxInWindow int           // most notifications seen in any window (of the rule's length)
+	minSpan     time.Duration // smallest span of n+1 consecutive notifications
 	minGap      time.Duration // smallest gap between consecutive notifications
 }
 
@@ -177,7 +178,7 @@ func checkTimelines(arrs []arrival, group func(arrival) string, r rules) (violat
 			first[g][a.N] = a.At
 		}
 	}
-	st.minGap = time.Duration(1<<63 - 1)
+	st.minGap, st.minSpan = time.Duration(1<<63-1), time.Duration(1<<63-1)
 	for _, g := range slices.Sorted(maps.Keys(first)) {
 		type ev struct {
 			n  string
@@ -196,7 +197,9 @@ func checkTimelines(arrs []arrival, group func(arrival) string, r rules) (violat
 			}
 			st.maxInWindow = max(st.maxInWindow, in)
 			if i+r.n < len(tl) {
-				if span := tl[i+r.n].at.Sub(tl[i].at); span < r.window-r.tolerance {
+				span := tl[i+r.n].at.Sub(tl[i].at)
+				st.minSpan = min(st.minSpan, span)
+				if span < r.window-r.tolerance {
 					violations = append(violations, fmt.Sprintf("%s: %d notifications within %s (%s at %s .. %s at %s), want at most %d per %s",
 						g, r.n+1, span, tl[i].n, tl[i].at.Format("15:04:05.000"), tl[i+r.n].n, tl[i+r.n].at.Format("15:04:05.000"), r.n, r.window))
 				}
