@@ -7,6 +7,8 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/apns"
+	"github.com/hushpush/hush/providers/dryrun"
+	"github.com/hushpush/hush/providers/fcm"
 )
 
 // newSenders builds the senders cfg asks for: APNs and FCM when their
@@ -22,8 +24,8 @@ func newSenders(ctx context.Context, cfg Config, log *slog.Logger) (map[payload.
 			why = "no provider credentials are configured (HUSH_APNS_KEY_FILE / HUSH_APNS_CERT_FILE, HUSH_FCM_CREDENTIALS_FILE)"
 		}
 		log.Warn("DRY-RUN: " + why + ": NOTHING IS SENT to APNs or FCM; pushes are only logged")
-		// TODO(h5): providers/dryrun has not landed yet.
-		return map[payload.Platform]Sender{}, closeAll, nil
+		d := dryrun.New(log)
+		return map[payload.Platform]Sender{payload.APNs: d, payload.FCM: d}, closeAll, nil
 	}
 	senders := map[payload.Platform]Sender{}
 	if cfg.apnsConfigured() {
@@ -43,8 +45,13 @@ func newSenders(ctx context.Context, cfg Config, log *slog.Logger) (map[payload.
 		log.Warn("no APNs credentials: deliveries to apns devices will fail (set HUSH_APNS_KEY_FILE or HUSH_APNS_CERT_FILE)")
 	}
 	if cfg.fcmConfigured() {
-		// TODO(h5): providers/fcm has not landed yet.
-		_ = ctx
+		s, err := fcm.New(ctx, fcm.Config{
+			CredentialsFile: cfg.FCMCredentialsFile, ProjectID: cfg.FCMProjectID, Endpoint: cfg.FCMEndpoint,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("FCM sender: %w", err)
+		}
+		senders[payload.FCM] = s
 		log.Info("FCM sender ready", "project", cfg.FCMProjectID, "endpoint", cfg.FCMEndpoint)
 	} else {
 		log.Warn("no FCM credentials: deliveries to fcm devices will fail (set HUSH_FCM_CREDENTIALS_FILE)")

@@ -1,0 +1,166 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/providers/fake"
+)
+
+// lockedBuffer is a log sink safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serveFromEnv runs Serve with the configuration LoadConfig reads from env
+// and returns the API's base URL; Serve is stopped (and must return nil)
+// when the test ends.
+func serveFromEnv(t *testing.T, env map[string]string) (string, *lockedBuffer) {
+	t.Helper()
+	clearEnv(t)
+	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	t.Setenv("HUSH_HTTP_ADDR", addr)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil))) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("Serve did not return within 20s of its context ending")
+		}
+	})
+	base := "http://" + addr
+	waitFor(t, 15*time.Second, "/readyz", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("Serve returned early: %v\nlogs:\n%s", err, logs.String())
+		default:
+		}
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return base, &logs
+}
+
+// postAndWait submits body and waits until the job is done.
+func postAndWait(t *testing.T, base, body string) map[string]any {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/notifications", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acc Accepted
+	err = json.NewDecoder(resp.Body).Decode(&acc)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST: %d %+v %v", resp.StatusCode, acc, err)
+	}
+	var st map[string]any
+	waitFor(t, 15*time.Second, "job done", func() bool {
+		resp, err := http.Get(base + "/v1/notifications/" + acc.ID)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		st = nil
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st["state"] == jobDone
+	})
+	return st
+}
+
+func TestServeEmbeddedDevelopmentDefaults(t *testing.T) {
+	base, logs := serveFromEnv(t, nil)
+	st := postAndWait(t, base, `{"recipients":[{"user_id":"u-1","devices":[{"platform":"fcm","token":"dev-token-1"}]}],"alert":{"title":"hi"}}`)
+	if c, _ := st["counts"].(map[string]any); c["delivered"] != 1.0 {
+		t.Errorf("dry-run job: %v, want delivered", st)
+	}
+	for _, want := range []string{"EMBEDDED IN-MEMORY Redis", "DRY-RUN"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack the %q warning:\n%s", want, logs.String())
+		}
+	}
+}
+
+func TestServeWithProviders(t *testing.T) {
+	srv := redistest.Start(t)
+	fa, err := fake.StartAPNs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fa.Close)
+	ff, err := fake.StartFCM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ff.Close)
+	dir := t.TempDir()
+	keyFile, keyID, teamID, err := fake.WriteAPNsKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, err := fa.WriteCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saFile, err := fake.WriteServiceAccount(dir, ff.TokenURL(), fcmProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, logs := serveFromEnv(t, map[string]string{
+		"HUSH_REDIS_URL":     srv.URL(),
+		"HUSH_APNS_KEY_FILE": keyFile, "HUSH_APNS_KEY_ID": keyID, "HUSH_APNS_TEAM_ID": teamID,
+		"HUSH_APNS_TOPIC": apnsTopic, "HUSH_APNS_ENDPOINT": fa.URL, "HUSH_APNS_CA_FILE": caFile,
+		"HUSH_FCM_CREDENTIALS_FILE": saFile, "HUSH_FCM_ENDPOINT": ff.Endpoint(),
+	})
+	tok := apnsToken("serve")
+	body := `{"recipients":[{"user_id":"u-1","devices":[{"platform":"apns","token":"` + tok + `"},{"platform":"fcm","token":"` + fcmToken("serve") + `"}]}],"alert":{"title":"hi"}}`
+	st := postAndWait(t, base, body)
+	if c, _ := st["counts"].(map[string]any); c["delivered"] != 1.0 {
+		t.Errorf("job: %v, want delivered", st)
+	}
+	if len(fa.Requests()) != 1 || len(ff.Requests()) != 1 {
+		t.Errorf("fakes got %d APNs and %d FCM requests, want 1 each", len(fa.Requests()), len(ff.Requests()))
+	}
+	if strings.Contains(logs.String(), tok) {
+		t.Errorf("logs contain a whole device token")
+	}
+}
