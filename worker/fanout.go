@@ -70,7 +70,7 @@ func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) error {
 	if job.ID == "" {
 		return fmt.Errorf("job payload without id: %w", asynq.SkipRetry)
 	}
-	queue, _ := asynq.GetQueueName(ctx)
+	queue := string(job.Priority.Effective())
 	owner, err := w.store.create(ctx, recordOf(&job, queue), jobFanning, false)
 	if err != nil {
 		return err
