@@ -16,6 +16,9 @@ func (c *cluster) waitPushes(n int, timeout time.Duration) int {
 	c.t.Helper()
 	var got int
 	c.waitFor(fmt.Sprintf("%d pushes", n), timeout, func() (bool, string) {
+		if c.accepted() < n {
+			return false, fmt.Sprintf("%d requests at the fakes", c.accepted())
+		}
 		got = len(delivered(c.arrivals()))
 		return got >= n, fmt.Sprintf("%d pushes delivered", got)
 	})
