@@ -1,12 +1,17 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
 )
 
 // TestDeferral sends several jobs to one user under tight rules: arrivals
@@ -78,5 +83,41 @@ func TestDeferral(t *testing.T) {
 	}
 	if info.FailedTotal != 0 || info.Archived != 0 || info.Retry != 0 {
 		t.Errorf("queue: failed %d, archived %d, retry %d; want deferrals never counted as failures", info.FailedTotal, info.Archived, info.Retry)
+	}
+}
+
+// lateOnce makes the first booking of each member look one second old, as
+// if the delivery had woken late.
+type lateOnce struct {
+	Limiter
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (l *lateOnce) Reserve(ctx context.Context, user, member string) (throttle.Reservation, error) {
+	r, err := l.Limiter.Reserve(ctx, user, member)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && !l.seen[member] {
+		l.seen[member] = true
+		r.Existing, r.At, r.Wait = true, r.Now.Add(-time.Second), 0
+	}
+	return r, err
+}
+
+// TestLateWakeRebooks: a delivery that finds its slot well in the past
+// books a new one instead of sending late, unless it already reached the
+// user.
+func TestLateWakeRebooks(t *testing.T) {
+	e := newEnv(t, envOptions{wrap: func(l Limiter) Limiter { return &lateOnce{Limiter: l, seen: map[string]bool{}} }})
+	st := e.waitDone(e.submit(alertJob("late", "l", apnsRecipient("u-1", apnsToken("late")))), 10*time.Second)
+	if st.Counts[stateDelivered] != 1 {
+		t.Errorf("counts %v, want delivered", st.Counts)
+	}
+	e.lim.mu.Lock()
+	released := slices.Clone(e.lim.released)
+	e.lim.mu.Unlock()
+	if diff := cmp.Diff([]string{"late/0"}, released); diff != "" {
+		t.Errorf("released (-want +got):\n%s", diff)
 	}
 }

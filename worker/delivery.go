@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/throttle"
 )
 
 // handleDelivery takes one recipient of a job through the limiter and the
@@ -55,6 +57,20 @@ func (w *Worker) awaitSlot(ctx context.Context, d *delivery) error {
 	if err != nil {
 		return fmt.Errorf("limiter reserve for %s: %w", d.member(), err)
 	}
+	if late := res.Now.Sub(res.At); res.Existing && late > lateRebook {
+		sent, err := w.store.anyDelivered(ctx, d.Job, d.Index, len(d.Devices))
+		if err != nil {
+			return err
+		}
+		// A delivery that already reached the user keeps its entry: it
+		// records a real push.
+		if !sent {
+			if res, err = w.rebook(ctx, d); err != nil {
+				return err
+			}
+			w.log.Debug("late delivery rebooked", "delivery", d.member(), "late", late, "wait", res.Wait)
+		}
+	}
 	if d.expired(time.Now().Add(res.Wait)) {
 		w.m.limiter.WithLabelValues("expired").Inc()
 		if err := w.drop(ctx, d, res.Wait); err != nil {
@@ -88,6 +104,19 @@ func (w *Worker) awaitSlot(ctx context.Context, d *delivery) error {
 		// same booking on its next run.
 		return fmt.Errorf("waiting for the slot of %s: %w", d.member(), ctx.Err())
 	}
+}
+
+// rebook gives the delivery's slot back and books a new one.
+func (w *Worker) rebook(ctx context.Context, d *delivery) (throttle.Reservation, error) {
+	w.m.limiter.WithLabelValues("rebooked").Inc()
+	if _, err := w.limiter.Release(ctx, d.UserID, d.member()); err != nil {
+		return throttle.Reservation{}, fmt.Errorf("limiter release for %s: %w", d.member(), err)
+	}
+	res, err := w.limiter.Reserve(ctx, d.UserID, d.member())
+	if err != nil {
+		return throttle.Reservation{}, fmt.Errorf("limiter reserve for %s: %w", d.member(), err)
+	}
+	return res, nil
 }
 
 // drop ends an expired delivery: its slot is given back, an event and a

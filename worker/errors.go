@@ -33,16 +33,26 @@ func (e *ThrottledError) Error() string {
 	return fmt.Sprintf("throttled by the provider (%s)", e.Reason)
 }
 
-// wakeMargin is how much earlier than its slot a deferred delivery is woken:
-// Asynq stores retry times in whole seconds (truncated: up to 1 s early) and
-// moves due tasks every DelayedTaskCheckInterval (1 s), so the delivery wakes
-// between wakeMargin+1 s before its slot and a little before it, and sleeps
-// the rest in the handler.
-const wakeMargin = 2 * time.Second
+// wakeMargin is how much earlier than its slot a deferred delivery asks
+// Asynq to wake it. Asynq stores retry times in whole seconds (truncated: up
+// to 1 s early), moves due tasks every delayedCheck and a worker polls an
+// empty queue every 125-375 ms, so the delivery wakes between wakeMargin+1 s
+// before its slot and about 0.1 s before it, and sleeps the rest in the
+// handler.
+const wakeMargin = time.Second
+
+// delayedCheck is Asynq's DelayedTaskCheckInterval.
+const delayedCheck = 500 * time.Millisecond
 
 // maxInlineWait is the longest wait done inside the handler instead of
 // deferring through Asynq; it covers the wake-up window above.
 const maxInlineWait = wakeMargin + 1500*time.Millisecond
+
+// lateRebook: a delivery that finds its booked slot more than this in the
+// past (it woke late: the queue was busy, the process was restarted) books a
+// new slot instead of sending now, because a late send could land too close
+// to the user's next booked push. Well under the 250 ms tolerance.
+const lateRebook = 150 * time.Millisecond
 
 // isFailure tells Asynq which errors count as failures (consume a retry,
 // count in the failed stats).
@@ -77,11 +87,10 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	return backoff(n)
 }
 
-// deferDelay turns a wait into the Asynq retry delay: wakeMargin early,
-// rounded down to whole seconds, at least 1 s.
+// deferDelay turns a wait into the Asynq retry delay: wakeMargin early, at
+// least 1 s.
 func deferDelay(wait time.Duration) time.Duration {
-	d := (wait - wakeMargin).Truncate(time.Second)
-	return max(d, time.Second)
+	return max(wait-wakeMargin, time.Second)
 }
 
 // backoff is exponential with full jitter on the upper half: about 1 s, 2 s,

@@ -46,6 +46,7 @@ type envOptions struct {
 	apiToken        string
 	maxBody         int64
 	shutdownTimeout time.Duration // default 3s
+	wrap            func(Limiter) Limiter
 	webhookURL      string
 	noRun           bool
 }
@@ -112,8 +113,12 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 
+	var l Limiter = lim
+	if o.wrap != nil {
+		l = o.wrap(lim)
+	}
 	w, err := New(rdb, Options{
-		Limiter:         lim,
+		Limiter:         l,
 		Policy:          policy,
 		Senders:         map[payload.Platform]Sender{payload.APNs: as, payload.FCM: fs},
 		Concurrency:     10,
@@ -265,6 +270,7 @@ func (l *recordingLimiter) Reserve(ctx context.Context, user, member string) (th
 func (l *recordingLimiter) Release(ctx context.Context, user, member string) (bool, error) {
 	l.mu.Lock()
 	l.released = append(l.released, member)
+	delete(l.slots, member)
 	l.mu.Unlock()
 	return l.Redis.Release(ctx, user, member)
 }

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -186,6 +187,15 @@ func (s store) devices(ctx context.Context, id string, recipient, n int) ([]stri
 		out[i], _ = v.(string)
 	}
 	return out, nil
+}
+
+// anyDelivered reports whether a device of the recipient was delivered.
+func (s store) anyDelivered(ctx context.Context, id string, recipient, n int) (bool, error) {
+	states, err := s.devices(ctx, id, recipient, n)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(states, stateDelivered), nil
 }
 
 func (s store) setDevice(ctx context.Context, id string, recipient, device int, state string, ttl time.Duration) error {

@@ -157,7 +157,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		IsFailure:                isFailure,
 		ErrorHandler:             asynq.ErrorHandlerFunc(w.handleError),
 		ShutdownTimeout:          w.shutdown + 2*time.Second,
-		DelayedTaskCheckInterval: time.Second,
+		DelayedTaskCheckInterval: delayedCheck,
 		TaskCheckInterval:        250 * time.Millisecond,
 		Logger:                   asynqLogger{w.log},
 		LogLevel:                 asynq.WarnLevel,
