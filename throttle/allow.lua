@@ -10,7 +10,7 @@
 local key = KEYS[1]
 local now = now_ms(ARGV[1])
 local r = read_rules(ARGV, 5)
-local t, denied, counts, last = decide(key, now, r)
+local t, denied, counts, last = decide(key, now, r, true)
 local allowed = 0
 if t == now then
   allowed = 1

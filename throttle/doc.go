@@ -41,8 +41,12 @@
 // (EVAL when the server lacks it); Reset is a DEL. With no entry after now,
 // Allow costs O(log n): ZCOUNT per rule, and ZREVRANGE by index for the last
 // entry and, when denied, for the N-th most recent one. Only when bookings
-// lie after now does a script read the user's recent entries and test the
-// candidate instants now, e+W and e+MinGap in ascending order.
+// lie after now does a script read the user's recent entries; it then
+// sweeps the instants each rule rules out (for N entries less than W apart,
+// (last-W, first+W); around each entry, (e-MinGap, e+MinGap)) in one pass
+// per rule, O(entries x rules), landing on now or some e+W or e+MinGap. The
+// in-memory limiter tests those candidates in ascending order instead: two
+// algorithms, both checked against a brute-force model in the tests.
 //
 // AllowBatch and ReserveBatch pipeline one single-key script call per user:
 // one network round trip, split by slot on a cluster.

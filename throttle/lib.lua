@@ -76,68 +76,55 @@ local function below(ts, t)
   return lo - 1
 end
 
--- ok reports whether inserting t keeps rule i (count+1: the gap).
-local function ok(ts, t, r, i)
-  local m = #ts
-  local p = below(ts, t)
-  if i > r.count then
-    local g = r.gap
-    if g == 0 then return true end
-    if p >= 1 and t - ts[p] < g then return false end
-    if p < m and ts[p + 1] - t < g then return false end
-    return true
-  end
-  local n, w = r.n[i], r.w[i]
-  if m < n then return true end
-  -- L' = ts[1..p], t, ts[p+1..m] (0-based index j: ts[j+1] before t, ts[j]
-  -- after); every n+1 consecutive entries including t span at least w.
-  for k = math.max(0, p + n - m), math.min(n, p) do
-    local lo, hi = p - k, p - k + n
-    local a, b = t, t
-    if lo < p then a = ts[lo + 1] end
-    if hi > p then b = ts[hi] end
-    if b - a < w then return false end
-  end
-  return true
-end
-
--- scan decides with entries after now (bookings): tests the candidates now,
--- e+W and e+gap in ascending order. Returns earliest and denied rule.
-local function scan(ts, now, r)
-  local cand = {now}
-  for _, e in ipairs(ts) do
-    for i = 1, r.count do
-      if e + r.w[i] > now then cand[#cand + 1] = e + r.w[i] end
-    end
-    if r.gap > 0 and e + r.gap > now then cand[#cand + 1] = e + r.gap end
-  end
-  table.sort(cand)
-  local function first(rule)
-    local prev
-    for _, c in ipairs(cand) do
-      if c ~= prev then
-        prev = c
-        local good = true
-        if rule then
-          good = ok(ts, c, r, rule)
-        else
-          for i = 1, r.count + 1 do
-            if not ok(ts, c, r, i) then good = false break end
+-- sweep returns the earliest t >= now that keeps rule `only` (every rule
+-- when nil). Each rule rules out open intervals of instants: a limit N/W,
+-- for every N consecutive entries less than W apart, (last - W, first + W);
+-- the gap, for every entry e, (e - gap, e + gap). Per rule these come in
+-- ascending order with ts, so one pointer per rule walks them while t only
+-- moves forward: O(entries x rules), no sorting. The answer is now or the
+-- right end of an interval (some e+W or e+gap).
+local function sweep(ts, now, r, only)
+  local m, t, at, changed = #ts, now, {}, true
+  for i = 1, r.count + 1 do at[i] = 1 end
+  while changed do
+    changed = false
+    for i = 1, r.count + 1 do
+      if only == nil or only == i then
+        local j = at[i]
+        if i <= r.count then
+          local n, w = r.n[i], r.w[i]
+          while j + n - 1 <= m and ts[j + n - 1] - w < t do
+            if ts[j + n - 1] - ts[j] < w and ts[j] + w > t then
+              t, changed = ts[j] + w, true
+            end
+            j = j + 1
+          end
+        elseif r.gap > 0 then
+          local g = r.gap
+          while j <= m and ts[j] - g < t do
+            if ts[j] + g > t then
+              t, changed = ts[j] + g, true
+            end
+            j = j + 1
           end
         end
-        if good then return c end
+        at[i] = j
       end
     end
-    return cand[#cand]
   end
-  local t = first(nil)
-  if t == now then return t, 0 end
-  local denied, worst = 0, 0
+  return t
+end
+
+-- scan decides with entries after now (bookings). Returns earliest and,
+-- when blame is set, the denied rule: among the rules that rule out now,
+-- the one whose own earliest instant is latest.
+local function scan(ts, now, r, blame)
+  local t = sweep(ts, now, r, nil)
+  if t == now or not blame then return t, 0 end
+  local denied, worst = 0, now
   for i = 1, r.count + 1 do
-    if not ok(ts, now, r, i) then
-      local ti = first(i)
-      if denied == 0 or ti > worst then denied, worst = i, ti end
-    end
+    local ti = sweep(ts, now, r, i)
+    if ti > worst then denied, worst = i, ti end
   end
   return t, denied
 end
@@ -151,16 +138,16 @@ local function counts_of(ts, now, r)
   return c
 end
 
--- decide returns earliest, denied rule, per-rule counts and the newest entry
--- (nil when empty).
-local function decide(key, now, r)
+-- decide returns earliest, denied rule (when blame is set), per-rule counts
+-- and the newest entry (nil when empty).
+local function decide(key, now, r, blame)
   local last = newest(key)
   if last == nil or last <= now then
     local t, denied, counts = past(key, now, r, last)
     return t, denied, counts, last
   end
   local ts = entries(key, now, r)
-  local t, denied = scan(ts, now, r)
+  local t, denied = scan(ts, now, r, blame)
   return t, denied, counts_of(ts, now, r), last
 end
 

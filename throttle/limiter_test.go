@@ -51,7 +51,7 @@ func redisLimiters(rdb redis.UniversalClient) newLimiterFunc {
 func deleteKeys(t testing.TB, rdb redis.UniversalClient, prefix string) {
 	ctx := context.Background()
 	pattern := strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(prefix) + "*"
-	iter := rdb.Scan(ctx, 0, pattern, 100).Iterator()
+	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 	for iter.Next(ctx) {
 		if err := rdb.Del(ctx, iter.Val()).Err(); err != nil {
 			t.Errorf("cleanup: %v", err)

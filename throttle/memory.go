@@ -72,7 +72,7 @@ func (m *Memory) decide(ctx context.Context, user string, record bool) (Decision
 	now := m.clock().UnixMilli()
 	es := m.users[user]
 	ts := times(es)
-	t, denied := m.r.earliest(ts, now)
+	t, denied := m.r.earliest(ts, now, true)
 	d := Decision{Now: ms(now), RetryAfter: time.Duration(t-now) * time.Millisecond, DeniedBy: m.r.deniedName(denied)}
 	d.Remaining = m.r.remaining(ts, now)
 	if t != now {
@@ -102,7 +102,7 @@ func (m *Memory) Reserve(ctx context.Context, user, member string) (Reservation,
 	if i := slices.IndexFunc(es, func(e memEntry) bool { return e.member == member }); i >= 0 {
 		return reservation(es[i].at, now, true), nil
 	}
-	t, _ := m.r.earliest(times(es), now)
+	t, _ := m.r.earliest(times(es), now, false)
 	m.insert(user, es, memEntry{at: t, member: member}, now)
 	return reservation(t, now, false), nil
 }
@@ -135,7 +135,7 @@ func (m *Memory) Status(ctx context.Context, user string) (Status, error) {
 	es := m.users[user]
 	es = es[countUpToEntry(es, now-m.r.horizon):]
 	ts := times(es)
-	t, _ := m.r.earliest(ts, now)
+	t, _ := m.r.earliest(ts, now, false)
 	s := Status{Remaining: m.r.remaining(ts, now), NextAllowed: ms(t), Now: ms(now)}
 	for _, e := range es {
 		s.Entries = append(s.Entries, Entry{Member: e.member, At: ms(e.at)})

@@ -37,21 +37,27 @@ func newModel(p throttle.Policy) *model {
 	return m
 }
 
-// violates reports whether adding t breaks rule i (len(m.n): the gap).
-func (m *model) violates(t int64, i int) bool {
+// violates reports whether adding t to the sorted times ts breaks rule i
+// (len(m.n): the gap).
+func (m *model) violates(ts []int64, t int64, i int) bool {
 	if i == len(m.n) {
-		for _, e := range m.entries {
-			if d := t - e.At; d < m.gap && -d < m.gap {
+		if m.gap == 0 {
+			return false
+		}
+		for _, e := range near(ts, t-m.gap+1, t+m.gap) {
+			if d := t - e; d < m.gap && -d < m.gap {
 				return true
 			}
 		}
 		return false
 	}
 	// Every window [x, x+W) that contains t must hold fewer than N entries.
-	for x := t - m.w[i] + 1; x <= t; x++ {
+	w := m.w[i]
+	local := near(ts, t-w+1, t+w)
+	for x := t - w + 1; x <= t; x++ {
 		c := int64(0)
-		for _, e := range m.entries {
-			if e.At >= x && e.At < x+m.w[i] {
+		for _, e := range local {
+			if e >= x && e < x+w {
 				c++
 			}
 		}
@@ -62,14 +68,28 @@ func (m *model) violates(t int64, i int) bool {
 	return false
 }
 
+// near returns the entries of the sorted ts in [from, to): only those can
+// fall into a window the model checks, and skipping the rest keeps long
+// traces fast.
+func near(ts []int64, from, to int64) []int64 {
+	lo, _ := slices.BinarySearch(ts, from)
+	hi, _ := slices.BinarySearch(ts, to)
+	return ts[lo:hi]
+}
+
 // earliest scans for the first t >= now keeping rule i, or every rule when
 // i < 0.
 func (m *model) earliest(now int64, i int) int64 {
+	ts := make([]int64, 0, len(m.entries))
+	for _, e := range m.entries {
+		ts = append(ts, e.At)
+	}
+	slices.Sort(ts)
 	for t := now; ; t++ {
 		ok := true
 		for j := 0; j <= len(m.n) && ok; j++ {
 			if i < 0 || i == j {
-				ok = !m.violates(t, j)
+				ok = !m.violates(ts, t, j)
 			}
 		}
 		if ok {
@@ -107,12 +127,10 @@ func (m *model) decide(now int64, record bool) throttle.Decision {
 	}
 	d.RetryAfter = time.Duration(t-now) * time.Millisecond
 	d.Remaining = m.remaining(now)
-	worst := int64(-1)
+	worst := now
 	for i := 0; i <= len(m.n); i++ {
-		if m.violates(now, i) {
-			if ti := m.earliest(now, i); ti > worst {
-				worst, d.DeniedBy = ti, m.names[i]
-			}
+		if ti := m.earliest(now, i); ti > worst { // rule i rules out now
+			worst, d.DeniedBy = ti, m.names[i]
 		}
 	}
 	return d

@@ -13,6 +13,6 @@ local s = redis.call('ZSCORE', key, ARGV[2])
 if s then
   return {tonumber(s), 1, now}
 end
-local t, _, _, last = decide(key, now, r)
+local t, _, _, last = decide(key, now, r, false)
 record(key, now, r, t, ARGV[2], last, tonumber(ARGV[3]))
 return {t, 0, now}

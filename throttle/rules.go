@@ -47,16 +47,17 @@ func (r *rules) deniedName(i int) string {
 
 // earliest returns the smallest feasible t >= now for the sorted entry
 // times ts, and the rule that denies now (-1 when t == now; len(r.n) is the
-// gap). Entries at or before now-horizon may be present; they never matter.
+// gap; only computed when blame is set or no entry lies after now).
+// Entries at or before now-horizon may be present; they never matter.
 //
 // The common case (no entry after now) needs only counts and the N-th most
 // recent entry per rule; with bookings after now the candidates now, e+W and
 // e+gap are tested in ascending order.
-func (r *rules) earliest(ts []int64, now int64) (t int64, denied int) {
+func (r *rules) earliest(ts []int64, now int64, blame bool) (t int64, denied int) {
 	if len(ts) == 0 || ts[len(ts)-1] <= now {
 		return r.earliestPast(ts, now)
 	}
-	return r.earliestScan(ts, now)
+	return r.earliestScan(ts, now, blame)
 }
 
 func (r *rules) earliestPast(ts []int64, now int64) (int64, int) {
@@ -77,7 +78,7 @@ func (r *rules) earliestPast(ts []int64, now int64) (int64, int) {
 	return t, denied
 }
 
-func (r *rules) earliestScan(ts []int64, now int64) (int64, int) {
+func (r *rules) earliestScan(ts []int64, now int64, blame bool) (int64, int) {
 	cand := []int64{now}
 	for _, e := range ts {
 		for _, w := range r.w {
@@ -113,7 +114,7 @@ func (r *rules) earliestScan(ts []int64, now int64) (int64, int) {
 		return cand[len(cand)-1]
 	}
 	t := first(-1)
-	if t == now {
+	if t == now || !blame {
 		return t, -1
 	}
 	denied, worst := -1, int64(0)
@@ -141,6 +142,16 @@ func (r *rules) ok(ts []int64, t int64, i int) bool {
 	n, w := int(r.n[i]), r.w[i]
 	if m < n {
 		return true
+	}
+	// Quick answers from counts: every window containing t lies inside
+	// (t-w, t+w); one of them is (t-w, t], another [t, t+w).
+	from := countUpTo(ts, t-w)
+	to := sort.Search(m, func(j int) bool { return ts[j] >= t+w }) // ts[:to] < t+w
+	if to-from < n {
+		return true
+	}
+	if countUpTo(ts, t)-from >= n || to-p >= n {
+		return false
 	}
 	// L' = ts[:p] + [t] + ts[p:]; every N+1 consecutive entries of L' that
 	// include index p must span at least w.

@@ -11,7 +11,7 @@ local r = read_rules(ARGV, 2)
 local ts, raw = entries(key, now, r)
 local t = now
 if #ts > 0 and ts[#ts] > now then
-  t = scan(ts, now, r)
+  t = scan(ts, now, r, false)
 else
   t = past(key, now, r, ts[#ts])
 end

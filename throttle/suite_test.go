@@ -176,6 +176,18 @@ func testSteps(t *testing.T, newLimiter newLimiterFunc) {
 			{0, "allow", "", allowed(0)},
 			{50, "allow", "", denied(50, "1/100ms", 0)},
 		}},
+		{"a rule rules out the instant another rule moved to", "2/13ms,3/30ms", "2ms", []step{
+			{1, "reserve", "m3", slot(1, 0, false)},
+			{1, "reserve", "m1", slot(3, 2, false)},
+			{1, "reserve", "m4", slot(14, 13, false)},
+			{9, "reserve", "m0", slot(31, 22, false)},
+			{9, "reserve", "m2", slot(33, 24, false)},
+			{9, "release", "m0", true},
+			{9, "release", "m1", true},
+			{9, "reserve", "m5", slot(9, 0, false)},
+			{9, "reserve", "m0", slot(39, 30, false)},
+			{13, "reserve", "x", slot(46, 33, false)},
+		}},
 		{"peek records nothing", "1/100ms", "", []step{
 			{0, "peek", "", allowed(0)},
 			{0, "peek", "", allowed(0)},
