@@ -122,6 +122,17 @@ func (w *Worker) rebook(ctx context.Context, d *delivery) (throttle.Reservation,
 // drop ends an expired delivery: its slot is given back, an event and a
 // metric say so, and the recipient's final state is expired.
 func (w *Worker) drop(ctx context.Context, d *delivery, wait time.Duration) error {
+	sent, err := w.store.anyDelivered(ctx, d.Job, d.Index, len(d.Devices))
+	if err != nil {
+		return err
+	}
+	if sent {
+		// A retry for the rest of the devices ran out of time, but the user
+		// got the push on another device: that is a delivery, and its
+		// limiter entry records a real push.
+		w.log.Info("delivery expired before every device was reached", "delivery", d.member(), "deadline", d.Deadline)
+		return w.finish(ctx, d, stateDelivered)
+	}
 	if !w.bypass[d.Priority] {
 		if _, err := w.limiter.Release(ctx, d.UserID, d.member()); err != nil {
 			return fmt.Errorf("limiter release for %s: %w", d.member(), err)

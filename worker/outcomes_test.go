@@ -215,3 +215,27 @@ func TestGarbageTaskIsArchivedAndTheWorkerGoesOn(t *testing.T) {
 		t.Errorf("a job after the garbage task: %v, want delivered", st.Counts)
 	}
 }
+
+// TestExpiryAfterAPartialDelivery: one device got the push, the retry for
+// the other runs past the deadline; the delivery counts as delivered and
+// its limiter entry (a real push) stays.
+func TestExpiryAfterAPartialDelivery(t *testing.T) {
+	e := newEnv(t, envOptions{maxRetry: 10})
+	ok, down := apnsToken("p-ok"), apnsToken("p-down")
+	e.apns.Script(down, fake.Status(503), fake.Status(503), fake.Status(503), fake.Status(503), fake.Status(503), fake.Status(503))
+	job := alertJob("partial", "p", apnsRecipient("u-1", ok, down))
+	job.TTL = payload.Duration(2 * time.Second)
+	st := e.waitDone(e.submit(job), 20*time.Second)
+	if diff := cmp.Diff(counts(1, 0, 0, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if !e.hasEntry("u-1", "partial/0") {
+		t.Errorf("the limiter lost the entry of a push the user received")
+	}
+	if n := len(requestsFor(e.apns.Requests(), ok)); n != 1 {
+		t.Errorf("delivered device got %d requests, want 1", n)
+	}
+	if evs := e.events(); len(evs) != 0 {
+		t.Errorf("events %v, want none", evs)
+	}
+}
