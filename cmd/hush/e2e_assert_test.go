@@ -85,6 +85,12 @@ func (c *cluster) assertTimelines(arrs []arrival) {
 		v, st := checkTimelines(arrs, g.fn, e2eRules)
 		if len(v) > 0 {
 			t.Errorf("per %s: %d rule violations (5/2s, gap 300ms, tolerance 250ms): %s", g.name, len(v), head(v, 10))
+			if g.name == "user" {
+				for _, u := range st.violating[:min(2, len(st.violating))] {
+					u = strings.TrimPrefix(u, "user ")
+					t.Logf("timeline of %s (offset, platform, notification, status):%s", u, timeline(arrs, u))
+				}
+			}
 		}
 		t.Logf("per %s: %d timelines; smallest span of %d consecutive notifications %s (rule: >= %s - %s); smallest gap %s (rule: >= %s - %s); most in any raw %s window: %d",
 			g.name, st.timelines, e2eN+1, st.minSpan.Round(time.Millisecond), e2eWindow, e2eTolerance,

@@ -157,6 +157,7 @@ type timelineStats struct {
 	maxInWindow int           // most notifications seen in any window (of the rule's length)
 	minSpan     time.Duration // smallest span of n+1 consecutive notifications
 	minGap      time.Duration // smallest gap between consecutive notifications
+	violating   []string      // groups with a violation, in order
 }
 
 // checkTimelines groups the first successful arrival of each notification by
@@ -190,6 +191,7 @@ func checkTimelines(arrs []arrival, group func(arrival) string, r rules) (violat
 		}
 		slices.SortFunc(tl, func(a, b ev) int { return a.at.Compare(b.at) })
 		st.timelines++
+		before := len(violations)
 		for i := range tl {
 			in := 0
 			for j := i; j < len(tl) && tl[j].at.Sub(tl[i].at) < r.window; j++ {
@@ -213,8 +215,28 @@ func checkTimelines(arrs []arrival, group func(arrival) string, r rules) (violat
 				}
 			}
 		}
+		if len(violations) > before {
+			st.violating = append(st.violating, g)
+		}
 	}
 	return violations, st
+}
+
+// timeline describes every request the fakes got for one user, in arrival
+// order, for failure messages.
+func timeline(arrs []arrival, user string) string {
+	var b strings.Builder
+	var t0 time.Time
+	for _, a := range sortedByTime(arrs) {
+		if a.user() != user {
+			continue
+		}
+		if t0.IsZero() {
+			t0 = a.At
+		}
+		fmt.Fprintf(&b, "\n    +%6dms  %-4s %s  %d", a.At.Sub(t0).Milliseconds(), a.Platform, a.N, a.Status)
+	}
+	return b.String()
 }
 
 func byUser(a arrival) string   { return "user " + a.user() }

@@ -79,6 +79,7 @@ func TestE2EKillNine(t *testing.T) {
 	t.Logf("%d pushes arrived more than 30 s after the kill (the dead process's work, recovered by Asynq)", late)
 	c.assertTimelines(arrs)
 	c.assertNothingArchived()
+	c.assertJobsDone(jobs)
 	for _, p := range c.procs {
 		if p != victim && !p.alive() {
 			t.Errorf("%s died too (%v)", p.name, p.waitErr)
@@ -99,6 +100,16 @@ func TestE2ERedisRestart(t *testing.T) {
 	c.submit(jobs, c.procs, "")
 	atRestart := c.waitPushes(len(want)/5, time.Minute)
 	restartStart := time.Now()
+	c.redis.Stop()
+	// Keep Redis down until a worker has noticed (its /readyz fails), so
+	// the outage is one the processes really live through.
+	c.waitFor("a worker to notice Redis is down", 30*time.Second, func() (bool, string) {
+		r, err := c.do(c.procs[0], http.MethodGet, "/readyz", nil, "")
+		if err != nil {
+			return false, err.Error()
+		}
+		return r.Status == http.StatusServiceUnavailable, fmt.Sprintf("/readyz %d %s", r.Status, r.Body)
+	})
 	c.redis.Restart()
 	restarted := time.Now()
 	if atRestart >= len(want) {
@@ -112,10 +123,13 @@ func TestE2ERedisRestart(t *testing.T) {
 	c.assertDelivered(arrs, want, 0)
 	c.assertTimelines(arrs)
 	c.assertNothingArchived()
+	c.assertJobsDone(jobs)
 	for _, p := range c.procs {
 		if !p.alive() {
 			t.Errorf("%s exited (%v): the workers must ride out a Redis restart", p.name, p.waitErr)
+			continue
 		}
+		c.waitReady(p)
 	}
 	t.Logf("redis restart: all %d pushes delivered %s after Redis was back (whole test %s)",
 		len(want), recovered.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
