@@ -66,7 +66,7 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 	now := c.now()
 	if err := job.Validate(now); err != nil {
 		c.count("invalid")
-		return Accepted{}, fmt.Errorf("invalid job: %w", err)
+		return Accepted{}, err // a *payload.ValidationError, which says "invalid job"
 	}
 	if job.ID == "" {
 		job.ID = payload.NewID()
