@@ -132,6 +132,11 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 		"HUSH_CONCURRENCY=" + strconv.Itoa(o.concurrency),
 		"HUSH_MAX_RETRY=" + strconv.Itoa(o.maxRetry),
 	}, o.env...)
+	// HUSH_E2E_LOG_LEVEL=debug shows every booking, deferral and send in
+	// the processes' logs (printed on failure).
+	if lvl := os.Getenv("HUSH_E2E_LOG_LEVEL"); lvl != "" {
+		c.env = append(c.env, "HUSH_LOG_LEVEL="+lvl)
+	}
 
 	for i := range o.procs {
 		c.procs = append(c.procs, c.startProc(fmt.Sprintf("hush-%d", i)))
@@ -172,7 +177,7 @@ func (c *cluster) startProc(name string) *hushProc {
 	p := &hushProc{
 		name:    name,
 		addr:    "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)),
-		logPath: filepath.Join(c.dir, name+".log"),
+		logPath: filepath.Join(c.logDir(), name+".log"),
 		exited:  make(chan struct{}),
 	}
 	logFile, err := os.Create(p.logPath)
@@ -195,10 +200,24 @@ func (c *cluster) startProc(name string) *hushProc {
 	t.Cleanup(func() {
 		p.stop(t)
 		if t.Failed() {
-			t.Logf("--- last lines of %s (%s, exit: %v) ---\n%s", p.name, p.addr, p.waitErr, tail(p.logPath, 40))
+			t.Logf("--- last lines of %s (%s, exit: %v; whole log: %s) ---\n%s", p.name, p.addr, p.waitErr, p.logPath, tail(p.logPath, 40))
 		}
 	})
 	return p
+}
+
+// logDir is where process logs go: HUSH_E2E_LOG_DIR/<test> when set (kept
+// after the test, for digging), else the test's temporary directory.
+func (c *cluster) logDir() string {
+	d := os.Getenv("HUSH_E2E_LOG_DIR")
+	if d == "" {
+		return c.dir
+	}
+	d = filepath.Join(d, strings.ReplaceAll(c.t.Name(), "/", "_"))
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	return d
 }
 
 // stop ends the process gracefully (SIGTERM), killing it if it hangs.
