@@ -52,7 +52,7 @@ const maxInlineWait = wakeMargin + 1500*time.Millisecond
 // past (it woke late: the queue was busy, the process was restarted) books a
 // new slot instead of sending now, because a late send could land too close
 // to the user's next booked push. Well under the 250 ms tolerance.
-const lateRebook = 150 * time.Millisecond
+const lateRebook = 100 * time.Millisecond
 
 // isFailure tells Asynq which errors count as failures (consume a retry,
 // count in the failed stats).
