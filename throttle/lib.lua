@@ -1,164 +1,172 @@
 -- lib.lua: helpers shared by every throttle script; the Go side prepends
 -- this file to allow.lua, reserve.lua, release.lua and status.lua.
 --
+-- Everything sits inside lib(), so a script pays for creating these
+-- closures only when it calls lib(): allow.lua's common case does not.
+--
 -- Times are integer milliseconds. A policy travels in ARGV as
 --   gap, horizon, N1, W1, N2, W2, ...
 -- where horizon = max(longest window, gap): entries at or before
 -- now - horizon can no longer affect any decision.
 
-local function now_ms(arg)
-  if arg ~= '' then
-    return tonumber(arg)
-  end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
-local function read_rules(argv, i)
-  local r = {gap = tonumber(argv[i]), horizon = tonumber(argv[i + 1]), n = {}, w = {}, count = 0}
-  for j = i + 2, #argv, 2 do
-    r.count = r.count + 1
-    r.n[r.count] = tonumber(argv[j])
-    r.w[r.count] = tonumber(argv[j + 1])
-  end
-  return r
-end
-
--- newest returns the score of the newest entry, or nil.
-local function newest(key)
-  local e = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
-  if e[2] then
-    return tonumber(e[2])
-  end
-  return nil
-end
-
--- past decides when no entry lies after now: O(log n) per rule.
--- Returns earliest, denied rule (0 none, count+1 the gap), and per rule the
--- entries in (now-W, now].
-local function past(key, now, r, last)
-  local t, denied, counts = now, 0, {}
-  for i = 1, r.count do
-    local c = redis.call('ZCOUNT', key, '(' .. (now - r.w[i]), '+inf')
-    counts[i] = c
-    if c >= r.n[i] then
-      local e = redis.call('ZREVRANGE', key, r.n[i] - 1, r.n[i] - 1, 'WITHSCORES')
-      local ti = tonumber(e[2]) + r.w[i]
-      if ti > t then
-        t, denied = ti, i
-      end
+local function lib()
+  local function now_ms(arg)
+    if arg ~= '' then
+      return tonumber(arg)
     end
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-  if r.gap > 0 and last and last + r.gap > t then
-    t, denied = last + r.gap, r.count + 1
-  end
-  return t, denied, counts
-end
 
--- entries returns the sorted times (and the raw member/score list) of the
--- entries after now - horizon.
-local function entries(key, now, r)
-  local raw = redis.call('ZRANGEBYSCORE', key, '(' .. (now - r.horizon), '+inf', 'WITHSCORES')
-  local ts = {}
-  for i = 2, #raw, 2 do
-    ts[#ts + 1] = tonumber(raw[i])
+  local function read_rules(argv, i)
+    local r = {gap = tonumber(argv[i]), horizon = tonumber(argv[i + 1]), n = {}, w = {}, count = 0}
+    for j = i + 2, #argv, 2 do
+      r.count = r.count + 1
+      r.n[r.count] = tonumber(argv[j])
+      r.w[r.count] = tonumber(argv[j + 1])
+    end
+    return r
   end
-  return ts, raw
-end
 
--- below returns the number of entries < t.
-local function below(ts, t)
-  local lo, hi = 1, #ts + 1
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    if ts[mid] < t then lo = mid + 1 else hi = mid end
+  -- newest returns the score of the newest entry, or nil.
+  local function newest(key)
+    local e = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
+    if e[2] then
+      return tonumber(e[2])
+    end
+    return nil
   end
-  return lo - 1
-end
 
--- sweep returns the earliest t >= now that keeps rule `only` (every rule
--- when nil). Each rule rules out open intervals of instants: a limit N/W,
--- for every N consecutive entries less than W apart, (last - W, first + W);
--- the gap, for every entry e, (e - gap, e + gap). Per rule these come in
--- ascending order with ts, so one pointer per rule walks them while t only
--- moves forward: O(entries x rules), no sorting. The answer is now or the
--- right end of an interval (some e+W or e+gap).
-local function sweep(ts, now, r, only)
-  local m, t, at, changed = #ts, now, {}, true
-  for i = 1, r.count + 1 do at[i] = 1 end
-  while changed do
-    changed = false
-    for i = 1, r.count + 1 do
-      if only == nil or only == i then
-        local j = at[i]
-        if i <= r.count then
-          local n, w = r.n[i], r.w[i]
-          while j + n - 1 <= m and ts[j + n - 1] - w < t do
-            if ts[j + n - 1] - ts[j] < w and ts[j] + w > t then
-              t, changed = ts[j] + w, true
-            end
-            j = j + 1
-          end
-        elseif r.gap > 0 then
-          local g = r.gap
-          while j <= m and ts[j] - g < t do
-            if ts[j] + g > t then
-              t, changed = ts[j] + g, true
-            end
-            j = j + 1
-          end
+  -- past decides when no entry lies after now: O(log n) per rule.
+  -- Returns earliest, denied rule (0 none, count+1 the gap), and per rule the
+  -- entries in (now-W, now].
+  local function past(key, now, r, last)
+    local t, denied, counts = now, 0, {}
+    for i = 1, r.count do
+      local c = redis.call('ZCOUNT', key, '(' .. (now - r.w[i]), '+inf')
+      counts[i] = c
+      if c >= r.n[i] then
+        local e = redis.call('ZREVRANGE', key, r.n[i] - 1, r.n[i] - 1, 'WITHSCORES')
+        local ti = tonumber(e[2]) + r.w[i]
+        if ti > t then
+          t, denied = ti, i
         end
-        at[i] = j
       end
     end
+    if r.gap > 0 and last and last + r.gap > t then
+      t, denied = last + r.gap, r.count + 1
+    end
+    return t, denied, counts
   end
-  return t
-end
 
--- scan decides with entries after now (bookings). Returns earliest and,
--- when blame is set, the denied rule: among the rules that rule out now,
--- the one whose own earliest instant is latest.
-local function scan(ts, now, r, blame)
-  local t = sweep(ts, now, r, nil)
-  if t == now or not blame then return t, 0 end
-  local denied, worst = 0, now
-  for i = 1, r.count + 1 do
-    local ti = sweep(ts, now, r, i)
-    if ti > worst then denied, worst = i, ti end
+  -- entries returns the sorted times (and the raw member/score list) of the
+  -- entries after now - horizon.
+  local function entries(key, now, r)
+    local raw = redis.call('ZRANGEBYSCORE', key, '(' .. (now - r.horizon), '+inf', 'WITHSCORES')
+    local ts = {}
+    for i = 2, #raw, 2 do
+      ts[#ts + 1] = tonumber(raw[i])
+    end
+    return ts, raw
   end
-  return t, denied
-end
 
--- counts returns, per rule, the entries of ts in (now-W, now].
-local function counts_of(ts, now, r)
-  local c, upto = {}, below(ts, now + 1)
-  for i = 1, r.count do
-    c[i] = upto - below(ts, now - r.w[i] + 1)
+  -- below returns the number of entries < t.
+  local function below(ts, t)
+    local lo, hi = 1, #ts + 1
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if ts[mid] < t then lo = mid + 1 else hi = mid end
+    end
+    return lo - 1
   end
-  return c
-end
 
--- decide returns earliest, denied rule (when blame is set), per-rule counts
--- and the newest entry (nil when empty).
-local function decide(key, now, r, blame)
-  local last = newest(key)
-  if last == nil or last <= now then
-    local t, denied, counts = past(key, now, r, last)
-    return t, denied, counts, last
+  -- sweep returns the earliest t >= now that keeps rule `only` (every rule
+  -- when nil). Each rule rules out open intervals of instants: a limit N/W,
+  -- for every N consecutive entries less than W apart, (last - W, first + W);
+  -- the gap, for every entry e, (e - gap, e + gap). Per rule these come in
+  -- ascending order with ts, so one pointer per rule walks them while t only
+  -- moves forward: O(entries x rules), no sorting. The answer is now or the
+  -- right end of an interval (some e+W or e+gap).
+  local function sweep(ts, now, r, only)
+    local m, t, at, changed = #ts, now, {}, true
+    for i = 1, r.count + 1 do at[i] = 1 end
+    while changed do
+      changed = false
+      for i = 1, r.count + 1 do
+        if only == nil or only == i then
+          local j = at[i]
+          if i <= r.count then
+            local n, w = r.n[i], r.w[i]
+            while j + n - 1 <= m and ts[j + n - 1] - w < t do
+              if ts[j + n - 1] - ts[j] < w and ts[j] + w > t then
+                t, changed = ts[j] + w, true
+              end
+              j = j + 1
+            end
+          elseif r.gap > 0 then
+            local g = r.gap
+            while j <= m and ts[j] - g < t do
+              if ts[j] + g > t then
+                t, changed = ts[j] + g, true
+              end
+              j = j + 1
+            end
+          end
+          at[i] = j
+        end
+      end
+    end
+    return t
   end
-  local ts = entries(key, now, r)
-  local t, denied = scan(ts, now, r, blame)
-  return t, denied, counts_of(ts, now, r), last
-end
 
--- record adds (t, member), drops aged-out entries and sets the TTL to cover
--- the newest entry plus the horizon (at least minttl).
-local function record(key, now, r, t, member, last, minttl)
-  redis.call('ZADD', key, t, member)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - r.horizon)
-  local newest_at = t
-  if last and last > newest_at then newest_at = last end
-  local ttl = newest_at - now + r.horizon
-  if ttl < minttl then ttl = minttl end
-  redis.call('PEXPIRE', key, ttl)
+  -- scan decides with entries after now (bookings). Returns earliest and,
+  -- when blame is set, the denied rule: among the rules that rule out now,
+  -- the one whose own earliest instant is latest.
+  local function scan(ts, now, r, blame)
+    local t = sweep(ts, now, r, nil)
+    if t == now or not blame then return t, 0 end
+    local denied, worst = 0, now
+    for i = 1, r.count + 1 do
+      local ti = sweep(ts, now, r, i)
+      if ti > worst then denied, worst = i, ti end
+    end
+    return t, denied
+  end
+
+  -- counts returns, per rule, the entries of ts in (now-W, now].
+  local function counts_of(ts, now, r)
+    local c, upto = {}, below(ts, now + 1)
+    for i = 1, r.count do
+      c[i] = upto - below(ts, now - r.w[i] + 1)
+    end
+    return c
+  end
+
+  -- decide returns earliest, denied rule (when blame is set), per-rule counts
+  -- and the newest entry (nil when empty).
+  local function decide(key, now, r, blame)
+    local last = newest(key)
+    if last == nil or last <= now then
+      local t, denied, counts = past(key, now, r, last)
+      return t, denied, counts, last
+    end
+    local ts = entries(key, now, r)
+    local t, denied = scan(ts, now, r, blame)
+    return t, denied, counts_of(ts, now, r), last
+  end
+
+  -- record adds (t, member), drops aged-out entries and sets the TTL to cover
+  -- the newest entry plus the horizon (at least minttl).
+  local function record(key, now, r, t, member, last, minttl)
+    redis.call('ZADD', key, t, member)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - r.horizon)
+    local newest_at = t
+    if last and last > newest_at then newest_at = last end
+    local ttl = newest_at - now + r.horizon
+    if ttl < minttl then ttl = minttl end
+    redis.call('PEXPIRE', key, ttl)
+  end
+
+  return {now_ms = now_ms, read_rules = read_rules, decide = decide, record = record,
+          entries = entries, scan = scan, past = past, counts_of = counts_of}
 end

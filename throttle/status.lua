@@ -6,17 +6,18 @@
 --          member 1, time 1, member 2, time 2, ...} (entries after
 --          now - horizon, oldest first)
 local key = KEYS[1]
-local now = now_ms(ARGV[1])
-local r = read_rules(ARGV, 2)
-local ts, raw = entries(key, now, r)
+local L = lib()
+local now = L.now_ms(ARGV[1])
+local r = L.read_rules(ARGV, 2)
+local ts, raw = L.entries(key, now, r)
 local t = now
 if #ts > 0 and ts[#ts] > now then
-  t = scan(ts, now, r, false)
+  t = L.scan(ts, now, r, false)
 else
-  t = past(key, now, r, ts[#ts])
+  t = L.past(key, now, r, ts[#ts])
 end
 local reply = {now, t}
-local counts = counts_of(ts, now, r)
+local counts = L.counts_of(ts, now, r)
 for i = 1, r.count do
   local rem = r.n[i] - counts[i]
   if rem < 0 then rem = 0 end
