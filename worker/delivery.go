@@ -34,12 +34,26 @@ func (w *Worker) handleDelivery(ctx context.Context, t *asynq.Task) error {
 	}
 	if w.bypass[d.Priority] {
 		w.m.limiter.WithLabelValues("bypass").Inc()
-	} else if err := w.awaitSlot(ctx, &d); errors.Is(err, errDropped) {
-		return nil
-	} else if err != nil {
-		return err
+		return w.send(ctx, &d, time.Time{})
 	}
-	return w.send(ctx, &d)
+	rebook := false
+	for {
+		slot, err := w.awaitSlot(ctx, &d, rebook)
+		if errors.Is(err, errDropped) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		err = w.send(ctx, &d, slot)
+		if !errors.Is(err, errLate) {
+			return err
+		}
+		// Something (a Redis outage, a stalled process) held the delivery
+		// past its slot after the wait: sending now could land on top of
+		// the user's next booking, so book a new slot instead.
+		rebook = true
+	}
 }
 
 func (d *delivery) expired(at time.Time) bool {
@@ -49,24 +63,34 @@ func (d *delivery) expired(at time.Time) bool {
 // errDropped ends a delivery that was dropped as expired.
 var errDropped = errors.New("dropped")
 
+// errLate says the delivery reached the providers too long after its slot
+// and nothing was sent; it must be booked again.
+var errLate = errors.New("late for its slot")
+
 // awaitSlot books the delivery's slot and waits for it: in place when it is
-// near, else by deferring the task (a *DeferError). It returns errDropped
-// (after dropping the delivery) when the slot is after the deadline.
-func (w *Worker) awaitSlot(ctx context.Context, d *delivery) error {
+// near, else by deferring the task (a *DeferError). It returns the slot on
+// the local clock, or errDropped (after dropping the delivery) when the
+// slot is after the deadline. The local slot is measured from the
+// middle of the booking's round trip, where the limiter's clock most likely
+// read Now. With rebook, an existing booking is given back and a new one
+// taken.
+func (w *Worker) awaitSlot(ctx context.Context, d *delivery, rebook bool) (time.Time, error) {
+	asked := time.Now()
 	res, err := w.limiter.Reserve(ctx, d.UserID, d.member())
 	if err != nil {
-		return fmt.Errorf("limiter reserve for %s: %w", d.member(), err)
+		return time.Time{}, fmt.Errorf("limiter reserve for %s: %w", d.member(), err)
 	}
-	if late := res.Now.Sub(res.At); res.Existing && late > lateRebook {
+	if late := res.Now.Sub(res.At); res.Existing && (rebook || late > lateRebook) {
 		sent, err := w.store.anyDelivered(ctx, d.Job, d.Index, len(d.Devices))
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 		// A delivery that already reached the user keeps its entry: it
 		// records a real push.
 		if !sent {
+			asked = time.Now()
 			if res, err = w.rebook(ctx, d); err != nil {
-				return err
+				return time.Time{}, err
 			}
 			w.log.Debug("late delivery rebooked", "delivery", d.member(), "late", late, "wait", res.Wait)
 		}
@@ -74,35 +98,36 @@ func (w *Worker) awaitSlot(ctx context.Context, d *delivery) error {
 	if d.expired(time.Now().Add(res.Wait)) {
 		w.m.limiter.WithLabelValues("expired").Inc()
 		if err := w.drop(ctx, d, res.Wait); err != nil {
-			return err
+			return time.Time{}, err
 		}
-		return errDropped
+		return time.Time{}, errDropped
 	}
 	if !res.Existing && res.Wait > 0 {
 		w.m.deferral.Observe(res.Wait.Seconds())
 	}
+	slot := asked.Add(time.Since(asked)/2 + res.Wait)
 	switch {
 	case res.Wait <= 0:
 		w.m.limiter.WithLabelValues("allowed").Inc()
-		return nil
+		return slot, nil
 	case res.Wait > maxInlineWait:
 		w.m.limiter.WithLabelValues("deferred").Inc()
 		if err := w.store.countDeferral(ctx, d.Job); err != nil {
-			return err
+			return time.Time{}, err
 		}
 		w.log.Debug("delivery deferred", "delivery", d.member(), "wait", res.Wait)
-		return &DeferError{Delay: res.Wait}
+		return time.Time{}, &DeferError{Delay: res.Wait}
 	}
 	w.m.limiter.WithLabelValues("waited").Inc()
 	timer := time.NewTimer(res.Wait)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		return nil
+		return slot, nil
 	case <-ctx.Done():
 		// Shutdown or timeout: the task goes back to its queue and gets the
 		// same booking on its next run.
-		return fmt.Errorf("waiting for the slot of %s: %w", d.member(), ctx.Err())
+		return time.Time{}, fmt.Errorf("waiting for the slot of %s: %w", d.member(), ctx.Err())
 	}
 }
 

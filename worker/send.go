@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -30,12 +31,19 @@ var errNoSender = errors.New("no sender configured for this platform")
 
 // send pushes to every device of the delivery not yet settled by an earlier
 // run, concurrently, records each settled device right after the provider's
-// answer, and turns the answers into the task's result.
-func (w *Worker) send(ctx context.Context, d *delivery) error {
+// answer, and turns the answers into the task's result. slot is the
+// delivery's booked instant on the local clock (zero when it bypasses the
+// limiter): when the providers would be called more than lateRebook after
+// it and no device has the push yet, nothing is sent and errLate asks for a
+// new booking.
+func (w *Worker) send(ctx context.Context, d *delivery, slot time.Time) error {
 	ttl := ttlFor(d.AcceptedAt, d.Deadline)
 	states, err := w.store.devices(ctx, d.Job, d.Index, len(d.Devices))
 	if err != nil {
 		return err
+	}
+	if !slot.IsZero() && time.Since(slot) > lateRebook && !slices.Contains(states, stateDelivered) {
+		return errLate
 	}
 	results := make([]*providers.Result, len(d.Devices))
 	var wg sync.WaitGroup
