@@ -20,7 +20,7 @@ func commands() []command {
 		{"serve", "run the worker, the HTTP API, /healthz, /readyz and /metrics", runServe},
 		{"send", "submit a notification job to a running hush", runSend},
 		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle},
-		{"simulate", "replay a \"time,user\" trace against the limiter offline (not yet available)", notYet("simulate")},
+		{"simulate", "replay a \"time,user\" trace against the limiter offline and compare rule sets", runSimulate},
 		{"demo", "embedded Redis, worker and fake APNs/FCM with a live timeline (not yet available)", notYet("demo")},
 		{"version", "print the version and the commit it was built from", runVersion},
 	}

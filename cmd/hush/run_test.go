@@ -110,7 +110,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestNotYetAvailable(t *testing.T) {
-	for _, name := range []string{"simulate", "demo"} {
+	for _, name := range []string{"demo"} {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, code := runCmd(t, name)
 			if code != 1 || !strings.Contains(stderr, "not yet available") {

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// simulateFlags are the flags of hush simulate.
+type simulateFlags struct {
+	limits, minGap string
+	rules          multiFlag
+	ttl            time.Duration
+	asJSON         bool
+	// generate (hidden): write a synthetic trace of this many events to
+	// stdout instead of simulating, for measuring.
+	generate      int
+	generateUsers int
+}
+
+func (f *simulateFlags) register(fs *flag.FlagSet, hidden bool) {
+	fs.StringVar(&f.limits, "limits", "", "rolling-window caps of one rule set, `N/W` comma list (e.g. 10/1m,100/24h)")
+	fs.StringVar(&f.minGap, "min-gap", "", "minimum gap between two pushes to a user in the same rule set as --limits (e.g. 3s)")
+	fs.Var(&f.rules, "rules", "one more rule set as `LIMITS@GAP` (10/1m,100/24h@3s; 3/10s; @2s); repeatable")
+	fs.DurationVar(&f.ttl, "ttl", 0, "drop a push whose slot is this `duration` or more after its time, as the worker drops expired pushes (0: never)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the results as JSON")
+	if hidden {
+		fs.IntVar(&f.generate, "generate", 0, "write a synthetic bursty trace of `N` events to stdout and exit")
+		fs.IntVar(&f.generateUsers, "generate-users", 10000, "users in the --generate trace")
+	}
+}
+
+func simulateHelp(fs *flag.FlagSet) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprint(w, `Usage:
+  hush simulate [--limits N/W,...] [--min-gap D] [--rules LIMITS@GAP]... [--ttl D] [--json] [FILE|-]
+
+Replays a trace of pushes through the in-memory limiter, offline and fast
+(a million events take seconds), so you can see what a rule set would do to
+your real traffic before you change HUSH_THROTTLE_LIMITS and
+HUSH_THROTTLE_MIN_GAP.
+
+The trace is CSV, one push per line, from FILE or standard input ("-"):
+
+  time,user
+  2026-11-21T10:00:00Z,u-42
+  1763719200500,u-42
+
+time is RFC 3339 or Unix epoch milliseconds; further columns are ignored; a
+header line, blank lines and # comments are skipped. Lines need not be in
+order: pushes are replayed sorted by time (equal times in input order).
+
+Every push is booked like the worker books a delivery: it goes out at once
+if every rule allows it, else in the earliest slot the rules allow
+(deferred). With --ttl, a push whose slot is --ttl or more after its time is
+dropped as expired and its slot given back.
+
+Rule sets: --limits with --min-gap is one; every --rules adds one, written
+LIMITS@GAP. With none given, the worker's defaults are used (10/1m,100/24h
+with min-gap 3s). All rule sets replay the same trace, one result each.
+
+Output, per rule set:
+  events          pushes in the trace
+  allowed now     sent at their own time
+  deferred        sent later, in a booked slot (share of events)
+  dropped         expired before their slot (--ttl only)
+  p50 p90 p99 max delay of the pushes sent (allowed now count as 0)
+  held back by    the rule that held each deferred or dropped push back most
+  users held      users with at least one push deferred or dropped
+
+Examples:
+  hush simulate --limits 10/1m --min-gap 3s < trace.csv
+  hush simulate --rules 10/1m,100/24h@3s --rules 5/1m,50/24h@10s --ttl 1h trace.csv
+  hush simulate --rules @3s --rules 3/10s@2s --json trace.csv | jq '.[].delay_p99_ms'
+
+A progress bar is shown on standard error when it is a terminal.
+
+Flags:
+`)
+		printDefaults(w, fs)
+	}
+}
+
+func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	var f simulateFlags
+	f.register(fs, true)
+	shown := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	new(simulateFlags).register(shown, false)
+	pos, err := parseFlags(fs, args, stdout, simulateHelp(shown))
+	if err != nil {
+		return err
+	}
+	if f.generate > 0 {
+		if f.generateUsers <= 0 {
+			return usageErrorf("simulate: --generate-users must be positive")
+		}
+		start := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
+		return writeTrace(stdout, f.generate, f.generateUsers, start, 1)
+	}
+	sets, err := f.ruleSets(fs)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usageErrorf("simulate: want at most one trace FILE, got %d arguments", len(pos))
+	}
+	if f.ttl < 0 {
+		return usageErrorf("simulate: --ttl must not be negative")
+	}
+
+	in, size, closeIn, err := openTrace(pos)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	bar := newProgress(stderr)
+	var onRead func(int64)
+	if bar != nil && size > 0 {
+		onRead = func(n int64) { bar.show("reading", n, size) }
+	}
+	readStart := time.Now()
+	events, err := readTrace(in, onRead)
+	bar.clear()
+	if err != nil {
+		return fmt.Errorf("simulate: %s: %w", traceName(pos), err)
+	}
+	readSecs := time.Since(readStart).Seconds()
+
+	results := make([]simResult, 0, len(sets))
+	for _, rs := range sets {
+		var step func(int)
+		if bar != nil && len(events) >= 100_000 {
+			step = func(done int) { bar.show(rs.name, int64(done), int64(len(events))) }
+		}
+		r, err := simulate(ctx, events, rs, f.ttl, step)
+		bar.clear()
+		if err != nil {
+			return fmt.Errorf("simulate: %w", err)
+		}
+		results = append(results, r)
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	renderSimulation(stdout, results, f.ttl)
+	total := 0.0
+	for _, r := range results {
+		total += r.Seconds
+	}
+	if total > 0 && len(events) > 0 {
+		fmt.Fprintf(stdout, "\nread %d events in %.2fs; replayed %d rule set(s) in %.2fs (%.0f events/s)\n",
+			len(events), readSecs, len(results), total, float64(len(events)*len(results))/total)
+	}
+	return nil
+}
+
+// ruleSets is --limits/--min-gap (one set, when either is given) followed by
+// every --rules, or the worker's defaults when none is given.
+func (f *simulateFlags) ruleSets(fs *flag.FlagSet) ([]ruleSet, error) {
+	var sets []ruleSet
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if given["limits"] || given["min-gap"] {
+		rs, err := parseRuleSet(f.limits + "@" + f.minGap)
+		if err != nil {
+			return nil, usageErrorf("simulate: --limits %q --min-gap %q: %s", f.limits, f.minGap, unwrapMsg(err))
+		}
+		sets = append(sets, rs)
+	}
+	for _, r := range f.rules {
+		rs, err := parseRuleSet(r)
+		if err != nil {
+			return nil, usageErrorf("simulate: --rules %q: %s (want LIMITS@GAP, e.g. 10/1m,100/24h@3s)", r, unwrapMsg(err))
+		}
+		sets = append(sets, rs)
+	}
+	if len(sets) == 0 {
+		rs, err := parseRuleSet("10/1m,100/24h@3s")
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, rs)
+	}
+	return sets, nil
+}
+
+// unwrapMsg is err's message without parseRuleSet's "rules ...: " prefix.
+func unwrapMsg(err error) string {
+	msg := err.Error()
+	if _, after, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "rules ") {
+		return after
+	}
+	return msg
+}
+
+// openTrace opens the trace named by the positional arguments (none or "-":
+// standard input) and returns its size when known (0 otherwise).
+func openTrace(pos []string) (io.Reader, int64, func(), error) {
+	if len(pos) == 0 || pos[0] == "-" {
+		return os.Stdin, 0, func() {}, nil
+	}
+	fh, err := os.Open(pos[0])
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("simulate: %w", err)
+	}
+	var size int64
+	if st, err := fh.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	return fh, size, func() { _ = fh.Close() }, nil
+}
+
+func traceName(pos []string) string {
+	if len(pos) == 0 || pos[0] == "-" {
+		return "standard input"
+	}
+	return pos[0]
+}
