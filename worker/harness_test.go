@@ -79,39 +79,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	lim := &recordingLimiter{Redis: rl, slots: map[string]time.Time{}}
 
-	fa, err := fake.StartAPNs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fa.Close)
-	dir := t.TempDir()
-	keyFile, keyID, teamID, err := fake.WriteAPNsKey(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile, err := fa.WriteCA(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	as, err := apns.New(apns.Config{KeyFile: keyFile, KeyID: keyID, TeamID: teamID, Topic: apnsTopic, Endpoint: fa.URL, CAFile: caFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(as.Close)
-
-	ff, err := fake.StartFCM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ff.Close)
-	saFile, err := fake.WriteServiceAccount(dir, ff.TokenURL(), fcmProject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := fcm.New(t.Context(), fcm.Config{CredentialsFile: saFile, Endpoint: ff.Endpoint()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fa, ff, senders := startFakes(t)
 
 	var l Limiter = lim
 	if o.wrap != nil {
@@ -120,7 +88,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	w, err := New(rdb, Options{
 		Limiter:         l,
 		Policy:          policy,
-		Senders:         map[payload.Platform]Sender{payload.APNs: as, payload.FCM: fs},
+		Senders:         senders,
 		Concurrency:     10,
 		MaxRetry:        o.maxRetry,
 		Bypass:          o.bypass,
@@ -139,6 +107,47 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Cleanup(e.shutdown)
 	}
 	return e
+}
+
+// startFakes starts a fake APNs and a fake FCM and returns the real
+// providers' senders pointed at them.
+func startFakes(tb testing.TB) (*fake.APNs, *fake.FCM, map[payload.Platform]Sender) {
+	tb.Helper()
+	fa, err := fake.StartAPNs()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(fa.Close)
+	dir := tb.TempDir()
+	keyFile, keyID, teamID, err := fake.WriteAPNsKey(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	caFile, err := fa.WriteCA(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	as, err := apns.New(apns.Config{KeyFile: keyFile, KeyID: keyID, TeamID: teamID, Topic: apnsTopic, Endpoint: fa.URL, CAFile: caFile})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(as.Close)
+
+	ff, err := fake.StartFCM()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(ff.Close)
+	saFile, err := fake.WriteServiceAccount(dir, ff.TokenURL(), fcmProject)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fs, err := fcm.New(tb.Context(), fcm.Config{CredentialsFile: saFile, Endpoint: ff.Endpoint()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+
+	return fa, ff, map[payload.Platform]Sender{payload.APNs: as, payload.FCM: fs}
 }
 
 // start runs the worker until shutdown.
@@ -265,6 +274,23 @@ func (l *recordingLimiter) Reserve(ctx context.Context, user, member string) (th
 		l.mu.Unlock()
 	}
 	return r, err
+}
+
+func (l *recordingLimiter) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
+	rs, err := l.Redis.ReserveBatch(ctx, reqs)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, r := range rs {
+		if r.Now.IsZero() {
+			continue
+		}
+		m := reqs[i].Member
+		if prev, ok := l.slots[m]; ok && !prev.Equal(r.At) {
+			err = errors.Join(err, errors.New("recordingLimiter: member "+m+" got a different slot on re-booking"))
+		}
+		l.slots[m] = r.At
+	}
+	return rs, err
 }
 
 func (l *recordingLimiter) Release(ctx context.Context, user, member string) (bool, error) {

@@ -1,0 +1,499 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/throttle"
+)
+
+// BenchmarkPipeline measures the whole pipeline in one run on one private
+// redis-server, against Asynq's own ceiling on this machine:
+//
+//	go test -run '^$' -bench Pipeline -benchtime 1x ./worker/
+//
+// HUSH_BENCH_SCALE (default 1) scales the task counts, e.g. 0.1 for a quick
+// run. Sub-benchmarks, in order (later ones use earlier results):
+//
+//   - asynq-noop: N no-op Asynq tasks, the same concurrency and queues as
+//     the worker: the baseline.
+//   - single: N single-recipient jobs, loose rules (nothing deferred).
+//   - fanout: N/1000 jobs of 1,000 recipients, loose rules.
+//   - pressure-single, pressure-fanout: the same with tight rules (4
+//     deliveries per user, 3 s minimum gap): 3 of 4 deliveries are deferred.
+//   - paced: single-recipient jobs submitted live at 80% of single's rate.
+//
+// The work is enqueued before the worker starts (paced excepted); a run is
+// timed from the worker's start to the fakes' last arrival. Lag is the
+// fake's arrival time minus the earliest allowed instant: the worker's start
+// (or, paced, the submission) under loose rules, the booked limiter slot
+// under pressure. Redis CPU is the server's used_cpu_user+sys delta; round
+// trips are counted by a go-redis hook (a pipeline is one), commands by the
+// server's total_commands_processed.
+func BenchmarkPipeline(b *testing.B) {
+	scale := 1.0
+	if s := os.Getenv("HUSH_BENCH_SCALE"); s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v <= 0 {
+			b.Fatalf("HUSH_BENCH_SCALE=%q: want a positive number", s)
+		}
+		scale = v
+	}
+	n := max(int(20000*scale), 1000)
+	srv := redistest.Start(b)
+	if !srv.Real() {
+		b.Skip("needs a real redis-server")
+	}
+	rt := &roundTrips{}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 200})
+	b.Cleanup(func() { _ = rdb.Close() })
+	rdb.AddHook(rt)
+	fa, ff, senders := startFakes(b)
+	bb := &pipelineBench{rdb: rdb, rt: rt, apns: fa, fcm: ff, senders: senders, conc: 50}
+
+	var baseline, peak float64
+	var rows []string
+	row := func(b *testing.B, name string, r benchResult) {
+		rows = append(rows, r.row(name, baseline))
+		r.report(b, baseline)
+	}
+	b.Run("asynq-noop", func(b *testing.B) {
+		r := bb.asynqNoop(b, n)
+		baseline = r.rate()
+		row(b, "Asynq no-op tasks (baseline)", r)
+	})
+	loose := throttle.Policy{Limits: []throttle.Limit{{N: 1000, Window: time.Minute}}}
+	tight := throttle.Policy{Limits: []throttle.Limit{{N: 100, Window: time.Minute}}, MinGap: 3 * time.Second}
+	b.Run("single", func(b *testing.B) {
+		r := bb.hush(b, loose, n, 1, n)
+		peak = r.rate()
+		row(b, fmt.Sprintf("hush, %d single-recipient jobs", n), r)
+	})
+	b.Run("fanout", func(b *testing.B) {
+		r := bb.hush(b, loose, n/1000, 1000, n)
+		row(b, fmt.Sprintf("hush, %d jobs x 1,000 recipients", n/1000), r)
+	})
+	b.Run("pressure-single", func(b *testing.B) {
+		r := bb.hush(b, tight, n, 1, n/4)
+		row(b, fmt.Sprintf("hush under pressure, %d single-recipient jobs, 4 per user, gap 3s", n), r)
+	})
+	b.Run("pressure-fanout", func(b *testing.B) {
+		r := bb.hush(b, tight, n/1000, 1000, max(n/4, 1000))
+		row(b, fmt.Sprintf("hush under pressure, %d jobs x 1,000 recipients, 4 per user, gap 3s", n/1000), r)
+	})
+	b.Run("paced", func(b *testing.B) {
+		if peak == 0 {
+			b.Skip("needs the single sub-benchmark's rate")
+		}
+		rate := 0.8 * peak
+		r := bb.paced(b, loose, rate, max(int(rate*5*scale), 500))
+		row(b, fmt.Sprintf("hush, single-recipient jobs submitted at %.0f/s (80%% of peak)", rate), r)
+	})
+	b.Logf("\n| run | deliveries/s | x baseline | Redis CPU µs/delivery | round trips/delivery | Redis cmds/delivery | lag p50 | lag p99 |\n|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+}
+
+// pipelineBench is the shared state of BenchmarkPipeline's runs.
+type pipelineBench struct {
+	rdb     *redis.Client
+	rt      *roundTrips
+	apns    *fake.APNs
+	fcm     *fake.FCM
+	senders map[payload.Platform]Sender
+	conc    int
+}
+
+// benchResult is one run's measurements.
+type benchResult struct {
+	deliveries int
+	elapsed    time.Duration
+	redisCPU   time.Duration
+	commands   int64
+	roundTrips int64
+	lags       []time.Duration // sorted; empty when not measured
+}
+
+func (r benchResult) rate() float64 { return float64(r.deliveries) / r.elapsed.Seconds() }
+
+func (r benchResult) per(v float64) float64 { return v / float64(r.deliveries) }
+
+func (r benchResult) lag(q float64) time.Duration {
+	if len(r.lags) == 0 {
+		return 0
+	}
+	return r.lags[min(int(q*float64(len(r.lags))), len(r.lags)-1)]
+}
+
+func (r benchResult) report(b *testing.B, baseline float64) {
+	b.ReportMetric(r.rate(), "deliveries/s")
+	if baseline > 0 {
+		b.ReportMetric(r.rate()/baseline, "x-baseline")
+	}
+	b.ReportMetric(r.per(float64(r.redisCPU.Microseconds())), "redis-µs/delivery")
+	b.ReportMetric(r.per(float64(r.roundTrips)), "roundtrips/delivery")
+	b.ReportMetric(r.per(float64(r.commands)), "cmds/delivery")
+	if len(r.lags) > 0 {
+		b.ReportMetric(float64(r.lag(0.5).Milliseconds()), "p50-lag-ms")
+		b.ReportMetric(float64(r.lag(0.99).Milliseconds()), "p99-lag-ms")
+	}
+}
+
+func (r benchResult) row(name string, baseline float64) string {
+	ratio, p50, p99 := "1.00", "–", "–"
+	if baseline > 0 && r.rate() != baseline {
+		ratio = fmt.Sprintf("%.2f", r.rate()/baseline)
+	}
+	if len(r.lags) > 0 {
+		p50, p99 = fmtLag(r.lag(0.5)), fmtLag(r.lag(0.99))
+	}
+	return fmt.Sprintf("| %s | %.0f | %s | %.1f | %.2f | %.2f | %s | %s |", name, r.rate(), ratio,
+		r.per(float64(r.redisCPU.Microseconds())), r.per(float64(r.roundTrips)), r.per(float64(r.commands)), p50, p99)
+}
+
+func fmtLag(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
+// meter takes the counters at the start of a run.
+type meter struct {
+	bb    *pipelineBench
+	start time.Time
+	stats redisStats
+	rts   int64
+}
+
+func (bb *pipelineBench) meter(b *testing.B) meter {
+	return meter{bb: bb, start: time.Now(), stats: bb.redisStats(b), rts: bb.rt.n.Load()}
+}
+
+// done returns the run's result for deliveries ending at end.
+func (m meter) done(b *testing.B, deliveries int, end time.Time) benchResult {
+	s := m.bb.redisStats(b)
+	return benchResult{
+		deliveries: deliveries,
+		elapsed:    end.Sub(m.start),
+		redisCPU:   s.cpu - m.stats.cpu,
+		commands:   s.commands - m.stats.commands,
+		roundTrips: m.bb.rt.n.Load() - m.rts,
+	}
+}
+
+type redisStats struct {
+	cpu      time.Duration
+	commands int64
+}
+
+// redisStats reads the server's CPU time and command count (not through the
+// counting hook).
+func (bb *pipelineBench) redisStats(b *testing.B) redisStats {
+	c := redis.NewClient(&redis.Options{Addr: bb.rdb.Options().Addr})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "cpu", "stats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var s redisStats
+	for line := range strings.SplitSeq(info, "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "used_cpu_user", "used_cpu_sys":
+			f, _ := strconv.ParseFloat(v, 64)
+			s.cpu += time.Duration(f * float64(time.Second))
+		case "total_commands_processed":
+			s.commands, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return s
+}
+
+// reset empties Redis and the fakes between runs.
+func (bb *pipelineBench) reset(b *testing.B) {
+	if err := bb.rdb.FlushAll(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	bb.apns.Reset()
+	bb.fcm.Reset()
+	bb.apns.Record(true)
+}
+
+// asynqNoop processes n no-op tasks enqueued beforehand.
+func (bb *pipelineBench) asynqNoop(b *testing.B, n int) benchResult {
+	bb.reset(b)
+	aq := asynq.NewClientFromRedisClient(bb.rdb)
+	parallel(b, n, func(i int) error {
+		_, err := aq.Enqueue(asynq.NewTask("noop", []byte(`{"i":`+strconv.Itoa(i)+`}`)), asynq.Queue("normal"))
+		return err
+	})
+	var done atomic.Int64
+	all := make(chan time.Time, 1)
+	srv := asynq.NewServerFromRedisClient(bb.rdb, asynq.Config{
+		Concurrency:              bb.conc,
+		Queues:                   map[string]int{"critical": 6, "high": 3, "normal": 1},
+		DelayedTaskCheckInterval: delayedCheck,
+		TaskCheckInterval:        250 * time.Millisecond,
+		LogLevel:                 asynq.WarnLevel,
+	})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("noop", func(context.Context, *asynq.Task) error {
+		if done.Add(1) == int64(n) {
+			all <- time.Now()
+		}
+		return nil
+	})
+	m := bb.meter(b)
+	if err := srv.Start(mux); err != nil {
+		b.Fatal(err)
+	}
+	var end time.Time
+	select {
+	case end = <-all:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("only %d of %d no-op tasks done", done.Load(), n)
+	}
+	r := m.done(b, n, end)
+	srv.Shutdown()
+	return r
+}
+
+// benchLimiter records every booked slot so lag can be measured from it.
+type benchLimiter struct {
+	*throttle.Redis
+	slots sync.Map // member -> time.Time
+}
+
+func (l *benchLimiter) Reserve(ctx context.Context, user, member string) (throttle.Reservation, error) {
+	r, err := l.Redis.Reserve(ctx, user, member)
+	if err == nil {
+		l.slots.Store(member, r.At)
+	}
+	return r, err
+}
+
+func (l *benchLimiter) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
+	rs, err := l.Redis.ReserveBatch(ctx, reqs)
+	for i, r := range rs {
+		if !r.Now.IsZero() {
+			l.slots.Store(reqs[i].Member, r.At)
+		}
+	}
+	return rs, err
+}
+
+// benchWorker returns a worker for one run and a func running it until the
+// returned stop is called.
+func (bb *pipelineBench) benchWorker(b *testing.B, p throttle.Policy) (*Worker, *benchLimiter) {
+	rl, err := throttle.NewRedis(bb.rdb, p, throttle.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lim := &benchLimiter{Redis: rl}
+	w, err := New(bb.rdb, Options{Limiter: lim, Policy: p, Senders: bb.senders, Concurrency: bb.conc})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w, lim
+}
+
+// run starts w; the returned func stops it.
+func run(b *testing.B, w *Worker) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// benchJobs builds jobs of size recipients; recipient g (counting over all
+// jobs) is user g%users with a token of its own. tokens maps each token to
+// its limiter member.
+func benchJobs(prefix string, jobs, size, users int) ([]payload.Job, map[string]string) {
+	out := make([]payload.Job, jobs)
+	tokens := make(map[string]string, jobs*size)
+	for j := range out {
+		id := fmt.Sprintf("%s-%d", prefix, j)
+		rs := make([]payload.Recipient, size)
+		for i := range rs {
+			g := j*size + i
+			tok := fmt.Sprintf("%064x", g)
+			rs[i] = payload.Recipient{UserID: "u-" + strconv.Itoa(g%users), Devices: []payload.Device{{Platform: payload.APNs, Token: tok}}}
+			tokens[tok] = id + "/" + strconv.Itoa(i)
+		}
+		out[j] = payload.Job{ID: id, Recipients: rs, Content: payload.Content{Alert: &payload.Alert{Title: "bench", Body: "a benchmark push"}}}
+	}
+	return out, tokens
+}
+
+// hush runs jobs x size deliveries to users users under p.
+func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users int) benchResult {
+	bb.reset(b)
+	w, lim := bb.benchWorker(b, p)
+	js, tokens := benchJobs("bench", jobs, size, users)
+	parallel(b, len(js), func(i int) error {
+		_, err := w.Client().Enqueue(context.Background(), js[i])
+		if err != nil && len(err.Error()) > 300 {
+			err = fmt.Errorf("%.300s…", err.Error())
+		}
+		return err
+	})
+	n := jobs * size
+	m := bb.meter(b)
+	stop := run(b, w)
+	end := bb.waitArrivals(b, n, 10*time.Minute)
+	r := m.done(b, n, end)
+	stop()
+	for _, req := range bb.apns.Requests() {
+		from := m.start
+		if p.MinGap > 0 {
+			v, ok := lim.slots.Load(tokens[req.Token])
+			if !ok {
+				b.Fatalf("no slot booked for %s", tokens[req.Token])
+			}
+			from = v.(time.Time)
+		}
+		r.lags = append(r.lags, req.At.Sub(from))
+	}
+	slices.Sort(r.lags)
+	return r
+}
+
+// paced submits n single-recipient jobs at rate per second to a running
+// worker; lag is measured from each job's submission.
+func (bb *pipelineBench) paced(b *testing.B, p throttle.Policy, rate float64, n int) benchResult {
+	bb.reset(b)
+	w, _ := bb.benchWorker(b, p)
+	js, tokens := benchJobs("paced", n, 1, n)
+	stop := run(b, w)
+	defer stop()
+	waitWorker(b, w)
+	submitted := make([]time.Time, n)
+	subs := map[string]int{}
+	for i, j := range js {
+		subs[j.ID] = i
+	}
+	m := bb.meter(b)
+	const submitters = 16
+	var wg sync.WaitGroup
+	for k := range submitters {
+		wg.Go(func() {
+			for i := k; i < n; i += submitters {
+				// Pacing, not waiting for a condition.
+				time.Sleep(time.Until(m.start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
+				submitted[i] = time.Now()
+				if _, err := w.Client().Enqueue(context.Background(), js[i]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	lastSubmit := time.Now()
+	end := bb.waitArrivals(b, n, 5*time.Minute)
+	r := m.done(b, n, end)
+	if behind := lastSubmit.Sub(m.start) - time.Duration(float64(n-1)/rate*float64(time.Second)); behind > 100*time.Millisecond {
+		b.Logf("submissions fell %s behind the pace", behind)
+	}
+	for _, req := range bb.apns.Requests() {
+		id, _, _ := strings.Cut(tokens[req.Token], "/")
+		r.lags = append(r.lags, req.At.Sub(submitted[subs[id]]))
+	}
+	slices.Sort(r.lags)
+	return r
+}
+
+func waitWorker(b *testing.B, w *Worker) {
+	deadline := time.Now().Add(10 * time.Second)
+	for !w.running.Load() {
+		if time.Now().After(deadline) {
+			b.Fatal("worker not running")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitArrivals polls the fakes until n requests arrived and returns the last
+// arrival's time.
+func (bb *pipelineBench) waitArrivals(b *testing.B, n int, timeout time.Duration) time.Time {
+	deadline := time.Now().Add(timeout)
+	for {
+		a, _ := bb.apns.Counts()
+		f, _ := bb.fcm.Counts()
+		if a+f >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("only %d of %d pushes arrived in %s", a+f, n, timeout)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	var last time.Time
+	for _, r := range bb.apns.Requests() {
+		if r.At.After(last) {
+			last = r.At
+		}
+	}
+	return last
+}
+
+// parallel runs f(0..n-1) on 16 goroutines.
+func parallel(b *testing.B, n int, f func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := f(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+}
+
+// roundTrips counts network round trips to Redis: one per command, one per
+// pipeline or transaction.
+type roundTrips struct{ n atomic.Int64 }
+
+func (c *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
