@@ -21,7 +21,7 @@ func commands() []command {
 		{"send", "submit a notification job to a running hush", runSend},
 		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle},
 		{"simulate", "replay a \"time,user\" trace against the limiter offline and compare rule sets", runSimulate},
-		{"demo", "embedded Redis, worker and fake APNs/FCM with a live timeline (not yet available)", notYet("demo")},
+		{"demo", "watch the throttle at work: embedded Redis, worker and fake APNs/FCM, a burst and a live timeline", runDemo},
 		{"version", "print the version and the commit it was built from", runVersion},
 	}
 }
@@ -33,12 +33,6 @@ func findCommand(name string) (command, bool) {
 		}
 	}
 	return command{}, false
-}
-
-func notYet(name string) func(context.Context, []string, io.Writer, io.Writer) error {
-	return func(context.Context, []string, io.Writer, io.Writer) error {
-		return fmt.Errorf("%s is not yet available in this build", name)
-	}
 }
 
 // printUsage writes the top-level help.

@@ -1,5 +1,7 @@
-// Command hush is the one hush binary: the worker (serve) and the operator's
-// tools that talk to a running worker's HTTP API (send, throttle).
+// Command hush is the one hush binary: the worker (serve), the operator's
+// tools that talk to a running worker's HTTP API (send, throttle), the
+// offline replay of a trace through the limiter (simulate) and a
+// self-contained demo (demo).
 //
 // main is thin: it parses the command line and calls package worker; it
 // holds no delivery logic. Everything about serve is configured by HUSH_*
@@ -7,6 +9,8 @@
 // find the server with --server or HUSH_HTTP_ADDR and authenticate with
 // HUSH_API_TOKEN.
 //
-// It may import payload (to build jobs) and worker (to run); never Asynq,
-// the limiter or the provider SDKs directly.
+// It may import payload (to build jobs) and worker (to run); simulate also
+// uses throttle's in-memory limiter and demo the fake providers of
+// providers/fake. Never Asynq, the Redis limiter or the provider SDKs
+// directly.
 package main

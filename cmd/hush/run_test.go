@@ -109,17 +109,6 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-func TestNotYetAvailable(t *testing.T) {
-	for _, name := range []string{"demo"} {
-		t.Run(name, func(t *testing.T) {
-			_, stderr, code := runCmd(t, name)
-			if code != 1 || !strings.Contains(stderr, "not yet available") {
-				t.Errorf("exit %d, stderr %q; want 1 and a 'not yet available' message", code, stderr)
-			}
-		})
-	}
-}
-
 func TestExitCode(t *testing.T) {
 	tests := []struct {
 		name string

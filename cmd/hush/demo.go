@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
+)
+
+// demoFlags are the flags of hush demo.
+type demoFlags struct {
+	limits  string
+	minGap  time.Duration
+	users   int
+	pushes  int
+	timeout time.Duration
+	verbose bool
+}
+
+func (f *demoFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.limits, "limits", "3/10s", "per-user rolling-window caps, `N/W` comma list")
+	fs.DurationVar(&f.minGap, "min-gap", 2*time.Second, "minimum gap between two pushes to one user")
+	fs.IntVar(&f.users, "users", 4, "users in the burst")
+	fs.IntVar(&f.pushes, "pushes", 5, "notifications per user, all submitted at once")
+	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up when the pushes have not all settled by then")
+	fs.BoolVar(&f.verbose, "v", false, "show the worker's logs on standard error")
+}
+
+func demoHelp(fs *flag.FlagSet) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprint(w, `Usage:
+  hush demo [--limits N/W,...] [--min-gap D] [--users N] [--pushes N] [-v]
+
+Shows the per-user throttle at work, with nothing to set up and no network:
+it starts an embedded Redis, a hush worker with its HTTP API on a free
+127.0.0.1 port, and local fake APNs and FCM servers that the real APNs and
+FCM clients talk to. It then submits a burst (every user gets --pushes
+notifications at the same instant), prints a live timeline of what happens
+to each push, a summary per user, and exits.
+
+In the burst:
+  u-1  has an iPhone (APNs) and an Android phone (FCM)
+  u-2  also has both, but its APNs token is no longer valid: the fake
+       answers 410 Unregistered and hush reports "token invalid"
+  u-3  its last push carries a 500ms ttl and is submitted once the others
+       are booked: its slot comes too late, so it is dropped as expired
+  u-4  its last push is priority critical, which bypasses the limiter
+Further users alternate between these device setups.
+
+Timeline lines (times are since the burst was submitted):
+  +00.012s  u-1  #1  sent (apns, fcm)
+  +00.015s  u-1  #2  deferred until +02.012s  (min-gap 2s)
+  +02.014s  u-1  #2  sent (apns, fcm)  (was deferred)
+  +00.040s  u-3  #5  dropped: expired (ttl 500ms, its slot was +06.0s)
+
+"sent" is when the fake provider received the request; "deferred until" is
+the slot the shared limiter booked, with the rule that set it; the summary
+lists each user's send times and the spacing between them.
+
+Examples:
+  hush demo
+  hush demo --limits 2/5s --min-gap 1s --users 2 --pushes 4
+  hush demo --limits 10/1m,100/24h --min-gap 3s --pushes 12 --timeout 2m
+
+Flags:
+`)
+		printDefaults(w, fs)
+	}
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	var f demoFlags
+	f.register(fs)
+	pos, err := parseFlags(fs, args, stdout, demoHelp(fs))
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("demo takes no arguments, got %q (run 'hush demo --help')", pos)
+	}
+	policy, err := throttle.ParsePolicy(f.limits, f.minGap.String())
+	if f.minGap == 0 {
+		policy, err = throttle.ParsePolicy(f.limits, "")
+	}
+	if err != nil {
+		return usageErrorf("demo: --limits %q --min-gap %s: %v", f.limits, f.minGap, err)
+	}
+	switch {
+	case f.users < 1 || f.users > 50:
+		return usageErrorf("demo: --users must be between 1 and 50, got %d", f.users)
+	case f.pushes < 1 || f.pushes > 50:
+		return usageErrorf("demo: --pushes must be between 1 and 50, got %d", f.pushes)
+	case f.timeout <= 0:
+		return usageErrorf("demo: --timeout must be positive")
+	}
+
+	env, err := startDemoEnv(ctx, f, stderr)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer env.stop()
+
+	plan := planBurst(f.users, f.pushes)
+	fmt.Fprintf(stdout, "hush demo: rules %s; %d users x %d pushes submitted at once", policy, f.users, f.pushes)
+	fmt.Fprintf(stdout, "; worker on %s, fake APNs and FCM on 127.0.0.1\n\n", env.api.base)
+
+	runCtx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	w := newDemoWatch(env, plan, policy, stdout)
+	if err := w.run(runCtx); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	w.summary()
+	return env.stop()
+}
+
+// demoEnv is everything the demo starts: the fakes and a serving worker.
+type demoEnv struct {
+	apns *fake.APNs
+	fcm  *fake.FCM
+	api  *apiClient
+	dir  string
+
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool
+}
+
+// startDemoEnv starts the fakes, writes their credentials to a temporary
+// directory and runs worker.Serve against them with an embedded Redis, then
+// waits until the worker is ready.
+func startDemoEnv(ctx context.Context, f demoFlags, stderr io.Writer) (*demoEnv, error) {
+	env := &demoEnv{done: make(chan error, 1)}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = env.stop()
+		}
+	}()
+	var err error
+	if env.dir, err = os.MkdirTemp("", "hush-demo-"); err != nil {
+		return nil, err
+	}
+	if env.apns, err = fake.StartAPNs(); err != nil {
+		return nil, fmt.Errorf("fake APNs: %w", err)
+	}
+	if env.fcm, err = fake.StartFCM(); err != nil {
+		return nil, fmt.Errorf("fake FCM: %w", err)
+	}
+	env.apns.Script(demoBadAPNsToken, fake.Unregistered())
+	keyFile, keyID, teamID, err := fake.WriteAPNsKey(env.dir)
+	if err != nil {
+		return nil, err
+	}
+	caFile, err := env.apns.WriteCA(env.dir)
+	if err != nil {
+		return nil, fmt.Errorf("fake APNs CA: %w", err)
+	}
+	saFile, err := fake.WriteServiceAccount(env.dir, env.fcm.TokenURL(), "hush-demo")
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	cfg := worker.Config{
+		// RedisURL empty: Serve starts an embedded in-memory Redis.
+		Concurrency:        50,
+		Queues:             map[string]int{"critical": 6, "high": 3, "normal": 1},
+		MaxRetry:           8,
+		ThrottleLimits:     f.limits,
+		ThrottleMinGap:     f.minGap,
+		ThrottleBypass:     []string{"critical"},
+		APNSKeyFile:        keyFile,
+		APNSKeyID:          keyID,
+		APNSTeamID:         teamID,
+		APNSTopic:          "com.example.hush.demo",
+		APNSEndpoint:       env.apns.URL,
+		APNSCaFile:         caFile,
+		FCMCredentialsFile: saFile,
+		FCMEndpoint:        env.fcm.Endpoint(),
+		HTTPAddr:           addr,
+		MaxBodyBytes:       1 << 20,
+		EventsMaxlen:       10000,
+		ShutdownTimeout:    5 * time.Second,
+		LogLevel:           "debug",
+		LogFormat:          "text",
+	}
+	log := slog.New(slog.DiscardHandler)
+	if f.verbose {
+		log = cfg.NewLogger(stderr)
+	}
+	serveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	env.cancel = cancel
+	go func() { env.done <- worker.Serve(serveCtx, cfg, log) }()
+	env.api = &apiClient{base: "http://" + addr, http: &http.Client{Timeout: 5 * time.Second}}
+	if err := env.waitReady(ctx, 15*time.Second); err != nil {
+		return nil, err
+	}
+	ok = true
+	return env, nil
+}
+
+// waitReady polls /readyz until it answers 200, Serve returns or the time
+// is up.
+func (env *demoEnv) waitReady(ctx context.Context, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if status, _, err := env.api.do(ctx, http.MethodGet, "/readyz", nil); err == nil && status == http.StatusOK {
+			return nil
+		}
+		select {
+		case err := <-env.done:
+			env.stopped = true
+			return fmt.Errorf("the worker stopped while starting: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("the worker was not ready within %s: %w", limit, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// stop shuts the worker down (once) and the fakes, and removes the
+// credentials; it returns Serve's error.
+func (env *demoEnv) stop() error {
+	var err error
+	if env.cancel != nil && !env.stopped {
+		env.stopped = true
+		env.cancel()
+		select {
+		case err = <-env.done:
+		case <-time.After(20 * time.Second):
+			err = errors.New("the worker did not stop within 20s")
+		}
+	}
+	if env.apns != nil {
+		env.apns.Close()
+		env.apns = nil
+	}
+	if env.fcm != nil {
+		env.fcm.Close()
+		env.fcm = nil
+	}
+	if env.dir != "" {
+		_ = os.RemoveAll(env.dir)
+		env.dir = ""
+	}
+	if err != nil {
+		return fmt.Errorf("demo: stopping the worker: %w", err)
+	}
+	return nil
+}
+
+// freeLoopbackAddr returns a 127.0.0.1 address with a port that was free a
+// moment ago.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	return addr, nil
+}

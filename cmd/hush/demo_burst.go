@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hushpush/hush/payload"
+)
+
+// demoBadAPNsToken is u-2's APNs token; the fake answers 410 Unregistered.
+const demoBadAPNsToken = "dead0000" + "0000000000000000000000000000000000000000000000000000000000"
+
+// demoExpiringTTL is the ttl of the push meant to expire.
+const demoExpiringTTL = 500 * time.Millisecond
+
+// demoPush is one notification of the burst: one job for one user.
+type demoPush struct {
+	user     string
+	n        int // 1-based, per user
+	id       string
+	devices  []payload.Device
+	critical bool
+	ttl      time.Duration
+	// late: submitted once the user's other pushes are booked.
+	late bool
+}
+
+func (p *demoPush) platforms() string {
+	names := make([]string, len(p.devices))
+	for i, d := range p.devices {
+		names[i] = string(d.Platform)
+	}
+	return strings.Join(names, ", ")
+}
+
+func (p *demoPush) job() payload.Job {
+	j := payload.Job{
+		ID:         p.id,
+		Recipients: []payload.Recipient{{UserID: p.user, Devices: p.devices}},
+		Content: payload.Content{
+			Alert: &payload.Alert{Title: fmt.Sprintf("Hello %s", p.user), Body: fmt.Sprintf("notification #%d of the demo burst", p.n)},
+			Data:  map[string]string{"demo_push": p.id},
+			TTL:   payload.Duration(p.ttl),
+		},
+	}
+	if p.critical {
+		j.Priority = payload.PriorityCritical
+	}
+	return j
+}
+
+// planBurst lays out users x pushes: u-1 with APNs and FCM, u-2 the same
+// but with a dead APNs token, u-3 with FCM whose last push expires, u-4
+// with APNs whose last push is critical; further users cycle through the
+// device setups without the special pushes.
+func planBurst(users, pushes int) []*demoPush {
+	var out []*demoPush
+	for u := 1; u <= users; u++ {
+		user := fmt.Sprintf("u-%d", u)
+		apns := payload.Device{Platform: payload.APNs, Token: fmt.Sprintf("%064x", 0xa0000+u)}
+		fcm := payload.Device{Platform: payload.FCM, Token: "demo-fcm-token-" + user}
+		var devices []payload.Device
+		switch {
+		case u == 2:
+			devices = []payload.Device{{Platform: payload.APNs, Token: demoBadAPNsToken}, fcm}
+		case u == 3 || (u > 4 && u%3 == 2):
+			devices = []payload.Device{fcm}
+		case u == 4 || (u > 4 && u%3 == 0):
+			devices = []payload.Device{apns}
+		default:
+			devices = []payload.Device{apns, fcm}
+		}
+		for n := 1; n <= pushes; n++ {
+			p := &demoPush{user: user, n: n, id: fmt.Sprintf("demo-%s-%d", user, n), devices: devices}
+			last := n == pushes && pushes > 1
+			if u == 3 && last {
+				p.ttl, p.late = demoExpiringTTL, true
+			}
+			if u == 4 && last {
+				p.critical = true
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}

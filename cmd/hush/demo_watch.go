@@ -1,0 +1,395 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
+)
+
+// demoWatch submits the burst and follows every push until it settles,
+// printing the timeline as things happen.
+type demoWatch struct {
+	env    *demoEnv
+	policy throttle.Policy
+	out    io.Writer
+	pushes []*pushState
+	byID   map[string]*pushState
+	t0     time.Time
+	seen   map[payload.Platform]int // fake requests already looked at
+	booked map[string]int           // user -> pushes with a limiter entry
+	tick   int
+}
+
+// pushState is what the demo knows about one push.
+type pushState struct {
+	*demoPush
+	submitted time.Time
+	deferred  bool
+	slot      time.Time // the latest future booking seen
+	blame     string    // the rule that set the slot
+	arrivals  []pushArrival
+	final     string // the job's final state once settled
+	settledAt time.Time
+}
+
+type pushArrival struct {
+	platform payload.Platform
+	at       time.Time
+	status   int
+}
+
+// firstSent is the first pushArrival the provider accepted (zero when none).
+func (s *pushState) firstSent() time.Time {
+	for _, a := range s.arrivals {
+		if a.status == http.StatusOK {
+			return a.at
+		}
+	}
+	return time.Time{}
+}
+
+func newDemoWatch(env *demoEnv, plan []*demoPush, policy throttle.Policy, out io.Writer) *demoWatch {
+	w := &demoWatch{env: env, policy: policy, out: out, byID: map[string]*pushState{},
+		seen: map[payload.Platform]int{}, booked: map[string]int{}}
+	for _, p := range plan {
+		s := &pushState{demoPush: p}
+		w.pushes = append(w.pushes, s)
+		w.byID[p.id] = s
+	}
+	return w
+}
+
+// timelineLine is one line of output, printed in time order per poll.
+type timelineLine struct {
+	at   time.Time
+	push *pushState
+	text string
+}
+
+func (w *demoWatch) run(ctx context.Context) error {
+	w.t0 = time.Now()
+	for _, s := range w.pushes {
+		if !s.late {
+			if err := w.submit(ctx, s); err != nil {
+				return err
+			}
+		}
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		lines, err := w.poll(ctx)
+		if err != nil {
+			return err
+		}
+		slices.SortStableFunc(lines, func(a, b timelineLine) int { return a.at.Compare(b.at) })
+		for _, l := range lines {
+			fmt.Fprintf(w.out, "%s  %-4s  #%-2d  %s\n", w.since(l.at), l.push.user, l.push.n, l.text)
+		}
+		if w.settled() == len(w.pushes) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d pushes had not settled when the time was up (--timeout): %w",
+				len(w.pushes)-w.settled(), len(w.pushes), ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func (w *demoWatch) since(t time.Time) string {
+	return fmt.Sprintf("+%06.3fs", t.Sub(w.t0).Seconds())
+}
+
+func (w *demoWatch) settled() int {
+	n := 0
+	for _, s := range w.pushes {
+		if s.final != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *demoWatch) submit(ctx context.Context, s *pushState) error {
+	body, err := json.Marshal(s.job())
+	if err != nil {
+		return err
+	}
+	s.submitted = time.Now()
+	status, resp, err := w.env.api.do(ctx, http.MethodPost, "/v1/notifications", body)
+	if err != nil {
+		return fmt.Errorf("submit %s: %w", s.id, err)
+	}
+	if status != http.StatusAccepted {
+		return fmt.Errorf("submit %s: %w", s.id, newAPIError(status, resp))
+	}
+	return nil
+}
+
+// poll looks at the fakes, the limiter and the jobs once and returns what
+// changed.
+func (w *demoWatch) poll(ctx context.Context) ([]timelineLine, error) {
+	w.tick++
+	w.takeArrivals(payload.APNs, w.env.apns.Requests())
+	w.takeArrivals(payload.FCM, w.env.fcm.Requests())
+	var lines []timelineLine
+	users := map[string]bool{}
+	for _, s := range w.pushes {
+		if s.final == "" {
+			users[s.user] = true
+		}
+	}
+	for _, u := range slices.Sorted(maps.Keys(users)) {
+		ls, err := w.pollLimiter(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, ls...)
+	}
+	// A late push goes in once its user's other pushes are booked (or after
+	// three seconds, whichever comes first).
+	for _, s := range w.pushes {
+		if s.late && s.submitted.IsZero() && (w.booked[s.user] >= s.n-1 || time.Since(w.t0) > 3*time.Second) {
+			if err := w.submit(ctx, s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, s := range w.pushes {
+		if s.final != "" || s.submitted.IsZero() {
+			continue
+		}
+		l, ok, err := w.pollJob(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+// takeArrivals files the fake's new requests under their pushes.
+func (w *demoWatch) takeArrivals(platform payload.Platform, reqs []fake.Request) {
+	for _, r := range reqs[min(w.seen[platform], len(reqs)):] {
+		if s, ok := w.byID[demoPushID(r.Body)]; ok {
+			s.arrivals = append(s.arrivals, pushArrival{platform: platform, at: r.At, status: r.Status})
+		}
+	}
+	w.seen[platform] = len(reqs)
+}
+
+// demoPushID finds the "demo_push" data value in a provider request body
+// (APNs puts data at the top level, FCM under message.data).
+func demoPushID(body []byte) string {
+	const key = `"demo_push":"`
+	i := bytes.Index(body, []byte(key))
+	if i < 0 {
+		return ""
+	}
+	rest := body[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return ""
+	}
+	return string(rest[:j])
+}
+
+// pollLimiter reads user's limiter entries: a booking in the future is a
+// deferred push.
+func (w *demoWatch) pollLimiter(ctx context.Context, user string) ([]timelineLine, error) {
+	status, body, err := w.env.api.do(ctx, http.MethodGet, "/v1/users/"+url.PathEscape(user)+"/throttle", nil)
+	if err != nil {
+		return nil, fmt.Errorf("limiter status of %s: %w", user, err)
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("limiter status of %s: %w", user, newAPIError(status, body))
+	}
+	var st worker.ThrottleStatus
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("limiter status of %s: %w", user, err)
+	}
+	var lines []timelineLine
+	at := time.Now()
+	w.booked[user] = 0
+	for _, e := range st.Entries {
+		id, _, _ := strings.Cut(e.Member, "/")
+		s, ok := w.byID[id]
+		if !ok {
+			continue
+		}
+		w.booked[user]++
+		if !e.At.After(st.Now) || s.final != "" || !s.firstSent().IsZero() || e.At.Equal(s.slot) {
+			continue
+		}
+		others := make([]time.Time, 0, len(st.Entries))
+		for _, o := range st.Entries {
+			if o.Member != e.Member {
+				others = append(others, o.At)
+			}
+		}
+		verb := "deferred"
+		if !s.slot.IsZero() {
+			verb = "rebooked"
+		}
+		s.deferred, s.slot, s.blame = true, e.At, blameRule(w.policy, e.At, others, 0)
+		lines = append(lines, timelineLine{at: at, push: s,
+			text: fmt.Sprintf("%s until %s  (%s)", verb, w.since(e.At), s.blame)})
+	}
+	return lines, nil
+}
+
+// pollJob reads the push's job and, once it is done, says how it ended.
+func (w *demoWatch) pollJob(ctx context.Context, s *pushState) (timelineLine, bool, error) {
+	// Jobs are read every other tick: the fakes' arrivals carry the exact
+	// times anyway.
+	if w.tick%2 == 1 && len(s.arrivals) == 0 {
+		return timelineLine{}, false, nil
+	}
+	status, body, err := w.env.api.do(ctx, http.MethodGet, "/v1/notifications/"+url.PathEscape(s.id), nil)
+	if err != nil {
+		return timelineLine{}, false, fmt.Errorf("status of %s: %w", s.id, err)
+	}
+	if status == http.StatusNotFound {
+		return timelineLine{}, false, nil
+	}
+	if status != http.StatusOK {
+		return timelineLine{}, false, fmt.Errorf("status of %s: %w", s.id, newAPIError(status, body))
+	}
+	var js worker.JobStatus
+	if err := json.Unmarshal(body, &js); err != nil {
+		return timelineLine{}, false, fmt.Errorf("status of %s: %w", s.id, err)
+	}
+	if js.State != "done" {
+		return timelineLine{}, false, nil
+	}
+	for _, state := range []string{"delivered", "expired", "token_invalid", "failed"} {
+		if js.Counts[state] > 0 {
+			s.final = state
+		}
+	}
+	if s.final == "" {
+		s.final = "failed"
+	}
+	s.settledAt = time.Now()
+	// The requests of a push that just settled may have arrived after this
+	// poll's first look at the fakes.
+	w.takeArrivals(payload.APNs, w.env.apns.Requests())
+	w.takeArrivals(payload.FCM, w.env.fcm.Requests())
+	return w.settleLine(s, js), true, nil
+}
+
+// settleLine is the timeline line of a push that settled.
+func (w *demoWatch) settleLine(s *pushState, js worker.JobStatus) timelineLine {
+	var sent, invalid []string
+	at := s.settledAt
+	for _, a := range s.arrivals {
+		if a.status == http.StatusOK {
+			sent = append(sent, string(a.platform))
+		} else {
+			invalid = append(invalid, string(a.platform))
+		}
+	}
+	if t := s.firstSent(); !t.IsZero() {
+		at = t
+	} else if n := len(s.arrivals); n > 0 {
+		at = s.arrivals[n-1].at
+	}
+	var text string
+	switch s.final {
+	case "delivered":
+		text = "sent (" + strings.Join(sent, ", ") + ")"
+		if len(invalid) > 0 {
+			text += "; " + strings.Join(invalid, ", ") + " token invalid"
+		}
+		switch {
+		case s.critical:
+			text += "  critical: bypasses the limiter"
+		case !s.deferred && (js.Deferrals > 0 || w.spacedByRule(s, at)):
+			// The booking came and went between two polls: name the rule
+			// from the user's earlier sends.
+			s.deferred = true
+			s.blame = blameRule(w.policy, at, w.sentTimes(s.user, s, at), demoJitter)
+		}
+		if s.deferred && !s.critical {
+			text += "  (was deferred)"
+		}
+	case "token_invalid":
+		text = "token invalid (" + strings.Join(invalid, ", ") + "): nothing reached the user"
+	case "expired":
+		text = "dropped: expired (ttl " + s.ttl.String()
+		if !s.slot.IsZero() {
+			text += ", its slot was " + w.since(s.slot)
+		}
+		text += ")"
+	default:
+		text = s.final + " (run with -v for the worker's logs)"
+	}
+	return timelineLine{at: at, push: s, text: text}
+}
+
+// sentTimes are the first send times, before before, of user's limited
+// pushes other than except.
+func (w *demoWatch) sentTimes(user string, except *pushState, before time.Time) []time.Time {
+	var ts []time.Time
+	for _, s := range w.pushes {
+		if s.user == user && s != except && !s.critical {
+			if t := s.firstSent(); !t.IsZero() && t.Before(before) {
+				ts = append(ts, t)
+			}
+		}
+	}
+	return ts
+}
+
+// spacedByRule says whether a send at at sits one rule (a window or the
+// gap) after an earlier send to the same user: it was held back.
+func (w *demoWatch) spacedByRule(s *pushState, at time.Time) bool {
+	return blameRule(w.policy, at, w.sentTimes(s.user, s, at), demoJitter) != blameUnknown
+}
+
+// blameRule names the rule that put a slot at t given the user's other
+// entries: a window rule when some entry is exactly one window before t,
+// else the gap when some entry is exactly the gap before t (within tol).
+// Window rules come first, as in the limiter's DeniedBy on a tie.
+func blameRule(p throttle.Policy, t time.Time, others []time.Time, tol time.Duration) string {
+	near := func(d time.Duration) bool {
+		for _, o := range others {
+			if diff := t.Sub(o.Add(d)); diff <= tol && diff >= -tol {
+				return true
+			}
+		}
+		return false
+	}
+	limits := slices.Clone(p.Limits)
+	slices.SortStableFunc(limits, func(a, b throttle.Limit) int { return cmp.Compare(b.Window, a.Window) })
+	for _, l := range limits {
+		if near(l.Window) {
+			return l.String()
+		}
+	}
+	if p.MinGap > 0 && near(p.MinGap) {
+		return throttle.Policy{MinGap: p.MinGap}.String()
+	}
+	return blameUnknown
+}
+
+// blameUnknown is blameRule's answer when no rule lines up.
+const blameUnknown = "the limiter"
