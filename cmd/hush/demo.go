@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -10,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/hushpush/hush/providers/fake"
@@ -112,13 +115,16 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer env.stop()
 
 	plan := planBurst(f.users, f.pushes)
-	fmt.Fprintf(stdout, "hush demo: rules %s; %d users x %d pushes submitted at once", policy, f.users, f.pushes)
+	fmt.Fprintf(stdout, "hush demo: rules %s; %s x %s submitted at once", policy, plural(f.users, "user"), plural(f.pushes, "push"))
 	fmt.Fprintf(stdout, "; worker on %s, fake APNs and FCM on 127.0.0.1\n\n", env.api.base)
 
 	runCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	w := newDemoWatch(env, plan, policy, stdout)
 	if err := w.run(runCtx); err != nil {
+		if tail := env.warnings.String(); tail != "" {
+			return fmt.Errorf("demo: %w\nthe worker's last warnings (run with -v for all its logs):\n%s", err, tail)
+		}
 		return fmt.Errorf("demo: %w", err)
 	}
 	w.summary()
@@ -132,6 +138,9 @@ type demoEnv struct {
 	api  *apiClient
 	dir  string
 
+	// warnings keeps the worker's last warnings and errors.
+	warnings *logTail
+
 	cancel  context.CancelFunc
 	done    chan error
 	stopped bool
@@ -141,7 +150,7 @@ type demoEnv struct {
 // directory and runs worker.Serve against them with an embedded Redis, then
 // waits until the worker is ready.
 func startDemoEnv(ctx context.Context, f demoFlags, stderr io.Writer) (*demoEnv, error) {
-	env := &demoEnv{done: make(chan error, 1)}
+	env := &demoEnv{done: make(chan error, 1), warnings: &logTail{max: 12}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -198,7 +207,8 @@ func startDemoEnv(ctx context.Context, f demoFlags, stderr io.Writer) (*demoEnv,
 		LogLevel:           "debug",
 		LogFormat:          "text",
 	}
-	log := slog.New(slog.DiscardHandler)
+	// Quiet unless -v, but the last warnings are kept for an error message.
+	log := slog.New(slog.NewTextHandler(env.warnings, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if f.verbose {
 		log = cfg.NewLogger(stderr)
 	}
@@ -278,4 +288,41 @@ func freeLoopbackAddr() (string, error) {
 		return "", fmt.Errorf("find a free port: %w", err)
 	}
 	return addr, nil
+}
+
+// logTail keeps the last max log records written to it.
+type logTail struct {
+	mu    sync.Mutex
+	max   int
+	lines []string
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("EMBEDDED IN-MEMORY Redis")) {
+		return len(p), nil // the demo means it
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, strings.TrimRight(string(p), "\n"))
+	if len(l.lines) > l.max {
+		l.lines = l.lines[len(l.lines)-l.max:]
+	}
+	return len(p), nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// plural is "1 user", "4 users", "5 pushes".
+func plural(n int, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case strings.HasSuffix(noun, "sh"):
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

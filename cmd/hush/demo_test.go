@@ -24,7 +24,7 @@ func TestDemoRunsTheBurstToTheEnd(t *testing.T) {
 		"(min-gap 200ms)",
 		"(2/1s)",
 		"sent (fcm); apns token invalid",
-		"u-3   #3   dropped: expired (ttl 500ms, its slot was +",
+		"u-3   #3   dropped: expired (ttl 500ms",
 		"u-4   #3   sent (apns)  critical: bypasses the limiter",
 		"u-1 (apns, fcm): 3 of 3 sent",
 		"u-3 (fcm): 2 of 3 sent",

@@ -47,7 +47,7 @@ type simResult struct {
 	DelayMax int64 `json:"delay_max_ms"`
 	// HeldBy counts deferred and dropped pushes by the rule that held them
 	// back most (the limiter's DeniedBy).
-	HeldBy map[string]int `json:"held_back_by"`
+	HeldBy map[string]int `json:"held_back_by,omitempty"`
 	// Users is how many distinct users the trace has; UsersDeferred how many
 	// had at least one push deferred or dropped.
 	Users         int `json:"users"`
@@ -56,13 +56,24 @@ type simResult struct {
 	Seconds float64 `json:"seconds"`
 }
 
+// simOptions tune a replay.
+type simOptions struct {
+	// TTL > 0 drops a push whose slot is at or after its time + TTL.
+	TTL time.Duration
+	// HeldBy asks the limiter (Peek) which rule holds each push back; it
+	// costs about as much again as the booking.
+	HeldBy bool
+	// Step, when not nil, is called after every 1<<16 events with the
+	// number of events done since the previous call.
+	Step func(done int)
+}
+
 // simulate replays events through an in-memory limiter with rs's rules, on a
-// clock that reads each event's time. Each event is a push: Peek says which
-// rule would hold it back, Reserve books its slot (the wait is its delay).
-// With ttl > 0 a push whose slot is at or after its time + ttl is dropped
-// and its booking released, as the worker does. step, when not nil, is
-// called after every 1<<16 events with the count done.
-func simulate(ctx context.Context, events []traceEvent, rs ruleSet, ttl time.Duration, step func(done int)) (simResult, error) {
+// clock that reads each event's time. Each event is a push: Reserve books
+// its slot (the wait is its delay) and, with HeldBy, Peek first says which
+// rule would hold it back. With a TTL a push whose slot is at or after its
+// time + TTL is dropped and its booking released, as the worker does.
+func simulate(ctx context.Context, events []traceEvent, rs ruleSet, o simOptions) (simResult, error) {
 	start := time.Now()
 	var now time.Time
 	lim, err := throttle.NewMemory(rs.policy, throttle.Options{Clock: func() time.Time { return now }})
@@ -72,21 +83,25 @@ func simulate(ctx context.Context, events []traceEvent, rs ruleSet, ttl time.Dur
 	res := simResult{Rules: rs.name, Events: len(events), HeldBy: map[string]int{}}
 	delays := make([]int64, 0, len(events))
 	users := map[string]bool{} // user -> held back at least once
-	ttlMs := ttl.Milliseconds()
+	ttlMs := o.TTL.Milliseconds()
 	var member []byte
 	for i, ev := range events {
 		if i&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
 				return simResult{}, err
 			}
-			if step != nil && i > 0 {
-				step(i)
+			if o.Step != nil && i > 0 {
+				o.Step(0x10000)
 			}
 		}
 		now = time.UnixMilli(ev.at)
-		d, err := lim.Peek(ctx, ev.user)
-		if err != nil {
-			return simResult{}, fmt.Errorf("event %d: %w", i+1, err)
+		var deniedBy string
+		if o.HeldBy {
+			d, err := lim.Peek(ctx, ev.user)
+			if err != nil {
+				return simResult{}, fmt.Errorf("event %d: %w", i+1, err)
+			}
+			deniedBy = d.DeniedBy
 		}
 		if _, seen := users[ev.user]; !seen {
 			users[ev.user] = false
@@ -103,7 +118,9 @@ func simulate(ctx context.Context, events []traceEvent, rs ruleSet, ttl time.Dur
 			continue
 		}
 		users[ev.user] = true
-		res.HeldBy[d.DeniedBy]++
+		if o.HeldBy {
+			res.HeldBy[deniedBy]++
+		}
 		if ttlMs > 0 && wait >= ttlMs {
 			res.Dropped++
 			if _, err := lim.Release(ctx, ev.user, string(member)); err != nil {

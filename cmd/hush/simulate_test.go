@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func TestSimulateHandComputed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := simulate(context.Background(), events, mustRuleSet(t, tt.rules), tt.ttl, nil)
+			got, err := simulate(context.Background(), events, mustRuleSet(t, tt.rules), simOptions{TTL: tt.ttl, HeldBy: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,14 +279,18 @@ func BenchmarkSimulate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, rules := range []string{"10/1m,100/24h@3s", "3/10s@2s"} {
-		b.Run(rules, func(b *testing.B) {
+	for _, bc := range []struct {
+		rules  string
+		heldBy bool
+	}{{"10/1m,100/24h@3s", true}, {"10/1m,100/24h@3s", false}, {"3/10s@2s", true}} {
+		rules, heldBy := bc.rules, bc.heldBy
+		b.Run(fmt.Sprintf("%s/held-by=%t", rules, heldBy), func(b *testing.B) {
 			rs := mustRuleSet(b, rules)
 			b.ReportAllocs()
 			start := time.Now()
 			n := 0
 			for b.Loop() {
-				if _, err := simulate(context.Background(), events, rs, time.Hour, nil); err != nil {
+				if _, err := simulate(context.Background(), events, rs, simOptions{TTL: time.Hour, HeldBy: heldBy}); err != nil {
 					b.Fatal(err)
 				}
 				n += len(events)
