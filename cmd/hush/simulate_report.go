@@ -42,7 +42,8 @@ func renderSimulation(w io.Writer, results []simResult, ttl time.Duration) {
 }
 
 // fmtDelay writes milliseconds the way an operator reads them: 0, 850ms,
-// 2.5s, 3m10s, 26h0m.
+// 2.5s, 3m10s, 26h0m; truncated, so a maximum under a ttl of 1h never
+// reads 1h.
 func fmtDelay(ms int64) string {
 	d := time.Duration(ms) * time.Millisecond
 	switch {
@@ -51,10 +52,10 @@ func fmtDelay(ms int64) string {
 	case d < time.Second:
 		return fmt.Sprintf("%dms", ms)
 	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", d.Seconds())
+		return fmt.Sprintf("%.1fs", d.Truncate(100*time.Millisecond).Seconds())
 	case d < time.Hour:
-		return d.Round(time.Second).String()
+		return d.Truncate(time.Second).String()
 	default:
-		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+		return strings.TrimSuffix(d.Truncate(time.Minute).String(), "0s")
 	}
 }

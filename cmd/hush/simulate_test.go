@@ -299,3 +299,20 @@ func BenchmarkSimulate(b *testing.B) {
 		})
 	}
 }
+
+func TestFmtDelay(t *testing.T) {
+	tests := []struct {
+		ms   int64
+		want string
+	}{
+		{0, "0"}, {850, "850ms"}, {2549, "2.5s"}, {59_999, "59.9s"}, {190_500, "3m10s"},
+		{3_599_999, "59m59s"}, {26*3_600_000 + 59_999, "26h0m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := fmtDelay(tt.ms); got != tt.want {
+				t.Errorf("fmtDelay(%d) = %q, want %q", tt.ms, got, tt.want)
+			}
+		})
+	}
+}
