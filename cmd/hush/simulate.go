@@ -125,9 +125,15 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer closeIn()
 	bar := newProgress(stderr)
-	var onRead func(int64)
-	if bar != nil && size > 0 {
-		onRead = func(n int64) { bar.show("reading", n, size) }
+	var onRead func(int64, int)
+	if bar != nil {
+		onRead = func(n int64, lines int) {
+			if size > 0 {
+				bar.show("reading", n, size)
+			} else {
+				bar.count("reading", lines)
+			}
+		}
 	}
 	readStart := time.Now()
 	events, err := readTrace(in, onRead)

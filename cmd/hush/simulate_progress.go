@@ -42,6 +42,15 @@ func (p *progress) show(label string, done, total int64) {
 	fmt.Fprintf(p.w, "\r%-24.24s [%s%s] %3d%%", label, strings.Repeat("#", n), strings.Repeat(".", width-n), pct)
 }
 
+// count draws "label 1200000 lines" when the size is not known.
+func (p *progress) count(label string, lines int) {
+	if p == nil {
+		return
+	}
+	p.last = 0
+	fmt.Fprintf(p.w, "\r%-24.24s %d lines", label, lines)
+}
+
 // clear erases the bar's line.
 func (p *progress) clear() {
 	if p == nil || p.last < 0 {

@@ -45,9 +45,9 @@ var errNotTime = fmt.Errorf("want RFC 3339 (2026-11-21T10:00:00Z) or Unix epoch 
 // are skipped, and so is a first line whose time does not parse (a header).
 // Further columns are ignored; surrounding spaces and double quotes are
 // trimmed. The events come back sorted by time (stable, so equal times keep
-// their input order). progress, when not nil, is called with the bytes read
-// so far every 64k lines.
-func readTrace(r io.Reader, progress func(bytesRead int64)) ([]traceEvent, error) {
+// their input order). progress, when not nil, is called with the bytes and
+// lines read so far every 64k lines.
+func readTrace(r io.Reader, progress func(bytesRead int64, lines int)) ([]traceEvent, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	var (
@@ -63,7 +63,7 @@ func readTrace(r io.Reader, progress func(bytesRead int64)) ([]traceEvent, error
 		b := sc.Bytes()
 		read += int64(len(b)) + 1
 		if progress != nil && line%65536 == 0 {
-			progress(read)
+			progress(read, line)
 		}
 		s := strings.TrimSpace(string(b))
 		if s == "" || s[0] == '#' {
