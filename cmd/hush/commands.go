@@ -66,6 +66,12 @@ Examples:
   hush send -f job.json
   hush send --user u-42 --fcm "$TOKEN" --title "Shipped" --body "Order 4711 is on its way"
 
+  # Watch the throttle at work: no setup, no network, about 15 seconds.
+  hush demo
+
+  # What would stricter rules do to a day of real traffic ("time,user" CSV)?
+  hush simulate --rules 10/1m,100/24h@3s --rules 5/1m,50/24h@10s --ttl 1h trace.csv
+
   # Why is u-42 not getting anything? Then start them over.
   hush throttle status u-42
   hush throttle reset u-42

@@ -93,9 +93,6 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageErrorf("demo takes no arguments, got %q (run 'hush demo --help')", pos)
 	}
 	policy, err := throttle.ParsePolicy(f.limits, f.minGap.String())
-	if f.minGap == 0 {
-		policy, err = throttle.ParsePolicy(f.limits, "")
-	}
 	if err != nil {
 		return usageErrorf("demo: --limits %q --min-gap %s: %v", f.limits, f.minGap, err)
 	}
