@@ -43,7 +43,9 @@ import (
 // (or, paced, the submission) under loose rules, the booked limiter slot
 // under pressure. Redis CPU is the server's used_cpu_user+sys delta; round
 // trips are counted by a go-redis hook (a pipeline is one), commands by the
-// server's total_commands_processed.
+// server's total_commands_processed; process CPU is this test process's
+// (worker, Asynq and the fakes together). Each run also logs the Redis
+// commands that cost the server most.
 func BenchmarkPipeline(b *testing.B) {
 	scale := 1.0
 	if s := os.Getenv("HUSH_BENCH_SCALE"); s != "" {
@@ -103,7 +105,7 @@ func BenchmarkPipeline(b *testing.B) {
 		r := bb.paced(b, loose, rate, max(int(rate*5*scale), 500))
 		row(b, fmt.Sprintf("hush, single-recipient jobs submitted at %.0f/s (80%% of peak)", rate), r)
 	})
-	b.Logf("\n| run | deliveries/s | x baseline | Redis CPU µs/delivery | round trips/delivery | Redis cmds/delivery | lag p50 | lag p99 |\n|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+	b.Logf("\n| run | deliveries/s | x baseline | Redis CPU µs/delivery | process CPU µs/delivery | round trips/delivery | Redis cmds/delivery | lag p50 | lag p99 |\n|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }
 
 // pipelineBench is the shared state of BenchmarkPipeline's runs.
@@ -121,6 +123,7 @@ type benchResult struct {
 	deliveries int
 	elapsed    time.Duration
 	redisCPU   time.Duration
+	procCPU    time.Duration // this process: worker, Asynq, fakes
 	commands   int64
 	roundTrips int64
 	lags       []time.Duration // sorted; empty when not measured
@@ -143,6 +146,7 @@ func (r benchResult) report(b *testing.B, baseline float64) {
 		b.ReportMetric(r.rate()/baseline, "x-baseline")
 	}
 	b.ReportMetric(r.per(float64(r.redisCPU.Microseconds())), "redis-µs/delivery")
+	b.ReportMetric(r.per(float64(r.procCPU.Microseconds())), "proc-µs/delivery")
 	b.ReportMetric(r.per(float64(r.roundTrips)), "roundtrips/delivery")
 	b.ReportMetric(r.per(float64(r.commands)), "cmds/delivery")
 	if len(r.lags) > 0 {
@@ -159,8 +163,8 @@ func (r benchResult) row(name string, baseline float64) string {
 	if len(r.lags) > 0 {
 		p50, p99 = fmtLag(r.lag(0.5)), fmtLag(r.lag(0.99))
 	}
-	return fmt.Sprintf("| %s | %.0f | %s | %.1f | %.2f | %.2f | %s | %s |", name, r.rate(), ratio,
-		r.per(float64(r.redisCPU.Microseconds())), r.per(float64(r.roundTrips)), r.per(float64(r.commands)), p50, p99)
+	return fmt.Sprintf("| %s | %.0f | %s | %.1f | %.0f | %.2f | %.2f | %s | %s |", name, r.rate(), ratio,
+		r.per(float64(r.redisCPU.Microseconds())), r.per(float64(r.procCPU.Microseconds())), r.per(float64(r.roundTrips)), r.per(float64(r.commands)), p50, p99)
 }
 
 func fmtLag(d time.Duration) string {
@@ -176,19 +180,35 @@ type meter struct {
 	start time.Time
 	stats redisStats
 	rts   int64
+	cpu   time.Duration
 }
 
 func (bb *pipelineBench) meter(b *testing.B) meter {
-	return meter{bb: bb, start: time.Now(), stats: bb.redisStats(b), rts: bb.rt.n.Load()}
+	return meter{bb: bb, start: time.Now(), stats: bb.redisStats(b), rts: bb.rt.n.Load(), cpu: fake.ProcessCPU()}
 }
 
 // done returns the run's result for deliveries ending at end.
 func (m meter) done(b *testing.B, deliveries int, end time.Time) benchResult {
 	s := m.bb.redisStats(b)
+	type cost struct {
+		name string
+		usec int64
+	}
+	var costs []cost
+	for k, v := range s.usec {
+		costs = append(costs, cost{k, v - m.stats.usec[k]})
+	}
+	slices.SortFunc(costs, func(a, b cost) int { return int(b.usec - a.usec) })
+	var top []string
+	for _, c := range costs[:min(6, len(costs))] {
+		top = append(top, fmt.Sprintf("%s %.1f", c.name, float64(c.usec)/float64(deliveries)))
+	}
+	b.Logf("Redis server µs per delivery by command: %s", strings.Join(top, ", "))
 	return benchResult{
 		deliveries: deliveries,
 		elapsed:    end.Sub(m.start),
 		redisCPU:   s.cpu - m.stats.cpu,
+		procCPU:    fake.ProcessCPU() - m.cpu,
 		commands:   s.commands - m.stats.commands,
 		roundTrips: m.bb.rt.n.Load() - m.rts,
 	}
@@ -197,6 +217,7 @@ func (m meter) done(b *testing.B, deliveries int, end time.Time) benchResult {
 type redisStats struct {
 	cpu      time.Duration
 	commands int64
+	usec     map[string]int64 // per command: server time, from commandstats
 }
 
 // redisStats reads the server's CPU time and command count (not through the
@@ -204,11 +225,11 @@ type redisStats struct {
 func (bb *pipelineBench) redisStats(b *testing.B) redisStats {
 	c := redis.NewClient(&redis.Options{Addr: bb.rdb.Options().Addr})
 	defer c.Close()
-	info, err := c.Info(context.Background(), "cpu", "stats").Result()
+	info, err := c.Info(context.Background(), "cpu", "stats", "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var s redisStats
+	s := redisStats{usec: map[string]int64{}}
 	for line := range strings.SplitSeq(info, "\r\n") {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
@@ -220,6 +241,13 @@ func (bb *pipelineBench) redisStats(b *testing.B) redisStats {
 			s.cpu += time.Duration(f * float64(time.Second))
 		case "total_commands_processed":
 			s.commands, _ = strconv.ParseInt(v, 10, 64)
+		}
+		if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
+			for f := range strings.SplitSeq(v, ",") {
+				if u, ok := strings.CutPrefix(f, "usec="); ok {
+					s.usec[name], _ = strconv.ParseInt(u, 10, 64)
+				}
+			}
 		}
 	}
 	return s

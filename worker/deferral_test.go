@@ -121,3 +121,40 @@ func TestLateWakeRebooks(t *testing.T) {
 		t.Errorf("released (-want +got):\n%s", diff)
 	}
 }
+
+// TestChunkHandsHeldBackRecipientsToDeliveryTasks: two jobs of 150
+// recipients to the same users under a 5 s gap (longer than a wait in
+// place). The second job's chunks find every user booked: each recipient is
+// deferred through its own delivery task, counted once, and arrives at or
+// after its slot, the gap kept.
+func TestChunkHandsHeldBackRecipientsToDeliveryTasks(t *testing.T) {
+	const n, gap, tolerance = 150, 5 * time.Second, 250 * time.Millisecond
+	e := newEnv(t, envOptions{limits: "100/1m", gap: "5s"})
+	first := e.submit(fanJob("one", n))
+	e.waitDone(first, 20*time.Second)
+	second := e.submit(fanJob("two", n))
+	st := e.waitDone(second, 30*time.Second)
+	if st.Counts[stateDelivered] != n || st.Deferrals != n {
+		t.Errorf("second job: counts %v, %d deferrals; want %d delivered, each deferred once", st.Counts, st.Deferrals, n)
+	}
+	reqs := e.apns.Requests()
+	for i := range n {
+		a := requestsFor(reqs, apnsToken(fmt.Sprint("one", i)))
+		b := requestsFor(reqs, apnsToken(fmt.Sprint("two", i)))
+		if len(a) != 1 || len(b) != 1 {
+			t.Errorf("user %d got %d and %d pushes, want 1 and 1", i, len(a), len(b))
+			continue
+		}
+		if d := b[0].At.Sub(a[0].At); d < gap-tolerance {
+			t.Errorf("user %d: pushes %s apart, want at least %s", i, d, gap)
+		}
+		slot, ok := e.lim.slot(fmt.Sprintf("two/%d", i))
+		if !ok {
+			t.Errorf("user %d: no booking for the second push", i)
+			continue
+		}
+		if late := b[0].At.Sub(slot); late < 0 || late > 1500*time.Millisecond {
+			t.Errorf("user %d: second push arrived %s after its slot, want within [0, 1.5s]", i, late)
+		}
+	}
+}

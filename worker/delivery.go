@@ -29,6 +29,17 @@ func (w *Worker) handleDelivery(ctx context.Context, t *asynq.Task) error {
 	if final != "" {
 		return nil // already settled by an earlier run
 	}
+	if d.Failed != "" {
+		// A chunk met a failure that ends the delivery.
+		sent, err := w.store.anyDelivered(ctx, d.Job, d.Index, len(d.Devices))
+		if err != nil {
+			return err
+		}
+		if err := w.finish(ctx, &d, failedOr(sent)); err != nil {
+			return err
+		}
+		return fmt.Errorf("%s: %w", d.Failed, asynq.SkipRetry)
+	}
 	if d.expired(time.Now()) {
 		return w.drop(ctx, &d, 0)
 	}

@@ -1,8 +1,8 @@
 // Package worker is hush's delivery pipeline: the only package that imports
 // Asynq.
 //
-// It accepts jobs (Client.Enqueue, the HTTP API), fans each job out into one
-// delivery task per recipient, passes every delivery through the limiter
+// It accepts jobs (Client.Enqueue, the HTTP API), fans each job out in
+// chunks of up to 100 recipients, passes every delivery through the limiter
 // (deferring it to the slot the limiter books), sends to every device through
 // the providers' Senders, classifies the outcomes, records per-device and
 // per-recipient progress so retries and re-runs are idempotent, emits events
@@ -26,4 +26,28 @@
 //	hush:events           stream of events (capped with MAXLEN ~)
 //
 // The limiter member of a delivery is "<job id>/<recipient index>".
+//
+// # Tasks
+//
+//	hush:job       a submitted job (task id: the job id). It delivers the
+//	               first chunk itself and creates a hush:chunk task per
+//	               further chunk.
+//	hush:chunk     recipients [k*100, (k+1)*100) of a job (task id
+//	               "<job id>/c<k>"). One batched limiter round trip books
+//	               them all (throttle ReserveBatch, one pipelined script call
+//	               per user); the recipients allowed now are sent at once,
+//	               concurrently, and their device and final states recorded
+//	               in one script call (record.lua).
+//	hush:delivery  one recipient (task id "<job id>/<recipient index>"),
+//	               created by a chunk only for the recipients it does not
+//	               settle: held back by the limiter (scheduled shortly before
+//	               the booked slot), booked by an earlier run, late for their
+//	               slot, or not delivered to every device (provider
+//	               throttling, transient or permanent failures). It books
+//	               again (the same slot, or a new one when late), waits,
+//	               sends to the devices not yet settled, retries, expires.
+//
+// With a limiter that cannot book in batches (a Limiter without
+// ReserveBatch), the job task creates one hush:delivery task per recipient
+// instead.
 package worker

@@ -38,6 +38,12 @@ type delivery struct {
 	// Deadline is when the delivery expires; zero: never.
 	Deadline   time.Time `json:"deadline,omitzero"`
 	AcceptedAt time.Time `json:"accepted_at"`
+	// Attempts counts the provider attempts a chunk already made for this
+	// recipient; they count against HUSH_MAX_RETRY like the task's retries.
+	Attempts int `json:"attempts,omitempty"`
+	// Failed, set by a chunk, is the reason of a failure that ends the
+	// delivery: the task records it and is archived with it.
+	Failed string `json:"failed,omitempty"`
 }
 
 // member is the delivery's limiter booking id.
@@ -57,11 +63,13 @@ func (d *delivery) check() error {
 	return nil
 }
 
-// handleJob creates the job record and fans the job out into one delivery
-// task per recipient. It is idempotent: a re-run (after a crash or a retry)
+// handleJob creates the job record and fans the job out. With a limiter
+// that books in batches (BatchLimiter), the job task delivers the first
+// chunkSize recipients itself and creates one hush:chunk task (task id
+// "<job id>/c<k>") per further chunk; otherwise it creates one delivery task
+// per recipient. It is idempotent: a re-run (after a crash or a retry)
 // resumes from the saved cursor, skips recipients with a final state, and a
-// delivery task that already exists is not created again (its task id is
-// "<job id>/<recipient index>").
+// task that already exists is not created again.
 func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) error {
 	var job payload.Job
 	if err := json.Unmarshal(t.Payload(), &job); err != nil {
@@ -71,7 +79,13 @@ func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("job payload without id: %w", asynq.SkipRetry)
 	}
 	queue := string(job.Priority.Effective())
-	owner, err := w.store.create(ctx, recordOf(&job, queue), jobFanning, false)
+	_, chunked := w.limiter.(BatchLimiter)
+	n := len(job.Recipients)
+	var first *chunk
+	if chunked {
+		first = chunkOf(&job, 0)
+	}
+	owner, start, states, err := w.store.start(ctx, recordOf(&job, queue), chunked && n <= chunkSize, first)
 	if err != nil {
 		return err
 	}
@@ -81,13 +95,24 @@ func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) error {
 		w.log.Warn("duplicate job on another queue ignored", "job", job.ID, "queue", queue, "owner", owner)
 		return nil
 	}
-	if err := w.store.setState(ctx, job.ID, jobFanning); err != nil {
-		return err
+	if !chunked {
+		return w.fanOut(ctx, &job, queue, start)
 	}
-	start, err := w.store.cursor(ctx, job.ID)
-	if err != nil {
-		return err
+	if n > chunkSize {
+		for from := max(chunkSize, start); from < n; from += chunkSize {
+			if err := w.enqueueChunk(ctx, chunkOf(&job, from)); err != nil {
+				return err
+			}
+		}
+		if err := w.store.fannedOut(ctx, job.ID, n); err != nil {
+			return err
+		}
 	}
+	return w.deliverChunk(ctx, first, states)
+}
+
+// fanOut creates one delivery task per recipient from start on.
+func (w *Worker) fanOut(ctx context.Context, job *payload.Job, queue string, start int) error {
 	deadline := job.Deadline()
 	n := len(job.Recipients)
 	for from := start; from < n; from += fanoutBatch {
@@ -106,7 +131,7 @@ func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) error {
 				Content: job.Content, Priority: job.Priority.Effective(),
 				Deadline: deadline, AcceptedAt: job.AcceptedAt,
 			}
-			if err := w.enqueueDelivery(ctx, &d, queue); err != nil {
+			if err := w.enqueueDelivery(ctx, &d, queue, 0); err != nil {
 				return err
 			}
 		}
@@ -117,7 +142,8 @@ func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) error {
 	return w.store.setState(ctx, job.ID, jobFannedOut)
 }
 
-func (w *Worker) enqueueDelivery(ctx context.Context, d *delivery, queue string) error {
+// enqueueDelivery creates d's delivery task, to run after delay.
+func (w *Worker) enqueueDelivery(ctx context.Context, d *delivery, queue string, delay time.Duration) error {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("encode delivery %s: %w", d.member(), err)
@@ -125,6 +151,9 @@ func (w *Worker) enqueueDelivery(ctx context.Context, d *delivery, queue string)
 	opts := []asynq.Option{
 		asynq.TaskID(d.member()), asynq.Queue(queue),
 		asynq.MaxRetry(deliveryMaxRetry), asynq.Timeout(deliveryTimeout),
+	}
+	if delay > 0 {
+		opts = append(opts, asynq.ProcessIn(delay))
 	}
 	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(payload.TypeDelivery, b), opts...)
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {

@@ -3,9 +3,11 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/payload"
@@ -23,23 +25,114 @@ func jobTask(t *testing.T, job payload.Job) *asynq.Task {
 	return asynq.NewTask(payload.TypeJob, b)
 }
 
-// TestFanOutIsIdempotent runs the job handler again after a complete and
-// after an interrupted fan-out: no recipient gets a second delivery task.
-func TestFanOutIsIdempotent(t *testing.T) {
-	e := newEnv(t, envOptions{noRun: true})
-	const n = 250 // more than one cursor batch
+// plainLimiter hides the limiter's batch booking: the worker falls back to
+// one delivery task per recipient.
+type plainLimiter struct{ Limiter }
+
+// pending returns the ids of the pending tasks of the normal queue.
+func (e *env) pending() []string {
+	e.t.Helper()
+	tasks, err := e.insp.ListPendingTasks("normal", asynq.PageSize(1000))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var ids []string
+	for _, ti := range tasks {
+		ids = append(ids, ti.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func fanJob(id string, n int) payload.Job {
 	var rs []payload.Recipient
 	for i := range n {
-		rs = append(rs, apnsRecipient(fmt.Sprintf("u-%d", i), apnsToken(fmt.Sprint(i))))
+		rs = append(rs, apnsRecipient(fmt.Sprintf("u-%d", i), apnsToken(fmt.Sprint(id, i))))
 	}
-	task := jobTask(t, alertJob("fan", "f", rs...))
-	pending := func() int {
-		info, err := e.insp.GetQueueInfo("normal")
-		if err != nil {
-			t.Fatal(err)
+	return alertJob(id, "f", rs...)
+}
+
+// TestChunkedFanOutIsIdempotent runs the job handler and the chunk tasks
+// twice, the second time after the cursor was lost: the job task delivers
+// the first chunk itself, creates one task per further chunk, a recipient
+// booked by an earlier run goes to its own delivery task, and every device
+// gets exactly one push.
+func TestChunkedFanOutIsIdempotent(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	const n = 250 // three chunks
+	job := fanJob("fan", n)
+	task := jobTask(t, job)
+	// An earlier run booked recipient 5 and died before sending.
+	if _, err := e.lim.Reserve(t.Context(), "u-5", "fan/5"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := e.w.handleJob(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	wantTasks := []string{"fan/5", "fan/c1", "fan/c2"}
+	if diff := cmp.Diff(wantTasks, e.pending()); diff != "" {
+		t.Fatalf("pending tasks after the job task (-want +got):\n%s", diff)
+	}
+	if got := len(e.apns.Requests()); got != chunkSize-1 {
+		t.Errorf("the job task sent %d pushes, want %d (its chunk but the recipient booked before)", got, chunkSize-1)
+	}
+	// A re-run after a crash that lost the cursor.
+	if err := e.rdb.HDel(t.Context(), jobKey("fan"), "cursor").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.w.handleJob(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantTasks, e.pending()); diff != "" {
+		t.Errorf("pending tasks after a re-run (-want +got):\n%s", diff)
+	}
+
+	tasks, err := e.insp.ListPendingTasks("normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		for _, ti := range tasks {
+			if ti.Type != typeChunk {
+				continue
+			}
+			if err := e.w.handleChunk(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil {
+				t.Fatalf("chunk %s: %v", ti.ID, err)
+			}
 		}
-		return info.Pending
 	}
+	reqs := e.apns.Requests()
+	if len(reqs) != n-1 {
+		t.Errorf("%d pushes, want %d", len(reqs), n-1)
+	}
+	for i := range n {
+		tok := apnsToken(fmt.Sprint("fan", i))
+		want := 1
+		if i == 5 {
+			want = 0 // left to its delivery task
+		}
+		if got := len(requestsFor(reqs, tok)); got != want {
+			t.Errorf("recipient %d got %d pushes, want %d", i, got, want)
+		}
+	}
+	st, err := e.client.Status(t.Context(), "fan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != jobFannedOut || st.Counts[stateDelivered] != n-1 || st.Counts["pending"] != 1 {
+		t.Errorf("status %+v, want fanned_out with %d delivered and 1 pending", st, n-1)
+	}
+}
+
+// TestFanOutIsIdempotent: without batch booking, the job handler creates
+// one delivery task per recipient; re-runs after a complete and after an
+// interrupted fan-out create no second task for a recipient.
+func TestFanOutIsIdempotent(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true, wrap: func(l Limiter) Limiter { return plainLimiter{l} }})
+	const n = 250 // more than one cursor batch
+	task := jobTask(t, fanJob("fan", n))
+	pending := func() int { return len(e.pending()) }
 
 	if err := e.w.handleJob(t.Context(), task); err != nil {
 		t.Fatal(err)

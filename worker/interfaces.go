@@ -16,6 +16,14 @@ type Limiter interface {
 	Release(ctx context.Context, user, member string) (bool, error)
 }
 
+// BatchLimiter is a Limiter that books many users' slots in one round trip
+// (throttle.Redis and throttle.Memory satisfy it). With one, the worker
+// delivers fan-out chunks; without, one delivery task per recipient.
+type BatchLimiter interface {
+	Limiter
+	ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error)
+}
+
 // ThrottleAdmin shows and clears one user's limiter state for the HTTP API.
 type ThrottleAdmin interface {
 	Status(ctx context.Context, user string) (throttle.Status, error)

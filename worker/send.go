@@ -163,6 +163,7 @@ func (w *Worker) settle(ctx context.Context, d *delivery, states []string, resul
 		return &ThrottledError{RetryAfter: throttled.RetryAfter, Reason: reasonOf(throttled)}
 	case transient != nil:
 		retried, _ := asynq.GetRetryCount(ctx)
+		retried += d.Attempts
 		cause := fmt.Errorf("transient provider failure (%s): %w", reasonOf(transient), errOf(transient))
 		if retried < w.maxRetry {
 			return cause

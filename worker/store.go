@@ -108,17 +108,6 @@ func (s store) exists(ctx context.Context, id string) (bool, error) {
 	return n > 0, nil
 }
 
-func (s store) cursor(ctx context.Context, id string) (int, error) {
-	n, err := s.rdb.HGet(ctx, jobKey(id), "cursor").Int()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read fan-out cursor of %s: %w", id, err)
-	}
-	return n, nil
-}
-
 func (s store) setCursor(ctx context.Context, id string, n int) error {
 	if err := s.rdb.HSet(ctx, jobKey(id), "cursor", n).Err(); err != nil {
 		return fmt.Errorf("save fan-out cursor of %s: %w", id, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
@@ -74,6 +75,9 @@ type Worker struct {
 	client   *Client
 	insp     *asynq.Inspector
 
+	sends *semaphore.Weighted // permits for chunks' provider calls
+	wave  int                 // recipients of a chunk booked and sent together
+
 	running        atomic.Bool
 	credentialFail atomic.Int64 // unix nanos of the last credential failure
 }
@@ -119,6 +123,8 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		m:        m,
 		client:   NewClient(rdb),
 		insp:     asynq.NewInspectorFromRedisClient(rdb),
+		sends:    semaphore.NewWeighted(int64(o.Concurrency)),
+		wave:     min(maxWave, o.Concurrency),
 	}
 	if a, ok := o.Limiter.(ThrottleAdmin); ok {
 		w.admin = a
@@ -165,6 +171,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(payload.TypeJob, w.handleJob)
 	mux.HandleFunc(payload.TypeDelivery, w.handleDelivery)
+	mux.HandleFunc(typeChunk, w.handleChunk)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start task server: %w", err)
 	}

@@ -1,0 +1,164 @@
+package worker
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed record.lua
+var recordSrc string
+
+var recordScript = redis.NewScript(recordSrc)
+
+//go:embed start.lua
+var startSrc string
+
+var startScript = redis.NewScript(startSrc)
+
+// start writes the job record's fixed fields unless they are there, sets
+// the state when this submission owns the id (fanned_out at once when done
+// is set: the job task delivers every recipient itself) and reads the
+// fan-out cursor and, when first is not nil, the states of first's
+// recipients (as chunkState), all in one round trip (start.lua). It reports
+// the queue that owns the id.
+func (s store) start(ctx context.Context, r recordInfo, done bool, first *chunk) (owner string, cursor int, st *chunkStates, err error) {
+	deadline := ""
+	if !r.Deadline.IsZero() {
+		deadline = r.Deadline.UTC().Format(time.RFC3339Nano)
+	}
+	state := jobFanning
+	if done {
+		state = jobFannedOut
+	}
+	args := []any{r.Queue, r.AcceptedAt.UTC().Format(time.RFC3339Nano),
+		r.Recipients, deadline, state, ttlFor(r.AcceptedAt, r.Deadline).Milliseconds(), 0}
+	if first != nil {
+		args[6] = len(first.Recipients)
+		for _, rc := range first.Recipients {
+			args = append(args, len(rc.Devices))
+		}
+	}
+	vals, err := startScript.Run(ctx, s.rdb, []string{jobKey(r.ID), recpKey(r.ID), devKey(r.ID)}, args...).Slice()
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("write job record %s: %w", r.ID, err)
+	}
+	if len(vals) < 2 {
+		return "", 0, nil, fmt.Errorf("write job record %s: unexpected reply %v", r.ID, vals)
+	}
+	owner, _ = vals[0].(string)
+	c, _ := vals[1].(string)
+	cursor, _ = strconv.Atoi(c)
+	if first != nil {
+		if st, err = statesOf(first, vals[2:]); err != nil {
+			return "", 0, nil, fmt.Errorf("write job record %s: %w", r.ID, err)
+		}
+	}
+	return owner, cursor, st, nil
+}
+
+// chunkStates are the recorded states of a chunk's recipients.
+type chunkStates struct {
+	finals  []string   // per recipient, "" for none
+	devices [][]string // per recipient and device, "" for none
+}
+
+// statesOf reads a chunk's states from vals: its recipients' final states,
+// then their devices' states in order.
+func statesOf(c *chunk, vals []any) (*chunkStates, error) {
+	n := len(c.Recipients)
+	if len(vals) < n {
+		return nil, fmt.Errorf("%d states for %d recipients", len(vals), n)
+	}
+	st := &chunkStates{finals: make([]string, n), devices: make([][]string, n)}
+	for i := range n {
+		st.finals[i], _ = vals[i].(string)
+	}
+	vals = vals[n:]
+	for i, r := range c.Recipients {
+		if len(vals) < len(r.Devices) {
+			return nil, fmt.Errorf("too few device states for %d recipients", n)
+		}
+		st.devices[i] = make([]string, len(r.Devices))
+		for d := range r.Devices {
+			st.devices[i][d], _ = vals[d].(string)
+		}
+		vals = vals[len(r.Devices):]
+	}
+	return st, nil
+}
+
+// chunkState reads the final state of a chunk's recipients and the state of
+// each of their devices in one round trip.
+func (s store) chunkState(ctx context.Context, c *chunk) (*chunkStates, error) {
+	rf := make([]string, len(c.Recipients))
+	var df []string
+	for i, r := range c.Recipients {
+		rf[i] = strconv.Itoa(c.From + i)
+		for d := range r.Devices {
+			df = append(df, devField(c.From+i, d))
+		}
+	}
+	var rc, dc *redis.SliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		rc = p.HMGet(ctx, recpKey(c.Job), rf...)
+		dc = p.HMGet(ctx, devKey(c.Job), df...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
+	}
+	st, err := statesOf(c, append(rc.Val(), dc.Val()...))
+	if err != nil {
+		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
+	}
+	return st, nil
+}
+
+// chunkRecord is what one chunk writes when its sends are done.
+type chunkRecord struct {
+	devices   []any // "<recipient>/<device>", state pairs
+	finals    []any // recipient index, final state pairs
+	deferrals int
+}
+
+func (r *chunkRecord) device(recipient, device int, state string) {
+	r.devices = append(r.devices, devField(recipient, device), state)
+}
+
+func (r *chunkRecord) final(recipient int, state string) {
+	r.finals = append(r.finals, recipient, state)
+}
+
+// record writes a chunk's outcomes (record.lua) and reports, per final
+// state given, whether this call recorded it.
+func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, error) {
+	if len(r.devices) == 0 && len(r.finals) == 0 && r.deferrals == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, 3+len(r.devices)+len(r.finals))
+	args = append(args, ttlFor(c.AcceptedAt, c.Deadline).Milliseconds(), len(r.devices)/2, r.deferrals)
+	args = append(args, r.devices...)
+	args = append(args, r.finals...)
+	vals, err := recordScript.Run(ctx, s.rdb, []string{jobKey(c.Job), recpKey(c.Job), devKey(c.Job)}, args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("record the outcomes of %s: %w", c.name(), err)
+	}
+	out := make([]bool, len(vals))
+	for i, v := range vals {
+		out[i] = v == 1
+	}
+	return out, nil
+}
+
+// fannedOut marks a job's every chunk task created.
+func (s store) fannedOut(ctx context.Context, id string, cursor int) error {
+	if err := s.rdb.HSet(ctx, jobKey(id), "cursor", cursor, "state", jobFannedOut).Err(); err != nil {
+		return fmt.Errorf("set state of %s: %w", id, err)
+	}
+	return nil
+}
