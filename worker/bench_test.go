@@ -35,7 +35,9 @@ import (
 //   - fanout: N/1000 jobs of 1,000 recipients, loose rules.
 //   - pressure-single, pressure-fanout: the same with tight rules (4
 //     deliveries per user, 3 s minimum gap): 3 of 4 deliveries are deferred.
-//   - paced: single-recipient jobs submitted live at 80% of single's rate.
+//   - paced, paced-e2e: single-recipient jobs submitted live at 80% of
+//     single's rate: its delivery-only rate, and its end-to-end rate
+//     (submission time included).
 //
 // The work is enqueued before the worker starts (paced excepted); a run is
 // timed from the worker's start to the fakes' last arrival. Lag is the
@@ -67,7 +69,7 @@ func BenchmarkPipeline(b *testing.B) {
 	fa, ff, senders := startFakes(b)
 	bb := &pipelineBench{rdb: rdb, rt: rt, apns: fa, fcm: ff, senders: senders, conc: 50}
 
-	var baseline, peak float64
+	var baseline, peak, peakE2E float64
 	var rows []string
 	row := func(b *testing.B, name string, r benchResult) {
 		rows = append(rows, r.row(name, baseline))
@@ -83,6 +85,8 @@ func BenchmarkPipeline(b *testing.B) {
 	b.Run("single", func(b *testing.B) {
 		r := bb.hush(b, loose, n, 1, n)
 		peak = r.rate()
+		peakE2E = float64(r.deliveries) / (r.submit + r.elapsed).Seconds()
+		b.Logf("submission took %s: %.0f jobs/s end to end, submission included", r.submit.Round(time.Millisecond), peakE2E)
 		row(b, fmt.Sprintf("hush, %d single-recipient jobs", n), r)
 	})
 	b.Run("fanout", func(b *testing.B) {
@@ -97,14 +101,23 @@ func BenchmarkPipeline(b *testing.B) {
 		r := bb.hush(b, tight, n/1000, 1000, max(n/4, 1000))
 		row(b, fmt.Sprintf("hush under pressure, %d jobs x 1,000 recipients, 4 per user, gap 3s", n/1000), r)
 	})
-	b.Run("paced", func(b *testing.B) {
-		if peak == 0 {
-			b.Skip("needs the single sub-benchmark's rate")
-		}
-		rate := 0.8 * peak
-		r := bb.paced(b, loose, rate, max(int(rate*5*scale), 500))
-		row(b, fmt.Sprintf("hush, single-recipient jobs submitted at %.0f/s (80%% of peak)", rate), r)
-	})
+	// Paced runs submit live, in this process, at 80% of a peak: the
+	// delivery-only peak of single (its jobs were enqueued beforehand), and
+	// the end-to-end one (its submission time counted too), which is what
+	// the process can sustain when it also accepts the jobs.
+	for _, p := range []struct {
+		name, what string
+		peak       *float64
+	}{{"paced", "delivery-only", &peak}, {"paced-e2e", "end-to-end", &peakE2E}} {
+		b.Run(p.name, func(b *testing.B) {
+			if *p.peak == 0 {
+				b.Skip("needs the single sub-benchmark's rate")
+			}
+			rate := 0.8 * *p.peak
+			r := bb.paced(b, loose, rate, max(int(rate*5*scale), 500))
+			row(b, fmt.Sprintf("hush, single-recipient jobs submitted at %.0f/s (80%% of the %s peak)", rate, p.what), r)
+		})
+	}
 	b.Logf("\n| run | deliveries/s | x baseline | Redis CPU µs/delivery | process CPU µs/delivery | round trips/delivery | Redis cmds/delivery | lag p50 | lag p99 |\n|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }
 
@@ -127,6 +140,7 @@ type benchResult struct {
 	commands   int64
 	roundTrips int64
 	lags       []time.Duration // sorted; empty when not measured
+	submit     time.Duration   // enqueueing the jobs beforehand
 }
 
 func (r benchResult) rate() float64 { return float64(r.deliveries) / r.elapsed.Seconds() }
@@ -156,8 +170,8 @@ func (r benchResult) report(b *testing.B, baseline float64) {
 }
 
 func (r benchResult) row(name string, baseline float64) string {
-	ratio, p50, p99 := "1.00", "–", "–"
-	if baseline > 0 && r.rate() != baseline {
+	ratio, p50, p99 := "–", "–", "–"
+	if baseline > 0 {
 		ratio = fmt.Sprintf("%.2f", r.rate()/baseline)
 	}
 	if len(r.lags) > 0 {
@@ -379,6 +393,7 @@ func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users
 	bb.reset(b)
 	w, lim := bb.benchWorker(b, p)
 	js, tokens := benchJobs("bench", jobs, size, users)
+	submitStart := time.Now()
 	parallel(b, len(js), func(i int) error {
 		_, err := w.Client().Enqueue(context.Background(), js[i])
 		if err != nil && len(err.Error()) > 300 {
@@ -386,11 +401,13 @@ func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users
 		}
 		return err
 	})
+	submit := time.Since(submitStart)
 	n := jobs * size
 	m := bb.meter(b)
 	stop := run(b, w)
 	end := bb.waitArrivals(b, n, 10*time.Minute)
 	r := m.done(b, n, end)
+	r.submit = submit
 	stop()
 	for _, req := range bb.apns.Requests() {
 		from := m.start
