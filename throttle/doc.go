@@ -31,25 +31,38 @@
 // One sorted set per user, key Options.Prefix (default "hush:throttle:") +
 // "{" + user + "}": member = "allow:<random hex>" for Allow or the caller's
 // member id for Reserve, score = time in ms. The braces are a hash tag, so
-// every script touches one key in one slot and works on Redis Cluster. The
+// every single-user script touches one key in one slot and works on Redis
+// Cluster. The
 // key's TTL (PEXPIRE) covers the newest entry plus max(longest window,
 // MinGap); with an injected clock it is at least an hour, because TTLs tick
 // in the server's real time.
 //
-// Every operation is one Lua script (allow.lua, reserve.lua, release.lua,
-// status.lua, each prefixed with lib.lua), embedded and run with EVALSHA
-// (EVAL when the server lacks it); Reset is a DEL. With no entry after now,
-// Allow costs O(log n): ZCOUNT per rule, and ZREVRANGE by index for the last
-// entry and, when denied, for the N-th most recent one. Only when bookings
-// lie after now does a script read the user's recent entries; it then
-// sweeps the instants each rule rules out (for N entries less than W apart,
+// Every operation is one Lua script (allow_one.lua, reserve_one.lua,
+// release.lua, status.lua; the decision code of Allow and Reserve lives in
+// allow.lua and reserve.lua, shared with the batch scripts), prefixed with
+// lib.lua, embedded and run with EVALSHA (EVAL when the server lacks it);
+// Reset is a DEL. With no entry after now, Allow reads the newest
+// min(largest N, 16) entries with one ZREVRANGE, which answers every rule
+// with N <= 16 (a rule with a larger N costs a ZCOUNT, plus a ZREVRANGE by
+// index for the N-th most recent entry when it denies), and when it records
+// it trims only if that read shows there may be something to trim: O(log n)
+// and, in the common case, four calls with TIME. Only when bookings lie
+// after now does a script read the user's recent entries; it then sweeps
+// the instants each rule rules out (for N entries less than W apart,
 // (last-W, first+W); around each entry, (e-MinGap, e+MinGap)) in one pass
 // per rule, O(entries x rules), landing on now or some e+W or e+MinGap. The
 // in-memory limiter tests those candidates in ascending order instead: two
 // algorithms, both checked against a brute-force model in the tests.
 //
-// AllowBatch and ReserveBatch pipeline one single-key script call per user:
-// one network round trip, split by slot on a cluster.
+// AllowBatch and ReserveBatch make one network round trip. On a
+// *redis.Client (standalone or Sentinel) they run allow_batch.lua or
+// reserve_batch.lua once per chunk of up to 256 users: the same per-user
+// code in a loop over the chunk's keys, at one instant (TIME read once per
+// call), a failing user (WRONGTYPE) reported alone. Script invocation, not
+// the commands, dominates a single decision's cost on the server, so this
+// is what makes batches cheap. On Redis Cluster (or any other client) the
+// keys may live on different nodes, so they pipeline one single-key script
+// call per user instead, split by slot. Both paths decide the same.
 //
 // # Clock
 //

@@ -1,33 +1,47 @@
 -- lib.lua: helpers shared by every throttle script; the Go side prepends
--- this file to allow.lua, reserve.lua, release.lua and status.lua.
+-- this file to each script (see scripts.go).
 --
--- Everything sits inside lib(), so a script pays for creating these
--- closures only when it calls lib(): allow.lua's common case does not.
+-- now_ms and read_rules are plain top-level functions; everything else sits
+-- inside lib(), so a script pays for creating those closures only when it
+-- calls lib(): allow.lua's common case does not.
 --
 -- Times are integer milliseconds. A policy travels in ARGV as
 --   gap, horizon, N1, W1, N2, W2, ...
 -- where horizon = max(longest window, gap): entries at or before
 -- now - horizon can no longer affect any decision.
 
+-- now_ms returns the time an ARGV now argument names: the number, or Redis
+-- TIME for "".
+local function now_ms(arg)
+  if arg ~= '' then
+    return tonumber(arg)
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- read_rules reads a policy from argv[i] on (to the end of argv).
+local function read_rules(argv, i)
+  local r = {gap = tonumber(argv[i]), horizon = tonumber(argv[i + 1]), n = {}, w = {}, count = 0}
+  for j = i + 2, #argv, 2 do
+    r.count = r.count + 1
+    r.n[r.count] = tonumber(argv[j])
+    r.w[r.count] = tonumber(argv[j + 1])
+  end
+  return r
+end
+
+-- error_reply turns an error caught by pcall into an error reply element:
+-- real Redis raises a table {err = message}, gopher-lua (miniredis) a
+-- string.
+local function error_reply(e)
+  if type(e) == 'table' and e.err then
+    return {err = e.err}
+  end
+  return {err = tostring(e)}
+end
+
 local function lib()
-  local function now_ms(arg)
-    if arg ~= '' then
-      return tonumber(arg)
-    end
-    local t = redis.call('TIME')
-    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-
-  local function read_rules(argv, i)
-    local r = {gap = tonumber(argv[i]), horizon = tonumber(argv[i + 1]), n = {}, w = {}, count = 0}
-    for j = i + 2, #argv, 2 do
-      r.count = r.count + 1
-      r.n[r.count] = tonumber(argv[j])
-      r.w[r.count] = tonumber(argv[j + 1])
-    end
-    return r
-  end
-
   -- newest returns the score of the newest entry, or nil.
   local function newest(key)
     local e = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')

@@ -222,15 +222,42 @@ func decodeTrace(b []byte) trace {
 }
 
 // checkTrace runs tr on l and the model in lockstep and fails at the first
-// difference.
+// difference. Runs of two or more allows (or reserves) at the same instant
+// go through AllowBatch (ReserveBatch) in one call, so the batch scripts
+// face the model too.
 func checkTrace(t *testing.T, l limiter, clock *fakeClock, tr trace) {
 	t.Helper()
 	ctx := context.Background()
 	m := newModel(tr.policy)
 	now := int64(t0)
-	for i, op := range tr.ops {
+	fail := func(i int, format string, args ...any) {
+		t.Helper()
+		op := tr.ops[i]
+		t.Fatalf("policy %s, op %d (%s %s at +%d ms): "+format, append([]any{tr.policy, i, op.kind, op.member, now - t0}, args...)...)
+	}
+	for i := 0; i < len(tr.ops); i++ {
+		op := tr.ops[i]
 		now += op.dt
 		clock.ms.Store(now)
+		if end := batchEnd(tr.ops, i); end > i+1 {
+			got, err := runBatch(ctx, l, tr.ops[i:end])
+			if err != nil {
+				fail(i, "batch of %d: %v", end-i, err)
+			}
+			for j := i; j < end; j++ {
+				var want any
+				if op.kind == "allow" {
+					want = m.decide(now, true)
+				} else {
+					want = m.reserve(now, tr.ops[j].member)
+				}
+				if diff := cmp.Diff(want, got[j-i], equateEmpty); diff != "" {
+					fail(i, "batch of %d, element %d: -model +limiter:\n%s\ntrace so far:\n%s", end-i, j-i, diff, describe(tr.ops[:end]))
+				}
+			}
+			i = end - 1
+			continue
+		}
 		var want, got any
 		var err error
 		switch op.kind {
@@ -254,13 +281,45 @@ func checkTrace(t *testing.T, l limiter, clock *fakeClock, tr trace) {
 			got = foldStatus(st, 0)
 		}
 		if err != nil {
-			t.Fatalf("policy %s, op %d (%s %s at +%d ms): %v", tr.policy, i, op.kind, op.member, now-t0, err)
+			fail(i, "%v", err)
 		}
 		if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
-			t.Fatalf("policy %s, op %d (%s %s at +%d ms): -model +limiter:\n%s\ntrace so far:\n%s",
-				tr.policy, i, op.kind, op.member, now-t0, diff, describe(tr.ops[:i+1]))
+			fail(i, "-model +limiter:\n%s\ntrace so far:\n%s", diff, describe(tr.ops[:i+1]))
 		}
 	}
+}
+
+// batchEnd returns the end of the run of ops of ops[i]'s kind (allow or
+// reserve) that all happen at ops[i]'s instant; i+1 for other kinds.
+func batchEnd(ops []traceOp, i int) int {
+	end := i + 1
+	if k := ops[i].kind; k == "allow" || k == "reserve" {
+		for end < len(ops) && ops[end].kind == k && ops[end].dt == 0 {
+			end++
+		}
+	}
+	return end
+}
+
+// runBatch runs ops (all allows or all reserves, for user "u") as one batch.
+func runBatch(ctx context.Context, l limiter, ops []traceOp) ([]any, error) {
+	var out []any
+	if ops[0].kind == "allow" {
+		ds, err := l.AllowBatch(ctx, slices.Repeat([]string{"u"}, len(ops)))
+		for _, d := range ds {
+			out = append(out, d)
+		}
+		return out, err
+	}
+	reqs := make([]throttle.Request, len(ops))
+	for i, op := range ops {
+		reqs[i] = throttle.Request{User: "u", Member: op.member}
+	}
+	rs, err := l.ReserveBatch(ctx, reqs)
+	for _, r := range rs {
+		out = append(out, r)
+	}
+	return out, err
 }
 
 func describe(ops []traceOp) string {

@@ -31,14 +31,18 @@ type rediser interface {
 // Redis is the shared limiter: one sorted set per user, every decision one
 // atomic Lua script. It is safe for concurrent use.
 type Redis struct {
-	rdb     rediser
-	policy  Policy
-	r       rules
-	prefix  string
-	clock   func() time.Time
-	minTTL  int64
-	rules   []any // gap, horizon, N1, W1, ... as script arguments
-	scripts scripts
+	rdb rediser
+	// multiKey is set when one script may touch any keys: rdb is a
+	// *redis.Client (standalone or Sentinel). Cluster and Ring clients
+	// shard keys across servers, and unknown clients might.
+	multiKey bool
+	policy   Policy
+	r        rules
+	prefix   string
+	clock    func() time.Time
+	minTTL   int64
+	rules    []any // gap, horizon, N1, W1, ... as script arguments
+	scripts  scripts
 }
 
 // NewRedis returns a limiter for p on rdb (a *redis.Client, a
@@ -52,6 +56,7 @@ func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
 		return nil, errors.New("throttle: nil Redis client")
 	}
 	l := &Redis{rdb: rdb, policy: copyPolicy(p), r: r, prefix: o.Prefix, clock: o.Clock, scripts: newScripts()}
+	_, l.multiKey = rdb.(*redis.Client)
 	if l.prefix == "" {
 		l.prefix = DefaultPrefix
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,9 +64,10 @@ func isScriptCall(cmd redis.Cmder) bool {
 	return name == "eval" || name == "evalsha"
 }
 
-// countingHook counts the script calls a client sends: single commands and
-// pipelines holding them (connection set-up is not counted).
-type countingHook struct{ cmds, pipelines atomic.Int64 }
+// countingHook counts the script calls a client sends: single commands,
+// pipelines holding them and the script calls inside those pipelines
+// (connection set-up is not counted).
+type countingHook struct{ cmds, pipelines, pipelined atomic.Int64 }
 
 func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
@@ -80,6 +82,11 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if slices.ContainsFunc(cmds, isScriptCall) {
 			h.pipelines.Add(1)
+		}
+		for _, c := range cmds {
+			if isScriptCall(c) {
+				h.pipelined.Add(1)
+			}
 		}
 		return next(ctx, cmds)
 	}
@@ -108,6 +115,7 @@ func TestRedisBatchRoundTripsAndNoScript(t *testing.T) {
 		t.Helper()
 		hook.cmds.Store(0)
 		hook.pipelines.Store(0)
+		hook.pipelined.Store(0)
 		ds, err := l.AllowBatch(ctx, users)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -121,6 +129,11 @@ func TestRedisBatchRoundTripsAndNoScript(t *testing.T) {
 		}
 		if c, p := hook.cmds.Load(), hook.pipelines.Load(); c != 0 || p != wantPipelines {
 			t.Errorf("%s: %d single commands and %d pipelines, want 0 and %d", name, c, p, wantPipelines)
+		}
+		// On a standalone server the whole batch is one script call (one
+		// more per pipeline when the cache was empty).
+		if s := hook.pipelined.Load(); s != wantPipelines {
+			t.Errorf("%s: %d script calls in the pipelines, want %d", name, s, wantPipelines)
 		}
 	}
 	check("fresh server", 2) // EVALSHA misses, EVAL loads
@@ -142,6 +155,64 @@ func TestRedisBatchRoundTripsAndNoScript(t *testing.T) {
 	}
 	if got := []int64{rs[0].At.UnixMilli() - t0, rs[1].At.UnixMilli() - t0, rs[2].At.UnixMilli() - t0}; !slices.Equal(got, []int64{2000, 2000, 3000}) {
 		t.Errorf("reserved slots %v, want [2000 2000 3000]", got)
+	}
+}
+
+// A batch larger than one script call's chunk is split into several calls
+// of one pipeline, in order; a user whose key is broken fails alone.
+func TestRedisBatchChunks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	hook := &countingHook{}
+	rdb.AddHook(hook)
+	clock := newFakeClock()
+	l, err := throttle.NewRedis(rdb, mustPolicy(t, "2/1s", ""), throttle.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 700 // three chunks
+	broken := []int{0, 255, 256, 699}
+	users := make([]string, n)
+	for i := range users {
+		users[i] = fmt.Sprintf("u%d", i%(n/3)) // every user three times, far apart
+	}
+	for _, i := range broken {
+		users[i] = fmt.Sprintf("broken%d", i)
+		if err := rdb.Set(ctx, l.Key(users[i]), "not a sorted set", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.AllowBatch(ctx, []string{"warm"}); err != nil { // load the script
+		t.Fatal(err)
+	}
+	hook.pipelines.Store(0)
+	hook.pipelined.Store(0)
+	ds, err := l.AllowBatch(ctx, users)
+	if p, s := hook.pipelines.Load(), hook.pipelined.Load(); p != 1 || s != 3 {
+		t.Errorf("%d pipelines holding %d script calls, want 1 holding 3", p, s)
+	}
+	if !redis.HasErrorPrefix(err, "WRONGTYPE") {
+		t.Errorf("error = %v, want WRONGTYPE", err)
+	}
+	seen := map[string]int{}
+	for i, d := range ds {
+		if slices.Contains(broken, i) {
+			if !d.Now.IsZero() || !strings.Contains(err.Error(), strconv.Quote(users[i])) {
+				t.Errorf("user %d (%s): %+v, want a failure named in the error", i, users[i], d)
+			}
+			continue
+		}
+		// The first two calls of a user are allowed, the third is denied.
+		seen[users[i]]++
+		want := seen[users[i]] <= 2
+		if d.Allowed != want || !d.Now.Equal(at(0)) {
+			t.Errorf("user %d (%s), call %d: %+v, want allowed %v at +0", i, users[i], seen[users[i]], d, want)
+		}
 	}
 }
 
@@ -278,4 +349,56 @@ func TestRedisConcurrent(t *testing.T) {
 		}
 	}
 	t.Logf("%d goroutines, %d Allow calls, %d entries recorded for %d users", goroutines, calls.Load(), total, len(users))
+}
+
+// Allow skips ZREMRANGEBYSCORE only when nothing can be trimmed: a user
+// acting once per horizon never holds more than the entries inside it, and
+// one acting faster keeps every entry inside it.
+func TestRedisTrimsAgedEntries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	t.Cleanup(func() { deleteKeys(t, rdb, prefix) })
+	clock := newFakeClock()
+	l, err := throttle.NewRedis(rdb, mustPolicy(t, "3/10ms", ""), throttle.Options{Prefix: prefix, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		name  string
+		allow func(user string) (throttle.Decision, error)
+	}{
+		{"allow", func(u string) (throttle.Decision, error) { return l.Allow(ctx, u) }},
+		{"allow batch", func(u string) (throttle.Decision, error) {
+			ds, err := l.AllowBatch(ctx, []string{u})
+			if err != nil {
+				return throttle.Decision{}, err
+			}
+			return ds[0], nil
+		}},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			for _, tc := range []struct {
+				every, want int64 // ms between allows, entries the set holds
+			}{{10, 1}, {4, 3}, {7, 2}} {
+				user := fmt.Sprintf("%s-every-%d", c.name, tc.every)
+				for i := range int64(12) {
+					clock.Set(1000 + i*tc.every)
+					d, err := c.allow(user)
+					if err != nil || !d.Allowed {
+						t.Fatalf("every %d ms, call %d: %+v, %v", tc.every, i, d, err)
+					}
+					n, err := rdb.ZCard(ctx, l.Key(user)).Result()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if i >= 3 && n != tc.want {
+						t.Fatalf("every %d ms, call %d: the set holds %d entries, want %d", tc.every, i, n, tc.want)
+					}
+				}
+			}
+		})
+	}
 }

@@ -260,6 +260,9 @@ func testSteps(t *testing.T, newLimiter newLimiterFunc) {
 			{30, "allow", "", denied(20, "min-gap 50ms", 2)},
 			{30, "reserve", "a", slot(50, 20, false)},
 		}},
+		// The Redis Allow reads at most 16 entries at once and counts a
+		// rule with a larger N separately.
+		{"a rule with a large N next to a small one", "20/100ms,3/2ms", "", largeNSteps()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,6 +291,23 @@ func testSteps(t *testing.T, newLimiter newLimiterFunc) {
 			}
 		})
 	}
+}
+
+// largeNSteps fills a 20/100ms rule one allow per ms under a 3/2ms rule.
+func largeNSteps() []step {
+	var steps []step
+	for i := range int64(20) {
+		rem2 := 1 // the previous ms's entry is in the 2ms window
+		if i == 0 {
+			rem2 = 2
+		}
+		steps = append(steps, step{i, "allow", "", allowed(19-int(i), rem2)})
+	}
+	return append(steps,
+		step{20, "allow", "", denied(80, "20/100ms", 0, 2)},
+		step{99, "peek", "", denied(1, "20/100ms", 0, 3)},
+		step{100, "allow", "", allowed(0, 2)},
+	)
 }
 
 func runStep(ctx context.Context, l limiter, user string, s step) (any, error) {

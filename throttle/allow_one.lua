@@ -1,0 +1,8 @@
+-- allow_one.lua: Allow or Peek for one user (appended to lib.lua and
+-- allow.lua).
+--
+-- KEYS[1]  the user's sorted set (member -> time in ms)
+-- ARGV     now (ms, or "" for Redis TIME), mode ("allow" | "peek"), member,
+--          minttl (ms), gap, horizon, N1, W1, N2, W2, ...
+-- Reply    allow()'s array
+return allow(KEYS[1], now_ms(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4]), read_rules(ARGV, 5))
