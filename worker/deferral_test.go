@@ -158,3 +158,40 @@ func TestChunkHandsHeldBackRecipientsToDeliveryTasks(t *testing.T) {
 		}
 	}
 }
+
+// slowBatch answers every batch booking 300 ms late, as if the process had
+// stalled between booking and sending.
+type slowBatch struct{ *recordingLimiter }
+
+func (l slowBatch) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
+	rs, err := l.recordingLimiter.ReserveBatch(ctx, reqs)
+	time.Sleep(300 * time.Millisecond) // the stall being simulated
+	return rs, err
+}
+
+// TestChunkLateForItsSlotRebooks: a chunk that would reach the provider
+// more than lateRebook after the slot it booked sends nothing; the
+// recipient's delivery task gives the slot back, books a new one and sends
+// right after it.
+func TestChunkLateForItsSlotRebooks(t *testing.T) {
+	e := newEnv(t, envOptions{wrap: func(l Limiter) Limiter { return slowBatch{l.(*recordingLimiter)} }})
+	tok := apnsToken("slow")
+	st := e.waitDone(e.submit(alertJob("slow", "s", apnsRecipient("u-1", tok))), 10*time.Second)
+	if st.Counts[stateDelivered] != 1 {
+		t.Errorf("counts %v, want delivered", st.Counts)
+	}
+	e.lim.mu.Lock()
+	released := slices.Clone(e.lim.released)
+	e.lim.mu.Unlock()
+	if diff := cmp.Diff([]string{"slow/0"}, released); diff != "" {
+		t.Errorf("released (-want +got):\n%s", diff)
+	}
+	reqs := requestsFor(e.apns.Requests(), tok)
+	slot, ok := e.lim.slot("slow/0")
+	if len(reqs) != 1 || !ok {
+		t.Fatalf("%d pushes, booked %v; want 1 push and its booking", len(reqs), ok)
+	}
+	if late := reqs[0].At.Sub(slot); late < 0 || late > 250*time.Millisecond {
+		t.Errorf("push arrived %s after its slot, want within [0, 250ms]", late)
+	}
+}
