@@ -8,56 +8,43 @@
 --          #limits+1 the gap), now ms, remaining 1, remaining 2, ...}
 --
 -- The common case (no booking after now) is written out here without
--- helper closures. One ZREVRANGE reads the newest min(max N, FETCH)
--- entries: they give the last entry (for the gap) and, for every rule with
--- N <= FETCH, how many entries lie in its window and, when it denies, the
--- N-th most recent one. A rule with a larger N costs a ZCOUNT (and a
--- ZREVRANGE by index when it denies). When allowed, ZREMRANGEBYSCORE runs
--- only if there may be something to trim: the read returned all the
--- entries it asked for (there may be older ones) or one at or before
--- now - horizon. With bookings after now,
--- lib() sweeps the user's recent entries.
-local FETCH = 16
+-- helper closures, with calls that answer integers: replies holding
+-- members and scores (ZREVRANGE ... WITHSCORES) cost a script several times
+-- more to read. Bookings after now are spotted with one ZCOUNT (a
+-- ZREVRANGE 0 0 for the last entry when there is a gap rule), then per rule
+-- one ZCOUNT, plus, when it denies, one ZREVRANGE by index for the N-th most
+-- recent entry. When allowed, ZREMRANGEBYSCORE runs only when ZCARD shows
+-- entries outside the horizon (when no rule's window is the horizon, it
+-- always runs). With bookings after now, lib() sweeps the user's recent
+-- entries.
 local function allow(key, now, mode, member, minttl, r)
   local gap, horizon, nrules = r.gap, r.horizon, r.count
-  local m = 1
-  for i = 1, nrules do
-    if r.n[i] > m then m = r.n[i] end
-  end
-  if m > FETCH then m = FETCH end
-  local top = redis.call('ZREVRANGE', key, 0, m - 1, 'WITHSCORES')
-  local last = top[2] and tonumber(top[2])
-  local t, denied, counts = now, 0, {}
-  local trim = true
-  if last and last > now then
-    local L = lib()
-    t, denied, counts = L.decide(key, now, r, true)
+  local last
+  local future
+  if gap > 0 then
+    local newest = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
+    last = newest[2] and tonumber(newest[2])
+    future = last and last > now
   else
-    local ts = {} -- the fetched scores, newest first
-    for j = 2, #top, 2 do
-      ts[j / 2] = tonumber(top[j])
-    end
-    local k = #ts
-    trim = k == m or (k > 0 and ts[k] <= now - horizon)
+    future = redis.call('ZCOUNT', key, '(' .. now, '+inf') > 0
+  end
+  local t, denied, counts = now, 0, {}
+  local inside -- entries in (now - horizon, now], when a rule's window is the horizon
+  if future then
+    local L = lib()
+    t, denied, counts, last = L.decide(key, now, r, true)
+  else
     for i = 1, nrules do
       local n, w = r.n[i], r.w[i]
-      local c, nth
-      if n <= m then
-        -- Fewer than n fetched in the window is the exact count; n or more
-        -- denies, and the count only matters up to n (remaining is 0).
-        c = 0
-        while c < k and ts[c + 1] > now - w do c = c + 1 end
-        if c >= n then nth = ts[n] end
-      else
-        c = redis.call('ZCOUNT', key, '(' .. (now - w), '+inf')
-        if c >= n then
-          local e = redis.call('ZREVRANGE', key, n - 1, n - 1, 'WITHSCORES')
-          nth = tonumber(e[2])
-        end
-      end
+      local c = redis.call('ZCOUNT', key, '(' .. (now - w), '+inf')
       counts[i] = c
-      if nth and nth + w > t then
-        t, denied = nth + w, i
+      if w == horizon then inside = c end
+      if c >= n then
+        local e = redis.call('ZREVRANGE', key, n - 1, n - 1, 'WITHSCORES')
+        local ti = tonumber(e[2]) + w
+        if ti > t then
+          t, denied = ti, i
+        end
       end
     end
     if gap > 0 and last and last + gap > t then
@@ -68,10 +55,10 @@ local function allow(key, now, mode, member, minttl, r)
   if t == now then
     allowed = 1
     if mode == 'allow' then
-      redis.call('ZADD', key, now, member)
-      if trim then
+      if inside == nil or redis.call('ZCARD', key) ~= inside then
         redis.call('ZREMRANGEBYSCORE', key, '-inf', now - horizon)
       end
+      redis.call('ZADD', key, now, member)
       local ttl = horizon
       if last and last > now then ttl = last - now + horizon end
       if ttl < minttl then ttl = minttl end

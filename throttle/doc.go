@@ -41,13 +41,13 @@
 // release.lua, status.lua; the decision code of Allow and Reserve lives in
 // allow.lua and reserve.lua, shared with the batch scripts), prefixed with
 // lib.lua, embedded and run with EVALSHA (EVAL when the server lacks it);
-// Reset is a DEL. With no entry after now, Allow reads the newest
-// min(largest N, 16) entries with one ZREVRANGE, which answers every rule
-// with N <= 16 (a rule with a larger N costs a ZCOUNT, plus a ZREVRANGE by
-// index for the N-th most recent entry when it denies), and when it records
-// it trims only if that read shows there may be something to trim: O(log n)
-// and, in the common case, four calls with TIME. Only when bookings lie
-// after now does a script read the user's recent entries; it then sweeps
+// Reset is a DEL. With no entry after now, Allow costs O(log n) in calls
+// that answer integers: a ZCOUNT for entries after now (a ZREVRANGE 0 0 for
+// the last entry instead when there is a gap), a ZCOUNT per rule, and when a
+// rule denies a ZREVRANGE by index for its N-th most recent entry; when it
+// records, ZADD and PEXPIRE, with ZREMRANGEBYSCORE only when ZCARD shows
+// entries outside the horizon. Only when bookings lie after now does a
+// script read the user's recent entries; it then sweeps
 // the instants each rule rules out (for N entries less than W apart,
 // (last-W, first+W); around each entry, (e-MinGap, e+MinGap)) in one pass
 // per rule, O(entries x rules), landing on now or some e+W or e+MinGap. The

@@ -260,8 +260,7 @@ func testSteps(t *testing.T, newLimiter newLimiterFunc) {
 			{30, "allow", "", denied(20, "min-gap 50ms", 2)},
 			{30, "reserve", "a", slot(50, 20, false)},
 		}},
-		// The Redis Allow reads at most 16 entries at once and counts a
-		// rule with a larger N separately.
+		// Rules of different sizes and windows counted side by side.
 		{"a rule with a large N next to a small one", "20/100ms,3/2ms", "", largeNSteps()},
 	}
 	for _, tt := range tests {
