@@ -185,7 +185,10 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]
 		}
 		asked := time.Now()
 		res, err := w.reserveBatch(ctx, reqs)
-		if err != nil && len(res) == 0 {
+		if len(res) != len(reqs) {
+			if err == nil {
+				err = fmt.Errorf("%d answers for %d requests", len(res), len(reqs))
+			}
 			return nil, fmt.Errorf("limiter reserve for %s: %w", c.name(), err)
 		}
 		mid := asked.Add(time.Since(asked) / 2)

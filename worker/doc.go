@@ -33,11 +33,16 @@
 //	               first chunk itself and creates a hush:chunk task per
 //	               further chunk.
 //	hush:chunk     recipients [k*100, (k+1)*100) of a job (task id
-//	               "<job id>/c<k>"). One batched limiter round trip books
-//	               them all (throttle ReserveBatch, one pipelined script call
-//	               per user); the recipients allowed now are sent at once,
-//	               concurrently, and their device and final states recorded
-//	               in one script call (record.lua).
+//	               "<job id>/c<k>"). It reads its recipients' states in one
+//	               round trip (the job task's own chunk: inside start.lua),
+//	               then, in waves of up to 25 recipients (each taking that
+//	               many of the worker's Concurrency send permits), books a
+//	               wave in one limiter round trip (ReserveBatch, Cluster
+//	               safe) and sends those allowed now at once, concurrently;
+//	               each send is checked right before the provider call and
+//	               left to the delivery task (which rebooks) when more than
+//	               100 ms after its slot. The chunk's device and final
+//	               states are recorded in one script call (record.lua).
 //	hush:delivery  one recipient (task id "<job id>/<recipient index>"),
 //	               created by a chunk only for the recipients it does not
 //	               settle: held back by the limiter (scheduled shortly before
