@@ -51,6 +51,11 @@ func newSenders(ctx context.Context, cfg Config, log *slog.Logger) (map[payload.
 		if err != nil {
 			return nil, nil, fmt.Errorf("FCM sender: %w", err)
 		}
+		// Fetch the access token now: the first pushes of a burst would
+		// otherwise all wait on it and reach FCM late for their slots.
+		if r := s.Warm(); r.Err != nil {
+			log.Warn("FCM access token not fetched at start; the first sends will try again", "reason", r.Reason, "credential", r.Credential, "err", r.Err)
+		}
 		senders[payload.FCM] = s
 		log.Info("FCM sender ready", "project", cfg.FCMProjectID, "endpoint", cfg.FCMEndpoint)
 	} else {

@@ -51,7 +51,7 @@ type Sender struct {
 }
 
 // New builds the sender from a service-account JSON. It does not fetch a
-// token or connect: the first Send does. Errors name the configuration key
+// token or connect: Warm or the first Send does. Errors name the configuration key
 // at fault.
 func New(ctx context.Context, cfg Config) (*Sender, error) {
 	if cfg.CredentialsFile == "" {
@@ -101,6 +101,20 @@ func New(ctx context.Context, cfg Config) (*Sender, error) {
 		return nil, fmt.Errorf("fcm: %w", err)
 	}
 	return &Sender{client: client, tokens: tokens, now: time.Now}, nil
+}
+
+// Warm fetches the access token now, so that the first pushes of a burst do
+// not all queue behind one token request (late for their limiter slots), and
+// a rejected service account shows when the process starts. The token is
+// cached and refreshed as it nears expiry; a failure is classified like a
+// Send's (Credential for a rejected key).
+func (s *Sender) Warm() providers.Result {
+	if _, err := s.tokens.Token(); err != nil {
+		r := classifyToken(err)
+		r.Err = fmt.Errorf("fcm: access token: %w", err)
+		return r
+	}
+	return providers.Result{Outcome: providers.Delivered}
 }
 
 // Send sends p to FCM and classifies the answer.

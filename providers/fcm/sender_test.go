@@ -116,6 +116,38 @@ func TestOAuthFlow(t *testing.T) {
 	}
 }
 
+// TestWarm checks Warm fetches the access token once, ahead of the first
+// Send, and reports a rejected key as a credential failure.
+func TestWarm(t *testing.T) {
+	t.Run("fetches once", func(t *testing.T) {
+		f, s := startFake(t)
+		if r := s.Warm(); r.Outcome != providers.Delivered || r.Err != nil {
+			t.Fatalf("Warm: %+v", r)
+		}
+		if n := f.TokenRequests(); n != 1 {
+			t.Fatalf("after Warm the token endpoint issued %d tokens, want 1", n)
+		}
+		if r := s.Send(context.Background(), alertPush("tok")); r.Outcome != providers.Delivered {
+			t.Fatalf("Send: %+v", r)
+		}
+		if n := f.TokenRequests(); n != 1 {
+			t.Errorf("after Warm and Send the token endpoint issued %d tokens, want 1 (cached)", n)
+		}
+	})
+	t.Run("key rejected", func(t *testing.T) {
+		f, s := startFake(t)
+		f.RejectTokens(true)
+		got := s.Warm()
+		want := providers.Result{Outcome: providers.Permanent, Reason: "oauth: invalid_grant", StatusCode: 400, Credential: true}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(providers.Result{}, "Err")); diff != "" {
+			t.Errorf("Warm (-want +got):\n%s", diff)
+		}
+		if got.Err == nil {
+			t.Error("Err is nil")
+		}
+	})
+}
+
 func TestTokenEndpointFailures(t *testing.T) {
 	t.Run("key rejected", func(t *testing.T) {
 		f, s := startFake(t)
