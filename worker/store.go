@@ -189,10 +189,13 @@ func (s store) anyDelivered(ctx context.Context, id string, recipient, n int) (b
 
 func (s store) setDevice(ctx context.Context, id string, recipient, device int, state string, ttl time.Duration) error {
 	k := devKey(id)
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, k, devField(recipient, device), state)
-		p.PExpire(ctx, k, ttl)
-		return nil
+	err := persist(ctx, func(ctx context.Context) error {
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, k, devField(recipient, device), state)
+			p.PExpire(ctx, k, ttl)
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("record device %s/%d/%d as %s: %w", id, recipient, device, state, err)

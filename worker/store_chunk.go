@@ -135,7 +135,8 @@ func (r *chunkRecord) final(recipient int, state string) {
 }
 
 // record writes a chunk's outcomes (record.lua) and reports, per final
-// state given, whether this call recorded it.
+// state given, whether this call recorded it. It keeps trying while Redis is
+// unreachable (persist): the pushes it records were already acknowledged.
 func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, error) {
 	if len(r.devices) == 0 && len(r.finals) == 0 && r.deferrals == 0 {
 		return nil, nil
@@ -144,7 +145,12 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 	args = append(args, ttlFor(c.AcceptedAt, c.Deadline).Milliseconds(), len(r.devices)/2, r.deferrals)
 	args = append(args, r.devices...)
 	args = append(args, r.finals...)
-	vals, err := recordScript.Run(ctx, s.rdb, []string{jobKey(c.Job), recpKey(c.Job), devKey(c.Job)}, args...).Int64Slice()
+	var vals []int64
+	err := persist(ctx, func(ctx context.Context) error {
+		var err error
+		vals, err = recordScript.Run(ctx, s.rdb, []string{jobKey(c.Job), recpKey(c.Job), devKey(c.Job)}, args...).Int64Slice()
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("record the outcomes of %s: %w", c.name(), err)
 	}

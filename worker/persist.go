@@ -1,0 +1,42 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Backoff of persist between two tries.
+const (
+	persistFirstWait = 50 * time.Millisecond
+	persistMaxWait   = 2 * time.Second
+)
+
+// persist runs a write that records what a provider has already
+// acknowledged, trying again while Redis cannot be reached, until it
+// succeeds or ctx ends. Giving up at once would let the next run send the
+// same push again: SPEC.md allows a duplicate only when the process dies
+// between the acknowledgement and the record, not when Redis blinks.
+// Errors Redis itself answered (a reply error) are returned at once: trying
+// again would not change them. The writes are idempotent, so a try whose
+// answer was lost is safe to repeat.
+func persist(ctx context.Context, write func(context.Context) error) error {
+	wait := persistFirstWait
+	for {
+		err := write(ctx)
+		var reply redis.Error
+		if err == nil || errors.As(err, &reply) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, persistMaxWait)
+	}
+}

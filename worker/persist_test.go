@@ -1,0 +1,93 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
+)
+
+// TestPersistOutlivesARedisOutage: a write issued while Redis is down lands
+// once Redis is back, instead of being given up (which would make the next
+// run send an acknowledged push again).
+func TestPersistOutlivesARedisOutage(t *testing.T) {
+	srv := redistest.Start(t)
+	if !srv.Real() {
+		t.Skip("needs a real redis-server to stop and restart")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	srv.Stop()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tries := 0
+	done := make(chan error, 1)
+	go func() {
+		done <- persist(ctx, func(ctx context.Context) error {
+			tries++
+			return rdb.HSet(ctx, "hush:job:{p}:dev", "0/0", stateDelivered).Err()
+		})
+	}()
+	// Let it fail at least once against the stopped server before Redis
+	// comes back.
+	probe := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = probe.Close() })
+	if err := probe.Ping(ctx).Err(); err == nil {
+		t.Fatal("Redis still answers after Stop")
+	}
+	srv.Restart()
+	if err := <-done; err != nil {
+		t.Fatalf("persist: %v", err)
+	}
+	if tries < 2 {
+		t.Errorf("write tried %d times, want a failed try before Redis came back", tries)
+	}
+	got, err := probe.HGet(ctx, "hush:job:{p}:dev", "0/0").Result()
+	if err != nil || got != stateDelivered {
+		t.Errorf("recorded state = %q, %v; want %q", got, err, stateDelivered)
+	}
+}
+
+// TestPersistReturnsReplyErrors: an error Redis answered is not retried.
+func TestPersistReturnsReplyErrors(t *testing.T) {
+	rdb := redistest.Client(t)
+	ctx := context.Background()
+	key := redistest.Prefix(t) + "string"
+	if err := rdb.Set(ctx, key, "x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tries := 0
+	err := persist(ctx, func(ctx context.Context) error {
+		tries++
+		return rdb.HSet(ctx, key, "f", "v").Err() // WRONGTYPE
+	})
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		t.Fatalf("persist = %v, want the WRONGTYPE reply error", err)
+	}
+	if tries != 1 {
+		t.Errorf("tried %d times, want 1", tries)
+	}
+}
+
+// TestPersistStopsWithItsContext: a shutdown ends the tries.
+func TestPersistStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	tries := 0
+	errDown := errors.New("connection refused")
+	err := persist(ctx, func(context.Context) error {
+		tries++
+		if tries == 3 {
+			cancel()
+		}
+		return errDown
+	})
+	if !errors.Is(err, errDown) || tries != 3 {
+		t.Errorf("persist = %v after %d tries, want %v after 3", err, tries, errDown)
+	}
+}
