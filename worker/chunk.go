@@ -17,10 +17,6 @@ import (
 	"github.com/hushpush/hush/throttle"
 )
 
-// typeChunk is the task type of a fan-out chunk: up to chunkSize
-// consecutive recipients of one job, delivered by one task.
-const typeChunk = "hush:chunk"
-
 // chunkSize is the most recipients one chunk delivers: one limiter round
 // trip, one read and one write of the job's records for all of them.
 const chunkSize = 100
@@ -75,7 +71,7 @@ func (w *Worker) enqueueChunk(ctx context.Context, c *chunk) error {
 	if err != nil {
 		return fmt.Errorf("encode chunk %s: %w", c.name(), err)
 	}
-	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(typeChunk, b),
+	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(payload.TypeChunk, b),
 		asynq.TaskID(c.name()), asynq.Queue(string(c.Priority)),
 		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {

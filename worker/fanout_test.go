@@ -94,7 +94,7 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	}
 	for range 2 {
 		for _, ti := range tasks {
-			if ti.Type != typeChunk {
+			if ti.Type != payload.TypeChunk {
 				continue
 			}
 			if err := e.w.handleChunk(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil {

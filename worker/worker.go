@@ -171,7 +171,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(payload.TypeJob, w.handleJob)
 	mux.HandleFunc(payload.TypeDelivery, w.handleDelivery)
-	mux.HandleFunc(typeChunk, w.handleChunk)
+	mux.HandleFunc(payload.TypeChunk, w.handleChunk)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start task server: %w", err)
 	}
