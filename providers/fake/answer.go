@@ -82,6 +82,25 @@ func (a Answer) WithRetryAfter(d time.Duration) Answer {
 	return a
 }
 
+// begin plays the answer's scripted latency and sets its Retry-After
+// header; it reports false when the client went away meanwhile (nothing is
+// to be written then).
+func (a Answer) begin(w http.ResponseWriter, r *http.Request) bool {
+	if a.latency > 0 {
+		t := time.NewTimer(a.latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return false
+		}
+	}
+	if v := a.retryAfterHeader(); v != "" {
+		w.Header().Set("Retry-After", v)
+	}
+	return true
+}
+
 // retryAfterHeader is the Retry-After header value, "" when none.
 func (a Answer) retryAfterHeader() string {
 	if a.retryAfter <= 0 {

@@ -116,17 +116,8 @@ func (f *APNs) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := f.rec.take(Request{Token: token, Path: r.URL.Path, Header: r.Header, Body: body, At: at}, apnsStatus)
-	if a.latency > 0 {
-		t := time.NewTimer(a.latency)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
-	}
-	if v := a.retryAfterHeader(); v != "" {
-		w.Header().Set("Retry-After", v)
+	if !a.begin(w, r) {
+		return
 	}
 	status, reason := apnsRender(a)
 	if status == http.StatusOK {

@@ -122,17 +122,8 @@ func (f *FCM) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := f.rec.take(Request{Token: req.Message.Token, Path: r.URL.Path, Header: r.Header, Body: body, At: at}, fcmStatus)
-	if a.latency > 0 {
-		t := time.NewTimer(a.latency)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
-	}
-	if v := a.retryAfterHeader(); v != "" {
-		w.Header().Set("Retry-After", v)
+	if !a.begin(w, r) {
+		return
 	}
 	status, code, msg, tokenField := fcmRender(a)
 	if status == http.StatusOK {
