@@ -1,0 +1,56 @@
+package worker
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kelseyhightower/envconfig"
+)
+
+// TestReadmeConfigurationTable: the README's configuration table lists
+// every key hush serve reads, once, with the default it really has.
+func TestReadmeConfigurationTable(t *testing.T) {
+	var c Config
+	var usage bytes.Buffer
+	const format = `{{range .}}{{usage_key .}}|{{usage_default .}}
+{{end}}`
+	if err := envconfig.Usagef(envPrefix, &c, &usage, format); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for line := range strings.Lines(usage.String()) {
+		if key, def, ok := strings.Cut(strings.TrimSpace(line), "|"); ok {
+			want[key] = def
+		}
+	}
+
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(readme))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "| `HUSH_") {
+			continue
+		}
+		cells := strings.Split(line, " | ")
+		if len(cells) < 4 {
+			t.Errorf("README row %q: want | key | type | default | meaning |", line)
+			continue
+		}
+		key := strings.Trim(strings.TrimPrefix(cells[0], "| "), "`")
+		if _, dup := got[key]; dup {
+			t.Errorf("README lists %s twice", key)
+		}
+		got[key] = strings.Trim(cells[2], "` ")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("README configuration table: key -> default (-hush serve --help +README):\n%s", diff)
+	}
+}
