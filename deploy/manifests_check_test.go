@@ -38,7 +38,7 @@ const (
 	ruleService      rule = "the Service exposes the container's HTTP (metrics) port"
 	rulePDB          rule = "the PDB allows a drain at the minimum replica count"
 	ruleScaleTarget  rule = "the ScaledObject targets the Deployment, with valid bounds"
-	ruleTriggers     rule = "one redis trigger per HUSH_QUEUES queue on asynq:{queue}:pending"
+	ruleTriggers     rule = "one redis trigger per queue served (HUSH_QUEUES, with HUSH_DELIVERY_SHARDS) on asynq:{queue}:pending"
 	ruleTriggerAuths rule = "trigger authentications exist and give KEDA the Redis address"
 )
 
@@ -322,6 +322,11 @@ func (c *checker) checkScaledObject(b *bundle, d *appsv1.Deployment, env map[str
 	if err != nil {
 		c.errorf(ruleTriggers, "HUSH_QUEUES: %v", err)
 	}
+	shards, err := strconv.Atoi(valueOr(env, "HUSH_DELIVERY_SHARDS", "1"))
+	if err != nil || shards < 1 {
+		c.errorf(ruleTriggers, "HUSH_DELIVERY_SHARDS %q is not a positive integer", env["HUSH_DELIVERY_SHARDS"])
+	}
+	wantQueues = withShards(wantQueues, shards)
 	var gotQueues []string
 	for _, tr := range so.Spec.Triggers {
 		name := cmp.Or(tr.Name, tr.Type)
@@ -350,7 +355,7 @@ func (c *checker) checkScaledObject(b *bundle, d *appsv1.Deployment, env map[str
 	}
 	slices.Sort(gotQueues)
 	if !slices.Equal(gotQueues, wantQueues) {
-		c.errorf(ruleTriggers, "triggers watch queues %v, HUSH_QUEUES serves %v", gotQueues, wantQueues)
+		c.errorf(ruleTriggers, "triggers watch queues %v, HUSH_QUEUES and HUSH_DELIVERY_SHARDS serve %v", gotQueues, wantQueues)
 	}
 
 	for _, ta := range b.triggerAuths {
@@ -367,8 +372,24 @@ func (c *checker) checkScaledObject(b *bundle, d *appsv1.Deployment, env map[str
 	}
 }
 
-// pendingList matches Asynq's pending list key of one queue.
-var pendingList = regexp.MustCompile(`^asynq:\{([a-z]+)\}:pending$`)
+// pendingList matches Asynq's pending list key of one queue (a priority,
+// or one of its delivery shards "<priority>.<k>").
+var pendingList = regexp.MustCompile(`^asynq:\{([a-z]+(?:\.[0-9]+)?)\}:pending$`)
+
+// withShards adds the shard queues "<queue>.0" ... of each queue, sorted,
+// as hush serve does with HUSH_DELIVERY_SHARDS above 1.
+func withShards(queues []string, shards int) []string {
+	out := slices.Clone(queues)
+	if shards > 1 {
+		for _, q := range queues {
+			for k := range shards {
+				out = append(out, q+"."+strconv.Itoa(k))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // queueNames returns the sorted queue names of a HUSH_QUEUES value.
 func queueNames(s string) ([]string, error) {

@@ -191,6 +191,7 @@ func TestChecksCatchMistakes(t *testing.T) {
 		{"wrong list key", func(b *bundle) { b.scaledObjects[0].Spec.Triggers[1].Metadata["listName"] = "asynq:high:pending" }, []rule{ruleTriggers}},
 		{"queue without trigger", func(b *bundle) { tr := &b.scaledObjects[0].Spec.Triggers; *tr = (*tr)[:2] }, []rule{ruleTriggers}},
 		{"queue added to HUSH_QUEUES only", func(b *bundle) { config(b)["HUSH_QUEUES"] = "critical:6,high:3,normal:1,bulk:1" }, []rule{ruleTriggers}},
+		{"delivery shards without their triggers", func(b *bundle) { config(b)["HUSH_DELIVERY_SHARDS"] = "2" }, []rule{ruleTriggers}},
 		{"duplicate trigger names", func(b *bundle) { b.scaledObjects[0].Spec.Triggers[2].Name = "high-pending" }, []rule{ruleTriggers}},
 		{"listLength not a number", func(b *bundle) { b.scaledObjects[0].Spec.Triggers[0].Metadata["listLength"] = "lots" }, []rule{ruleTriggers}},
 		{"unknown TriggerAuthentication", func(b *bundle) { b.scaledObjects[0].Spec.Triggers[0].AuthenticationRef.Name = "redis" }, []rule{ruleTriggerAuths}},

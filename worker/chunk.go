@@ -72,7 +72,7 @@ func (w *Worker) enqueueChunk(ctx context.Context, c *chunk) error {
 		return fmt.Errorf("encode chunk %s: %w", c.name(), err)
 	}
 	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(payload.TypeChunk, b),
-		asynq.TaskID(c.name()), asynq.Queue(string(c.Priority)),
+		asynq.TaskID(c.name()), asynq.Queue(shardQueue(string(c.Priority), c.name(), w.shards)),
 		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("enqueue chunk %s: %w", c.name(), err)
@@ -158,7 +158,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates) er
 	for _, h := range handoffs {
 		d := c.delivery(h.i)
 		d.Attempts, d.Failed = h.attempts, h.failed
-		if err := w.enqueueDelivery(ctx, &d, string(c.Priority), h.delay); err != nil {
+		if err := w.enqueueDelivery(ctx, &d, h.delay); err != nil {
 			return err
 		}
 	}

@@ -23,9 +23,10 @@ type Config struct {
 	RedisURL          string   `split_words:"true" desc:"redis://, rediss:// or unix:// URL; empty: an embedded in-memory Redis (development only, data lost on exit)"`
 	RedisClusterAddrs []string `split_words:"true" desc:"comma list of host:port; when set, Redis Cluster is used (HUSH_REDIS_URL's user, password and TLS still apply)"`
 
-	Concurrency int            `default:"50" desc:"concurrent deliveries per process"`
-	Queues      map[string]int `default:"critical:6,high:3,normal:1" desc:"queues to serve and their weights; queues are named after priorities (critical, high, normal)"`
-	MaxRetry    int            `split_words:"true" default:"8" desc:"retries for transient provider failures before a delivery is archived"`
+	Concurrency    int            `default:"50" desc:"concurrent deliveries per process"`
+	Queues         map[string]int `default:"critical:6,high:3,normal:1" desc:"queues to serve and their weights; queues are named after priorities (critical, high, normal)"`
+	DeliveryShards int            `split_words:"true" default:"1" desc:"spread each priority's delivery and chunk tasks over this many queues (<priority>.0 ...) by user hash, so that on Redis Cluster one queue's node is not the ceiling; 1: no shard queues"`
+	MaxRetry       int            `split_words:"true" default:"8" desc:"retries for transient provider failures before a delivery is archived"`
 
 	ThrottleLimits string        `split_words:"true" default:"10/1m,100/24h" desc:"per-user rolling-window caps, N/window comma list"`
 	ThrottleMinGap time.Duration `split_words:"true" default:"3s" desc:"minimum gap between two pushes to the same user"`
@@ -135,6 +136,9 @@ func (c Config) Validate() error {
 		if w <= 0 {
 			add(keyErr("HUSH_QUEUES", "queue %q: weight must be positive, got %d", name, w))
 		}
+	}
+	if c.DeliveryShards < 1 || c.DeliveryShards > maxShards {
+		add(keyErr("HUSH_DELIVERY_SHARDS", "want 1 to %d, got %d", maxShards, c.DeliveryShards))
 	}
 	if c.MaxRetry < 0 {
 		add(keyErr("HUSH_MAX_RETRY", "must not be negative, got %d", c.MaxRetry))

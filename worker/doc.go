@@ -52,6 +52,11 @@
 //	               again (the same slot, or a new one when late), waits,
 //	               sends to the devices not yet settled, retries, expires.
 //
+// With HUSH_DELIVERY_SHARDS above 1, hush:delivery tasks go to the queue
+// "<priority>.<fnv32a(user id) mod shards>" and hush:chunk tasks to
+// "<priority>.<fnv32a(task id) mod shards>" (shards.go); jobs stay on the
+// priority's queue.
+//
 // With a limiter that cannot book in batches (a Limiter without
 // ReserveBatch), the job task creates one hush:delivery task per recipient
 // instead.

@@ -96,7 +96,7 @@ func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) error {
 		return nil
 	}
 	if !chunked {
-		return w.fanOut(ctx, &job, queue, start)
+		return w.fanOut(ctx, &job, start)
 	}
 	if n > chunkSize {
 		for from := max(chunkSize, start); from < n; from += chunkSize {
@@ -112,7 +112,7 @@ func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) error {
 }
 
 // fanOut creates one delivery task per recipient from start on.
-func (w *Worker) fanOut(ctx context.Context, job *payload.Job, queue string, start int) error {
+func (w *Worker) fanOut(ctx context.Context, job *payload.Job, start int) error {
 	deadline := job.Deadline()
 	n := len(job.Recipients)
 	for from := start; from < n; from += fanoutBatch {
@@ -131,7 +131,7 @@ func (w *Worker) fanOut(ctx context.Context, job *payload.Job, queue string, sta
 				Content: job.Content, Priority: job.Priority.Effective(),
 				Deadline: deadline, AcceptedAt: job.AcceptedAt,
 			}
-			if err := w.enqueueDelivery(ctx, &d, queue, 0); err != nil {
+			if err := w.enqueueDelivery(ctx, &d, 0); err != nil {
 				return err
 			}
 		}
@@ -142,14 +142,15 @@ func (w *Worker) fanOut(ctx context.Context, job *payload.Job, queue string, sta
 	return w.store.setState(ctx, job.ID, jobFannedOut)
 }
 
-// enqueueDelivery creates d's delivery task, to run after delay.
-func (w *Worker) enqueueDelivery(ctx context.Context, d *delivery, queue string, delay time.Duration) error {
+// enqueueDelivery creates d's delivery task, to run after delay, on its
+// priority's queue (the user's shard of it).
+func (w *Worker) enqueueDelivery(ctx context.Context, d *delivery, delay time.Duration) error {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("encode delivery %s: %w", d.member(), err)
 	}
 	opts := []asynq.Option{
-		asynq.TaskID(d.member()), asynq.Queue(queue),
+		asynq.TaskID(d.member()), asynq.Queue(shardQueue(string(d.Priority), d.UserID, w.shards)),
 		asynq.MaxRetry(deliveryMaxRetry), asynq.Timeout(deliveryTimeout),
 	}
 	if delay > 0 {

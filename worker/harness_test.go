@@ -48,6 +48,7 @@ type envOptions struct {
 	shutdownTimeout time.Duration // default 3s
 	wrap            func(Limiter) Limiter
 	webhookURL      string
+	shards          int // HUSH_DELIVERY_SHARDS
 	noRun           bool
 }
 
@@ -90,6 +91,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		Policy:          policy,
 		Senders:         senders,
 		Concurrency:     10,
+		DeliveryShards:  o.shards,
 		MaxRetry:        o.maxRetry,
 		Bypass:          o.bypass,
 		APIToken:        o.apiToken,

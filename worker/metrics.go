@@ -63,17 +63,19 @@ func newMetrics() *metrics {
 // queueCollector reports queue depths from the Asynq Inspector at scrape
 // time.
 type queueCollector struct {
-	insp   *asynq.Inspector
-	queues []string
-	log    *slog.Logger
-	depth  *prometheus.Desc
+	insp    *asynq.Inspector
+	weights map[string]int // the priority queues served
+	shards  int            // delivery shards per priority
+	log     *slog.Logger
+	depth   *prometheus.Desc
 }
 
-func newQueueCollector(insp *asynq.Inspector, queues []string, log *slog.Logger) *queueCollector {
+func newQueueCollector(insp *asynq.Inspector, weights map[string]int, shards int, log *slog.Logger) *queueCollector {
 	return &queueCollector{
-		insp:   insp,
-		queues: queues,
-		log:    log,
+		insp:    insp,
+		weights: weights,
+		shards:  shards,
+		log:     log,
 		depth: prometheus.NewDesc("hush_queue_tasks",
 			"Tasks in each Asynq queue by state (pending, active, scheduled, retry, archived).",
 			[]string{"queue", "state"}, nil),
@@ -88,7 +90,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		c.log.Warn("queue depth unavailable", "err", err)
 		return
 	}
-	for _, q := range c.queues {
+	for _, q := range sortedQueues(servedQueues(c.weights, c.shards, known)) {
 		info := &asynq.QueueInfo{Queue: q}
 		if slices.Contains(known, q) {
 			info, err = c.insp.GetQueueInfo(q)

@@ -56,6 +56,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Policy:          policy,
 		Senders:         senders,
 		Queues:          cfg.Queues,
+		DeliveryShards:  cfg.DeliveryShards,
 		Concurrency:     cfg.Concurrency,
 		MaxRetry:        cfg.MaxRetry,
 		Bypass:          bypass,

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +29,9 @@ type Options struct {
 	Senders map[payload.Platform]Sender
 	// Queues to serve and their weights (default critical:6,high:3,normal:1).
 	Queues map[string]int
+	// DeliveryShards spreads each priority's delivery and chunk tasks over
+	// this many queues (see shards.go); 0 or 1: none.
+	DeliveryShards int
 	// Concurrency is the number of deliveries processed at once (default 50).
 	Concurrency int
 	// MaxRetry is the number of retries for transient failures (default 0:
@@ -61,7 +62,8 @@ type Worker struct {
 	admin    ThrottleAdmin // nil when the limiter has no Status/Reset
 	policy   throttle.Policy
 	senders  map[payload.Platform]Sender
-	queues   map[string]int
+	queues   map[string]int // priority queues and weights
+	shards   int            // delivery shards per priority
 	conc     int
 	maxRetry int
 	bypass   map[payload.Priority]bool
@@ -112,6 +114,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		policy:   o.Policy,
 		senders:  o.Senders,
 		queues:   o.Queues,
+		shards:   max(1, o.DeliveryShards),
 		conc:     o.Concurrency,
 		maxRetry: o.MaxRetry,
 		bypass:   map[payload.Priority]bool{},
@@ -137,8 +140,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		w.events.webhook = newWebhook(o.WebhookURL, o.Logger, m)
 	}
 	w.client.m = m
-	queues := slices.Sorted(maps.Keys(o.Queues))
-	m.reg.MustRegister(newQueueCollector(w.insp, queues, o.Logger))
+	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger))
 	return w, nil
 }
 
@@ -155,10 +157,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHandlers()
 
+	// Shard queues left by a deployment with more shards are served too.
+	existing, err := w.insp.Queues()
+	if err != nil {
+		return fmt.Errorf("list queues: %w", err)
+	}
+	queues := servedQueues(w.queues, w.shards, existing)
+
 	srv := asynq.NewServerFromRedisClient(w.rdb, asynq.Config{
 		Concurrency:              w.conc,
 		BaseContext:              func() context.Context { return handlerCtx },
-		Queues:                   w.queues,
+		Queues:                   queues,
 		RetryDelayFunc:           retryDelay,
 		IsFailure:                isFailure,
 		ErrorHandler:             asynq.ErrorHandlerFunc(w.handleError),
@@ -181,7 +190,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		go func() { defer close(done); w.events.webhook.run(ctx) }()
 		defer func() { <-done }()
 	}
-	w.log.Info("worker running", "queues", w.queues, "concurrency", w.conc)
+	w.log.Info("worker running", "queues", sortedQueues(queues), "concurrency", w.conc)
 
 	<-ctx.Done()
 	w.running.Store(false)

@@ -1,0 +1,78 @@
+package worker
+
+import (
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Delivery shards spread the tasks a job creates over several Asynq queues
+// per priority, so that on Redis Cluster (where Asynq keeps each queue
+// under one hash tag, asynq:{<queue>}:..., on one node) no single queue's
+// node carries every delivery. With S shards (HUSH_DELIVERY_SHARDS), a
+// priority p has the queues p (jobs, and everything when S is 1) and p.0 to
+// p.<S-1>: a hush:delivery task goes to p.<fnv32a(user id) mod S>, a
+// hush:chunk task to p.<fnv32a(task id) mod S>. All of them are plain
+// Asynq queues that asynqmon and the asynq CLI list.
+
+// maxShards bounds HUSH_DELIVERY_SHARDS: every shard is a queue each worker
+// polls.
+const maxShards = 64
+
+// shardQueue is the queue of priority queue base for key: base itself with
+// one shard.
+func shardQueue(base, key string, shards int) string {
+	if shards <= 1 {
+		return base
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return base + "." + strconv.Itoa(int(h.Sum32()%uint32(shards)))
+}
+
+// shardOf parses a shard queue name "<priority>.<k>": its priority and
+// shard number.
+func shardOf(queue string) (base string, k int, ok bool) {
+	base, num, found := strings.Cut(queue, ".")
+	if !found {
+		return "", 0, false
+	}
+	if _, known := knownPriorities[base]; !known {
+		return "", 0, false
+	}
+	k, err := strconv.Atoi(num)
+	if err != nil || k < 0 || strconv.Itoa(k) != num {
+		return "", 0, false
+	}
+	return base, k, true
+}
+
+// servedQueues is every queue a worker serves: each priority queue of
+// weights and, with more than one shard, its shard queues 0..shards-1 with
+// the priority's weight (so priorities keep their proportions). existing
+// are the queues Redis already knows: shard queues of a served priority
+// beyond shards (left by a deployment that had more shards) are served too,
+// so that lowering HUSH_DELIVERY_SHARDS strands nothing.
+func servedQueues(weights map[string]int, shards int, existing []string) map[string]int {
+	out := maps.Clone(weights)
+	if shards > 1 {
+		for base, wt := range weights {
+			for k := range shards {
+				out[base+"."+strconv.Itoa(k)] = wt
+			}
+		}
+	}
+	for _, q := range existing {
+		if base, _, ok := shardOf(q); ok {
+			if wt, served := weights[base]; served {
+				out[q] = wt
+			}
+		}
+	}
+	return out
+}
+
+// sortedQueues lists queue names in order, for logs and metrics.
+func sortedQueues(queues map[string]int) []string { return slices.Sorted(maps.Keys(queues)) }

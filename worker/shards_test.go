@@ -1,0 +1,188 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/payload"
+)
+
+func TestShardQueue(t *testing.T) {
+	if got := shardQueue("normal", "u-1", 1); got != "normal" {
+		t.Errorf("one shard: got %q, want the priority queue", got)
+	}
+	seen := map[string]int{}
+	for i := range 1000 {
+		user := fmt.Sprintf("u-%d", i)
+		q := shardQueue("high", user, 8)
+		if again := shardQueue("high", user, 8); again != q {
+			t.Fatalf("user %s: %q then %q; a user's shard must not change", user, q, again)
+		}
+		base, k, ok := shardOf(q)
+		if !ok || base != "high" || k < 0 || k >= 8 {
+			t.Fatalf("user %s: queue %q is not a shard of high in [0, 8)", user, q)
+		}
+		seen[q]++
+	}
+	// 1000 users over 8 shards: each gets 125 on average; FNV-1a spreads
+	// them well within a factor of two.
+	for k := range 8 {
+		q := fmt.Sprintf("high.%d", k)
+		if n := seen[q]; n < 62 || n > 250 {
+			t.Errorf("%s holds %d of 1000 users, want 62 to 250: %v", q, n, seen)
+		}
+	}
+}
+
+func TestShardOf(t *testing.T) {
+	for _, tc := range []struct {
+		queue string
+		base  string
+		k     int
+		ok    bool
+	}{
+		{"normal.0", "normal", 0, true},
+		{"critical.17", "critical", 17, true},
+		{"normal", "", 0, false},
+		{"normal.", "", 0, false},
+		{"normal.x", "", 0, false},
+		{"normal.-1", "", 0, false},
+		{"normal.01", "", 0, false},
+		{"bulk.3", "", 0, false},
+	} {
+		t.Run(tc.queue, func(t *testing.T) {
+			base, k, ok := shardOf(tc.queue)
+			if base != tc.base || k != tc.k || ok != tc.ok {
+				t.Errorf("shardOf(%q) = %q, %d, %v; want %q, %d, %v", tc.queue, base, k, ok, tc.base, tc.k, tc.ok)
+			}
+		})
+	}
+}
+
+func TestServedQueues(t *testing.T) {
+	weights := map[string]int{"critical": 6, "normal": 1}
+	for _, tc := range []struct {
+		name     string
+		shards   int
+		existing []string
+		want     map[string]int
+	}{
+		{"one shard", 1, nil, map[string]int{"critical": 6, "normal": 1}},
+		{"two shards", 2, []string{"normal", "normal.1"}, map[string]int{
+			"critical": 6, "critical.0": 6, "critical.1": 6, "normal": 1, "normal.0": 1, "normal.1": 1,
+		}},
+		{"shards left by a larger deployment are drained", 1, []string{"normal.5", "critical.2", "high.1", "other"}, map[string]int{
+			"critical": 6, "critical.2": 6, "normal": 1, "normal.5": 1,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := servedQueues(weights, tc.shards, tc.existing)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("servedQueues (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestShardedDeliveries: with 4 shards, the deferred deliveries of a job
+// wait in the shard queue of their user, chunks go to shard queues too,
+// and everything is delivered with the limiter's gap intact.
+func TestShardedDeliveries(t *testing.T) {
+	const n, shards = 150, 4
+	e := newEnv(t, envOptions{limits: "100/1m", gap: "6s", shards: shards})
+	first := e.submit(fanJob("sa", n))
+	e.waitDone(first, 20*time.Second)
+	second := e.submit(fanJob("sb", n))
+
+	// The second job's recipients are all held back by the gap (longer
+	// than a wait in place): their
+	// delivery tasks wait in the scheduled sets of the users' shards.
+	users := map[string]string{} // user -> queue its delivery waits in
+	waitFor(t, 10*time.Second, "the second job's deliveries to be scheduled", func() bool {
+		for k := range shards {
+			q := fmt.Sprintf("normal.%d", k)
+			tasks, err := e.insp.ListScheduledTasks(q, asynq.PageSize(n))
+			if err != nil {
+				continue // the queue does not exist yet
+			}
+			for _, ti := range tasks {
+				var d delivery
+				if err := json.Unmarshal(ti.Payload, &d); err != nil {
+					t.Fatalf("task %s in %s: %v", ti.ID, q, err)
+				}
+				users[d.UserID] = q
+			}
+		}
+		return len(users) == n
+	})
+	used := map[string]bool{}
+	for user, q := range users {
+		if want := shardQueue("normal", user, shards); q != want {
+			t.Errorf("user %s: delivery waits in %s, want %s", user, q, want)
+		}
+		used[q] = true
+	}
+	if len(used) != shards {
+		t.Errorf("deliveries of %d users use %d of %d shards", n, len(used), shards)
+	}
+	queues, err := e.insp.Queues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"sa/c1", "sb/c1"} {
+		if q := shardQueue("normal", c, shards); !slices.Contains(queues, q) {
+			t.Errorf("chunk %s: its shard queue %s was never used (queues %v)", c, q, queues)
+		}
+	}
+
+	st := e.waitDone(second, 30*time.Second)
+	if st.Counts[stateDelivered] != n {
+		t.Errorf("second job: counts %v, want %d delivered", st.Counts, n)
+	}
+	reqs := e.apns.Requests()
+	for i := range n {
+		a := requestsFor(reqs, apnsToken(fmt.Sprint("sa", i)))
+		b := requestsFor(reqs, apnsToken(fmt.Sprint("sb", i)))
+		if len(a) != 1 || len(b) != 1 {
+			t.Errorf("user %d got %d and %d pushes, want 1 and 1", i, len(a), len(b))
+			continue
+		}
+		if d := b[0].At.Sub(a[0].At); d < 6*time.Second-250*time.Millisecond {
+			t.Errorf("user %d: pushes %s apart, want at least 6s", i, d)
+		}
+	}
+}
+
+// TestLeftoverShardQueueIsDrained: a delivery waiting in a shard queue of a
+// deployment that had more shards is still delivered by workers configured
+// with fewer.
+func TestLeftoverShardQueueIsDrained(t *testing.T) {
+	e := newEnv(t, envOptions{shards: 2, noRun: true})
+	tok := apnsToken("leftover")
+	d := delivery{
+		Job: "leftover", Index: 0, UserID: "u-left",
+		Devices:  []payload.Device{{Platform: payload.APNs, Token: tok}},
+		Content:  payload.Content{Alert: &payload.Alert{Title: "t", Body: "b"}},
+		Priority: payload.PriorityNormal, AcceptedAt: time.Now(),
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.aq.EnqueueContext(context.Background(), asynq.NewTask(payload.TypeDelivery, b),
+		asynq.TaskID(d.member()), asynq.Queue("normal.9")); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	t.Cleanup(e.shutdown)
+	waitFor(t, 10*time.Second, "the leftover delivery to be sent", func() bool {
+		return len(requestsFor(e.apns.Requests(), tok)) == 1
+	})
+}
