@@ -49,6 +49,9 @@ type clusterOptions struct {
 	maxRetry    int
 	// env are extra KEY=VALUE settings for every process.
 	env []string
+	// redisMasters, when set, runs the processes on a real Redis Cluster of
+	// that many masters (HUSH_REDIS_CLUSTER_ADDRS) instead of one server.
+	redisMasters int
 }
 
 // cluster is a private Redis, a fake APNs and FCM in the test process, and
@@ -56,8 +59,9 @@ type clusterOptions struct {
 type cluster struct {
 	t     *testing.T
 	opts  clusterOptions
-	redis *redistest.Server
-	rdb   *redis.Client
+	redis *redistest.Server  // nil on a Redis Cluster
+	rc    *redistest.Cluster // nil on one server
+	rdb   redis.UniversalClient
 	insp  *asynq.Inspector
 	apns  *fake.APNs
 	fcm   *fake.FCM
@@ -81,11 +85,19 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 	t.Helper()
 	needBinary(t)
 	c := &cluster{t: t, opts: o, dir: t.TempDir(), http: &http.Client{Timeout: 10 * time.Second}}
-	c.redis = redistest.Start(t, redistest.Options{Persist: true})
-	if !c.redis.Real() {
-		t.Skip("multi-process test: needs a real redis-server")
+	redisEnv := ""
+	if o.redisMasters > 0 {
+		c.rc = redistest.StartCluster(t, o.redisMasters)
+		c.rdb = c.rc.Client(t)
+		redisEnv = "HUSH_REDIS_CLUSTER_ADDRS=" + strings.Join(c.rc.Addrs(), ",")
+	} else {
+		c.redis = redistest.Start(t, redistest.Options{Persist: true})
+		if !c.redis.Real() {
+			t.Skip("multi-process test: needs a real redis-server")
+		}
+		c.rdb = c.redis.Client(t)
+		redisEnv = "HUSH_REDIS_URL=" + c.redis.URL()
 	}
-	c.rdb = c.redis.Client(t)
 	c.insp = asynq.NewInspectorFromRedisClient(c.rdb)
 
 	var err error
@@ -116,7 +128,7 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 	c.env = append([]string{
 		"HOME=" + c.dir,
 		"TMPDIR=" + c.dir,
-		"HUSH_REDIS_URL=" + c.redis.URL(),
+		redisEnv,
 		"HUSH_THROTTLE_LIMITS=" + e2eLimits,
 		"HUSH_THROTTLE_MIN_GAP=" + e2eMinGap.String(),
 		"HUSH_APNS_KEY_FILE=" + keyFile,
