@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"text/tabwriter"
@@ -22,6 +23,10 @@ import (
 type Config struct {
 	RedisURL          string   `split_words:"true" desc:"redis://, rediss:// or unix:// URL; empty: an embedded in-memory Redis (development only, data lost on exit)"`
 	RedisClusterAddrs []string `split_words:"true" desc:"comma list of host:port; when set, Redis Cluster is used (HUSH_REDIS_URL's user, password and TLS still apply)"`
+
+	RedisSentinelAddrs    []string `split_words:"true" desc:"comma list of host:port of Redis Sentinels; when set, the master HUSH_REDIS_SENTINEL_MASTER names is found through them and followed across failovers (HUSH_REDIS_URL's user, password, DB and TLS still apply to the data nodes)"`
+	RedisSentinelMaster   string   `split_words:"true" desc:"the master's name in the Sentinels' configuration (sentinel monitor <name> ...); required with HUSH_REDIS_SENTINEL_ADDRS"`
+	RedisSentinelPassword string   `split_words:"true" desc:"password of the Sentinels themselves (their requirepass), when they have one"`
 
 	Concurrency    int            `default:"50" desc:"concurrent deliveries per process"`
 	Queues         map[string]int `default:"critical:6,high:3,normal:1" desc:"queues to serve and their weights; queues are named after priorities (critical, high, normal)"`
@@ -123,6 +128,7 @@ func (c Config) Validate() error {
 			add(keyErr("HUSH_REDIS_CLUSTER_ADDRS", "%q is not host:port", a))
 		}
 	}
+	add(c.validateSentinel())
 	if c.Concurrency <= 0 {
 		add(keyErr("HUSH_CONCURRENCY", "must be positive, got %d", c.Concurrency))
 	}
@@ -180,6 +186,37 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		add(keyErr("HUSH_LOG_FORMAT", "want text or json, got %q", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// validateSentinel checks the HUSH_REDIS_SENTINEL_* keys and how they combine
+// with HUSH_REDIS_URL and HUSH_REDIS_CLUSTER_ADDRS.
+func (c Config) validateSentinel() error {
+	var errs []error
+	for _, a := range c.RedisSentinelAddrs {
+		a = strings.TrimSpace(a)
+		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
+			errs = append(errs, keyErr("HUSH_REDIS_SENTINEL_ADDRS", "%q is not host:port", a))
+		}
+	}
+	sentinel := len(c.RedisSentinelAddrs) > 0
+	switch {
+	case sentinel && len(c.RedisClusterAddrs) > 0:
+		errs = append(errs, keyErr("HUSH_REDIS_SENTINEL_ADDRS", "cannot be combined with HUSH_REDIS_CLUSTER_ADDRS: set one of them"))
+	case sentinel && strings.TrimSpace(c.RedisSentinelMaster) == "":
+		errs = append(errs, keyErr("HUSH_REDIS_SENTINEL_MASTER", "required with HUSH_REDIS_SENTINEL_ADDRS (the name in the Sentinels' \"sentinel monitor <name>\")"))
+	case !sentinel && c.RedisSentinelMaster != "":
+		errs = append(errs, keyErr("HUSH_REDIS_SENTINEL_ADDRS", "required with HUSH_REDIS_SENTINEL_MASTER (the Sentinels' host:port list)"))
+	case !sentinel && c.RedisSentinelPassword != "":
+		errs = append(errs, keyErr("HUSH_REDIS_SENTINEL_PASSWORD", "only used with HUSH_REDIS_SENTINEL_ADDRS"))
+	}
+	if u, err := url.Parse(c.RedisURL); err == nil && c.RedisURL != "" {
+		if u.Query().Has("master_name") {
+			errs = append(errs, keyErr("HUSH_REDIS_URL", "go-redis's Sentinel URL form (master_name=...) is not read: set HUSH_REDIS_SENTINEL_ADDRS and HUSH_REDIS_SENTINEL_MASTER, and keep HUSH_REDIS_URL for the data nodes' user, password, DB and TLS"))
+		} else if sentinel && u.Scheme == "unix" {
+			errs = append(errs, keyErr("HUSH_REDIS_URL", "a unix:// URL cannot be used with HUSH_REDIS_SENTINEL_ADDRS (the Sentinels name the master's host:port)"))
+		}
 	}
 	return errors.Join(errs...)
 }

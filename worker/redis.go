@@ -13,9 +13,46 @@ import (
 // limiter, job records and events) and a function that closes it. With
 // HUSH_REDIS_URL and HUSH_REDIS_CLUSTER_ADDRS empty it starts an embedded
 // miniredis on loopback, for development only.
+//
+// With HUSH_REDIS_SENTINEL_ADDRS and HUSH_REDIS_SENTINEL_MASTER it returns
+// go-redis's failover client: a *redis.Client (so the limiter keeps its
+// one-script batches) whose connections go to whichever node the Sentinels
+// name as the master. When a Sentinel announces a new master (+switch-master)
+// the client drops its connections to the old one; commands that fail on a
+// dead connection are retried on a fresh one, so Asynq, the limiter and the
+// API carry on through a failover without a restart. HUSH_REDIS_URL then
+// only gives the data nodes' user, password, DB, TLS and timeouts (its host
+// is ignored, except as the name TLS certificates are checked against);
+// HUSH_REDIS_SENTINEL_PASSWORD is the Sentinels' own password.
+// go-redis's failover URL (redis.ParseFailoverURL) is not accepted: its
+// userinfo means the Sentinels' credentials where HUSH_REDIS_URL's means the
+// data nodes', and it carries the data password in a query parameter.
 func openRedis(cfg Config, log *slog.Logger) (redis.UniversalClient, func(), error) {
 	// Asynq, the limiter and every in-flight delivery share the pool.
 	pool := cfg.Concurrency + 30
+	if len(cfg.RedisSentinelAddrs) > 0 {
+		opts := &redis.FailoverOptions{
+			MasterName:       cfg.RedisSentinelMaster,
+			SentinelAddrs:    trimAll(cfg.RedisSentinelAddrs),
+			SentinelPassword: cfg.RedisSentinelPassword,
+			PoolSize:         pool,
+		}
+		if cfg.RedisURL != "" {
+			u, err := redis.ParseURL(cfg.RedisURL)
+			if err != nil {
+				return nil, nil, &KeyError{Key: "HUSH_REDIS_URL", Err: err}
+			}
+			opts.Username, opts.Password, opts.DB, opts.TLSConfig = u.Username, u.Password, u.DB, u.TLSConfig
+			opts.ClientName, opts.Protocol = u.ClientName, u.Protocol
+			opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = u.DialTimeout, u.ReadTimeout, u.WriteTimeout
+			opts.MaxRetries, opts.MinRetryBackoff, opts.MaxRetryBackoff = u.MaxRetries, u.MinRetryBackoff, u.MaxRetryBackoff
+			opts.PoolTimeout = u.PoolTimeout
+			opts.PoolSize = max(u.PoolSize, pool)
+		}
+		rdb := redis.NewFailoverClient(opts)
+		log.Info("redis sentinel", "master", opts.MasterName, "sentinels", opts.SentinelAddrs, "db", opts.DB)
+		return rdb, func() { _ = rdb.Close() }, nil
+	}
 	if len(cfg.RedisClusterAddrs) > 0 {
 		opts := &redis.ClusterOptions{Addrs: trimAll(cfg.RedisClusterAddrs), PoolSize: pool}
 		if cfg.RedisURL != "" {
