@@ -1,9 +1,14 @@
 package worker
 
 import (
+	"crypto/tls"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestLoadConfigSentinel(t *testing.T) {
@@ -55,4 +60,53 @@ func TestLoadConfigSentinel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpenRedisSentinelTakesTheURLsDataNodeSettings: with the Sentinel keys,
+// HUSH_REDIS_URL's user, password, DB, TLS and timeouts reach the
+// connections to the master, and the pool is sized as for a plain URL.
+func TestOpenRedisSentinelTakesTheURLsDataNodeSettings(t *testing.T) {
+	cfg := Config{
+		RedisURL:            "rediss://hush:pw@redis.internal:6380/3?dial_timeout=2s&pool_size=500",
+		RedisSentinelAddrs:  []string{" 127.0.0.1:1 ", "127.0.0.1:2"},
+		RedisSentinelMaster: "mymaster",
+		Concurrency:         20,
+	}
+	var logs lockedBuffer
+	rdb, closeRedis, err := openRedis(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRedis()
+	c, ok := rdb.(*redis.Client)
+	if !ok {
+		t.Fatalf("openRedis returned a %T, want the failover *redis.Client (the limiter's one-script batches need it)", rdb)
+	}
+	o := c.Options()
+	got := fmt.Sprintf("user=%s password=%s db=%d tls=%v server_name=%s dial_timeout=%s pool=%d",
+		o.Username, o.Password, o.DB, o.TLSConfig != nil, serverName(o.TLSConfig), o.DialTimeout, o.PoolSize)
+	want := "user=hush password=pw db=3 tls=true server_name=redis.internal dial_timeout=2s pool=500"
+	if got != want {
+		t.Errorf("master connection options:\n got %s\nwant %s", got, want)
+	}
+	if !strings.Contains(logs.String(), `master=mymaster sentinels="[127.0.0.1:1 127.0.0.1:2]"`) {
+		t.Errorf("log does not name the master and the Sentinels:\n%s", logs.String())
+	}
+
+	cfg.RedisURL = ""
+	rdb2, closeRedis2, err := openRedis(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRedis2()
+	if o := rdb2.(*redis.Client).Options(); o.PoolSize != cfg.Concurrency+30 || o.TLSConfig != nil || o.Password != "" {
+		t.Errorf("without HUSH_REDIS_URL: pool %d tls %v password %q, want %d, no TLS, no password", o.PoolSize, o.TLSConfig != nil, o.Password, cfg.Concurrency+30)
+	}
+}
+
+func serverName(c *tls.Config) string {
+	if c == nil {
+		return ""
+	}
+	return c.ServerName
 }
