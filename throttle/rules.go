@@ -78,55 +78,104 @@ func (r *rules) earliestPast(ts []int64, now int64) (int64, int) {
 	return t, denied
 }
 
+// earliestScan handles bookings after now. The answer is now or a
+// candidate e+d (an entry plus a window or the gap); candidates are visited
+// in ascending order without listing them, and a candidate that breaks a
+// rule skips the whole run of times that rule rules out (skip), so a user
+// booked days ahead costs a walk over the bookings, not a search per
+// candidate.
 func (r *rules) earliestScan(ts []int64, now int64, blame bool) (int64, int) {
-	cand := []int64{now}
-	for _, e := range ts {
-		for _, w := range r.w {
-			if e+w > now {
-				cand = append(cand, e+w)
-			}
-		}
-		if r.gap > 0 && e+r.gap > now {
-			cand = append(cand, e+r.gap)
-		}
-	}
-	slices.Sort(cand)
-	cand = slices.Compact(cand)
-	nrules := len(r.n) + 1
-	first := func(rule int) int64 { // rule -1: all rules
-		for _, c := range cand {
-			if rule >= 0 {
-				if r.ok(ts, c, rule) {
-					return c
-				}
-				continue
-			}
-			ok := true
-			for i := 0; i < nrules && ok; i++ {
-				ok = r.ok(ts, c, i)
-			}
-			if ok {
-				return c
-			}
-		}
-		// Unreachable: the largest candidate (last entry + longest of the
-		// windows and the gap) is always feasible.
-		return cand[len(cand)-1]
-	}
-	t := first(-1)
+	t := r.firstFeasible(ts, now, -1)
 	if t == now || !blame {
 		return t, -1
 	}
 	denied, worst := -1, int64(0)
-	for i := range nrules {
+	for i := range len(r.n) + 1 {
 		if r.ok(ts, now, i) {
 			continue
 		}
-		if ti := first(i); denied < 0 || ti > worst {
+		if ti := r.firstFeasible(ts, now, i); denied < 0 || ti > worst {
 			denied, worst = i, ti
 		}
 	}
 	return t, denied
+}
+
+// firstFeasible returns the smallest of now and the candidates after it at
+// which rule holds (rule -1: every rule).
+func (r *rules) firstFeasible(ts []int64, now int64, rule int) int64 {
+	c := now
+	for {
+		lo := c // every t in [c, lo) breaks a rule
+		for i := range len(r.n) + 1 {
+			if (rule < 0 || rule == i) && !r.ok(ts, c, i) {
+				lo = max(lo, r.skip(ts, c, i))
+			}
+		}
+		if lo == c {
+			return c
+		}
+		next, found := r.nextCandidate(ts, lo)
+		if !found {
+			// Unreachable: the largest candidate (last entry + longest of
+			// the windows and the gap) is always feasible, and skip never
+			// passes a feasible time.
+			return lo
+		}
+		c = next
+	}
+}
+
+// skip returns the end of the run of times from c on that break rule i,
+// given that c breaks it: every t in [c, skip) breaks it too.
+//
+// Inserting t breaks the gap when some entry e has t in (e-gap, e+gap). It
+// breaks n/w when some n consecutive entries ts[k..k+n-1] spanning less
+// than w would hold t within w as well: t in (ts[k+n-1]-w, ts[k]+w). Both
+// kinds of intervals start and end in entry order, so the run is found by
+// walking them from the first that can hold c, extending the end while the
+// next interval starts before it.
+func (r *rules) skip(ts []int64, c int64, i int) int64 {
+	end := c + 1
+	if i == len(r.n) {
+		for _, e := range ts[countUpTo(ts, c-r.gap):] {
+			if e-r.gap >= end {
+				break
+			}
+			end = max(end, e+r.gap)
+		}
+		return end
+	}
+	n, w := int(r.n[i]), r.w[i]
+	for k := countUpTo(ts, c-w); k+n-1 < len(ts); k++ {
+		last := ts[k+n-1]
+		if last-w >= end {
+			break
+		}
+		if last-ts[k] < w {
+			end = max(end, ts[k]+w)
+		}
+	}
+	return end
+}
+
+// nextCandidate returns the smallest candidate e+d >= lo (d a window or the
+// gap).
+func (r *rules) nextCandidate(ts []int64, lo int64) (int64, bool) {
+	best, found := int64(0), false
+	try := func(d int64) {
+		k := sort.Search(len(ts), func(j int) bool { return ts[j]+d >= lo })
+		if k < len(ts) && (!found || ts[k]+d < best) {
+			best, found = ts[k]+d, true
+		}
+	}
+	for _, w := range r.w {
+		try(w)
+	}
+	if r.gap > 0 {
+		try(r.gap)
+	}
+	return best, found
 }
 
 // ok reports whether inserting t into ts keeps rule i (len(r.n): the gap).
