@@ -12,23 +12,46 @@
 --
 -- Reply: {queue that owns the id, cursor or "", then R final states, then
 -- every device state of those recipients in order (false when none)}.
-redis.call('HSETNX', KEYS[1], 'queue', ARGV[1])
-redis.call('HSETNX', KEYS[1], 'accepted_at', ARGV[2])
-redis.call('HSETNX', KEYS[1], 'recipients', ARGV[3])
-redis.call('HSETNX', KEYS[1], 'deadline', ARGV[4])
-local owner = redis.call('HGET', KEYS[1], 'queue')
+--
+-- The fixed fields are only ever written together (here, or in one MULTI
+-- by the client that accepted the job), so a record with a queue has them
+-- all and the usual case (the client wrote the record) costs one read.
+local head = redis.call('HMGET', KEYS[1], 'queue', 'cursor')
+local owner = head[1]
+if not owner then
+  redis.call('HSETNX', KEYS[1], 'queue', ARGV[1])
+  redis.call('HSETNX', KEYS[1], 'accepted_at', ARGV[2])
+  redis.call('HSETNX', KEYS[1], 'recipients', ARGV[3])
+  redis.call('HSETNX', KEYS[1], 'deadline', ARGV[4])
+  owner = ARGV[1]
+end
 if owner == ARGV[1] then
   redis.call('HSET', KEYS[1], 'state', ARGV[5])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
-local out = {owner, redis.call('HGET', KEYS[1], 'cursor') or ''}
+local out = {owner, head[2] or ''}
 local r = tonumber(ARGV[7])
-for i = 0, r - 1 do
-  out[#out + 1] = redis.call('HGET', KEYS[2], tostring(i))
+if r == 0 then
+  return out
 end
+local fields = {}
+for i = 0, r - 1 do
+  fields[#fields + 1] = tostring(i)
+end
+local finals = redis.call('HMGET', KEYS[2], unpack(fields))
+for i = 1, r do
+  out[#out + 1] = finals[i]
+end
+fields = {}
 for i = 0, r - 1 do
   for d = 0, tonumber(ARGV[8 + i]) - 1 do
-    out[#out + 1] = redis.call('HGET', KEYS[3], i .. '/' .. d)
+    fields[#fields + 1] = i .. '/' .. d
+  end
+end
+if #fields > 0 then
+  local devs = redis.call('HMGET', KEYS[3], unpack(fields))
+  for i = 1, #fields do
+    out[#out + 1] = devs[i]
   end
 end
 return out
