@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
@@ -55,7 +56,12 @@ func chunkOf(job *payload.Job, from int) *chunk {
 	}
 }
 
-func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) error {
+func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) (err error) {
+	goroutines.Run(func() { err = w.chunkTask(ctx, t) })
+	return err
+}
+
+func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	var c chunk
 	if err := json.Unmarshal(t.Payload(), &c); err != nil {
 		return fmt.Errorf("undecodable chunk payload: %w: %w", err, asynq.SkipRetry)
@@ -79,6 +85,24 @@ func (w *Worker) enqueueChunk(ctx context.Context, c *chunk) error {
 	}
 	return nil
 }
+
+// wavePermits are the send permits (of w.sends) a wave still holds, one per
+// recipient.
+type wavePermits struct {
+	sem  *semaphore.Weighted
+	held atomic.Int64
+}
+
+// release gives n of the wave's permits back.
+func (p *wavePermits) release(n int64) {
+	if n > 0 {
+		p.held.Add(-n)
+		p.sem.Release(n)
+	}
+}
+
+// releaseAll gives back every permit the wave still holds.
+func (p *wavePermits) releaseAll() { p.release(p.held.Swap(0)) }
 
 // handoff is a recipient the chunk leaves to a per-recipient delivery task.
 type handoff struct {
@@ -130,8 +154,10 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates) er
 		if err := w.sends.Acquire(ctx, int64(len(wave))); err != nil {
 			break // shutdown: handled below
 		}
-		hs, err := w.deliverWave(ctx, c, wave, devs, &rec)
-		w.sends.Release(int64(len(wave)))
+		p := &wavePermits{sem: w.sends}
+		p.held.Store(int64(len(wave)))
+		hs, err := w.deliverWave(ctx, c, wave, devs, &rec, p)
+		p.releaseAll()
 		handoffs = append(handoffs, hs...)
 		if err != nil {
 			// Record what was settled before giving up on the chunk.
@@ -167,7 +193,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates) er
 
 // deliverWave books and sends recipients idx of c; it adds their outcomes
 // to rec and returns the recipients left to delivery tasks.
-func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]string, rec *chunkRecord) ([]handoff, error) {
+func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]string, rec *chunkRecord, p *wavePermits) ([]handoff, error) {
 	var handoffs []handoff
 	slots := make([]time.Time, len(c.Recipients)) // zero: bypass
 	var sendNow []int
@@ -213,7 +239,11 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]
 			}
 		}
 	}
-	results := w.sendChunk(ctx, c, sendNow, slots, devs)
+	// The permits of the recipients not sent now go back at once, the
+	// others' as each recipient's sends end, so the next wave need not wait
+	// for this one's slowest answer.
+	p.release(int64(len(idx) - len(sendNow)))
+	results := w.sendChunk(ctx, c, sendNow, slots, devs, p)
 	for _, i := range sendNow {
 		h, final := w.outcome(ctx, c, i, devs[i], results[i], rec)
 		if final != "" {
@@ -248,19 +278,34 @@ func (w *Worker) reserveBatch(ctx context.Context, reqs []throttle.Request) ([]t
 // and returns each recipient's results by device (nil: not sent). A
 // recipient that would reach the providers more than lateRebook after its
 // slot is not sent (results[i] stays nil).
-func (w *Worker) sendChunk(ctx context.Context, c *chunk, idx []int, slots []time.Time, devs [][]string) [][]*providers.Result {
+func (w *Worker) sendChunk(ctx context.Context, c *chunk, idx []int, slots []time.Time, devs [][]string, p *wavePermits) [][]*providers.Result {
 	results := make([][]*providers.Result, len(c.Recipients))
-	var wg sync.WaitGroup
+	var calls []func()
 	for _, i := range idx {
 		d := c.delivery(i)
+		pending := 0
+		for j := range d.Devices {
+			if devs[i][j] == "" {
+				pending++
+			}
+		}
+		if pending == 0 {
+			p.release(1)
+			continue
+		}
+		results[i] = make([]*providers.Result, len(d.Devices))
+		left := new(atomic.Int32)
+		left.Store(int32(pending))
 		for j := range d.Devices {
 			if devs[i][j] != "" {
 				continue
 			}
-			if results[i] == nil {
-				results[i] = make([]*providers.Result, len(d.Devices))
-			}
-			wg.Go(func() {
+			calls = append(calls, func() {
+				defer func() {
+					if left.Add(-1) == 0 {
+						p.release(1)
+					}
+				}()
 				// Checked right before the call: a slot missed by more than
 				// lateRebook goes back to the limiter (the recipient's
 				// delivery task rebooks it).
@@ -272,7 +317,7 @@ func (w *Worker) sendChunk(ctx context.Context, c *chunk, idx []int, slots []tim
 			})
 		}
 	}
-	wg.Wait()
+	goroutines.all(calls)
 	return results
 }
 

@@ -14,7 +14,12 @@ import (
 
 // handleDelivery takes one recipient of a job through the limiter and the
 // providers. See SPEC.md "Delivery semantics".
-func (w *Worker) handleDelivery(ctx context.Context, t *asynq.Task) error {
+func (w *Worker) handleDelivery(ctx context.Context, t *asynq.Task) (err error) {
+	goroutines.Run(func() { err = w.deliveryTask(ctx, t) })
+	return err
+}
+
+func (w *Worker) deliveryTask(ctx context.Context, t *asynq.Task) error {
 	var d delivery
 	if err := json.Unmarshal(t.Payload(), &d); err != nil {
 		return fmt.Errorf("undecodable delivery payload: %w: %w", err, asynq.SkipRetry)

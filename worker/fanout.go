@@ -70,7 +70,13 @@ func (d *delivery) check() error {
 // per recipient. It is idempotent: a re-run (after a crash or a retry)
 // resumes from the saved cursor, skips recipients with a final state, and a
 // task that already exists is not created again.
-func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) error {
+func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) (err error) {
+	// On a pool goroutine: see goPool.
+	goroutines.Run(func() { err = w.jobTask(ctx, t) })
+	return err
+}
+
+func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 	var job payload.Job
 	if err := json.Unmarshal(t.Payload(), &job); err != nil {
 		return fmt.Errorf("undecodable job payload: %w: %w", err, asynq.SkipRetry)

@@ -198,3 +198,95 @@ func TestDuplicateOnAnotherQueueIsIgnored(t *testing.T) {
 		t.Errorf("normal queue holds %d tasks, want only the first submission's job task", info.Pending)
 	}
 }
+
+// TestJobTaskRerunKeepsTheClientsRecord: a job the client accepted (its
+// record written) runs twice, as after a crash right before Asynq heard the
+// task was done: start.lua keeps the accepted record's fields, the second
+// run sends nothing, counts nothing twice and the job reads done; a chunk
+// gives back every send permit it took, for recipients sent, held back
+// and already settled alike. (The job task itself stays pending: Asynq
+// never ran it.)
+func TestJobTaskRerunKeepsTheClientsRecord(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	const n = 30 // more than one wave
+	job := fanJob("again", n)
+	job.AcceptedAt = time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	e.submit(job)
+	// Booked by an earlier run: left to its delivery task.
+	if _, err := e.lim.Reserve(t.Context(), "u-3", "again/3"); err != nil {
+		t.Fatal(err)
+	}
+	task := jobTask(t, job)
+	for run := range 2 {
+		if err := e.w.handleJob(t.Context(), task); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if !e.w.sends.TryAcquire(int64(e.w.conc)) {
+			t.Fatalf("run %d: the chunk kept send permits", run)
+		}
+		e.w.sends.Release(int64(e.w.conc))
+	}
+	reqs := e.apns.Requests()
+	if len(reqs) != n-1 {
+		t.Errorf("%d pushes, want %d (each recipient once, but the one booked before)", len(reqs), n-1)
+	}
+	for i := range n {
+		want := 1
+		if i == 3 {
+			want = 0
+		}
+		if got := len(requestsFor(reqs, apnsToken(fmt.Sprint("again", i)))); got != want {
+			t.Errorf("recipient %d got %d pushes, want %d", i, got, want)
+		}
+	}
+	st, err := e.client.Status(t.Context(), "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := JobStatus{
+		ID: "again", State: jobFannedOut, Queue: "normal", AcceptedAt: job.AcceptedAt.UTC(), Recipients: n,
+		Counts: map[string]int{stateDelivered: n - 1, stateExpired: 0, stateTokenInvalid: 0, stateFailed: 0, "pending": 1},
+	}
+	if diff := cmp.Diff(want, st); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"again", "again/3"}, e.pending()); diff != "" {
+		t.Errorf("pending tasks (-want +got):\n%s", diff)
+	}
+}
+
+// TestJobTaskWritesAMissingRecord: when the client's record write was lost
+// (or the task came from elsewhere), the job task writes the record's fixed
+// fields itself, and a later run keeps the first run's fields.
+func TestJobTaskWritesAMissingRecord(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	job := alertJob("lost", "l", apnsRecipient("u-1", apnsToken("lost")))
+	job.AcceptedAt = time.Now().UTC().Truncate(time.Second)
+	job.TTL = payload.Duration(time.Hour)
+	// A counter written before the record (the hash exists without queue).
+	if err := e.rdb.HIncrBy(t.Context(), jobKey("lost"), "deferrals", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.w.handleJob(t.Context(), jobTask(t, job)); err != nil {
+		t.Fatal(err)
+	}
+	later := job
+	later.AcceptedAt = job.AcceptedAt.Add(time.Hour)
+	if err := e.w.handleJob(t.Context(), jobTask(t, later)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.rdb.HGetAll(t.Context(), jobKey("lost")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"queue": "normal", "accepted_at": job.AcceptedAt.Format(time.RFC3339Nano), "recipients": "1",
+		"deadline": job.Deadline().Format(time.RFC3339Nano), "state": jobFannedOut, "deferrals": "1", stateDelivered: "1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("job record (-want +got):\n%s", diff)
+	}
+	if got := len(e.apns.Requests()); got != 1 {
+		t.Errorf("%d pushes, want 1", got)
+	}
+}
