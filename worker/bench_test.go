@@ -201,8 +201,9 @@ func (bb *pipelineBench) meter(b *testing.B) meter {
 	return meter{bb: bb, start: time.Now(), stats: bb.redisStats(b), rts: bb.rt.n.Load(), cpu: fake.ProcessCPU()}
 }
 
-// done returns the run's result for deliveries ending at end.
-func (m meter) done(b *testing.B, deliveries int, end time.Time) benchResult {
+// done returns the run's result for deliveries ending at end (read after
+// the counters, so that reading the fakes' records is not counted).
+func (m meter) done(b *testing.B, deliveries int, end func() time.Time) benchResult {
 	s := m.bb.redisStats(b)
 	type cost struct {
 		name string
@@ -218,14 +219,15 @@ func (m meter) done(b *testing.B, deliveries int, end time.Time) benchResult {
 		top = append(top, fmt.Sprintf("%s %.1f", c.name, float64(c.usec)/float64(deliveries)))
 	}
 	b.Logf("Redis server µs per delivery by command: %s", strings.Join(top, ", "))
-	return benchResult{
+	r := benchResult{
 		deliveries: deliveries,
-		elapsed:    end.Sub(m.start),
 		redisCPU:   s.cpu - m.stats.cpu,
 		procCPU:    fake.ProcessCPU() - m.cpu,
 		commands:   s.commands - m.stats.commands,
 		roundTrips: m.bb.rt.n.Load() - m.rts,
 	}
+	r.elapsed = end().Sub(m.start)
+	return r
 }
 
 type redisStats struct {
@@ -311,20 +313,22 @@ func (bb *pipelineBench) asynqNoop(b *testing.B, n int) benchResult {
 	case <-time.After(5 * time.Minute):
 		b.Fatalf("only %d of %d no-op tasks done", done.Load(), n)
 	}
-	r := m.done(b, n, end)
+	r := m.done(b, n, func() time.Time { return end })
 	srv.Shutdown()
 	return r
 }
 
-// benchLimiter records every booked slot so lag can be measured from it.
+// benchLimiter records every booked slot so lag can be measured from it
+// (when record is set: runs with a minimum gap).
 type benchLimiter struct {
 	*throttle.Redis
-	slots sync.Map // member -> time.Time
+	record bool
+	slots  sync.Map // member -> time.Time
 }
 
 func (l *benchLimiter) Reserve(ctx context.Context, user, member string) (throttle.Reservation, error) {
 	r, err := l.Redis.Reserve(ctx, user, member)
-	if err == nil {
+	if err == nil && l.record {
 		l.slots.Store(member, r.At)
 	}
 	return r, err
@@ -333,7 +337,7 @@ func (l *benchLimiter) Reserve(ctx context.Context, user, member string) (thrott
 func (l *benchLimiter) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
 	rs, err := l.Redis.ReserveBatch(ctx, reqs)
 	for i, r := range rs {
-		if !r.Now.IsZero() {
+		if !r.Now.IsZero() && l.record {
 			l.slots.Store(reqs[i].Member, r.At)
 		}
 	}
@@ -347,7 +351,7 @@ func (bb *pipelineBench) benchWorker(b *testing.B, p throttle.Policy) (*Worker, 
 	if err != nil {
 		b.Fatal(err)
 	}
-	lim := &benchLimiter{Redis: rl}
+	lim := &benchLimiter{Redis: rl, record: p.MinGap > 0}
 	w, err := New(bb.rdb, Options{Limiter: lim, Policy: p, Senders: bb.senders, Concurrency: bb.conc})
 	if err != nil {
 		b.Fatal(err)
@@ -405,8 +409,8 @@ func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users
 	n := jobs * size
 	m := bb.meter(b)
 	stop := run(b, w)
-	end := bb.waitArrivals(b, n, 10*time.Minute)
-	r := m.done(b, n, end)
+	bb.waitArrivals(b, n, 10*time.Minute)
+	r := m.done(b, n, bb.lastArrival)
 	r.submit = submit
 	stop()
 	for _, req := range bb.apns.Requests() {
@@ -456,8 +460,8 @@ func (bb *pipelineBench) paced(b *testing.B, p throttle.Policy, rate float64, n 
 	}
 	wg.Wait()
 	lastSubmit := time.Now()
-	end := bb.waitArrivals(b, n, 5*time.Minute)
-	r := m.done(b, n, end)
+	bb.waitArrivals(b, n, 5*time.Minute)
+	r := m.done(b, n, bb.lastArrival)
 	if behind := lastSubmit.Sub(m.start) - time.Duration(float64(n-1)/rate*float64(time.Second)); behind > 100*time.Millisecond {
 		b.Logf("submissions fell %s behind the pace", behind)
 	}
@@ -479,9 +483,8 @@ func waitWorker(b *testing.B, w *Worker) {
 	}
 }
 
-// waitArrivals polls the fakes until n requests arrived and returns the last
-// arrival's time.
-func (bb *pipelineBench) waitArrivals(b *testing.B, n int, timeout time.Duration) time.Time {
+// waitArrivals polls the fakes until n requests arrived.
+func (bb *pipelineBench) waitArrivals(b *testing.B, n int, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for {
 		a, _ := bb.apns.Counts()
@@ -494,6 +497,10 @@ func (bb *pipelineBench) waitArrivals(b *testing.B, n int, timeout time.Duration
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// lastArrival is the time of the fakes' last request.
+func (bb *pipelineBench) lastArrival() time.Time {
 	var last time.Time
 	for _, r := range bb.apns.Requests() {
 		if r.At.After(last) {
