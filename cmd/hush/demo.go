@@ -185,6 +185,7 @@ func startDemoEnv(ctx context.Context, f demoFlags, stderr io.Writer) (*demoEnv,
 		// RedisURL empty: Serve starts an embedded in-memory Redis.
 		Concurrency:        50,
 		Queues:             map[string]int{"critical": 6, "high": 3, "normal": 1},
+		DeliveryShards:     1,
 		MaxRetry:           8,
 		ThrottleLimits:     f.limits,
 		ThrottleMinGap:     f.minGap,
