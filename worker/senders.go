@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/apns"
@@ -38,6 +39,13 @@ func newSenders(ctx context.Context, cfg Config, log *slog.Logger) (map[payload.
 		if err != nil {
 			return nil, nil, fmt.Errorf("APNs sender: %w", err)
 		}
+		// Connect now: the first pushes of a burst would otherwise wait on
+		// the TLS handshake and reach APNs late for their slots.
+		warmCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := s.Warm(warmCtx); err != nil {
+			log.Warn("APNs not reachable at start; the first sends will connect", "err", err)
+		}
+		cancel()
 		senders[payload.APNs] = s
 		closeAll = s.Close
 		log.Info("APNs sender ready", "topic", cfg.APNSTopic, "production", cfg.APNSProduction, "endpoint", cfg.APNSEndpoint)

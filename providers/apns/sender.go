@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -172,6 +173,24 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 		r.Err = fmt.Errorf("apns: %w", err)
 	}
 	return r
+}
+
+// Warm opens the connection to APNs now (TCP, TLS and HTTP/2 set-up), so
+// that the first pushes of a burst do not wait on it and reach APNs late for
+// their slots. It asks for "/", which APNs answers with 404 BadPath without
+// effect; any HTTP answer means the connection is up and kept for Send.
+func (s *Sender) Warm(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.client.Host+"/", nil)
+	if err != nil {
+		return fmt.Errorf("apns: connect: %w", err)
+	}
+	res, err := s.client.HTTPClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("apns: connect: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+	return nil
 }
 
 // Close closes the idle connections.

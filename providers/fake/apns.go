@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,6 +35,7 @@ type APNs struct {
 	mu      sync.Mutex
 	keys    map[string]*ecdsa.PublicKey
 	bearers map[string]struct{} // bearers already checked and accepted
+	conns   int                 // connections accepted
 }
 
 // StartAPNs starts a fake APNs. Every token answers OK until scripted.
@@ -44,6 +46,13 @@ func StartAPNs() (*APNs, error) {
 	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1000}
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			f.mu.Lock()
+			f.conns++
+			f.mu.Unlock()
+		}
+	}
 	srv.StartTLS()
 	f.srv = srv
 	f.URL = srv.URL
@@ -52,6 +61,13 @@ func StartAPNs() (*APNs, error) {
 
 // Close shuts the server down.
 func (f *APNs) Close() { f.srv.Close() }
+
+// Connections is how many TCP connections the fake has accepted.
+func (f *APNs) Connections() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.conns
+}
 
 // CAPEM is the PEM of the server's self-signed certificate, the CA to trust.
 func (f *APNs) CAPEM() []byte {
