@@ -57,7 +57,7 @@ func chunkOf(job *payload.Job, from int) *chunk {
 }
 
 func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) (err error) {
-	goroutines.Run(func() { err = w.chunkTask(ctx, t) })
+	w.pool.Run(func() { err = w.chunkTask(ctx, t) })
 	return err
 }
 
@@ -317,7 +317,7 @@ func (w *Worker) sendChunk(ctx context.Context, c *chunk, idx []int, slots []tim
 			})
 		}
 	}
-	goroutines.all(calls)
+	w.pool.all(calls)
 	return results
 }
 

@@ -15,7 +15,7 @@ import (
 // handleDelivery takes one recipient of a job through the limiter and the
 // providers. See SPEC.md "Delivery semantics".
 func (w *Worker) handleDelivery(ctx context.Context, t *asynq.Task) (err error) {
-	goroutines.Run(func() { err = w.deliveryTask(ctx, t) })
+	w.pool.Run(func() { err = w.deliveryTask(ctx, t) })
 	return err
 }
 

@@ -72,7 +72,7 @@ func (d *delivery) check() error {
 // task that already exists is not created again.
 func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) (err error) {
 	// On a pool goroutine: see goPool.
-	goroutines.Run(func() { err = w.jobTask(ctx, t) })
+	w.pool.Run(func() { err = w.jobTask(ctx, t) })
 	return err
 }
 

@@ -77,6 +77,7 @@ type Worker struct {
 	client   *Client
 	insp     *asynq.Inspector
 
+	pool  *goPool             // goroutines for handlers and provider calls
 	sends *semaphore.Weighted // permits for chunks' provider calls
 	wave  int                 // recipients of a chunk booked and sent together
 
@@ -126,6 +127,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		m:        m,
 		client:   NewClient(rdb),
 		insp:     asynq.NewInspectorFromRedisClient(rdb),
+		pool:     newGoPool(),
 		sends:    semaphore.NewWeighted(int64(o.Concurrency)),
 		wave:     min(maxWave, o.Concurrency),
 	}
