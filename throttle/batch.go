@@ -34,7 +34,7 @@ func (l *Redis) AllowBatch(ctx context.Context, users []string) ([]Decision, err
 	for i, u := range users {
 		keys[i] = l.Key(u)
 	}
-	vals, errs := l.replies(ctx, keys,
+	vals, errs := l.replies(ctx, keys, nil,
 		l.scripts.allow, func(int) []any { return l.allowArgs("allow") },
 		l.scripts.allowBatch, func(from, to int) []any {
 			members := make([]any, to-from)
@@ -62,6 +62,16 @@ func (l *Redis) AllowBatch(ctx context.Context, users []string) ([]Decision, err
 // AllowBatch explains. A Reservation whose Now is zero marks a failed
 // request.
 func (l *Redis) ReserveBatch(ctx context.Context, reqs []Request) ([]Reservation, error) {
+	return l.ReserveBatchWith(ctx, reqs, nil)
+}
+
+// ReserveBatchWith is ReserveBatch sharing its round trip with the caller's
+// own commands: queue (when not nil) adds them to the pipeline, on the
+// limiter's client, before the bookings, and the caller reads their results
+// from the commands it queued once ReserveBatchWith returns. The limiter
+// does not look at them; a command of theirs that fails does not fail the
+// bookings.
+func (l *Redis) ReserveBatchWith(ctx context.Context, reqs []Request, queue func(redis.Pipeliner)) ([]Reservation, error) {
 	if err := checkRequests(reqs); err != nil {
 		return nil, err
 	}
@@ -69,7 +79,7 @@ func (l *Redis) ReserveBatch(ctx context.Context, reqs []Request) ([]Reservation
 	for i, q := range reqs {
 		keys[i] = l.Key(q.User)
 	}
-	vals, errs := l.replies(ctx, keys,
+	vals, errs := l.replies(ctx, keys, queue,
 		l.scripts.reserve, func(i int) []any { return l.reserveArgs(reqs[i].Member) },
 		l.scripts.reserveBatch, func(from, to int) []any {
 			members := make([]any, to-from)
@@ -107,12 +117,12 @@ type scriptCall struct {
 	args []any
 }
 
-// replies runs a batch in one pipeline and returns each key's reply or
-// error. With a client that may run multi-key scripts (l.multiKey) it calls
+// replies runs a batch in one pipeline (after the commands before queues,
+// when not nil) and returns each key's reply or error. With a client that may run multi-key scripts (l.multiKey) it calls
 // multi once per chunk of batchChunk keys with chunkArgs(from, to), whose
 // reply holds one element per key (an error element for a key that
 // failed); otherwise it calls one once per key with args(i).
-func (l *Redis) replies(ctx context.Context, keys []string,
+func (l *Redis) replies(ctx context.Context, keys []string, before func(redis.Pipeliner),
 	one *redis.Script, args func(i int) []any,
 	multi *redis.Script, chunkArgs func(from, to int) []any,
 ) ([]any, []error) {
@@ -123,7 +133,7 @@ func (l *Redis) replies(ctx context.Context, keys []string,
 		for i, k := range keys {
 			calls[i] = scriptCall{keys: []string{k}, args: args(i)}
 		}
-		for i, c := range l.pipeline(ctx, one, calls) {
+		for i, c := range l.pipeline(ctx, before, one, calls) {
 			vals[i], errs[i] = c.Result()
 		}
 		return vals, errs
@@ -133,7 +143,7 @@ func (l *Redis) replies(ctx context.Context, keys []string,
 		to := min(from+batchChunk, len(keys))
 		calls = append(calls, scriptCall{keys: keys[from:to], args: chunkArgs(from, to)})
 	}
-	for c, cmd := range l.pipeline(ctx, multi, calls) {
+	for c, cmd := range l.pipeline(ctx, before, multi, calls) {
 		from, n := c*batchChunk, len(calls[c].keys)
 		v, err := cmd.Result()
 		a, ok := v.([]any)
@@ -153,16 +163,19 @@ func (l *Redis) replies(ctx context.Context, keys []string,
 	return vals, errs
 }
 
-// pipeline runs script once per call with EVALSHA in one pipeline. Calls
-// that find the script missing (a fresh or flushed server, a new cluster
-// node) are run again with EVAL, which also caches it: a second round trip
-// only then.
-func (l *Redis) pipeline(ctx context.Context, s *redis.Script, calls []scriptCall) []*redis.Cmd {
+// pipeline runs script once per call with EVALSHA in one pipeline, after
+// the commands before queues. Calls that find the script missing (a fresh or
+// flushed server, a new cluster node) are run again with EVAL, which also
+// caches it: a second round trip only then.
+func (l *Redis) pipeline(ctx context.Context, before func(redis.Pipeliner), s *redis.Script, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
 	if len(calls) == 0 {
 		return cmds
 	}
 	pipe := l.rdb.Pipeline()
+	if before != nil {
+		before(pipe)
+	}
 	for i, c := range calls {
 		cmds[i] = s.EvalSha(ctx, pipe, c.keys, c.args...)
 	}

@@ -76,6 +76,11 @@ func (l *Redis) Policy() Policy { return copyPolicy(l.policy) }
 // Key returns the Redis key holding user's entries.
 func (l *Redis) Key(user string) string { return l.prefix + "{" + user + "}" }
 
+// Uses reports whether the limiter runs on the client rdb: a caller of
+// ReserveBatchWith queues its commands on the limiter's client, so it
+// checks that this is its own.
+func (l *Redis) Uses(rdb any) bool { return any(l.rdb) == rdb }
+
 // now is the first script argument: the injected clock, or "" for the
 // server's TIME.
 func (l *Redis) now() string {

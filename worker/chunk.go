@@ -49,6 +49,10 @@ func (c *chunk) delivery(i int) delivery {
 	}
 }
 
+// expired reports whether the chunk's deliveries are past their deadline at
+// t.
+func (c *chunk) expired(t time.Time) bool { return !c.Deadline.IsZero() && !t.Before(c.Deadline) }
+
 func chunkOf(job *payload.Job, from int) *chunk {
 	return &chunk{
 		Job: job.ID, From: from, Recipients: job.Recipients[from:min(from+chunkSize, len(job.Recipients))],
@@ -69,7 +73,7 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	if c.Job == "" || c.From < 0 || len(c.Recipients) == 0 {
 		return fmt.Errorf("invalid chunk payload (job %q, from %d, %d recipients): %w", c.Job, c.From, len(c.Recipients), asynq.SkipRetry)
 	}
-	return w.deliverChunk(ctx, &c, nil)
+	return w.deliverChunk(ctx, &c, nil, nil)
 }
 
 func (w *Worker) enqueueChunk(ctx context.Context, c *chunk) error {
@@ -126,8 +130,9 @@ type handoff struct {
 // they are for one recipient. Re-runs are idempotent: final recipients and
 // delivered devices are skipped, and a recipient booked by an earlier run
 // is handed to its delivery task.
-// st, when not nil, are the chunk's states already read.
-func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates) error {
+// st, when not nil, are the chunk's states already read; pre, when not
+// nil, is the first wave already booked (singleJob).
+func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking) error {
 	if st == nil {
 		var err error
 		if st, err = w.store.chunkState(ctx, c); err != nil {
@@ -142,7 +147,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates) er
 	for i := range c.Recipients {
 		switch {
 		case finals[i] != "":
-		case !c.Deadline.IsZero() && !now.Before(c.Deadline):
+		case c.expired(now):
 			handoffs = append(handoffs, handoff{i: i}) // dropped there
 		default:
 			todo = append(todo, i)
@@ -151,12 +156,23 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates) er
 	for len(todo) > 0 && ctx.Err() == nil {
 		wave := todo[:min(w.wave, len(todo))]
 		todo = todo[len(wave):]
-		if err := w.sends.Acquire(ctx, int64(len(wave))); err != nil {
-			break // shutdown: handled below
+		booked := pre
+		pre = nil
+		if booked == nil || !slices.Equal(booked.idx, wave) {
+			// Not the wave booked ahead (its recipient expired since): the
+			// booking is handed over with the recipient, found existing.
+			booked = nil
+			if err := w.sends.Acquire(ctx, int64(len(wave))); err != nil {
+				break // shutdown: handled below
+			}
 		}
 		p := &wavePermits{sem: w.sends}
-		p.held.Store(int64(len(wave)))
-		hs, err := w.deliverWave(ctx, c, wave, devs, &rec, p)
+		if booked != nil {
+			p = booked.permits
+		} else {
+			p.held.Store(int64(len(wave)))
+		}
+		hs, err := w.deliverWave(ctx, c, wave, devs, &rec, p, booked)
 		p.releaseAll()
 		handoffs = append(handoffs, hs...)
 		if err != nil {
@@ -191,9 +207,19 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates) er
 	return nil
 }
 
-// deliverWave books and sends recipients idx of c; it adds their outcomes
-// to rec and returns the recipients left to delivery tasks.
-func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]string, rec *chunkRecord, p *wavePermits) ([]handoff, error) {
+// booking is a wave booked ahead, with the permits taken for it.
+type booking struct {
+	idx     []int // the recipients booked
+	res     []throttle.Reservation
+	err     error
+	mid     time.Time // the middle of the booking's round trip
+	permits *wavePermits
+}
+
+// deliverWave books (unless booked is not nil) and sends recipients idx of
+// c; it adds their outcomes to rec and returns the recipients left to
+// delivery tasks.
+func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]string, rec *chunkRecord, p *wavePermits, booked *booking) ([]handoff, error) {
 	var handoffs []handoff
 	slots := make([]time.Time, len(c.Recipients)) // zero: bypass
 	var sendNow []int
@@ -205,15 +231,22 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]
 		for k, i := range idx {
 			reqs[k] = throttle.Request{User: c.Recipients[i].UserID, Member: c.Job + "/" + strconv.Itoa(c.From+i)}
 		}
-		asked := time.Now()
-		res, err := w.reserveBatch(ctx, reqs)
+		var res []throttle.Reservation
+		var err error
+		var mid time.Time
+		if booked != nil {
+			res, err, mid = booked.res, booked.err, booked.mid
+		} else {
+			asked := time.Now()
+			res, err = w.reserveBatch(ctx, reqs)
+			mid = asked.Add(time.Since(asked) / 2)
+		}
 		if len(res) != len(reqs) {
 			if err == nil {
 				err = fmt.Errorf("%d answers for %d requests", len(res), len(reqs))
 			}
 			return nil, fmt.Errorf("limiter reserve for %s: %w", c.name(), err)
 		}
-		mid := asked.Add(time.Since(asked) / 2)
 		for k, i := range idx {
 			r := res[k]
 			switch {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
@@ -164,7 +165,11 @@ func TestChunkHandsHeldBackRecipientsToDeliveryTasks(t *testing.T) {
 type slowBatch struct{ *recordingLimiter }
 
 func (l slowBatch) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
-	rs, err := l.recordingLimiter.ReserveBatch(ctx, reqs)
+	return l.ReserveBatchWith(ctx, reqs, nil)
+}
+
+func (l slowBatch) ReserveBatchWith(ctx context.Context, reqs []throttle.Request, queue func(redis.Pipeliner)) ([]throttle.Reservation, error) {
+	rs, err := l.recordingLimiter.ReserveBatchWith(ctx, reqs, queue)
 	time.Sleep(300 * time.Millisecond) // the stall being simulated
 	return rs, err
 }

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
 )
 
 // fanoutBatch is how many recipients are handled between two saves of the
@@ -91,6 +93,9 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 	if chunked {
 		first = chunkOf(&job, 0)
 	}
+	if chunked && n == 1 && w.pipe != nil && !w.bypass[job.Priority.Effective()] && !first.expired(time.Now()) {
+		return w.singleJob(ctx, &job, queue, first)
+	}
 	owner, start, states, err := w.store.start(ctx, recordOf(&job, queue), chunked && n <= chunkSize, first)
 	if err != nil {
 		return err
@@ -114,7 +119,46 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 			return err
 		}
 	}
-	return w.deliverChunk(ctx, first, states)
+	return w.deliverChunk(ctx, first, states, nil)
+}
+
+// singleJob is jobTask for a job of one recipient (the commonest kind): it
+// books the recipient's slot in the same round trip as start.lua, taking
+// the send permit first so the slot is not booked while waiting for one.
+// The booking is speculative: when start.lua says the recipient is already
+// settled (a re-run) a new booking is given back, and when another
+// submission owns the id its bookings are left to it (it finds them
+// existing, as after a crash). Otherwise the delivery goes on as in
+// deliverChunk with the slot booked.
+func (w *Worker) singleJob(ctx context.Context, job *payload.Job, queue string, c *chunk) error {
+	if err := w.sends.Acquire(ctx, 1); err != nil {
+		return fmt.Errorf("job %s: waiting for a send permit: %w", job.ID, err)
+	}
+	p := &wavePermits{sem: w.sends}
+	p.held.Store(1)
+	defer p.releaseAll()
+	call := w.store.startCall(recordOf(job, queue), true, c)
+	req := throttle.Request{User: c.Recipients[0].UserID, Member: job.ID + "/0"}
+	asked := time.Now()
+	res, rerr := w.pipe.ReserveBatchWith(ctx, []throttle.Request{req}, func(pipe redis.Pipeliner) { call.queue(ctx, pipe) })
+	b := &booking{idx: []int{0}, res: res, err: rerr, mid: asked.Add(time.Since(asked) / 2), permits: p}
+	owner, _, st, err := call.result(ctx, nil)
+	if err != nil {
+		return err // a re-run finds the booking and hands it to the delivery task
+	}
+	if owner != queue {
+		w.log.Warn("duplicate job on another queue ignored", "job", job.ID, "queue", queue, "owner", owner)
+		return nil
+	}
+	if st.finals[0] != "" {
+		if rerr == nil && len(res) == 1 && !res[0].Existing {
+			if _, err := w.limiter.Release(ctx, req.User, req.Member); err != nil {
+				w.log.Warn("limiter release of a settled recipient failed", "delivery", req.Member, "err", err)
+			}
+		}
+		return nil
+	}
+	return w.deliverChunk(ctx, c, st, b)
 }
 
 // fanOut creates one delivery task per recipient from start on.

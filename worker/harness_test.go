@@ -279,7 +279,11 @@ func (l *recordingLimiter) Reserve(ctx context.Context, user, member string) (th
 }
 
 func (l *recordingLimiter) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
-	rs, err := l.Redis.ReserveBatch(ctx, reqs)
+	return l.ReserveBatchWith(ctx, reqs, nil)
+}
+
+func (l *recordingLimiter) ReserveBatchWith(ctx context.Context, reqs []throttle.Request, queue func(redis.Pipeliner)) ([]throttle.Reservation, error) {
+	rs, err := l.Redis.ReserveBatchWith(ctx, reqs, queue)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, r := range rs {
@@ -287,12 +291,24 @@ func (l *recordingLimiter) ReserveBatch(ctx context.Context, reqs []throttle.Req
 			continue
 		}
 		m := reqs[i].Member
-		if prev, ok := l.slots[m]; ok && !prev.Equal(r.At) {
+		if prev, ok := l.slots[m]; ok && !prev.Equal(r.At) && !l.agedOut(prev, r.Now) {
 			err = errors.Join(err, errors.New("recordingLimiter: member "+m+" got a different slot on re-booking"))
 		}
 		l.slots[m] = r.At
 	}
 	return rs, err
+}
+
+// agedOut reports whether a booking at slot has left the limiter by now
+// (older than every window and the gap), so that booking the member again
+// rightly gets a new slot.
+func (l *recordingLimiter) agedOut(slot, now time.Time) bool {
+	p := l.Policy()
+	horizon := p.MinGap
+	for _, lim := range p.Limits {
+		horizon = max(horizon, lim.Window)
+	}
+	return !slot.After(now.Add(-horizon))
 }
 
 func (l *recordingLimiter) Release(ctx context.Context, user, member string) (bool, error) {

@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/throttle"
 )
@@ -22,6 +24,15 @@ type Limiter interface {
 type BatchLimiter interface {
 	Limiter
 	ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error)
+}
+
+// pipeLimiter books a batch in the same round trip as the worker's own
+// commands, queued by queue on the limiter's Redis client
+// (throttle.Redis). The worker uses it only when that client is its own
+// (Options.Limiter built on the rdb given to New), as Serve does.
+type pipeLimiter interface {
+	Uses(rdb any) bool
+	ReserveBatchWith(ctx context.Context, reqs []throttle.Request, queue func(redis.Pipeliner)) ([]throttle.Reservation, error)
 }
 
 // ThrottleAdmin shows and clears one user's limiter state for the HTTP API.

@@ -27,6 +27,22 @@ var startScript = redis.NewScript(startSrc)
 // recipients (as chunkState), all in one round trip (start.lua). It reports
 // the queue that owns the id.
 func (s store) start(ctx context.Context, r recordInfo, done bool, first *chunk) (owner string, cursor int, st *chunkStates, err error) {
+	c := s.startCall(r, done, first)
+	return c.result(ctx, startScript.Run(ctx, s.rdb, c.keys, c.args...))
+}
+
+// startCall is one call of start.lua, to run on its own (store.start) or
+// queued in someone else's pipeline (queue, then result).
+type startCall struct {
+	s     store
+	id    string
+	keys  []string
+	args  []any
+	first *chunk
+	cmd   *redis.Cmd
+}
+
+func (s store) startCall(r recordInfo, done bool, first *chunk) *startCall {
 	deadline := ""
 	if !r.Deadline.IsZero() {
 		deadline = r.Deadline.UTC().Format(time.RFC3339Nano)
@@ -43,19 +59,38 @@ func (s store) start(ctx context.Context, r recordInfo, done bool, first *chunk)
 			args = append(args, len(rc.Devices))
 		}
 	}
-	vals, err := startScript.Run(ctx, s.rdb, []string{jobKey(r.ID), recpKey(r.ID), devKey(r.ID)}, args...).Slice()
+	return &startCall{s: s, id: r.ID, keys: []string{jobKey(r.ID), recpKey(r.ID), devKey(r.ID)}, args: args, first: first}
+}
+
+// queue adds the call to p, to be read with result once p has run.
+func (c *startCall) queue(ctx context.Context, p redis.Pipeliner) {
+	c.cmd = startScript.EvalSha(ctx, p, c.keys, c.args...)
+}
+
+// result reads the call's answer from cmd (the queued one when nil). A
+// queued call that found the script missing runs again on its own.
+func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, cursor int, st *chunkStates, err error) {
+	if cmd == nil {
+		if cmd = c.cmd; cmd == nil {
+			return "", 0, nil, fmt.Errorf("write job record %s: the queued call did not run", c.id)
+		}
+		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			cmd = startScript.Run(ctx, c.s.rdb, c.keys, c.args...)
+		}
+	}
+	vals, err := cmd.Slice()
 	if err != nil {
-		return "", 0, nil, fmt.Errorf("write job record %s: %w", r.ID, err)
+		return "", 0, nil, fmt.Errorf("write job record %s: %w", c.id, err)
 	}
 	if len(vals) < 2 {
-		return "", 0, nil, fmt.Errorf("write job record %s: unexpected reply %v", r.ID, vals)
+		return "", 0, nil, fmt.Errorf("write job record %s: unexpected reply %v", c.id, vals)
 	}
 	owner, _ = vals[0].(string)
-	c, _ := vals[1].(string)
-	cursor, _ = strconv.Atoi(c)
-	if first != nil {
-		if st, err = statesOf(first, vals[2:]); err != nil {
-			return "", 0, nil, fmt.Errorf("write job record %s: %w", r.ID, err)
+	cur, _ := vals[1].(string)
+	cursor, _ = strconv.Atoi(cur)
+	if c.first != nil {
+		if st, err = statesOf(c.first, vals[2:]); err != nil {
+			return "", 0, nil, fmt.Errorf("write job record %s: %w", c.id, err)
 		}
 	}
 	return owner, cursor, st, nil

@@ -60,6 +60,7 @@ type Worker struct {
 	rdb      redis.UniversalClient
 	limiter  Limiter
 	admin    ThrottleAdmin // nil when the limiter has no Status/Reset
+	pipe     pipeLimiter   // nil unless the limiter books on rdb itself
 	policy   throttle.Policy
 	senders  map[payload.Platform]Sender
 	queues   map[string]int // priority queues and weights
@@ -133,6 +134,9 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	}
 	if a, ok := o.Limiter.(ThrottleAdmin); ok {
 		w.admin = a
+	}
+	if p, ok := o.Limiter.(pipeLimiter); ok && p.Uses(rdb) {
+		w.pipe = p
 	}
 	for _, p := range o.Bypass {
 		w.bypass[p] = true
