@@ -335,7 +335,11 @@ func (l *benchLimiter) Reserve(ctx context.Context, user, member string) (thrott
 }
 
 func (l *benchLimiter) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
-	rs, err := l.Redis.ReserveBatch(ctx, reqs)
+	return l.ReserveBatchWith(ctx, reqs, nil)
+}
+
+func (l *benchLimiter) ReserveBatchWith(ctx context.Context, reqs []throttle.Request, queue func(redis.Pipeliner)) ([]throttle.Reservation, error) {
+	rs, err := l.Redis.ReserveBatchWith(ctx, reqs, queue)
 	for i, r := range rs {
 		if !r.Now.IsZero() && l.record {
 			l.slots.Store(reqs[i].Member, r.At)
