@@ -63,6 +63,9 @@
 // is what makes batches cheap. On Redis Cluster (or any other client) the
 // keys may live on different nodes, so they pipeline one single-key script
 // call per user instead, split by slot. Both paths decide the same.
+// ReserveBatchWith lets a caller put its own commands in the same pipeline
+// (the worker writes a job's record and books its one recipient in one
+// round trip); Uses tells whether the limiter runs on the caller's client.
 //
 // # Clock
 //

@@ -31,7 +31,10 @@
 //
 //	hush:job       a submitted job (task id: the job id). It delivers the
 //	               first chunk itself and creates a hush:chunk task per
-//	               further chunk.
+//	               further chunk. A job of one recipient books its slot in
+//	               start.lua's round trip (ReserveBatchWith), speculatively:
+//	               a re-run that finds the recipient settled gives a new
+//	               booking back.
 //	hush:chunk     recipients [k*100, (k+1)*100) of a job (task id
 //	               "<job id>/c<k>"). It reads its recipients' states in one
 //	               round trip (the job task's own chunk: inside start.lua),
