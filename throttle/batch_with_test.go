@@ -40,6 +40,9 @@ func TestReserveBatchWith(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !l.Uses(rdb) || l.Uses(base) || l.Uses(nil) {
+		t.Errorf("Uses: own client %v, another %v, nil %v; want true, false, false", l.Uses(rdb), l.Uses(base), l.Uses(nil))
+	}
 	mine := prefix + "mine"
 	t.Cleanup(func() { rdb.Del(context.Background(), mine, l.Key("a"), l.Key("b")) })
 	// Warm the script cache so the count below is the steady state.
