@@ -2,7 +2,6 @@ package throttle_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,17 +10,6 @@ import (
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/throttle"
 )
-
-// pipelineCounter counts the pipelines (round trips) a client sends.
-type pipelineCounter struct{ n atomic.Int64 }
-
-func (c *pipelineCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
-}
-func (c *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(1); return next(ctx, cmds) }
-}
 
 // TestReserveBatchWith: the caller's commands and the bookings share one
 // round trip; the caller reads its results afterwards, and its failing
@@ -33,7 +21,7 @@ func TestReserveBatchWith(t *testing.T) {
 	opts := *base.Options()
 	rdb := redis.NewClient(&opts)
 	t.Cleanup(func() { _ = rdb.Close() })
-	counter := &pipelineCounter{}
+	counter := &redistest.RoundTrips{}
 	rdb.AddHook(counter)
 	prefix := redistest.Prefix(t)
 	l, err := throttle.NewRedis(rdb, mustPolicy(t, "1/1m", "1s"), throttle.Options{Prefix: prefix})
@@ -51,7 +39,7 @@ func TestReserveBatchWith(t *testing.T) {
 	}
 	t.Cleanup(func() { rdb.Del(context.Background(), l.Key("warm")) })
 
-	before := counter.n.Load()
+	before := counter.Count()
 	var set *redis.StatusCmd
 	var bad *redis.IntCmd
 	res, err := l.ReserveBatchWith(ctx, []throttle.Request{{User: "a", Member: "a1"}, {User: "b", Member: "b1"}}, func(p redis.Pipeliner) {
@@ -61,7 +49,7 @@ func TestReserveBatchWith(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReserveBatchWith: %v", err)
 	}
-	if got := counter.n.Load() - before; got != 1 {
+	if got := counter.Count() - before; got != 1 {
 		t.Errorf("%d round trips, want 1", got)
 	}
 	if set.Err() != nil {

@@ -62,7 +62,7 @@ func BenchmarkPipeline(b *testing.B) {
 	if !srv.Real() {
 		b.Skip("needs a real redis-server")
 	}
-	rt := &roundTrips{}
+	rt := &redistest.RoundTrips{}
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 200})
 	b.Cleanup(func() { _ = rdb.Close() })
 	rdb.AddHook(rt)
@@ -124,7 +124,7 @@ func BenchmarkPipeline(b *testing.B) {
 // pipelineBench is the shared state of BenchmarkPipeline's runs.
 type pipelineBench struct {
 	rdb     *redis.Client
-	rt      *roundTrips
+	rt      *redistest.RoundTrips
 	apns    *fake.APNs
 	fcm     *fake.FCM
 	senders map[payload.Platform]Sender
@@ -198,7 +198,7 @@ type meter struct {
 }
 
 func (bb *pipelineBench) meter(b *testing.B) meter {
-	return meter{bb: bb, start: time.Now(), stats: bb.redisStats(b), rts: bb.rt.n.Load(), cpu: fake.ProcessCPU()}
+	return meter{bb: bb, start: time.Now(), stats: bb.redisStats(b), rts: bb.rt.Count(), cpu: fake.ProcessCPU()}
 }
 
 // done returns the run's result for deliveries ending at end (read after
@@ -224,7 +224,7 @@ func (m meter) done(b *testing.B, deliveries int, end func() time.Time) benchRes
 		redisCPU:   s.cpu - m.stats.cpu,
 		procCPU:    fake.ProcessCPU() - m.cpu,
 		commands:   s.commands - m.stats.commands,
-		roundTrips: m.bb.rt.n.Load() - m.rts,
+		roundTrips: m.bb.rt.Count() - m.rts,
 	}
 	r.elapsed = end().Sub(m.start)
 	return r
@@ -531,25 +531,5 @@ func parallel(b *testing.B, n int, f func(i int) error) {
 	wg.Wait()
 	if b.Failed() {
 		b.FailNow()
-	}
-}
-
-// roundTrips counts network round trips to Redis: one per command, one per
-// pipeline or transaction.
-type roundTrips struct{ n atomic.Int64 }
-
-func (c *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmds)
 	}
 }

@@ -1,27 +1,13 @@
 package worker
 
 import (
-	"context"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
 )
-
-// roundTripCounter counts the commands and pipelines a client sends.
-type roundTripCounter struct{ n atomic.Int64 }
-
-func (c *roundTripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *roundTripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
-}
-func (c *roundTripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(1); return next(ctx, cmds) }
-}
 
 // TestSingleJobBooksWithStart: a one-recipient job task books its slot in
 // start.lua's round trip: two round trips in all (that one, and recording
@@ -44,12 +30,12 @@ func TestSingleJobBooksWithStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := &roundTripCounter{}
+	c := &redistest.RoundTrips{}
 	e.rdb.AddHook(c)
 	if err := e.w.handleJob(t.Context(), task); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.n.Load(); got != 2 {
+	if got := c.Count(); got != 2 {
 		t.Errorf("the job task made %d Redis round trips, want 2 (start.lua with the booking, then the record)", got)
 	}
 	if got := len(requestsFor(e.apns.Requests(), tok)); got != 1 {
