@@ -122,35 +122,20 @@ func TestServeEmbeddedDevelopmentDefaults(t *testing.T) {
 
 func TestServeWithProviders(t *testing.T) {
 	srv := redistest.Start(t)
-	fa, err := fake.StartAPNs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fa.Close)
+	fa, env := apnsEnv(t)
 	ff, err := fake.StartFCM()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ff.Close)
-	dir := t.TempDir()
-	keyFile, keyID, teamID, err := fake.WriteAPNsKey(dir)
+	saFile, err := fake.WriteServiceAccount(t.TempDir(), ff.TokenURL(), fcmProject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caFile, err := fa.WriteCA(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saFile, err := fake.WriteServiceAccount(dir, ff.TokenURL(), fcmProject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, logs := serveFromEnv(t, map[string]string{
-		"HUSH_REDIS_URL":     srv.URL(),
-		"HUSH_APNS_KEY_FILE": keyFile, "HUSH_APNS_KEY_ID": keyID, "HUSH_APNS_TEAM_ID": teamID,
-		"HUSH_APNS_TOPIC": apnsTopic, "HUSH_APNS_ENDPOINT": fa.URL, "HUSH_APNS_CA_FILE": caFile,
-		"HUSH_FCM_CREDENTIALS_FILE": saFile, "HUSH_FCM_ENDPOINT": ff.Endpoint(),
-	})
+	env["HUSH_REDIS_URL"] = srv.URL()
+	env["HUSH_FCM_CREDENTIALS_FILE"] = saFile
+	env["HUSH_FCM_ENDPOINT"] = ff.Endpoint()
+	base, logs := serveFromEnv(t, env)
 	tok := apnsToken("serve")
 	body := `{"recipients":[{"user_id":"u-1","devices":[{"platform":"apns","token":"` + tok + `"},{"platform":"fcm","token":"` + fcmToken("serve") + `"}]}],"alert":{"title":"hi"}}`
 	st := postAndWait(t, base, body)
