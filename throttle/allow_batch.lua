@@ -11,11 +11,13 @@
 --          calls failed (e.g. WRONGTYPE): one user's failure does not stop
 --          the others.
 local nkeys = #KEYS
-local now, minttl = now_ms(ARGV[1]), tonumber(ARGV[2])
-local r = read_rules(ARGV, 3 + nkeys)
+local now = now_ms(ARGV[1])
+local minttl = tonumber(ARGV[2])
+local members = 3 -- key i's member is ARGV[members + i - 1]
+local r = read_rules(ARGV, members + nkeys)
 local out = {}
 for i = 1, nkeys do
-  local ok, reply = pcall(allow, KEYS[i], now, 'allow', ARGV[2 + i], minttl, r)
+  local ok, reply = pcall(allow, KEYS[i], now, 'allow', ARGV[members + i - 1], minttl, r)
   if ok then
     out[i] = reply
   else

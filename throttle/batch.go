@@ -59,8 +59,10 @@ func (l *Redis) AllowBatch(ctx context.Context, users []string) ([]Decision, err
 
 // ReserveBatch is Reserve for many requests in one network round trip, in
 // order, with one script call per chunk of requests or one per request as
-// AllowBatch explains. A Reservation whose Now is zero marks a failed
-// request.
+// AllowBatch explains. Each request may carry a NotAfter; each answer is
+// booked, existing or refused on its own, and a refused request takes no
+// place from the requests after it. A Reservation whose Now is zero marks
+// a failed request.
 func (l *Redis) ReserveBatch(ctx context.Context, reqs []Request) ([]Reservation, error) {
 	return l.ReserveBatchWith(ctx, reqs, nil)
 }
@@ -80,14 +82,8 @@ func (l *Redis) ReserveBatchWith(ctx context.Context, reqs []Request, queue func
 		keys[i] = l.Key(q.User)
 	}
 	vals, errs := l.replies(ctx, keys, queue,
-		l.scripts.reserve, func(i int) []any { return l.reserveArgs(reqs[i].Member) },
-		l.scripts.reserveBatch, func(from, to int) []any {
-			members := make([]any, to-from)
-			for i := range members {
-				members[i] = reqs[from+i].Member
-			}
-			return l.batchArgs(members)
-		})
+		l.scripts.reserve, func(i int) []any { return l.reserveArgs(reqs[i]) },
+		l.scripts.reserveBatch, func(from, to int) []any { return l.reserveBatchArgs(reqs[from:to]) })
 	out := make([]Reservation, len(reqs))
 	var failed []error
 	for i, v := range vals {
@@ -102,12 +98,23 @@ func (l *Redis) ReserveBatchWith(ctx context.Context, reqs []Request, queue func
 	return out, errors.Join(failed...)
 }
 
-// batchArgs are a batch script's arguments: now, minttl, the members, the
+// batchArgs are allow_batch.lua's arguments: now, minttl, the members, the
 // rules.
 func (l *Redis) batchArgs(members []any) []any {
 	args := make([]any, 0, 2+len(members)+len(l.rules))
 	args = append(args, l.now(), l.minTTL)
 	args = append(args, members...)
+	return append(args, l.rules...)
+}
+
+// reserveBatchArgs are reserve_batch.lua's arguments: now, minttl, max
+// pending, each request's member and not-after, the rules.
+func (l *Redis) reserveBatchArgs(reqs []Request) []any {
+	args := make([]any, 0, 3+2*len(reqs)+len(l.rules))
+	args = append(args, l.now(), l.minTTL, l.maxPending)
+	for _, q := range reqs {
+		args = append(args, q.Member, notAfterArg(q.NotAfter))
+	}
 	return append(args, l.rules...)
 }
 

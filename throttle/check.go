@@ -39,3 +39,10 @@ func checkRequests(reqs []Request) error {
 	}
 	return nil
 }
+
+func checkOptions(o Options) error {
+	if o.MaxPending < 0 {
+		return fmt.Errorf("throttle: Options.MaxPending %d: must not be negative", o.MaxPending)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/throttle"
 )
 
 // FuzzTrace replays arbitrary traces (decodeTrace makes any bytes a valid
@@ -12,11 +13,12 @@ import (
 //
 //	go test -run '^$' -fuzz FuzzTrace -fuzztime 60s ./throttle/
 func FuzzTrace(f *testing.F) {
-	f.Add([]byte{1, 2, 40, 0})                                                                // 3/41ms, no gap, no ops
-	f.Add([]byte{1, 1, 9, 5, 0, 1, 0, 0, 1, 0, 0, 1, 5, 1, 0, 1, 5})                          // 2/10ms, gap 5ms: allows then reserves
-	f.Add([]byte{2, 0, 59, 3, 19, 12, 5, 0, 0, 5, 1, 1, 5, 1, 2, 8, 1, 1, 5, 3, 0, 0, 4, 1})  // two limits, releases
-	f.Add([]byte{0, 0, 20, 5, 0, 0, 5, 0, 1, 6, 1, 1, 9, 2, 0, 8, 0, 1, 0, 1, 3})             // gap only, reserve/release/status
-	f.Add([]byte{1, 0, 2, 30, 5, 0, 0, 5, 0, 1, 5, 0, 2, 5, 0, 3, 8, 0, 1, 0, 0, 0, 4, 0, 0}) // 1/3ms with a 30ms gap: gap > window
+	f.Add([]byte{1, 2, 40, 0})                                                                                                   // 3/41ms, no gap, no ops
+	f.Add([]byte{1, 1, 9, 5, 0, 1, 0, 0, 1, 0, 0, 1, 5, 1, 0, 1, 5})                                                             // 2/10ms, gap 5ms: allows then reserves
+	f.Add([]byte{2, 0, 59, 3, 19, 12, 5, 0, 0, 5, 1, 1, 5, 1, 2, 8, 1, 1, 5, 3, 0, 0, 4, 1})                                     // two limits, releases
+	f.Add([]byte{0, 0, 20, 5, 0, 0, 5, 0, 1, 6, 1, 1, 9, 2, 0, 8, 0, 1, 0, 1, 3})                                                // gap only, reserve/release/status
+	f.Add([]byte{1, 0, 2, 30, 5, 0, 0, 5, 0, 1, 5, 0, 2, 5, 0, 3, 8, 0, 1, 0, 0, 0, 4, 0, 0})                                    // 1/3ms with a 30ms gap: gap > window
+	f.Add([]byte{1, 0, 39, 200, 5, 0, 0, 5, 0, 1, 5, 0, 2, 5, 0, 3, 5, 0, 160, 5, 1, 4, 8, 0, 1, 5, 0, 3, 5, 1, 200, 5, 0, 179}) // 1/40ms, gap 14ms, MaxPending 2: full, then NotAfter
 	rdb := redistest.Client(f)
 	impls := []struct {
 		name string
@@ -26,7 +28,7 @@ func FuzzTrace(f *testing.F) {
 		tr := decodeTrace(b)
 		for _, impl := range impls {
 			clock := newFakeClock()
-			l := impl.new(t, tr.policy, clock.Now)
+			l := impl.new(t, tr.policy, throttle.Options{Clock: clock.Now, MaxPending: tr.maxPending})
 			t.Run(impl.name, func(t *testing.T) { checkTrace(t, l, clock, tr) })
 		}
 	})

@@ -181,6 +181,6 @@ local function lib()
     redis.call('PEXPIRE', key, ttl)
   end
 
-  return {now_ms = now_ms, read_rules = read_rules, decide = decide, record = record,
-          entries = entries, scan = scan, past = past, counts_of = counts_of}
+  return {decide = decide, record = record, entries = entries, scan = scan, past = past,
+          counts_of = counts_of}
 end

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,9 +21,9 @@ func TestRedis(t *testing.T) {
 	testLimiter(t, redisLimiters(redistest.Client(t)))
 }
 
-func newMemoryLimiter(t *testing.T, p throttle.Policy, clock func() time.Time) limiter {
+func newMemoryLimiter(t *testing.T, p throttle.Policy, o throttle.Options) limiter {
 	t.Helper()
-	l, err := throttle.NewMemory(p, throttle.Options{Clock: clock})
+	l, err := throttle.NewMemory(p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +33,11 @@ func newMemoryLimiter(t *testing.T, p throttle.Policy, clock func() time.Time) l
 // redisLimiters builds Redis limiters on rdb, each under its own prefix,
 // whose keys are deleted when the test ends.
 func redisLimiters(rdb redis.UniversalClient) newLimiterFunc {
-	return func(t *testing.T, p throttle.Policy, clock func() time.Time) limiter {
+	return func(t *testing.T, p throttle.Policy, o throttle.Options) limiter {
 		t.Helper()
 		prefix := redistest.Prefix(t)
-		l, err := throttle.NewRedis(rdb, p, throttle.Options{Prefix: prefix, Clock: clock})
+		o.Prefix = prefix
+		l, err := throttle.NewRedis(rdb, p, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,5 +60,17 @@ func deleteKeys(t testing.TB, rdb redis.UniversalClient, prefix string) {
 	}
 	if err := iter.Err(); err != nil {
 		t.Errorf("cleanup: %v", err)
+	}
+}
+
+func TestNegativeMaxPendingIsAnError(t *testing.T) {
+	t.Parallel()
+	p := mustPolicy(t, "1/1m", "")
+	o := throttle.Options{MaxPending: -1}
+	if _, err := throttle.NewMemory(p, o); err == nil {
+		t.Error("NewMemory with MaxPending -1: no error")
+	}
+	if _, err := throttle.NewRedis(redistest.Client(t), p, o); err == nil {
+		t.Error("NewRedis with MaxPending -1: no error")
 	}
 }

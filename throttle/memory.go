@@ -17,9 +17,10 @@ const sweepEvery = 1024
 // Memory is the in-memory limiter: the same semantics as Redis, for a single
 // process (the demo, `hush simulate`, tests). It is safe for concurrent use.
 type Memory struct {
-	policy Policy
-	r      rules
-	clock  func() time.Time
+	policy     Policy
+	r          rules
+	clock      func() time.Time
+	maxPending int
 
 	mu     sync.Mutex
 	users  map[string][]memEntry // sorted by (at, member)
@@ -43,11 +44,14 @@ func NewMemory(p Policy, o Options) (*Memory, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkOptions(o); err != nil {
+		return nil, err
+	}
 	clock := o.Clock
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Memory{policy: copyPolicy(p), r: r, clock: clock, users: map[string][]memEntry{}}, nil
+	return &Memory{policy: copyPolicy(p), r: r, clock: clock, maxPending: o.MaxPending, users: map[string][]memEntry{}}, nil
 }
 
 // Policy returns the policy the limiter enforces.
@@ -90,21 +94,34 @@ func (m *Memory) decide(ctx context.Context, user string, record bool) (Decision
 }
 
 // Reserve books the earliest slot at which user may act and records it under
-// member; a member already booked gets its slot back (Existing).
+// member; a member already booked gets its slot back (Existing). With
+// Options.MaxPending a new member may be refused (RefusedFull).
 func (m *Memory) Reserve(ctx context.Context, user, member string) (Reservation, error) {
-	if err := checkMember(ctx, user, member); err != nil {
+	return m.reserve(ctx, Request{User: user, Member: member})
+}
+
+// reserve is Reserve for q, refusing a new member whose slot is after
+// q.NotAfter (RefusedLate). The cap is checked first, before any search.
+func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
+	if err := checkMember(ctx, q.User, q.Member); err != nil {
 		return Reservation{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock().UnixMilli()
-	es := m.trim(user, now)
-	if i := slices.IndexFunc(es, func(e memEntry) bool { return e.member == member }); i >= 0 {
-		return reservation(es[i].at, now, true), nil
+	es := m.trim(q.User, now)
+	if i := slices.IndexFunc(es, func(e memEntry) bool { return e.member == q.Member }); i >= 0 {
+		return reservation(es[i].at, now, true, ""), nil
+	}
+	if k := countUpToEntry(es, now); m.maxPending > 0 && len(es)-k >= m.maxPending {
+		return reservation(es[k].at, now, false, RefusedFull), nil
 	}
 	t, _ := m.r.earliest(times(es), now, false)
-	m.insert(user, es, memEntry{at: t, member: member}, now)
-	return reservation(t, now, false), nil
+	if !q.NotAfter.IsZero() && t > q.NotAfter.UnixMilli() {
+		return reservation(t, now, false, RefusedLate), nil
+	}
+	m.insert(q.User, es, memEntry{at: t, member: q.Member}, now)
+	return reservation(t, now, false, ""), nil
 }
 
 // Release removes member's booking; it reports whether there was one.
@@ -170,14 +187,15 @@ func (m *Memory) AllowBatch(ctx context.Context, users []string) ([]Decision, er
 	return out, nil
 }
 
-// ReserveBatch is Reserve for each request in turn.
+// ReserveBatch is Reserve for each request in turn, each with its own
+// NotAfter.
 func (m *Memory) ReserveBatch(ctx context.Context, reqs []Request) ([]Reservation, error) {
 	if err := checkRequests(reqs); err != nil {
 		return nil, err
 	}
 	out := make([]Reservation, len(reqs))
 	for i, q := range reqs {
-		r, err := m.Reserve(ctx, q.User, q.Member)
+		r, err := m.reserve(ctx, q)
 		if err != nil {
 			return out, err
 		}
@@ -246,6 +264,6 @@ func times(es []memEntry) []int64 {
 	return ts
 }
 
-func reservation(at, now int64, existing bool) Reservation {
-	return Reservation{At: ms(at), Wait: time.Duration(max(0, at-now)) * time.Millisecond, Existing: existing, Now: ms(now)}
+func reservation(at, now int64, existing bool, refused Refusal) Reservation {
+	return Reservation{At: ms(at), Wait: time.Duration(max(0, at-now)) * time.Millisecond, Existing: existing, Refused: refused, Now: ms(now)}
 }

@@ -18,15 +18,16 @@ import (
 // scanning t = now, now+1, ... and counting every window of every rule that
 // contains t. It shares nothing with the implementations' candidate search.
 type model struct {
-	n, w    []int64
-	gap     int64
-	horizon int64
-	names   []string
-	entries []entry // At is absolute ms
+	n, w       []int64
+	gap        int64
+	horizon    int64
+	names      []string
+	maxPending int     // Options.MaxPending
+	entries    []entry // At is absolute ms
 }
 
-func newModel(p throttle.Policy) *model {
-	m := &model{gap: p.MinGap.Milliseconds(), horizon: p.MinGap.Milliseconds()}
+func newModel(p throttle.Policy, maxPending int) *model {
+	m := &model{gap: p.MinGap.Milliseconds(), horizon: p.MinGap.Milliseconds(), maxPending: maxPending}
 	for _, l := range p.Limits {
 		m.n = append(m.n, int64(l.N))
 		m.w = append(m.w, l.Window.Milliseconds())
@@ -142,16 +143,35 @@ func (m *model) live(now int64) {
 	m.entries = slices.DeleteFunc(m.entries, func(e entry) bool { return e.At <= now-m.horizon })
 }
 
-func (m *model) reserve(now int64, member string) throttle.Reservation {
+// reserve books member's slot; notAfter (absolute ms) applies when by is
+// set. Refusals follow the documented order: an existing member first, then
+// the cap (counting entries after now), then notAfter.
+func (m *model) reserve(now int64, member string, by bool, notAfter int64) throttle.Reservation {
 	m.live(now)
+	answer := func(at int64, existing bool, refused throttle.Refusal) throttle.Reservation {
+		return throttle.Reservation{At: time.UnixMilli(at), Wait: time.Duration(max(0, at-now)) * time.Millisecond,
+			Existing: existing, Refused: refused, Now: time.UnixMilli(now)}
+	}
 	for _, e := range m.entries {
 		if e.Member == member {
-			return throttle.Reservation{At: time.UnixMilli(e.At), Wait: time.Duration(max(0, e.At-now)) * time.Millisecond, Existing: true, Now: time.UnixMilli(now)}
+			return answer(e.At, true, "")
 		}
 	}
+	var pending []int64
+	for _, e := range m.entries {
+		if e.At > now {
+			pending = append(pending, e.At)
+		}
+	}
+	if m.maxPending > 0 && len(pending) >= m.maxPending {
+		return answer(slices.Min(pending), false, throttle.RefusedFull)
+	}
 	t := m.earliest(now, -1)
+	if by && t > notAfter {
+		return answer(t, false, throttle.RefusedLate)
+	}
 	m.entries = append(m.entries, entry{member, t})
-	return throttle.Reservation{At: time.UnixMilli(t), Wait: time.Duration(t-now) * time.Millisecond, Now: time.UnixMilli(now)}
+	return answer(t, false, "")
 }
 
 func (m *model) release(now int64, member string) bool {
@@ -177,22 +197,31 @@ func (m *model) status(now int64) status {
 	return s
 }
 
-// trace is a policy and a sequence of operations at non-decreasing times.
+// trace is a policy, a cap and a sequence of operations at non-decreasing
+// times.
 type trace struct {
-	policy throttle.Policy
-	ops    []traceOp
+	policy     throttle.Policy
+	maxPending int // Options.MaxPending
+	ops        []traceOp
 }
 
 type traceOp struct {
 	dt     int64 // ms after the previous op
 	kind   string
 	member string
+	// by is set when a reserve carries a NotAfter, notAfter ms after the
+	// op's instant (negative: before it).
+	by       bool
+	notAfter int64
 }
 
 var opKinds = []string{"allow", "allow", "allow", "allow", "peek", "reserve", "reserve", "reserve", "release", "status"}
 
 // decodeTrace turns arbitrary bytes into a valid trace with small windows
-// (1-60 ms), small caps (1-4) and a gap of 0-30 ms.
+// (1-60 ms), small caps (1-4) and a gap of 0-30 ms. The gap's byte, from 160
+// on, also sets MaxPending 1-3; a reserve's member byte, from 150 on, gives
+// it a NotAfter 3 ms before to 49 ms after its instant. Bytes below those
+// (as in the seeds written before either existed) mean neither.
 func decodeTrace(b []byte) trace {
 	next := func() int {
 		if len(b) == 0 {
@@ -206,13 +235,20 @@ func decodeTrace(b []byte) trace {
 	for range next() % 3 {
 		tr.policy.Limits = append(tr.policy.Limits, throttle.Limit{N: 1 + next()%4, Window: time.Duration(1+next()%60) * time.Millisecond})
 	}
-	tr.policy.MinGap = time.Duration(next()%31) * time.Millisecond
+	g := next()
+	tr.policy.MinGap = time.Duration(g%31) * time.Millisecond
+	if g >= 160 {
+		tr.maxPending = g/32 - 4
+	}
 	if len(tr.policy.Limits) == 0 && tr.policy.MinGap == 0 {
 		tr.policy.MinGap = 7 * time.Millisecond
 	}
 	for len(b) >= 3 && len(tr.ops) < 200 {
 		k, dt, m := next(), next(), next()
 		op := traceOp{kind: opKinds[k%len(opKinds)], member: fmt.Sprintf("m%d", m%5)}
+		if op.kind == "reserve" && m >= 150 {
+			op.by, op.notAfter = true, int64((m-150)/2-3)
+		}
 		if dt%3 != 0 { // a third of the ops happen at the same instant
 			op.dt = int64(dt % 25)
 		}
@@ -221,26 +257,27 @@ func decodeTrace(b []byte) trace {
 	return tr
 }
 
-// checkTrace runs tr on l and the model in lockstep and fails at the first
-// difference. Runs of two or more allows (or reserves) at the same instant
-// go through AllowBatch (ReserveBatch) in one call, so the batch scripts
-// face the model too.
+// checkTrace runs tr on l (built with tr.maxPending) and the model in
+// lockstep and fails at the first difference. Runs of two or more allows
+// (or reserves) at the same instant go through AllowBatch (ReserveBatch) in
+// one call, so the batch scripts face the model too; so does a lone reserve
+// with a NotAfter, which Reserve does not take.
 func checkTrace(t *testing.T, l limiter, clock *fakeClock, tr trace) {
 	t.Helper()
 	ctx := context.Background()
-	m := newModel(tr.policy)
+	m := newModel(tr.policy, tr.maxPending)
 	now := int64(t0)
 	fail := func(i int, format string, args ...any) {
 		t.Helper()
 		op := tr.ops[i]
-		t.Fatalf("policy %s, op %d (%s %s at +%d ms): "+format, append([]any{tr.policy, i, op.kind, op.member, now - t0}, args...)...)
+		t.Fatalf("policy %s, max pending %d, op %d (%s %s at +%d ms): "+format, append([]any{tr.policy, tr.maxPending, i, op.kind, op.member, now - t0}, args...)...)
 	}
 	for i := 0; i < len(tr.ops); i++ {
 		op := tr.ops[i]
 		now += op.dt
 		clock.ms.Store(now)
 		if end := batchEnd(tr.ops, i); end > i+1 {
-			got, err := runBatch(ctx, l, tr.ops[i:end])
+			got, err := runBatch(ctx, l, now, tr.ops[i:end])
 			if err != nil {
 				fail(i, "batch of %d: %v", end-i, err)
 			}
@@ -249,7 +286,7 @@ func checkTrace(t *testing.T, l limiter, clock *fakeClock, tr trace) {
 				if op.kind == "allow" {
 					want = m.decide(now, true)
 				} else {
-					want = m.reserve(now, tr.ops[j].member)
+					want = m.reserve(now, tr.ops[j].member, tr.ops[j].by, now+tr.ops[j].notAfter)
 				}
 				if diff := cmp.Diff(want, got[j-i], equateEmpty); diff != "" {
 					fail(i, "batch of %d, element %d: -model +limiter:\n%s\ntrace so far:\n%s", end-i, j-i, diff, describe(tr.ops[:end]))
@@ -269,8 +306,16 @@ func checkTrace(t *testing.T, l limiter, clock *fakeClock, tr trace) {
 				got, err = l.Peek(ctx, "u")
 			}
 		case "reserve":
-			want = m.reserve(now, op.member)
-			got, err = l.Reserve(ctx, "u", op.member)
+			want = m.reserve(now, op.member, op.by, now+op.notAfter)
+			if op.by {
+				var rs []any
+				rs, err = runBatch(ctx, l, now, tr.ops[i:i+1])
+				if err == nil {
+					got = rs[0]
+				}
+			} else {
+				got, err = l.Reserve(ctx, "u", op.member)
+			}
 		case "release":
 			want = m.release(now, op.member)
 			got, err = l.Release(ctx, "u", op.member)
@@ -301,8 +346,9 @@ func batchEnd(ops []traceOp, i int) int {
 	return end
 }
 
-// runBatch runs ops (all allows or all reserves, for user "u") as one batch.
-func runBatch(ctx context.Context, l limiter, ops []traceOp) ([]any, error) {
+// runBatch runs ops (all allows or all reserves, for user "u") as one batch
+// at now.
+func runBatch(ctx context.Context, l limiter, now int64, ops []traceOp) ([]any, error) {
 	var out []any
 	if ops[0].kind == "allow" {
 		ds, err := l.AllowBatch(ctx, slices.Repeat([]string{"u"}, len(ops)))
@@ -314,6 +360,9 @@ func runBatch(ctx context.Context, l limiter, ops []traceOp) ([]any, error) {
 	reqs := make([]throttle.Request, len(ops))
 	for i, op := range ops {
 		reqs[i] = throttle.Request{User: "u", Member: op.member}
+		if op.by {
+			reqs[i].NotAfter = time.UnixMilli(now + op.notAfter)
+		}
 	}
 	rs, err := l.ReserveBatch(ctx, reqs)
 	for _, r := range rs {
@@ -327,7 +376,11 @@ func describe(ops []traceOp) string {
 	at := int64(0)
 	for _, op := range ops {
 		at += op.dt
-		fmt.Fprintf(&sb, "  +%d %s %s\n", at, op.kind, op.member)
+		fmt.Fprintf(&sb, "  +%d %s %s", at, op.kind, op.member)
+		if op.by {
+			fmt.Fprintf(&sb, " not after +%d", at+op.notAfter)
+		}
+		sb.WriteByte('\n')
 	}
 	return sb.String()
 }
@@ -347,7 +400,7 @@ func testRandomTraces(t *testing.T, newLimiter newLimiterFunc) {
 			}
 			tr := decodeTrace(b)
 			clock := newFakeClock()
-			checkTrace(t, newLimiter(t, tr.policy, clock.Now), clock, tr)
+			checkTrace(t, newLimiter(t, tr.policy, throttle.Options{Clock: clock.Now, MaxPending: tr.maxPending}), clock, tr)
 		})
 	}
 }

@@ -35,14 +35,15 @@ type Redis struct {
 	// multiKey is set when one script may touch any keys: rdb is a
 	// *redis.Client (standalone or Sentinel). Cluster and Ring clients
 	// shard keys across servers, and unknown clients might.
-	multiKey bool
-	policy   Policy
-	r        rules
-	prefix   string
-	clock    func() time.Time
-	minTTL   int64
-	rules    []any // gap, horizon, N1, W1, ... as script arguments
-	scripts  scripts
+	multiKey   bool
+	policy     Policy
+	r          rules
+	prefix     string
+	clock      func() time.Time
+	minTTL     int64
+	maxPending int   // Options.MaxPending, 0 for no cap
+	rules      []any // gap, horizon, N1, W1, ... as script arguments
+	scripts    scripts
 }
 
 // NewRedis returns a limiter for p on rdb (a *redis.Client, a
@@ -55,7 +56,10 @@ func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
 	if rdb == nil {
 		return nil, errors.New("throttle: nil Redis client")
 	}
-	l := &Redis{rdb: rdb, policy: copyPolicy(p), r: r, prefix: o.Prefix, clock: o.Clock, scripts: newScripts()}
+	if err := checkOptions(o); err != nil {
+		return nil, err
+	}
+	l := &Redis{rdb: rdb, policy: copyPolicy(p), r: r, prefix: o.Prefix, clock: o.Clock, maxPending: o.MaxPending, scripts: newScripts()}
 	_, l.multiKey = rdb.(*redis.Client)
 	if l.prefix == "" {
 		l.prefix = DefaultPrefix
@@ -96,10 +100,19 @@ func (l *Redis) allowArgs(mode string) []any {
 	return append(args, l.rules...)
 }
 
-func (l *Redis) reserveArgs(member string) []any {
-	args := make([]any, 0, 3+len(l.rules))
-	args = append(args, l.now(), member, l.minTTL)
+// reserveArgs are reserve_one.lua's arguments.
+func (l *Redis) reserveArgs(q Request) []any {
+	args := make([]any, 0, 5+len(l.rules))
+	args = append(args, l.now(), q.Member, notAfterArg(q.NotAfter), l.maxPending, l.minTTL)
 	return append(args, l.rules...)
+}
+
+// notAfterArg is a script's not-after argument: ms, or "" for none.
+func notAfterArg(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
 // Allow decides whether user may act now and records the action when
@@ -125,12 +138,14 @@ func (l *Redis) decide(ctx context.Context, user, mode string) (Decision, error)
 }
 
 // Reserve books the earliest slot at which user may act and records it under
-// member; a member already booked gets its slot back (Existing).
+// member; a member already booked gets its slot back (Existing). With
+// Options.MaxPending a new member may be refused (RefusedFull).
 func (l *Redis) Reserve(ctx context.Context, user, member string) (Reservation, error) {
 	if err := checkMember(ctx, user, member); err != nil {
 		return Reservation{}, err
 	}
-	v, err := l.scripts.reserve.Run(ctx, l.rdb, []string{l.Key(user)}, l.reserveArgs(member)...).Result()
+	q := Request{User: user, Member: member}
+	v, err := l.scripts.reserve.Run(ctx, l.rdb, []string{l.Key(user)}, l.reserveArgs(q)...).Result()
 	if err != nil {
 		return Reservation{}, fmt.Errorf("throttle: reserve %q: %w", user, err)
 	}

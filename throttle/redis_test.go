@@ -41,7 +41,7 @@ func TestRedisWrongTypeKey(t *testing.T) {
 		{"release", func() error { _, err := l.Release(ctx, "u", "m"); return err }},
 		{"status", func() error { _, err := l.Status(ctx, "u"); return err }},
 		{"allow batch", func() error { _, err := l.AllowBatch(ctx, []string{"u"}); return err }},
-		{"reserve batch", func() error { _, err := l.ReserveBatch(ctx, []throttle.Request{{"u", "m"}}); return err }},
+		{"reserve batch", func() error { _, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "m"}}); return err }},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestRedisBatchRoundTripsAndNoScript(t *testing.T) {
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := l.ReserveBatch(ctx, []throttle.Request{{"r", "1"}, {"r", "2"}, {"r", "3"}})
+	rs, err := l.ReserveBatch(ctx, []throttle.Request{{User: "r", Member: "1"}, {User: "r", Member: "2"}, {User: "r", Member: "3"}})
 	if err != nil {
 		t.Fatal(err)
 	}

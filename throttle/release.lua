@@ -4,6 +4,8 @@
 -- ARGV     now (ms, or "" for Redis TIME), member, horizon
 -- Reply    1 when the member was booked (and is now removed), else 0
 local key = KEYS[1]
-local now = lib().now_ms(ARGV[1])
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now - tonumber(ARGV[3]))
-return redis.call('ZREM', key, ARGV[2])
+local now = now_ms(ARGV[1])
+local member = ARGV[2]
+local horizon = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - horizon)
+return redis.call('ZREM', key, member)

@@ -64,10 +64,17 @@ func parseReservation(v any) (Reservation, error) {
 	if err != nil {
 		return Reservation{}, err
 	}
-	if len(a) != 3 || (x[1] != 0 && x[1] != 1) {
+	if len(a) != 4 || (x[1] != 0 && x[1] != 1) {
 		return Reservation{}, fmt.Errorf("%w: reserve: %#v", ErrUnexpectedReply, v)
 	}
-	return reservation(x[0], x[2], x[1] == 1), nil
+	refused, ok := a[3].(string)
+	switch r := Refusal(refused); {
+	case !ok || (r != "" && r != RefusedFull && r != RefusedLate):
+		return Reservation{}, fmt.Errorf("%w: reserve: refusal %#v", ErrUnexpectedReply, a[3])
+	case r != "" && x[1] == 1:
+		return Reservation{}, fmt.Errorf("%w: reserve: an existing booking refused (%s)", ErrUnexpectedReply, r)
+	}
+	return reservation(x[0], x[2], x[1] == 1, Refusal(refused)), nil
 }
 
 // parseStatus reads status.lua's reply.

@@ -47,9 +47,13 @@ func TestParseRepliesRejectGarbage(t *testing.T) {
 	}{
 		{"nil", nil},
 		{"short", []any{int64(1), int64(0)}},
-		{"existing 2", []any{int64(1), int64(2), int64(0)}},
-		{"string slot", []any{"1", int64(0), int64(0)}},
-		{"too long", []any{int64(1), int64(0), int64(0), int64(0)}},
+		{"no refusal", []any{int64(1), int64(0), int64(0)}},
+		{"existing 2", []any{int64(1), int64(2), int64(0), ""}},
+		{"string slot", []any{"1", int64(0), int64(0), ""}},
+		{"integer refusal", []any{int64(1), int64(0), int64(0), int64(0)}},
+		{"unknown refusal", []any{int64(1), int64(0), int64(0), "busy"}},
+		{"existing refused", []any{int64(1), int64(1), int64(0), "full"}},
+		{"too long", []any{int64(1), int64(0), int64(0), "", int64(0)}},
 	}
 	for _, g := range reservations {
 		t.Run("reservation/"+g.name, func(t *testing.T) {
@@ -79,6 +83,11 @@ func TestParseRepliesRejectGarbage(t *testing.T) {
 	// And the well-formed replies parse.
 	if d, err := l.parseDecision([]any{int64(0), int64(5), int64(2), int64(1000), int64(1)}); err != nil || d.DeniedBy != "min-gap 1ms" || d.RetryAfter != 5*time.Millisecond {
 		t.Errorf("parseDecision(valid) = %+v, %v", d, err)
+	}
+	for _, refused := range []Refusal{"", RefusedFull, RefusedLate} {
+		if r, err := parseReservation([]any{int64(1005), int64(0), int64(1000), string(refused)}); err != nil || r.Refused != refused || r.Wait != 5*time.Millisecond {
+			t.Errorf("parseReservation(valid, %q) = %+v, %v", refused, r, err)
+		}
 	}
 	if s, err := l.parseStatus([]any{int64(1000), int64(1005), int64(2), "m", int64(990)}); err != nil || len(s.Entries) != 1 || s.Entries[0].Member != "m" {
 		t.Errorf("parseStatus(valid) = %+v, %v", s, err)

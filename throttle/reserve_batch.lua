@@ -5,17 +5,23 @@
 -- now (TIME is read once).
 --
 -- KEYS     the users' sorted sets
--- ARGV     now (ms, or "" for Redis TIME), minttl (ms), member 1 ..
---          member #KEYS, gap, horizon, N1, W1, N2, W2, ...
+-- ARGV     now (ms, or "" for Redis TIME), minttl (ms), max pending (0 for
+--          no cap), then per key its member and not-after (ms, or "" for
+--          none): member 1, not-after 1, ..., member #KEYS,
+--          not-after #KEYS, then gap, horizon, N1, W1, N2, W2, ...
 -- Reply    per key, reserve()'s array, or an error reply when that
 --          request's calls failed (e.g. WRONGTYPE).
 local nkeys = #KEYS
+local now = now_ms(ARGV[1])
+local minttl = tonumber(ARGV[2])
+local max_pending = tonumber(ARGV[3])
+local requests = 4 -- request i's member is ARGV[requests + 2(i-1)], its not-after the next
+local r = read_rules(ARGV, requests + 2 * nkeys)
 local L = lib()
-local now, minttl = now_ms(ARGV[1]), tonumber(ARGV[2])
-local r = read_rules(ARGV, 3 + nkeys)
 local out = {}
 for i = 1, nkeys do
-  local ok, reply = pcall(reserve, L, KEYS[i], now, ARGV[2 + i], minttl, r)
+  local at = requests + 2 * (i - 1)
+  local ok, reply = pcall(reserve, L, KEYS[i], now, ARGV[at], tonumber(ARGV[at + 1]), max_pending, minttl, r)
   if ok then
     out[i] = reply
   else

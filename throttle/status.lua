@@ -6,9 +6,9 @@
 --          member 1, time 1, member 2, time 2, ...} (entries after
 --          now - horizon, oldest first)
 local key = KEYS[1]
+local now = now_ms(ARGV[1])
+local r = read_rules(ARGV, 2)
 local L = lib()
-local now = L.now_ms(ARGV[1])
-local r = L.read_rules(ARGV, 2)
 local ts, raw = L.entries(key, now, r)
 local t = now
 if #ts > 0 and ts[#ts] > now then

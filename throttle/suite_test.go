@@ -34,9 +34,10 @@ var (
 	_ limiter = (*throttle.Memory)(nil)
 )
 
-// newLimiterFunc builds a limiter for p; clock nil means the
-// implementation's own clock (Redis TIME, time.Now).
-type newLimiterFunc func(t *testing.T, p throttle.Policy, clock func() time.Time) limiter
+// newLimiterFunc builds a limiter for p with o (its Prefix is the
+// builder's); o.Clock nil means the implementation's own clock (Redis TIME,
+// time.Now).
+type newLimiterFunc func(t *testing.T, p throttle.Policy, o throttle.Options) limiter
 
 // t0 is the epoch of the explicit clocks, in ms.
 const t0 = 1_800_000_000_000
@@ -99,6 +100,22 @@ func slot(atMs, waitMs int64, existing bool) throttle.Reservation {
 	return throttle.Reservation{At: at(atMs), Wait: time.Duration(waitMs) * time.Millisecond, Existing: existing}
 }
 
+// full is a reservation refused by the cap; atMs is the user's earliest
+// booking after now.
+func full(atMs, waitMs int64) throttle.Reservation {
+	r := slot(atMs, waitMs, false)
+	r.Refused = throttle.RefusedFull
+	return r
+}
+
+// late is a reservation refused by NotAfter; atMs is the slot it would have
+// booked.
+func late(atMs, waitMs int64) throttle.Reservation {
+	r := slot(atMs, waitMs, false)
+	r.Refused = throttle.RefusedLate
+	return r
+}
+
 var equateEmpty = cmpopts.EquateEmpty()
 
 func foldStatus(s throttle.Status, base int64) status {
@@ -122,6 +139,7 @@ func foldStatus(s throttle.Status, base int64) status {
 // testLimiter is the suite both implementations must pass.
 func testLimiter(t *testing.T, newLimiter newLimiterFunc) {
 	t.Run("Steps", func(t *testing.T) { testSteps(t, newLimiter) })
+	t.Run("Refusals", func(t *testing.T) { testRefusals(t, newLimiter) })
 	t.Run("Batch", func(t *testing.T) { testBatch(t, newLimiter) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, newLimiter) })
 	t.Run("DefaultClock", func(t *testing.T) { testDefaultClock(t, newLimiter) })
@@ -267,7 +285,7 @@ func testSteps(t *testing.T, newLimiter newLimiterFunc) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			clock := newFakeClock()
-			l := newLimiter(t, mustPolicy(t, tt.limits, tt.gap), clock.Now)
+			l := newLimiter(t, mustPolicy(t, tt.limits, tt.gap), throttle.Options{Clock: clock.Now})
 			ctx := context.Background()
 			for i, s := range tt.steps {
 				clock.Set(s.at)
@@ -281,6 +299,130 @@ func testSteps(t *testing.T, newLimiter newLimiterFunc) {
 					w.Now = at(s.at)
 					want = w
 				case throttle.Reservation:
+					w.Now = at(s.at)
+					want = w
+				}
+				if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
+					t.Fatalf("step %d (%s %s at %d): -want +got:\n%s", i, s.op, s.member, s.at, diff)
+				}
+			}
+		})
+	}
+}
+
+// capStep is a step of testRefusals: op is one of step's, or "reserve-by",
+// a Reserve with NotAfter = by (ms after t0) made through ReserveBatch,
+// since Reserve takes none.
+type capStep struct {
+	at     int64
+	op     string
+	member string
+	by     int64
+	want   any
+}
+
+// testRefusals: Options.MaxPending and Request.NotAfter.
+func testRefusals(t *testing.T, newLimiter newLimiterFunc) {
+	tests := []struct {
+		name        string
+		limits, gap string
+		maxPending  int
+		steps       []capStep
+	}{
+		{"the cap refuses a new booking and books nothing", "1/100ms", "", 2, []capStep{
+			{0, "reserve", "a", 0, slot(0, 0, false)}, // at now: not pending
+			{0, "reserve", "b", 0, slot(100, 100, false)},
+			{0, "reserve", "c", 0, slot(200, 200, false)},
+			{0, "reserve", "d", 0, full(100, 100)},
+			{0, "reserve", "d", 0, full(100, 100)},
+			{0, "status", "", 0, status{Entries: []entry{{"a", 0}, {"b", 100}, {"c", 200}}, Remaining: []int{0}, Next: 300}},
+		}},
+		{"an existing member gets its slot at the cap", "1/100ms", "", 2, []capStep{
+			{0, "reserve", "a", 0, slot(0, 0, false)},
+			{0, "reserve", "b", 0, slot(100, 100, false)},
+			{0, "reserve", "c", 0, slot(200, 200, false)},
+			{0, "reserve", "x", 0, full(100, 100)},
+			{10, "reserve", "c", 0, slot(200, 190, true)},
+			{10, "reserve", "b", 0, slot(100, 90, true)},
+			{10, "reserve-by", "c", 50, slot(200, 190, true)},
+		}},
+		{"entries at or before now do not count toward the cap", "1/100ms", "", 1, []capStep{
+			{0, "reserve", "a", 0, slot(0, 0, false)},
+			{0, "reserve", "b", 0, slot(100, 100, false)},
+			{0, "reserve", "c", 0, full(100, 100)},
+			{99, "reserve", "c", 0, full(100, 1)},
+			{100, "reserve", "c", 0, slot(200, 100, false)}, // b is now, no longer pending
+			{100, "reserve", "d", 0, full(200, 100)},
+		}},
+		{"a released booking frees a place", "1/100ms", "", 1, []capStep{
+			{0, "reserve", "a", 0, slot(0, 0, false)},
+			{0, "reserve", "b", 0, slot(100, 100, false)},
+			{0, "reserve", "c", 0, full(100, 100)},
+			{0, "release", "b", 0, true},
+			{0, "reserve", "c", 0, slot(100, 100, false)},
+		}},
+		{"allow records now at the cap", "3/1s", "10ms", 1, []capStep{
+			{0, "reserve", "a", 0, slot(0, 0, false)},
+			{0, "reserve", "b", 0, slot(10, 10, false)},
+			{0, "release", "a", 0, true},
+			{0, "reserve", "c", 0, full(10, 10)},
+			{0, "allow", "", 0, allowed(2)},
+			{0, "status", "", 0, status{Entries: []entry{{"allow", 0}, {"b", 10}}, Remaining: []int{2}, Next: 20}},
+		}},
+		{"NotAfter refuses a slot after it and books one exactly at it", "1/100ms", "", 0, []capStep{
+			{0, "reserve", "a", 0, slot(0, 0, false)},
+			{0, "reserve-by", "b", 99, late(100, 100)},
+			{0, "status", "", 0, status{Entries: []entry{{"a", 0}}, Remaining: []int{0}, Next: 100}},
+			{0, "reserve-by", "b", 100, slot(100, 100, false)},
+			{0, "reserve-by", "c", 199, late(200, 200)},
+			{0, "reserve-by", "c", 5000, slot(200, 200, false)},
+		}},
+		{"an existing member is returned past NotAfter", "1/100ms", "", 0, []capStep{
+			{0, "reserve", "a", 0, slot(0, 0, false)},
+			{0, "reserve", "b", 0, slot(100, 100, false)},
+			{0, "reserve-by", "b", 50, slot(100, 100, true)},
+			{50, "reserve-by", "a", -1000, slot(0, 0, true)},
+		}},
+		{"NotAfter before now refuses even a slot now", "1/100ms", "", 0, []capStep{
+			{0, "reserve-by", "a", -1, late(0, 0)},
+			{0, "reserve-by", "a", 0, slot(0, 0, false)},
+		}},
+		{"the cap is checked before NotAfter", "1/100ms", "", 1, []capStep{
+			{0, "reserve", "a", 0, slot(0, 0, false)},
+			{0, "reserve", "b", 0, slot(100, 100, false)},
+			{0, "reserve-by", "c", 50, full(100, 100)},
+			{100, "reserve-by", "c", 150, late(200, 100)},
+			{100, "reserve-by", "c", 200, slot(200, 100, false)},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clock := newFakeClock()
+			l := newLimiter(t, mustPolicy(t, tt.limits, tt.gap), throttle.Options{Clock: clock.Now, MaxPending: tt.maxPending})
+			ctx := context.Background()
+			for i, s := range tt.steps {
+				clock.Set(s.at)
+				var got any
+				var err error
+				if s.op == "reserve-by" {
+					var rs []throttle.Reservation
+					rs, err = l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: s.member, NotAfter: at(s.by)}})
+					if err == nil {
+						got = rs[0]
+					}
+				} else {
+					got, err = runStep(ctx, l, "u", step{s.at, s.op, s.member, s.want})
+				}
+				if err != nil {
+					t.Fatalf("step %d (%s %s at %d): %v", i, s.op, s.member, s.at, err)
+				}
+				want := s.want
+				if w, ok := want.(throttle.Reservation); ok {
+					w.Now = at(s.at)
+					want = w
+				}
+				if w, ok := want.(throttle.Decision); ok {
 					w.Now = at(s.at)
 					want = w
 				}
@@ -338,7 +480,7 @@ func testBatch(t *testing.T, newLimiter newLimiterFunc) {
 	t.Run("allow for several users, repeats in order", func(t *testing.T) {
 		t.Parallel()
 		clock := newFakeClock()
-		l := newLimiter(t, mustPolicy(t, "1/1m", ""), clock.Now)
+		l := newLimiter(t, mustPolicy(t, "1/1m", ""), throttle.Options{Clock: clock.Now})
 		got, err := l.AllowBatch(context.Background(), []string{"u1", "u2", "u1", "u3"})
 		if err != nil {
 			t.Fatal(err)
@@ -354,8 +496,8 @@ func testBatch(t *testing.T, newLimiter newLimiterFunc) {
 	t.Run("reserve for one user books distinct slots", func(t *testing.T) {
 		t.Parallel()
 		clock := newFakeClock()
-		l := newLimiter(t, mustPolicy(t, "2/100ms", "10ms"), clock.Now)
-		reqs := []throttle.Request{{"u", "a"}, {"u", "b"}, {"v", "a"}, {"u", "c"}, {"u", "a"}, {"u", "d"}}
+		l := newLimiter(t, mustPolicy(t, "2/100ms", "10ms"), throttle.Options{Clock: clock.Now})
+		reqs := []throttle.Request{{User: "u", Member: "a"}, {User: "u", Member: "b"}, {User: "v", Member: "a"}, {User: "u", Member: "c"}, {User: "u", Member: "a"}, {User: "u", Member: "d"}}
 		got, err := l.ReserveBatch(context.Background(), reqs)
 		if err != nil {
 			t.Fatal(err)
@@ -368,9 +510,44 @@ func testBatch(t *testing.T, newLimiter newLimiterFunc) {
 			t.Errorf("-want +got:\n%s", diff)
 		}
 	})
+	t.Run("reserve batch refuses per request", func(t *testing.T) {
+		t.Parallel()
+		clock := newFakeClock()
+		l := newLimiter(t, mustPolicy(t, "1/100ms", ""), throttle.Options{Clock: clock.Now, MaxPending: 2})
+		reqs := []throttle.Request{
+			{User: "u", Member: "a"},
+			{User: "u", Member: "b", NotAfter: at(50)}, // its slot is 100
+			{User: "u", Member: "c"},                   // so c gets 100
+			{User: "v", Member: "a", NotAfter: at(0)},  // exactly at NotAfter
+			{User: "u", Member: "d", NotAfter: at(200)},
+			{User: "u", Member: "e"}, // c and d are pending: full
+			{User: "u", Member: "c", NotAfter: at(50)},
+			{User: "v", Member: "b", NotAfter: at(99)},
+		}
+		got, err := l.ReserveBatch(context.Background(), reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []throttle.Reservation{slot(0, 0, false), late(100, 100), slot(100, 100, false), slot(0, 0, false),
+			slot(200, 200, false), full(100, 100), slot(100, 100, true), late(100, 100)}
+		for i := range want {
+			want[i].Now = at(0)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("-want +got:\n%s", diff)
+		}
+		st, err := l.Status(context.Background(), "u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSt := status{Entries: []entry{{"a", 0}, {"c", 100}, {"d", 200}}, Remaining: []int{0}, Next: 300}
+		if diff := cmp.Diff(wantSt, foldStatus(st, t0), equateEmpty); diff != "" {
+			t.Errorf("u's entries, -want +got:\n%s", diff)
+		}
+	})
 	t.Run("empty batches", func(t *testing.T) {
 		t.Parallel()
-		l := newLimiter(t, mustPolicy(t, "1/1m", ""), newFakeClock().Now)
+		l := newLimiter(t, mustPolicy(t, "1/1m", ""), throttle.Options{Clock: newFakeClock().Now})
 		ds, err := l.AllowBatch(context.Background(), nil)
 		if err != nil || len(ds) != 0 {
 			t.Errorf("AllowBatch(nil) = %v, %v; want empty, nil", ds, err)
@@ -383,7 +560,7 @@ func testBatch(t *testing.T, newLimiter newLimiterFunc) {
 }
 
 func testBadInput(t *testing.T, newLimiter newLimiterFunc) {
-	l := newLimiter(t, mustPolicy(t, "1/1m", ""), newFakeClock().Now)
+	l := newLimiter(t, mustPolicy(t, "1/1m", ""), throttle.Options{Clock: newFakeClock().Now})
 	ctx := context.Background()
 	calls := []struct {
 		name string
@@ -400,11 +577,11 @@ func testBadInput(t *testing.T, newLimiter newLimiterFunc) {
 		{"reset empty user", func() error { return l.Reset(ctx, "") }, throttle.ErrEmptyUser},
 		{"allow batch with an empty user", func() error { _, err := l.AllowBatch(ctx, []string{"u", ""}); return err }, throttle.ErrEmptyUser},
 		{"reserve batch with an empty user", func() error {
-			_, err := l.ReserveBatch(ctx, []throttle.Request{{"u", "m"}, {"", "m"}})
+			_, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "m"}, {User: "", Member: "m"}})
 			return err
 		}, throttle.ErrEmptyUser},
 		{"reserve batch with an empty member", func() error {
-			_, err := l.ReserveBatch(ctx, []throttle.Request{{"u", ""}})
+			_, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: ""}})
 			return err
 		}, throttle.ErrEmptyMember},
 	}
@@ -426,7 +603,7 @@ func testBadInput(t *testing.T, newLimiter newLimiterFunc) {
 }
 
 func testDefaultClock(t *testing.T, newLimiter newLimiterFunc) {
-	l := newLimiter(t, mustPolicy(t, "1/1m", ""), nil)
+	l := newLimiter(t, mustPolicy(t, "1/1m", ""), throttle.Options{})
 	before := time.Now()
 	d, err := l.Allow(context.Background(), "u")
 	if err != nil {
