@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -36,7 +37,16 @@ type Push struct {
 	Content  *payload.Content
 	// Expiry is when the provider should stop trying (zero: provider default).
 	Expiry time.Time
+	// SendBy is the latest instant the request may leave for the provider
+	// (zero: no limit). A sender that would call the provider after it
+	// does not, and answers a Transient Result whose Err wraps ErrNotSent.
+	SendBy time.Time
 }
+
+// ErrNotSent is wrapped by the Err of a Result for a push that never left
+// for the provider (it was late for Push.SendBy, or the sender gave up
+// before calling): the caller may book it again, and it is no attempt.
+var ErrNotSent = errors.New("not sent")
 
 // Result is a classified provider answer.
 type Result struct {

@@ -167,6 +167,9 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 		PushType:    apns2.EPushType(p.Content.APNsPushType()),
 		Payload:     body,
 	}
+	if !p.SendBy.IsZero() && time.Now().After(p.SendBy) {
+		return providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: fmt.Errorf("apns: %w", providers.ErrNotSent)}
+	}
 	res, err := s.client.PushWithContext(ctx, n)
 	r := classify(res, err)
 	if r.Err != nil && err != nil {

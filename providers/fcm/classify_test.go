@@ -70,7 +70,7 @@ var classifyCases = []struct {
 	{"QUOTA_EXCEEDED without Retry-After", fake.FCMError(429, "QUOTA_EXCEEDED", ""), []string{"IsQuotaExceeded", "IsMessageRateExceeded"},
 		providers.Result{Outcome: providers.Throttled, Reason: "QUOTA_EXCEEDED", StatusCode: 429}},
 	{"UNAVAILABLE", fake.Status(503).WithRetryAfter(5 * time.Minute), []string{"IsUnavailable", "IsServerUnavailable"},
-		providers.Result{Outcome: providers.Transient, Reason: "UNAVAILABLE", StatusCode: 503}},
+		providers.Result{Outcome: providers.Transient, Reason: "UNAVAILABLE", StatusCode: 503, RetryAfter: 5 * time.Minute}},
 	{"INTERNAL", fake.Status(500), []string{"IsInternal"},
 		providers.Result{Outcome: providers.Transient, Reason: "INTERNAL", StatusCode: 500}},
 	{"THIRD_PARTY_AUTH_ERROR", fake.Status(401), []string{"IsThirdPartyAuthError", "IsInvalidAPNSCredentials"},

@@ -29,7 +29,7 @@ type Config struct {
 	Endpoint string
 }
 
-// SendTimeout bounds one Send, the SDK's own 503 retries included, when the
+// SendTimeout bounds one Send (one HTTP attempt: see attempt.go) when the
 // caller's context has no earlier deadline.
 const SendTimeout = 10 * time.Second
 
@@ -90,7 +90,7 @@ func New(ctx context.Context, cfg Config) (*Sender, error) {
 	tokenCtx := context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient,
 		&http.Client{Transport: base, Timeout: tokenTimeout})
 	tokens := jwtCfg.TokenSource(tokenCtx)
-	hc := &http.Client{Transport: &oauth2.Transport{Source: tokens, Base: base}}
+	hc := &http.Client{Transport: oneAttempt{base: &oauth2.Transport{Source: tokens, Base: base}}}
 
 	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: cfg.ProjectID}, append(opts, option.WithHTTPClient(hc))...)
 	if err != nil {
@@ -141,8 +141,18 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, SendTimeout)
 	defer cancel()
-	_, err = s.client.Send(ctx, msg)
+	a := &attempt{sendBy: p.SendBy}
+	_, err = s.client.Send(withAttempt(ctx, a), msg)
+	switch {
+	case a.late:
+		return providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: fmt.Errorf("fcm: %w", providers.ErrNotSent)}
+	case a.netErr != nil:
+		err = a.netErr // the real cause, not the stop answer
+	}
 	r := classify(ctx, err, now)
+	if a.rewrote {
+		r.RetryAfter = retryAfter(a.retryAfter, now)
+	}
 	if r.Err != nil {
 		r.Err = fmt.Errorf("fcm: %w", r.Err)
 	}

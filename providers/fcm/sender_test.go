@@ -3,9 +3,13 @@ package fcm
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,25 +179,85 @@ func TestTokenEndpointFailures(t *testing.T) {
 	})
 }
 
-// TestSend503Bounded checks the SDK's own 503 retry loop stops at the
-// send's deadline instead of running for its 7 s of backoff.
-func TestSend503Bounded(t *testing.T) {
+// TestSendMakesOneAttempt: the SDK would retry a 503 or a network error
+// up to four times over seconds, after hush's slot check; Send makes
+// exactly one HTTP attempt and classifies its real answer at once.
+func TestSendMakesOneAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer fake.Answer
+		want   providers.Result
+	}{
+		{"503", fake.Status(503), providers.Result{Outcome: providers.Transient, Reason: "UNAVAILABLE", StatusCode: 503}},
+		{"503 with Retry-After", fake.Status(503).WithRetryAfter(7 * time.Second), providers.Result{Outcome: providers.Transient, Reason: "UNAVAILABLE", StatusCode: 503, RetryAfter: 7 * time.Second}},
+		{"500", fake.Status(500), providers.Result{Outcome: providers.Transient, Reason: "INTERNAL", StatusCode: 500}},
+		{"429", fake.TooMany(3 * time.Second), providers.Result{Outcome: providers.Throttled, Reason: "QUOTA_EXCEEDED", StatusCode: 429, RetryAfter: 3 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, s := startFake(t)
+			f.Script("tok", tc.answer)
+			start := time.Now()
+			got := s.Send(t.Context(), alertPush("tok"))
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(providers.Result{}, "Err")); diff != "" {
+				t.Errorf("Send (-want +got):\n%s", diff)
+			}
+			if n := len(f.Requests()); n != 1 {
+				t.Errorf("the fake saw %d requests, want exactly 1 (in %s)", n, time.Since(start))
+			}
+		})
+	}
+}
+
+// TestSendNetworkErrorOneAttempt: a connection closed mid-request is one
+// attempt, reported as a network failure (the SDK would retry it at once).
+func TestSendNetworkErrorOneAttempt(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "token") {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"access_token":"t","token_type":"Bearer","expires_in":3600}`))
+			return
+		}
+		hits.Add(1)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	sa, err := fake.WriteServiceAccount(t.TempDir(), srv.URL+"/token", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(t.Context(), Config{CredentialsFile: sa, Endpoint: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Send(t.Context(), alertPush("tok"))
+	if got.Outcome != providers.Transient || got.Reason != "network" || got.StatusCode != 0 {
+		t.Errorf("Send = %+v, want a transient network failure", got)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("the server saw %d requests, want exactly 1", n)
+	}
+}
+
+// TestSendByInThePast: a push that would leave after Push.SendBy is not
+// sent at all, and says so with providers.ErrNotSent.
+func TestSendByInThePast(t *testing.T) {
 	f, s := startFake(t)
-	f.Script("down", fake.Status(503))
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	got := s.Send(ctx, alertPush("down"))
-	elapsed := time.Since(start)
-	want := providers.Result{Outcome: providers.Transient, Reason: "timeout"}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(providers.Result{}, "Err")); diff != "" {
-		t.Errorf("Send (-want +got):\n%s", diff)
+	p := alertPush("late")
+	p.SendBy = time.Now().Add(-time.Millisecond)
+	got := s.Send(t.Context(), p)
+	if !errors.Is(got.Err, providers.ErrNotSent) || got.Outcome != providers.Transient {
+		t.Errorf("Send = %+v, want Transient wrapping ErrNotSent", got)
 	}
-	if elapsed > 3*time.Second {
-		t.Errorf("Send took %v with a 1.5s deadline", elapsed)
+	if n := len(f.Requests()); n != 0 {
+		t.Errorf("the fake saw %d requests, want none", n)
 	}
-	if n := len(f.Requests()); n < 2 {
-		t.Errorf("fake saw %d attempts; the SDK retries a 503 at once, want at least 2", n)
+	p.SendBy = time.Now().Add(time.Minute)
+	if got := s.Send(t.Context(), p); got.Outcome != providers.Delivered {
+		t.Errorf("Send with SendBy ahead = %+v, want delivered", got)
 	}
 }
 
