@@ -25,8 +25,7 @@ const fullJobJSON = `{
   "priority": "high",
   "collapse_key": "order-4711",
   "ttl": "2h",
-  "silent": false,
-  "accepted_at": "2026-11-21T17:00:00Z"
+  "silent": false
 }`
 
 func TestDecodeFullJob(t *testing.T) {
@@ -48,7 +47,6 @@ func TestDecodeFullJob(t *testing.T) {
 			CollapseKey: "order-4711",
 			TTL:         Duration(2 * time.Hour),
 		},
-		AcceptedAt: time.Date(2026, 11, 21, 17, 0, 0, 0, time.UTC),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Decode (-want +got):\n%s", diff)
@@ -56,7 +54,8 @@ func TestDecodeFullJob(t *testing.T) {
 	if err := got.Validate(testNow); err != nil {
 		t.Errorf("Validate: %v", err)
 	}
-	if d := got.Deadline(); !d.Equal(want.AcceptedAt.Add(2 * time.Hour)) {
+	got.AcceptedAt = time.Date(2026, 11, 21, 17, 0, 0, 0, time.UTC) // as hush stamps it
+	if d := got.Deadline(); !d.Equal(got.AcceptedAt.Add(2 * time.Hour)) {
 		t.Errorf("Deadline = %v, want accepted_at + 2h", d)
 	}
 }

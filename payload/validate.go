@@ -18,6 +18,11 @@ import (
 func (j *Job) Validate(now time.Time) error {
 	var ps problems
 	checkID(&ps, j.ID)
+	if !j.AcceptedAt.IsZero() {
+		// The deadline and how long the job's records answer duplicates
+		// count from it: only hush sets it, when it accepts the job.
+		ps.add("accepted_at", "is set by hush when it accepts the job; remove it")
+	}
 	used := j.checkRecipients(&ps)
 	j.Content.check(&ps, now)
 	j.Content.checkSize(&ps, used)
