@@ -197,7 +197,10 @@ func (w *Worker) notReady(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := w.rdb.Ping(ctx).Err(); err != nil {
-		problems = append(problems, "redis: "+err.Error())
+		// /readyz answers without authentication: the cause (addresses,
+		// server messages) goes to the log, not to the caller.
+		w.log.Warn("readiness: redis does not answer", "err", err)
+		problems = append(problems, "redis unavailable")
 	}
 	if last := w.credentialFail.Load(); last != 0 && time.Since(time.Unix(0, last)) < credentialWindow {
 		problems = append(problems, "a provider rejected hush's credentials in the last minute")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +37,8 @@ type chunk struct {
 	AcceptedAt time.Time `json:"accepted_at"`
 }
 
-func (c *chunk) name() string { return c.Job + "/c" + strconv.Itoa(c.From/chunkSize) }
+// name is the chunk's task id.
+func (c *chunk) name() string { return chunkTaskID(c.Job, c.From/chunkSize) }
 
 // delivery is the chunk's i-th recipient as a delivery.
 func (c *chunk) delivery(i int) delivery {
@@ -112,9 +112,8 @@ func (p *wavePermits) releaseAll() { p.release(p.held.Swap(0)) }
 type handoff struct {
 	i     int
 	delay time.Duration
-	// attempts, failed: see delivery.
-	attempts int
-	failed   string
+	// failed: see delivery.
+	failed string
 }
 
 // deliverChunk delivers a chunk in waves of up to w.wave recipients: each
@@ -122,14 +121,15 @@ type handoff struct {
 // of them: as many provider calls at once as per-recipient tasks would
 // make), books its recipients in one limiter round trip and sends those
 // allowed now at once, concurrently, so every push reaches the provider
-// right after its booking. The outcomes of the whole chunk are recorded in
-// one round trip. Every other recipient (held back by the limiter, booked
-// by an earlier run, late for its slot, or not delivered to every device)
-// becomes an ordinary hush:delivery task (task id "<job>/<index>"), so
-// deferral, rebooking, expiry, retries and per-device records stay where
-// they are for one recipient. Re-runs are idempotent: final recipients and
-// delivered devices are skipped, and a recipient booked by an earlier run
-// is handed to its delivery task.
+// right after its booking. Each device's answer is recorded as it comes
+// (outcomes.go); the recipients' final states are recorded in one round
+// trip at the end. Every other recipient (held back by the limiter, booked
+// by an earlier run, late for its slot, not delivered to every device, or
+// anything but a fresh first attempt) becomes an ordinary hush:delivery
+// task, which handles every case for one recipient with the same decisions
+// (decide.go). Re-runs are idempotent: final recipients are skipped, and a
+// recipient an earlier run got anywhere with is handed to its delivery
+// task.
 // st, when not nil, are the chunk's states already read; pre, when not
 // nil, is the first wave already booked (singleJob).
 func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking) error {
@@ -139,20 +139,28 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			return err
 		}
 	}
-	finals, devs := st.finals, st.devices
 	var handoffs []handoff
 	var rec chunkRecord
 	var todo []int
 	now := time.Now()
 	for i := range c.Recipients {
 		switch {
-		case finals[i] != "":
-		case c.expired(now):
-			handoffs = append(handoffs, handoff{i: i}) // dropped there
+		case st.finals[i] != "":
+		case !slices.Contains(st.devices[i], ""):
+			// Every device settled by a run that died before the final state.
+			v := judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, false)
+			if v.act == actDone && !v.release {
+				rec.final(c.From+i, v.state)
+			} else {
+				handoffs = append(handoffs, handoff{i: i})
+			}
+		case c.expired(now), st.attempts[i] != (attempts{}), slices.ContainsFunc(st.devices[i], func(s string) bool { return s != "" }):
+			handoffs = append(handoffs, handoff{i: i}) // its delivery task knows
 		default:
 			todo = append(todo, i)
 		}
 	}
+	var werr error
 	for len(todo) > 0 && ctx.Err() == nil {
 		wave := todo[:min(w.wave, len(todo))]
 		todo = todo[len(wave):]
@@ -172,25 +180,27 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		} else {
 			p.held.Store(int64(len(wave)))
 		}
-		hs, err := w.deliverWave(ctx, c, wave, devs, &rec, p, booked)
+		hs, err := w.deliverWave(ctx, c, wave, st, &rec, p, booked)
 		p.releaseAll()
 		handoffs = append(handoffs, hs...)
 		if err != nil {
-			// Record what was settled before giving up on the chunk.
-			if _, rerr := w.store.record(ctx, c, &rec); rerr != nil {
-				w.log.Warn("chunk outcomes not recorded", "chunk", c.name(), "err", rerr)
-			}
-			return err
+			werr = err
+			break
 		}
 	}
+	// What was settled is recorded whatever happened, under a context
+	// shutdown does not cancel.
 	recorded, err := w.store.record(ctx, c, &rec)
 	if err != nil {
-		return err
+		return errors.Join(werr, err)
 	}
 	for k := 1; k < len(rec.finals); k += 2 {
 		if recorded[k/2] {
 			w.m.recipients.WithLabelValues(rec.finals[k].(string)).Inc()
 		}
+	}
+	if werr != nil {
+		return werr
 	}
 	if err := ctx.Err(); err != nil {
 		// Shutdown interrupted the chunk: what was settled is recorded; the
@@ -199,7 +209,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	}
 	for _, h := range handoffs {
 		d := c.delivery(h.i)
-		d.Attempts, d.Failed = h.attempts, h.failed
+		d.Failed = h.failed
 		if err := w.enqueueDelivery(ctx, &d, h.delay); err != nil {
 			return err
 		}
@@ -217,11 +227,11 @@ type booking struct {
 }
 
 // deliverWave books (unless booked is not nil) and sends recipients idx of
-// c; it adds their outcomes to rec and returns the recipients left to
-// delivery tasks.
-func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]string, rec *chunkRecord, p *wavePermits, booked *booking) ([]handoff, error) {
+// c, each recipient's first attempt; it adds their final states to rec and
+// returns the recipients left to delivery tasks.
+func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, st *chunkStates, rec *chunkRecord, p *wavePermits, booked *booking) ([]handoff, error) {
 	var handoffs []handoff
-	slots := make([]time.Time, len(c.Recipients)) // zero: bypass
+	sendBy := make([]time.Time, len(c.Recipients)) // zero: bypass
 	var sendNow []int
 	if w.bypass[c.Priority] {
 		w.m.limiter.WithLabelValues("bypass").Add(float64(len(idx)))
@@ -229,7 +239,8 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]
 	} else {
 		reqs := make([]throttle.Request, len(idx))
 		for k, i := range idx {
-			reqs[k] = throttle.Request{User: c.Recipients[i].UserID, Member: c.Job + "/" + strconv.Itoa(c.From+i)}
+			d := c.delivery(i)
+			reqs[k] = requestOf(&d, 0)
 		}
 		var res []throttle.Reservation
 		var err error
@@ -238,7 +249,7 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]
 			res, err, mid = booked.res, booked.err, booked.mid
 		} else {
 			asked := time.Now()
-			res, err = w.reserveBatch(ctx, reqs)
+			res, err = w.limiter.ReserveBatch(ctx, reqs)
 			mid = asked.Add(time.Since(asked) / 2)
 		}
 		if len(res) != len(reqs) {
@@ -249,25 +260,24 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]
 		}
 		for k, i := range idx {
 			r := res[k]
-			switch {
-			case r.Now.IsZero() || r.Existing:
+			if (r.Now.IsZero() && r.Refused == "") || r.Existing {
 				// Failed, or booked by an earlier run: the delivery task
-				// books again and knows what to do with a late slot.
+				// books again and knows what a late slot means.
 				handoffs = append(handoffs, handoff{i: i})
-			case !c.Deadline.IsZero() && !mid.Add(r.Wait).Before(c.Deadline):
-				handoffs = append(handoffs, handoff{i: i}) // dropped there
-			case r.Wait <= 0:
-				w.m.limiter.WithLabelValues("allowed").Inc()
-				slots[i] = mid
+				continue
+			}
+			pl := plan(r, mid, time.Now(), c.Deadline, false)
+			w.countPlan(pl, r)
+			switch pl.step {
+			case stepSend:
+				sendBy[i] = pl.slot.Add(lateRebook)
 				sendNow = append(sendNow, i)
-			case r.Wait > maxInlineWait:
-				w.m.deferral.Observe(r.Wait.Seconds())
-				w.m.limiter.WithLabelValues("deferred").Inc()
+			case stepDefer:
 				rec.deferrals++
-				handoffs = append(handoffs, handoff{i: i, delay: deferDelay(r.Wait)})
+				handoffs = append(handoffs, handoff{i: i, delay: deferDelay(pl.wait)})
 			default:
-				// Near: the delivery task waits for it in place.
-				w.m.deferral.Observe(r.Wait.Seconds())
+				// Near (its task waits in place), expired or full (dropped
+				// there), or stalled (booked again there).
 				handoffs = append(handoffs, handoff{i: i})
 			}
 		}
@@ -276,158 +286,34 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, devs [][]
 	// others' as each recipient's sends end, so the next wave need not wait
 	// for this one's slowest answer.
 	p.release(int64(len(idx) - len(sendNow)))
-	results := w.sendChunk(ctx, c, sendNow, slots, devs, p)
-	for _, i := range sendNow {
-		h, final := w.outcome(ctx, c, i, devs[i], results[i], rec)
-		if final != "" {
-			rec.final(c.From+i, final)
-		} else if h != nil {
-			handoffs = append(handoffs, *h)
-		}
-	}
-	return handoffs, nil
-}
-
-// reserveBatch books reqs in one round trip when the limiter can, else one
-// by one.
-func (w *Worker) reserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
-	if b, ok := w.limiter.(BatchLimiter); ok {
-		return b.ReserveBatch(ctx, reqs)
-	}
-	out := make([]throttle.Reservation, len(reqs))
-	var errs []error
-	for i, q := range reqs {
-		r, err := w.limiter.Reserve(ctx, q.User, q.Member)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out[i] = r
-	}
-	return out, errors.Join(errs...)
-}
-
-// sendChunk sends recipients idx (all devices not yet settled) concurrently
-// and returns each recipient's results by device (nil: not sent). A
-// recipient that would reach the providers more than lateRebook after its
-// slot is not sent (results[i] stays nil).
-func (w *Worker) sendChunk(ctx context.Context, c *chunk, idx []int, slots []time.Time, devs [][]string, p *wavePermits) [][]*providers.Result {
 	results := make([][]*providers.Result, len(c.Recipients))
+	ds := make([]delivery, len(c.Recipients))
 	var calls []func()
-	for _, i := range idx {
-		d := c.delivery(i)
-		pending := 0
-		for j := range d.Devices {
-			if devs[i][j] == "" {
-				pending++
-			}
-		}
-		if pending == 0 {
-			p.release(1)
-			continue
-		}
-		results[i] = make([]*providers.Result, len(d.Devices))
-		left := new(atomic.Int32)
-		left.Store(int32(pending))
-		for j := range d.Devices {
-			if devs[i][j] != "" {
-				continue
-			}
-			calls = append(calls, func() {
-				defer func() {
-					if left.Add(-1) == 0 {
-						p.release(1)
-					}
-				}()
-				// Checked right before the call: a slot missed by more than
-				// lateRebook goes back to the limiter (the recipient's
-				// delivery task rebooks it).
-				if !slots[i].IsZero() && time.Since(slots[i]) > lateRebook {
-					return
-				}
-				r := w.sendOne(ctx, &d, j)
-				results[i][j] = &r
-			})
-		}
+	for _, i := range sendNow {
+		ds[i] = c.delivery(i)
+		results[i] = make([]*providers.Result, len(ds[i].Devices))
+		calls = append(calls, w.deviceCalls(ctx, &ds[i], st.devices[i], 0, sendBy[i], results[i], func() { p.release(1) })...)
 	}
 	w.pool.all(calls)
-	return results
-}
-
-// outcome turns recipient i's answers into device records and either a
-// final state or a hand-off to its delivery task.
-func (w *Worker) outcome(ctx context.Context, c *chunk, i int, states []string, results []*providers.Result, rec *chunkRecord) (*handoff, string) {
-	d := c.delivery(i)
-	states = slices.Clone(states)
-	var throttled, transient, permanent *providers.Result
-	delivered, pending, late := false, false, false
-	for j, r := range results {
-		if r == nil {
-			if states[j] == "" {
-				late = true
-			}
-			continue
-		}
-		if st := deviceState(r.Outcome); st != "" {
-			states[j] = st
-			rec.device(d.Index, j, st)
-		}
-		switch r.Outcome {
-		case providers.TokenInvalid:
-			dev := d.Devices[j]
-			w.log.Info("token invalid", "delivery", d.member(), "platform", dev.Platform, "token", shortToken(dev.Token), "reason", r.Reason)
-			ev := Event{Type: EventTokenInvalid, Platform: dev.Platform, Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, At: time.Now().UTC()}
-			if err := w.events.emit(ctx, ev); err != nil {
-				w.log.Warn("event lost", "err", err)
-			}
-		case providers.Throttled:
-			if throttled == nil || r.RetryAfter > throttled.RetryAfter {
-				throttled = r
-			}
-		case providers.Transient:
-			transient = r
-		case providers.Permanent:
-			permanent = r
-		}
-	}
-	for _, st := range states {
-		switch st {
-		case stateDelivered:
-			delivered = true
-		case stateTokenInvalid:
+	var errs []error
+	for _, i := range sendNow {
+		v := judge(st.devices[i], results[i], st.attempts[i], w.retry, time.Now(), ctx.Err() != nil)
+		final, n, err := w.after(ctx, &ds[i], st.attempts[i], v)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+			handoffs = append(handoffs, handoff{i: i})
+		case n.failed != "":
+			handoffs = append(handoffs, handoff{i: i, failed: n.failed})
+		case final != "":
+			rec.final(c.From+i, final)
+		case n.stop:
+			// Shutdown: the chunk's re-run hands it over.
+		case v.act == actRebook:
+			handoffs = append(handoffs, handoff{i: i})
 		default:
-			pending = true
+			handoffs = append(handoffs, handoff{i: i, delay: retryWake(n.delay)})
 		}
 	}
-	switch {
-	case !pending && delivered:
-		return nil, stateDelivered
-	case !pending:
-		// Every token is dead: the slot goes back to the user.
-		if !w.bypass[d.Priority] {
-			if _, err := w.limiter.Release(ctx, d.UserID, d.member()); err != nil {
-				w.log.Warn("limiter release failed; the delivery task retries it", "delivery", d.member(), "err", err)
-				return &handoff{i: i}, ""
-			}
-		}
-		return nil, stateTokenInvalid
-	case late || ctx.Err() != nil:
-		return &handoff{i: i}, ""
-	case throttled != nil:
-		delay := backoff(0)
-		if throttled.RetryAfter > 0 {
-			// Asynq truncates the wake-up time to whole seconds.
-			delay = throttled.RetryAfter + time.Second
-		}
-		return &handoff{i: i, delay: delay}, ""
-	case transient != nil:
-		cause := fmt.Sprintf("transient provider failure (%s): %v", reasonOf(transient), errOf(transient))
-		if w.maxRetry <= 0 {
-			return &handoff{i: i, failed: "giving up after 0 retries: " + cause}, ""
-		}
-		return &handoff{i: i, delay: backoff(0), attempts: 1}, ""
-	case permanent != nil:
-		return &handoff{i: i, failed: fmt.Sprintf("permanent provider failure (%s): %v", reasonOf(permanent), errOf(permanent))}, ""
-	}
-	return &handoff{i: i}, ""
+	return handoffs, errors.Join(errs...)
 }

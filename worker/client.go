@@ -71,9 +71,7 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 	if job.ID == "" {
 		job.ID = payload.NewID()
 	}
-	if job.AcceptedAt.IsZero() {
-		job.AcceptedAt = now
-	}
+	job.AcceptedAt = now // Validate refused one set by the caller
 	dup, err := c.store.exists(ctx, job.ID)
 	if err != nil {
 		return Accepted{}, err
@@ -88,7 +86,7 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 	}
 	queue := string(job.Priority.Effective())
 	_, err = c.aq.EnqueueContext(ctx, asynq.NewTask(payload.TypeJob, b),
-		asynq.TaskID(job.ID), asynq.Queue(queue), asynq.MaxRetry(jobMaxRetry),
+		asynq.TaskID(jobTaskID(job.ID)), asynq.Queue(queue), asynq.MaxRetry(jobMaxRetry),
 		asynq.Retention(jobRetention), asynq.Timeout(jobTimeout))
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		c.count("duplicate")

@@ -31,6 +31,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	want := Config{
 		Concurrency: 50, Queues: map[string]int{"critical": 6, "high": 3, "normal": 1}, DeliveryShards: 1, MaxRetry: 8,
 		ThrottleLimits: "10/1m,100/24h", ThrottleMinGap: 3 * time.Second, ThrottleBypass: []string{"critical"},
+		ThrottleMaxPending: 100, MaxThrottled: time.Hour,
 		HTTPAddr: ":8080", MaxBodyBytes: 8 << 20, EventsMaxlen: 100000, ShutdownTimeout: 10 * time.Second,
 		LogLevel: "info", LogFormat: "text",
 	}

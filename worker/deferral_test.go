@@ -87,30 +87,33 @@ func TestDeferral(t *testing.T) {
 	}
 }
 
-// lateOnce makes the first booking of each member look one second old, as
-// if the delivery had woken late.
+// lateOnce makes the first two bookings of each member look one second
+// old, as if the delivery had woken late: the chunk's (which hands the
+// recipient to its delivery task) and the delivery task's first.
 type lateOnce struct {
 	Limiter
 	mu   sync.Mutex
-	seen map[string]bool
+	seen map[string]int
 }
 
-func (l *lateOnce) Reserve(ctx context.Context, user, member string) (throttle.Reservation, error) {
-	r, err := l.Limiter.Reserve(ctx, user, member)
+func (l *lateOnce) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
+	rs, err := l.Limiter.ReserveBatch(ctx, reqs)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err == nil && !l.seen[member] {
-		l.seen[member] = true
-		r.Existing, r.At, r.Wait = true, r.Now.Add(-time.Second), 0
+	for i, r := range rs {
+		if m := reqs[i].Member; !r.Now.IsZero() && l.seen[m] < 2 {
+			l.seen[m]++
+			rs[i].Existing, rs[i].At, rs[i].Wait = true, r.Now.Add(-time.Second), 0
+		}
 	}
-	return r, err
+	return rs, err
 }
 
 // TestLateWakeRebooks: a delivery that finds its slot well in the past
 // books a new one instead of sending late, unless it already reached the
 // user.
 func TestLateWakeRebooks(t *testing.T) {
-	e := newEnv(t, envOptions{wrap: func(l Limiter) Limiter { return &lateOnce{Limiter: l, seen: map[string]bool{}} }})
+	e := newEnv(t, envOptions{wrap: func(l Limiter) Limiter { return &lateOnce{Limiter: l, seen: map[string]int{}} }})
 	st := e.waitDone(e.submit(alertJob("late", "l", apnsRecipient("u-1", apnsToken("late")))), 10*time.Second)
 	if st.Counts[stateDelivered] != 1 {
 		t.Errorf("counts %v, want delivered", st.Counts)
@@ -160,9 +163,12 @@ func TestChunkHandsHeldBackRecipientsToDeliveryTasks(t *testing.T) {
 	}
 }
 
-// slowBatch answers every batch booking 300 ms late, as if the process had
-// stalled between booking and sending.
-type slowBatch struct{ *recordingLimiter }
+// slowBatch answers the first booking of each member 300 ms late, as if
+// the process had stalled between booking and sending.
+type slowBatch struct {
+	*recordingLimiter
+	seen *sync.Map
+}
 
 func (l slowBatch) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
 	return l.ReserveBatchWith(ctx, reqs, nil)
@@ -170,7 +176,9 @@ func (l slowBatch) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([
 
 func (l slowBatch) ReserveBatchWith(ctx context.Context, reqs []throttle.Request, queue func(redis.Pipeliner)) ([]throttle.Reservation, error) {
 	rs, err := l.recordingLimiter.ReserveBatchWith(ctx, reqs, queue)
-	time.Sleep(300 * time.Millisecond) // the stall being simulated
+	if _, seen := l.seen.LoadOrStore(reqs[0].Member, true); !seen {
+		time.Sleep(300 * time.Millisecond) // the stall being simulated
+	}
 	return rs, err
 }
 
@@ -179,7 +187,7 @@ func (l slowBatch) ReserveBatchWith(ctx context.Context, reqs []throttle.Request
 // recipient's delivery task gives the slot back, books a new one and sends
 // right after it.
 func TestChunkLateForItsSlotRebooks(t *testing.T) {
-	e := newEnv(t, envOptions{wrap: func(l Limiter) Limiter { return slowBatch{l.(*recordingLimiter)} }})
+	e := newEnv(t, envOptions{wrap: func(l Limiter) Limiter { return slowBatch{l.(*recordingLimiter), new(sync.Map)} }})
 	tok := apnsToken("slow")
 	st := e.waitDone(e.submit(alertJob("slow", "s", apnsRecipient("u-1", tok))), 10*time.Second)
 	if st.Counts[stateDelivered] != 1 {

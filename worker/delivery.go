@@ -5,15 +5,70 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
 
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/throttle"
 )
 
+// Delivery task options. Deliveries get a practically unlimited Asynq
+// MaxRetry because Asynq archives a task whose retry count reached MaxRetry
+// even on a non-failure error (a deferral); HUSH_MAX_RETRY and
+// HUSH_MAX_THROTTLED are enforced by the worker (judge), which keeps its
+// own attempt count in the job's records.
+const (
+	deliveryMaxRetry = 1 << 20
+	deliveryTimeout  = 2 * time.Minute
+)
+
+// maxLoops bounds how often one run of a delivery task books again in
+// place (a late booking, devices left late) before it hands itself back.
+const maxLoops = 4
+
+// delivery is the payload of a hush:delivery task: one recipient of a job,
+// readable JSON for asynqmon.
+type delivery struct {
+	Job      string           `json:"job"`
+	Index    int              `json:"index"`
+	UserID   string           `json:"user_id"`
+	Devices  []payload.Device `json:"devices"`
+	Content  payload.Content  `json:"content"`
+	Priority payload.Priority `json:"priority"`
+	// Deadline is when the delivery expires; zero: never.
+	Deadline   time.Time `json:"deadline,omitzero"`
+	AcceptedAt time.Time `json:"accepted_at"`
+	// Failed, set by a chunk, is the reason of a failure that ends the
+	// delivery: the task records it and is archived with it.
+	Failed string `json:"failed,omitempty"`
+}
+
+// member is the delivery's first attempt's limiter booking id (logs).
+func (d *delivery) member() string { return memberOf(d.Job, d.Index, 0) }
+
+func (d *delivery) check() error {
+	switch {
+	case d.Job == "":
+		return errors.New("no job id")
+	case d.Index < 0:
+		return fmt.Errorf("negative recipient index %d", d.Index)
+	case d.UserID == "":
+		return errors.New("no user_id")
+	case len(d.Devices) == 0:
+		return errors.New("no devices")
+	}
+	return nil
+}
+
+func (d *delivery) expired(at time.Time) bool {
+	return !d.Deadline.IsZero() && !at.Before(d.Deadline)
+}
+
 // handleDelivery takes one recipient of a job through the limiter and the
-// providers. See SPEC.md "Delivery semantics".
+// providers. See docs "Delivery semantics".
 func (w *Worker) handleDelivery(ctx context.Context, t *asynq.Task) (err error) {
 	w.pool.Run(func() { err = w.deliveryTask(ctx, t) })
 	return err
@@ -27,169 +82,192 @@ func (w *Worker) deliveryTask(ctx context.Context, t *asynq.Task) error {
 	if err := d.check(); err != nil {
 		return fmt.Errorf("invalid delivery payload: %w: %w", err, asynq.SkipRetry)
 	}
-	final, err := w.store.final(ctx, d.Job, d.Index)
-	if err != nil {
-		return err
-	}
-	if final != "" {
-		return nil // already settled by an earlier run
-	}
-	if d.Failed != "" {
-		// A chunk met a failure that ends the delivery.
-		sent, err := w.store.anyDelivered(ctx, d.Job, d.Index, len(d.Devices))
+	for range maxLoops {
+		st, err := w.store.recipient(ctx, d.Job, d.Index, len(d.Devices))
 		if err != nil {
 			return err
 		}
-		if err := w.finish(ctx, &d, failedOr(sent)); err != nil {
+		if st.final != "" {
+			return nil // settled by an earlier run
+		}
+		if d.Failed != "" {
+			return w.fail(ctx, &d, failedOr(slices.Contains(st.devices, stateDelivered)), d.Failed)
+		}
+		again, err := w.attempt(ctx, &d, st)
+		if !again {
 			return err
 		}
-		return fmt.Errorf("%s: %w", d.Failed, asynq.SkipRetry)
+	}
+	return &DeferError{Delay: time.Second} // booked again too often in one run: come back
+}
+
+// attempt makes one attempt of d from its recorded state st: book, plan,
+// send, judge. It returns again when the delivery should go round once
+// more at once (a booking given back, a new attempt without delay), else
+// the task's result.
+func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (again bool, err error) {
+	a := st.attempts
+	if !slices.Contains(st.devices, "") {
+		// Every device settled, final state not recorded: a run died between
+		// the two.
+		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, time.Now(), false)
+		return false, w.carryOut(ctx, d, a, v)
 	}
 	if d.expired(time.Now()) {
-		return w.drop(ctx, &d, 0)
+		return false, w.drop(ctx, d, st, stateExpired)
 	}
+	var sendBy time.Time
 	if w.bypass[d.Priority] {
 		w.m.limiter.WithLabelValues("bypass").Inc()
-		return w.send(ctx, &d, time.Time{})
-	}
-	rebook := false
-	for {
-		slot, err := w.awaitSlot(ctx, &d, rebook)
-		if errors.Is(err, errDropped) {
-			return nil
-		}
+	} else {
+		res, mid, err := w.book(ctx, d, a.n)
 		if err != nil {
-			return err
+			return false, err
 		}
-		err = w.send(ctx, &d, slot)
-		if !errors.Is(err, errLate) {
-			return err
-		}
-		// Something (a Redis outage, a stalled process) held the delivery
-		// past its slot after the wait: sending now could land on top of
-		// the user's next booking, so book a new slot instead.
-		rebook = true
-	}
-}
-
-func (d *delivery) expired(at time.Time) bool {
-	return !d.Deadline.IsZero() && !at.Before(d.Deadline)
-}
-
-// errDropped ends a delivery that was dropped as expired.
-var errDropped = errors.New("dropped")
-
-// errLate says the delivery reached the providers too long after its slot
-// and nothing was sent; it must be booked again.
-var errLate = errors.New("late for its slot")
-
-// awaitSlot books the delivery's slot and waits for it: in place when it is
-// near, else by deferring the task (a *DeferError). It returns the slot on
-// the local clock, or errDropped (after dropping the delivery) when the
-// slot is after the deadline. The local slot is measured from the
-// middle of the booking's round trip, where the limiter's clock most likely
-// read Now. With rebook, an existing booking is given back and a new one
-// taken.
-func (w *Worker) awaitSlot(ctx context.Context, d *delivery, rebook bool) (time.Time, error) {
-	asked := time.Now()
-	res, err := w.limiter.Reserve(ctx, d.UserID, d.member())
-	if err != nil {
-		return time.Time{}, fmt.Errorf("limiter reserve for %s: %w", d.member(), err)
-	}
-	if late := res.Now.Sub(res.At); res.Existing && (rebook || late > lateRebook) {
-		sent, err := w.store.anyDelivered(ctx, d.Job, d.Index, len(d.Devices))
-		if err != nil {
-			return time.Time{}, err
-		}
-		// A delivery that already reached the user keeps its entry: it
-		// records a real push.
-		if !sent {
-			asked = time.Now()
-			if res, err = w.rebook(ctx, d); err != nil {
-				return time.Time{}, err
+		p := plan(res, mid, time.Now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
+		w.countPlan(p, res)
+		switch p.step {
+		case stepFull:
+			return false, w.drop(ctx, d, st, stateThrottleFull)
+		case stepExpire:
+			return false, w.drop(ctx, d, st, stateExpired)
+		case stepRebook:
+			return true, w.release(ctx, d, a.n)
+		case stepNext:
+			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, time.Now(), ttlFor(d.AcceptedAt, d.Deadline))
+			return err == nil, err
+		case stepDefer:
+			if err := w.store.countDeferral(ctx, d.Job); err != nil {
+				return false, err
 			}
-			w.log.Debug("late delivery rebooked", "delivery", d.member(), "late", late, "wait", res.Wait)
+			w.log.Debug("delivery deferred", "delivery", d.member(), "user_id", d.UserID, "slot", p.slot, "wait", p.wait)
+			return false, &DeferError{Delay: p.wait}
+		case stepWait:
+			timer := time.NewTimer(p.wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+				// Shutdown or timeout: the task goes back to its queue and
+				// gets the same booking on its next run.
+				return false, fmt.Errorf("waiting for the slot of %s: %w", d.member(), ctx.Err())
+			}
 		}
+		sendBy = p.slot.Add(lateRebook)
 	}
-	if d.expired(time.Now().Add(res.Wait)) {
-		w.m.limiter.WithLabelValues("expired").Inc()
-		if err := w.drop(ctx, d, res.Wait); err != nil {
-			return time.Time{}, err
-		}
-		return time.Time{}, errDropped
+	results := make([]*providers.Result, len(d.Devices))
+	w.pool.all(w.deviceCalls(ctx, d, st.devices, a.n, sendBy, results, func() {}))
+	v := judge(st.devices, results, a, w.retry, time.Now(), ctx.Err() != nil)
+	if v.act == actRebook {
+		return true, w.release(ctx, d, a.n)
 	}
-	if !res.Existing && res.Wait > 0 {
-		w.m.deferral.Observe(res.Wait.Seconds())
+	if v.act == actRetry && v.delay <= 0 {
+		_, _, err := w.after(ctx, d, a, v)
+		return err == nil, err
 	}
-	slot := asked.Add(time.Since(asked)/2 + res.Wait)
+	return false, w.carryOut(ctx, d, a, v)
+}
+
+// carryOut applies verdict v (after) and turns it into the task's result.
+func (w *Worker) carryOut(ctx context.Context, d *delivery, a attempts, v verdict) error {
+	final, n, err := w.after(ctx, d, a, v)
 	switch {
-	case res.Wait <= 0:
-		w.m.limiter.WithLabelValues("allowed").Inc()
-		return slot, nil
-	case res.Wait > maxInlineWait:
-		w.m.limiter.WithLabelValues("deferred").Inc()
-		if err := w.store.countDeferral(ctx, d.Job); err != nil {
-			return time.Time{}, err
-		}
-		w.log.Debug("delivery deferred", "delivery", d.member(), "wait", res.Wait)
-		return time.Time{}, &DeferError{Delay: res.Wait}
+	case err != nil:
+		return err
+	case n.failed != "":
+		return w.fail(ctx, d, final, n.failed)
+	case final != "":
+		return w.finish(ctx, d, final)
+	case n.stop:
+		return fmt.Errorf("delivery %s interrupted: %w", d.member(), context.Canceled)
 	}
-	w.m.limiter.WithLabelValues("waited").Inc()
-	timer := time.NewTimer(res.Wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return slot, nil
-	case <-ctx.Done():
-		// Shutdown or timeout: the task goes back to its queue and gets the
-		// same booking on its next run.
-		return time.Time{}, fmt.Errorf("waiting for the slot of %s: %w", d.member(), ctx.Err())
+	if n.throttled {
+		return &ThrottledError{RetryAfter: n.delay, Reason: n.cause.Error()}
 	}
+	return &retryError{delay: n.delay, cause: n.cause}
 }
 
-// rebook gives the delivery's slot back and books a new one.
-func (w *Worker) rebook(ctx context.Context, d *delivery) (throttle.Reservation, error) {
-	w.m.limiter.WithLabelValues("rebooked").Inc()
-	if _, err := w.limiter.Release(ctx, d.UserID, d.member()); err != nil {
-		return throttle.Reservation{}, fmt.Errorf("limiter release for %s: %w", d.member(), err)
-	}
-	res, err := w.limiter.Reserve(ctx, d.UserID, d.member())
-	if err != nil {
-		return throttle.Reservation{}, fmt.Errorf("limiter reserve for %s: %w", d.member(), err)
-	}
-	return res, nil
-}
-
-// drop ends an expired delivery: its slot is given back, an event and a
-// metric say so, and the recipient's final state is expired.
-func (w *Worker) drop(ctx context.Context, d *delivery, wait time.Duration) error {
-	sent, err := w.store.anyDelivered(ctx, d.Job, d.Index, len(d.Devices))
-	if err != nil {
+// fail records d's final state and archives its task with reason.
+func (w *Worker) fail(ctx context.Context, d *delivery, state, reason string) error {
+	if err := w.finish(ctx, d, state); err != nil {
 		return err
 	}
-	if sent {
+	return fmt.Errorf("%s: %w", reason, asynq.SkipRetry)
+}
+
+// book reserves the slot of d's attempt n and returns it with the local
+// instant the limiter most likely read its clock.
+func (w *Worker) book(ctx context.Context, d *delivery, n int) (throttle.Reservation, time.Time, error) {
+	asked := time.Now()
+	res, err := w.limiter.ReserveBatch(ctx, []throttle.Request{requestOf(d, n)})
+	mid := asked.Add(time.Since(asked) / 2)
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("%d answers for 1 request", len(res))
+	}
+	if err != nil {
+		return throttle.Reservation{}, mid, fmt.Errorf("limiter reserve for %s: %w", memberOf(d.Job, d.Index, n), err)
+	}
+	return res[0], mid, nil
+}
+
+// requestOf is the limiter request of d's attempt n: refused after d's
+// deadline, and never later than its job's records are kept (less a day),
+// so a slot is never used after the records that stop a second send are
+// gone.
+func requestOf(d *delivery, n int) throttle.Request {
+	notAfter := d.AcceptedAt.Add(recordTTL - 24*time.Hour)
+	if !d.Deadline.IsZero() {
+		notAfter = d.Deadline.Add(-time.Millisecond)
+	}
+	return throttle.Request{User: d.UserID, Member: memberOf(d.Job, d.Index, n), NotAfter: notAfter}
+}
+
+// countPlan counts a booking's plan in hush_limiter_decisions_total and
+// hush_deferral_seconds.
+func (w *Worker) countPlan(p planned, res throttle.Reservation) {
+	switch p.step {
+	case stepSend:
+		w.m.limiter.WithLabelValues("allowed").Inc()
+	case stepWait:
+		w.m.limiter.WithLabelValues("waited").Inc()
+	case stepDefer:
+		w.m.limiter.WithLabelValues("deferred").Inc()
+	case stepExpire:
+		w.m.limiter.WithLabelValues("expired").Inc()
+	case stepFull:
+		w.m.limiter.WithLabelValues("full").Inc()
+	case stepRebook, stepNext:
+		w.m.limiter.WithLabelValues("rebooked").Inc()
+	}
+	if !res.Existing && res.Refused == "" && res.Wait > 0 {
+		w.m.deferral.Observe(res.Wait.Seconds())
+	}
+}
+
+// drop ends d without sending, with reason stateExpired (its deadline
+// passed, or its earliest slot is after it) or stateThrottleFull (the user
+// holds the most bookings allowed). A device that already has the push
+// makes it a delivery. The dropped event is appended before the state is
+// recorded, so it is never lost (a re-run may emit it twice).
+func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reason string) error {
+	if slices.Contains(st.devices, stateDelivered) {
 		// A retry for the rest of the devices ran out of time, but the user
 		// got the push on another device: that is a delivery, and its
 		// limiter entry records a real push.
-		w.log.Info("delivery expired before every device was reached", "delivery", d.member(), "deadline", d.Deadline)
+		w.log.Info("delivery expired before every device was reached", "delivery", d.member(), "user_id", d.UserID, "deadline", d.Deadline)
 		return w.finish(ctx, d, stateDelivered)
 	}
 	if !w.bypass[d.Priority] {
-		if _, err := w.limiter.Release(ctx, d.UserID, d.member()); err != nil {
-			return fmt.Errorf("limiter release for %s: %w", d.member(), err)
+		if err := w.release(ctx, d, st.attempts.n); err != nil {
+			return err
 		}
 	}
-	recorded, err := w.store.finalize(ctx, d.Job, d.Index, stateExpired, ttlFor(d.AcceptedAt, d.Deadline))
-	if err != nil {
-		return err
-	}
-	if !recorded {
-		return nil
-	}
-	w.m.recipients.WithLabelValues(stateExpired).Inc()
-	w.log.Info("delivery dropped: expired", "delivery", d.member(), "deadline", d.Deadline, "slot_in", wait)
-	if err := w.events.emit(ctx, Event{Type: EventDropped, Reason: stateExpired, Job: d.Job, UserID: d.UserID, At: time.Now().UTC()}); err != nil {
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	ev := Event{Type: EventDropped, Reason: reason, Job: d.Job, UserID: d.UserID, At: time.Now().UTC()}
+	if err := persist(ectx, func(ctx context.Context) error { return w.events.emit(ctx, ev) }); err != nil {
 		w.log.Warn("event lost", "err", err)
 	}
-	return nil
+	w.log.Info("delivery dropped", "reason", reason, "delivery", d.member(), "user_id", d.UserID, "deadline", d.Deadline)
+	return w.finish(ctx, d, reason)
 }

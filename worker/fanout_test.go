@@ -25,10 +25,6 @@ func jobTask(t *testing.T, job payload.Job) *asynq.Task {
 	return asynq.NewTask(payload.TypeJob, b)
 }
 
-// plainLimiter hides the limiter's batch booking: the worker falls back to
-// one delivery task per recipient.
-type plainLimiter struct{ Limiter }
-
 // pending returns the ids of the pending tasks of the normal queue.
 func (e *env) pending() []string {
 	e.t.Helper()
@@ -70,7 +66,7 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	if err := e.w.handleJob(t.Context(), task); err != nil {
 		t.Fatal(err)
 	}
-	wantTasks := []string{"fan/5", "fan/c1", "fan/c2"}
+	wantTasks := []string{"chunk:fan/1", "chunk:fan/2", "delivery:fan/5"}
 	if diff := cmp.Diff(wantTasks, e.pending()); diff != "" {
 		t.Fatalf("pending tasks after the job task (-want +got):\n%s", diff)
 	}
@@ -125,57 +121,6 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	}
 }
 
-// TestFanOutIsIdempotent: without batch booking, the job handler creates
-// one delivery task per recipient; re-runs after a complete and after an
-// interrupted fan-out create no second task for a recipient.
-func TestFanOutIsIdempotent(t *testing.T) {
-	e := newEnv(t, envOptions{noRun: true, wrap: func(l Limiter) Limiter { return plainLimiter{l} }})
-	const n = 250 // more than one cursor batch
-	task := jobTask(t, fanJob("fan", n))
-	pending := func() int { return len(e.pending()) }
-
-	if err := e.w.handleJob(t.Context(), task); err != nil {
-		t.Fatal(err)
-	}
-	if got := pending(); got != n {
-		t.Fatalf("%d delivery tasks after fan-out, want %d", got, n)
-	}
-	// A re-run after a crash that lost the cursor.
-	if err := e.rdb.HDel(t.Context(), jobKey("fan"), "cursor").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.w.handleJob(t.Context(), task); err != nil {
-		t.Fatal(err)
-	}
-	if got := pending(); got != n {
-		t.Errorf("%d delivery tasks after a re-run, want still %d", got, n)
-	}
-
-	// Recipients already settled are skipped even when their task is gone.
-	if _, err := e.w.store.finalize(t.Context(), "fan", 7, stateDelivered, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.insp.DeleteTask("normal", "fan/7"); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.rdb.HDel(t.Context(), jobKey("fan"), "cursor").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.w.handleJob(t.Context(), task); err != nil {
-		t.Fatal(err)
-	}
-	if got := pending(); got != n-1 {
-		t.Errorf("%d delivery tasks, want %d (the settled recipient is not fanned out again)", got, n-1)
-	}
-	st, err := e.client.Status(t.Context(), "fan")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.State != jobFannedOut || st.Recipients != n {
-		t.Errorf("status %+v, want fanned_out with %d recipients", st, n)
-	}
-}
-
 // TestDuplicateOnAnotherQueueIsIgnored: the same id submitted at once with
 // two priorities lands in two queues (Asynq task ids are per queue); the job
 // record decides which one is the job.
@@ -210,8 +155,13 @@ func TestJobTaskRerunKeepsTheClientsRecord(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	const n = 30 // more than one wave
 	job := fanJob("again", n)
-	job.AcceptedAt = time.Now().Add(-time.Minute).Truncate(time.Millisecond)
-	e.submit(job)
+	e.submit(job) // the client stamps accepted_at
+	rec, err := e.client.Status(t.Context(), "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The task's copy differs: the record must keep the client's.
+	job.AcceptedAt = rec.AcceptedAt.Add(-time.Minute)
 	// Booked by an earlier run: left to its delivery task.
 	if _, err := e.lim.Reserve(t.Context(), "u-3", "again/3"); err != nil {
 		t.Fatal(err)
@@ -244,13 +194,13 @@ func TestJobTaskRerunKeepsTheClientsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := JobStatus{
-		ID: "again", State: jobFannedOut, Queue: "normal", AcceptedAt: job.AcceptedAt.UTC(), Recipients: n,
-		Counts: map[string]int{stateDelivered: n - 1, stateExpired: 0, stateTokenInvalid: 0, stateFailed: 0, "pending": 1},
+		ID: "again", State: jobFannedOut, Queue: "normal", AcceptedAt: rec.AcceptedAt, Recipients: n,
+		Counts: map[string]int{stateDelivered: n - 1, stateExpired: 0, stateTokenInvalid: 0, stateFailed: 0, stateThrottleFull: 0, "pending": 1},
 	}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"again", "again/3"}, e.pending()); diff != "" {
+	if diff := cmp.Diff([]string{"delivery:again/3", "job:again"}, e.pending()); diff != "" {
 		t.Errorf("pending tasks (-want +got):\n%s", diff)
 	}
 }

@@ -37,6 +37,7 @@ type env struct {
 	insp    *asynq.Inspector
 	stopped chan error
 	stop    context.CancelFunc
+	opts    Options // what w was built with, for restart
 }
 
 type envOptions struct {
@@ -49,6 +50,9 @@ type envOptions struct {
 	wrap            func(Limiter) Limiter
 	webhookURL      string
 	shards          int // HUSH_DELIVERY_SHARDS
+	maxThrottled    time.Duration
+	maxPending      int // HUSH_THROTTLE_MAX_PENDING
+	concurrency     int // default 10
 	noRun           bool
 }
 
@@ -74,7 +78,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl, err := throttle.NewRedis(rdb, policy, throttle.Options{})
+	rl, err := throttle.NewRedis(rdb, policy, throttle.Options{MaxPending: o.maxPending})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +90,15 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.wrap != nil {
 		l = o.wrap(lim)
 	}
-	w, err := New(rdb, Options{
+	if o.concurrency == 0 {
+		o.concurrency = 10
+	}
+	opts := Options{
 		Limiter:         l,
 		Policy:          policy,
 		Senders:         senders,
-		Concurrency:     10,
+		Concurrency:     o.concurrency,
+		MaxThrottled:    o.maxThrottled,
 		DeliveryShards:  o.shards,
 		MaxRetry:        o.maxRetry,
 		Bypass:          o.bypass,
@@ -99,11 +107,12 @@ func newEnv(t *testing.T, o envOptions) *env {
 		ShutdownTimeout: o.shutdownTimeout,
 		WebhookURL:      o.webhookURL,
 		Logger:          testLogger(t),
-	})
+	}
+	w, err := New(rdb, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, rdb: rdb, lim: lim, apns: fa, fcm: ff, w: w, client: w.Client(), insp: asynq.NewInspectorFromRedisClient(rdb)}
+	e := &env{t: t, rdb: rdb, lim: lim, apns: fa, fcm: ff, w: w, client: w.Client(), insp: asynq.NewInspectorFromRedisClient(rdb), opts: opts}
 	if !o.noRun {
 		e.start()
 		t.Cleanup(e.shutdown)
@@ -159,6 +168,18 @@ func (e *env) start() {
 	e.stopped = make(chan error, 1)
 	go func() { e.stopped <- e.w.Run(ctx) }()
 	waitFor(e.t, 10*time.Second, "worker running", e.w.running.Load)
+}
+
+// restart shuts the worker down (as SIGTERM does) and runs a new one, as
+// a new process would, on the same Redis with the same options.
+func (e *env) restart() {
+	e.shutdown()
+	w, err := New(e.rdb, e.opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.w, e.client = w, w.Client()
+	e.start()
 }
 
 // shutdown stops a started worker and checks Run's result.

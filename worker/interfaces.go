@@ -9,21 +9,14 @@ import (
 	"github.com/hushpush/hush/throttle"
 )
 
-// Limiter books and releases a user's delivery slots (throttle.Redis and
-// throttle.Memory satisfy it).
+// Limiter books and releases users' delivery slots, many users in one
+// round trip (throttle.Redis and throttle.Memory satisfy it).
 type Limiter interface {
-	// Reserve books the earliest slot for member (idempotent per member).
-	Reserve(ctx context.Context, user, member string) (throttle.Reservation, error)
+	// ReserveBatch books the earliest slot of each request's member
+	// (idempotent per member), refusing slots after Request.NotAfter.
+	ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error)
 	// Release gives member's booking back.
 	Release(ctx context.Context, user, member string) (bool, error)
-}
-
-// BatchLimiter is a Limiter that books many users' slots in one round trip
-// (throttle.Redis and throttle.Memory satisfy it). With one, the worker
-// delivers fan-out chunks; without, one delivery task per recipient.
-type BatchLimiter interface {
-	Limiter
-	ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error)
 }
 
 // pipeLimiter books a batch in the same round trip as the worker's own

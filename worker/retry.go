@@ -20,7 +20,8 @@ type DeferError struct {
 func (e *DeferError) Error() string { return fmt.Sprintf("deferred by the limiter for %s", e.Delay) }
 
 // ThrottledError is returned when a provider asked hush to slow down. It is
-// not a failure; the task is retried after RetryAfter (or a backoff when 0).
+// not a failure; the task is retried after RetryAfter: the provider's
+// Retry-After, else the backoff for the delivery's attempt count.
 type ThrottledError struct {
 	RetryAfter time.Duration
 	Reason     string
@@ -32,6 +33,21 @@ func (e *ThrottledError) Error() string {
 	}
 	return fmt.Sprintf("throttled by the provider (%s)", e.Reason)
 }
+
+// retryError hands a delivery back to be tried again after delay, which
+// the worker computed from its own attempt count (Asynq's count stays 0 for
+// non-failures, and hush counts attempts across chunks and tasks). It is a
+// failure (a transient provider error): Asynq's stats count it.
+type retryError struct {
+	delay time.Duration
+	cause error
+}
+
+func (e *retryError) Error() string {
+	return fmt.Sprintf("%v, retry in %s", e.cause, e.delay.Round(time.Millisecond))
+}
+
+func (e *retryError) Unwrap() error { return e.cause }
 
 // wakeMargin is how much earlier than its slot a deferred delivery asks
 // Asynq to wake it. Asynq stores retry times in whole seconds (truncated: up
@@ -74,18 +90,25 @@ func isFailure(err error) bool {
 func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	var d *DeferError
 	var t *ThrottledError
+	var r *retryError
 	switch {
 	case errors.As(err, &d):
 		return deferDelay(d.Delay)
 	case errors.As(err, &t) && t.RetryAfter > 0:
-		// Asynq truncates the retry time to whole seconds; a second more
-		// makes sure the provider is not asked again before Retry-After.
-		return t.RetryAfter + time.Second
+		return retryWake(t.RetryAfter)
+	case errors.As(err, &r):
+		return retryWake(r.delay)
 	case errors.Is(err, context.Canceled):
 		return time.Second
 	}
 	return backoff(n)
 }
+
+// retryWake turns a retry's delay into the Asynq retry delay: Asynq
+// truncates the wake-up time to whole seconds, so a second more makes sure
+// the provider is not asked again before its Retry-After (or hush's
+// backoff) has passed.
+func retryWake(delay time.Duration) time.Duration { return delay + time.Second }
 
 // deferDelay turns a wait into the Asynq retry delay: wakeMargin early, at
 // least 1 s.

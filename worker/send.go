@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
-
-	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/providers"
 )
@@ -28,167 +26,170 @@ var outcomeNames = map[providers.Outcome]string{
 // errNoSender is the reason given for a device whose platform has no sender.
 var errNoSender = errors.New("no sender configured for this platform")
 
-// send pushes to every device of the delivery not yet settled by an earlier
-// run, concurrently, records each settled device right after the provider's
-// answer, and turns the answers into the task's result. slot is the
-// delivery's booked instant on the local clock (zero when it bypasses the
-// limiter): when the providers would be called more than lateRebook after
-// it and no device has the push yet, nothing is sent and errLate asks for a
-// new booking.
-func (w *Worker) send(ctx context.Context, d *delivery, slot time.Time) error {
-	ttl := ttlFor(d.AcceptedAt, d.Deadline)
-	states, err := w.store.devices(ctx, d.Job, d.Index, len(d.Devices))
-	if err != nil {
-		return err
+// notSent is the result of a device call that was not made because it
+// would have left after its slot.
+var notSent = providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: providers.ErrNotSent}
+
+// deviceCalls returns one call per device of d not yet settled (states),
+// each filling results[j]: the provider's answer, recorded (outcomes.go)
+// before the call returns when it settles the device; notSent when the
+// call would leave after sendBy (zero: no limit); nil when shutdown began
+// before it. after runs when the last of d's calls ends.
+func (w *Worker) deviceCalls(ctx context.Context, d *delivery, states []string, attempt int, sendBy time.Time, results []*providers.Result, after func()) []func() {
+	pending := 0
+	for _, st := range states {
+		if st == "" {
+			pending++
+		}
 	}
-	if !slot.IsZero() && time.Since(slot) > lateRebook && !slices.Contains(states, stateDelivered) {
-		return errLate
+	if pending == 0 {
+		after()
+		return nil
 	}
-	results := make([]*providers.Result, len(d.Devices))
-	var calls []func()
-	for i, dev := range d.Devices {
-		if states[i] != "" {
+	left := new(atomic.Int32)
+	left.Store(int32(pending))
+	calls := make([]func(), 0, pending)
+	for j := range d.Devices {
+		if states[j] != "" {
 			continue
 		}
 		calls = append(calls, func() {
-			r := w.sendOne(ctx, d, i)
-			results[i] = &r
-			if st := deviceState(r.Outcome); st != "" {
-				if err := w.store.setDevice(ctx, d.Job, d.Index, i, st, ttl); err != nil {
-					// The next run may send to this device again; nothing
-					// better can be done when Redis is gone.
-					w.log.Warn("device outcome not recorded", "delivery", d.member(), "device", i, "err", err)
-				} else {
-					states[i] = st
+			defer func() {
+				if left.Add(-1) == 0 {
+					after()
 				}
+			}()
+			if ctx.Err() != nil {
+				return // shutdown: the delivery goes back as it is
 			}
-			if r.Outcome == providers.TokenInvalid {
-				w.log.Info("token invalid", "delivery", d.member(), "platform", dev.Platform, "token", shortToken(dev.Token), "reason", r.Reason)
-				ev := Event{Type: EventTokenInvalid, Platform: dev.Platform, Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, At: time.Now().UTC()}
-				if err := w.events.emit(ctx, ev); err != nil {
-					w.log.Warn("event lost", "err", err)
-				}
+			if !sendBy.IsZero() && time.Now().After(sendBy) {
+				results[j] = &notSent
+				return
 			}
+			r := w.sendOne(ctx, d, j, attempt, sendBy)
+			results[j] = &r
+			w.recordAnswer(d, j, r)
 		})
 	}
-	w.pool.all(calls)
-	return w.settle(ctx, d, states, results)
+	return calls
 }
 
-func deviceState(o providers.Outcome) string {
-	switch o {
-	case providers.Delivered:
-		return stateDelivered
-	case providers.TokenInvalid:
-		return stateTokenInvalid
-	}
-	return ""
-}
-
-func (w *Worker) sendOne(ctx context.Context, d *delivery, i int) providers.Result {
-	dev := d.Devices[i]
+// sendOne makes one provider call for device j of d. The call runs under
+// a context that shutdown does not cancel (an answer on its way is worth
+// waiting for: a push the provider accepted is recorded, not sent again),
+// only Run's hard stop and sendTimeout; a panic in a sender is a transient
+// outcome, not a dead process.
+func (w *Worker) sendOne(ctx context.Context, d *delivery, j, attempt int, sendBy time.Time) (r providers.Result) {
+	dev := d.Devices[j]
 	s, ok := w.senders[dev.Platform]
 	if !ok {
 		return providers.Result{Outcome: providers.Permanent, Reason: "no sender for " + string(dev.Platform), Err: errNoSender}
 	}
-	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	defer cancel()
+	stop := context.AfterFunc(w.halt, cancel)
+	defer stop()
+	w.calls.add()
+	defer w.calls.done()
 	start := time.Now()
-	r := s.Send(ctx, providers.Push{
-		ID:       d.member() + "/" + strconv.Itoa(i),
+	defer func() {
+		if v := recover(); v != nil {
+			w.log.Error("provider call panicked", "delivery", d.member(), "platform", dev.Platform, "panic", v)
+			r = providers.Result{Outcome: providers.Transient, Reason: "panic", Err: fmt.Errorf("sender panicked: %v", v)}
+		}
+		w.m.latency.WithLabelValues(string(dev.Platform)).Observe(time.Since(start).Seconds())
+		w.m.deliveries.WithLabelValues(string(dev.Platform), outcomeNames[r.Outcome]).Inc()
+		if r.Credential {
+			w.credentialFail.Store(time.Now().UnixNano())
+		}
+	}()
+	return s.Send(ctx, providers.Push{
+		ID:       d.member() + "/" + strconv.Itoa(j),
 		Platform: dev.Platform,
 		Token:    dev.Token,
 		Content:  &d.Content,
 		Expiry:   d.Deadline,
+		SendBy:   sendBy,
 	})
-	w.m.latency.WithLabelValues(string(dev.Platform)).Observe(time.Since(start).Seconds())
-	w.m.deliveries.WithLabelValues(string(dev.Platform), outcomeNames[r.Outcome]).Inc()
-	if r.Credential {
-		w.credentialFail.Store(time.Now().UnixNano())
-	}
-	return r
 }
 
-// settle decides the task's result from the device states (recorded, and
-// this run's answers for the rest).
-func (w *Worker) settle(ctx context.Context, d *delivery, states []string, results []*providers.Result) error {
-	var throttled, transient, permanent *providers.Result
-	delivered, pending := false, false
-	for i, st := range states {
-		switch st {
-		case stateDelivered:
-			delivered = true
-			continue
-		case stateTokenInvalid:
-			continue
-		}
-		pending = true
-		r := results[i]
-		if r == nil {
-			continue
-		}
-		switch r.Outcome {
-		case providers.Throttled:
-			if throttled == nil || r.RetryAfter > throttled.RetryAfter {
-				throttled = r
-			}
-		case providers.Transient:
-			transient = r
-		case providers.Permanent:
-			permanent = r
-		}
+// recordAnswer records device j's answer when it settles the device
+// (outcomes.go), with its token_invalid event.
+func (w *Worker) recordAnswer(d *delivery, j int, r providers.Result) {
+	st := deviceState(r.Outcome)
+	if st == "" {
+		return
 	}
-	if !pending {
-		state := stateDelivered
-		if !delivered {
-			// Every token is dead: nothing reached the user, so the slot
-			// goes back to them.
-			state = stateTokenInvalid
-			if !w.bypass[d.Priority] {
-				if _, err := w.limiter.Release(ctx, d.UserID, d.member()); err != nil {
-					return fmt.Errorf("limiter release for %s: %w", d.member(), err)
-				}
-			}
-		}
-		return w.finish(ctx, d, state)
+	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: ttlFor(d.AcceptedAt, d.Deadline)}
+	if r.Outcome == providers.TokenInvalid {
+		dev := d.Devices[j]
+		w.log.Info("token invalid", "delivery", d.member(), "user_id", d.UserID, "platform", dev.Platform, "token", shortToken(dev.Token), "reason", r.Reason)
+		o.event = &Event{Type: EventTokenInvalid, Platform: dev.Platform, Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, At: time.Now().UTC()}
 	}
-	if err := ctx.Err(); err != nil {
-		// Shutdown or the task's timeout interrupted the sends: hand the
-		// delivery back (a cancel is not the delivery's failure).
-		return fmt.Errorf("delivery %s interrupted: %w", d.member(), err)
+	if err := w.rec.record(o); err != nil {
+		// Redis stayed away for recordTimeout: a later run may send to this
+		// device again.
+		w.log.Error("device outcome not recorded; the device may get the push again", "delivery", d.member(), "device", j, "err", err)
 	}
-	switch {
-	case throttled != nil:
-		return &ThrottledError{RetryAfter: throttled.RetryAfter, Reason: reasonOf(throttled)}
-	case transient != nil:
-		retried, _ := asynq.GetRetryCount(ctx)
-		retried += d.Attempts
-		cause := fmt.Errorf("transient provider failure (%s): %w", reasonOf(transient), errOf(transient))
-		if retried < w.maxRetry {
-			return cause
-		}
-		if err := w.finish(ctx, d, failedOr(delivered)); err != nil {
-			return err
-		}
-		return fmt.Errorf("giving up after %d retries: %w: %w", retried, cause, asynq.SkipRetry)
-	case permanent != nil:
-		if err := w.finish(ctx, d, failedOr(delivered)); err != nil {
-			return err
-		}
-		return fmt.Errorf("permanent provider failure (%s): %w: %w", reasonOf(permanent), errOf(permanent), asynq.SkipRetry)
-	}
-	// Unreachable: every pending device has a result.
-	return fmt.Errorf("delivery %s: devices left without an answer", d.member())
 }
 
-func failedOr(delivered bool) string {
-	if delivered {
-		return stateDelivered
-	}
-	return stateFailed
+// next is what a delivery does after an attempt that did not end it.
+type next struct {
+	// delay before the next run (retry) or zero.
+	delay time.Duration
+	// throttled: the retry is for provider throttling (not a failure).
+	throttled bool
+	// failed is the reason of a failure that ends the delivery; its task
+	// records it and is archived with it.
+	failed string
+	// stop: shutdown interrupted the attempt; hand it back as it is.
+	stop bool
+	// cause of a retry.
+	cause error
 }
 
+// after carries out verdict v of attempt a of d: it gives the attempt's
+// booking back when v says nothing reached the user under it, records the
+// next attempt of a retry, and returns the final state (done) or what
+// happens next. The final state itself is recorded by the caller.
+func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) (final string, n next, err error) {
+	if v.release && !w.bypass[d.Priority] {
+		if err := w.release(ctx, d, a.n); err != nil {
+			return "", next{}, err
+		}
+	}
+	switch v.act {
+	case actDone:
+		return v.state, next{}, nil
+	case actFail:
+		return v.state, next{failed: v.cause.Error()}, nil
+	case actStop:
+		return "", next{stop: true}, nil
+	case actRebook:
+		return "", next{}, nil
+	}
+	// actRetry: the next attempt books a slot of its own.
+	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, time.Now(), ttlFor(d.AcceptedAt, d.Deadline)); err != nil {
+		return "", next{}, err
+	}
+	w.log.Info("delivery retried", "delivery", d.member(), "user_id", d.UserID, "attempt", a.n+1, "in", v.delay, "cause", v.cause)
+	return "", next{delay: v.delay, throttled: v.throttled, cause: v.cause}, nil
+}
+
+// release gives the booking of d's attempt n back.
+func (w *Worker) release(ctx context.Context, d *delivery, n int) error {
+	m := memberOf(d.Job, d.Index, n)
+	if _, err := w.limiter.Release(ctx, d.UserID, m); err != nil {
+		return fmt.Errorf("limiter release for %s: %w", m, err)
+	}
+	return nil
+}
+
+// finish records d's final state once, under a context shutdown does not
+// cancel.
 func (w *Worker) finish(ctx context.Context, d *delivery, state string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, ttlFor(d.AcceptedAt, d.Deadline))
 	if err != nil {
 		return err

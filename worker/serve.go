@@ -37,7 +37,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return &KeyError{Key: "HUSH_THROTTLE_LIMITS", Err: err}
 	}
-	limiter, err := throttle.NewRedis(rdb, policy, throttle.Options{})
+	limiter, err := throttle.NewRedis(rdb, policy, throttle.Options{MaxPending: cfg.ThrottleMaxPending})
 	if err != nil {
 		return fmt.Errorf("limiter: %w", err)
 	}
@@ -59,6 +59,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		DeliveryShards:  cfg.DeliveryShards,
 		Concurrency:     cfg.Concurrency,
 		MaxRetry:        cfg.MaxRetry,
+		MaxThrottled:    cfg.MaxThrottled,
 		Bypass:          bypass,
 		APIToken:        cfg.APIToken,
 		MaxBodyBytes:    cfg.MaxBodyBytes,

@@ -35,7 +35,7 @@ func TestShutdownHandsBackAWaitingDelivery(t *testing.T) {
 	if n := len(requestsFor(e.apns.Requests(), tok)); n != 0 {
 		t.Fatalf("the waiting delivery was sent during shutdown (%d requests)", n)
 	}
-	info, err := e.insp.GetTaskInfo(string(payload.PriorityNormal), "second/0")
+	info, err := e.insp.GetTaskInfo(string(payload.PriorityNormal), deliveryTaskID("second", 0))
 	if err != nil {
 		t.Fatalf("the handed-back delivery is not in its queue: %v", err)
 	}
@@ -45,7 +45,9 @@ func TestShutdownHandsBackAWaitingDelivery(t *testing.T) {
 
 	e.start()
 	t.Cleanup(e.shutdown)
-	e.waitDone(id, 15*time.Second)
+	if st := e.waitDone(id, 15*time.Second); st.Counts[stateDelivered] != 1 {
+		t.Errorf("after the restart: counts %v, want 1 delivered", st.Counts)
+	}
 	reqs := requestsFor(e.apns.Requests(), tok)
 	slot, _ := e.lim.slot("second/0")
 	if len(reqs) != 1 || reqs[0].At.Before(slot) {

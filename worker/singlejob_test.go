@@ -35,8 +35,8 @@ func TestSingleJobBooksWithStart(t *testing.T) {
 	if err := e.w.handleJob(t.Context(), task); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Count(); got != 2 {
-		t.Errorf("the job task made %d Redis round trips, want 2 (start.lua with the booking, then the record)", got)
+	if got := c.Count(); got != 3 {
+		t.Errorf("the job task made %d Redis round trips, want 3 (start.lua with the booking, the device's answer, then the final state)", got)
 	}
 	if got := len(requestsFor(e.apns.Requests(), tok)); got != 1 {
 		t.Errorf("%d pushes, want 1", got)
@@ -107,7 +107,7 @@ func TestSingleJobOnAnotherQueueSendsNothing(t *testing.T) {
 	// The owner found the booking made for it and left it to the
 	// recipient's delivery task (beside the job's own task, still pending
 	// in this test).
-	if got, want := e.pending(), []string{"dup", "dup/0"}; !slices.Equal(got, want) {
+	if got, want := e.pending(), []string{"delivery:dup/0", "job:dup"}; !slices.Equal(got, want) {
 		t.Errorf("pending tasks %v, want %v", got, want)
 	}
 	if got := len(e.apns.Requests()); got != 0 {

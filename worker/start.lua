@@ -11,7 +11,8 @@
 -- KEYS[3] device states     hush:job:{<id>}:dev  (when R > 0)
 --
 -- Reply: {queue that owns the id, cursor or "", then R final states, then
--- every device state of those recipients in order (false when none)}.
+-- per recipient in order its device states and its attempt fields
+-- "<i>/a", "<i>/f", "<i>/t" (false when none; see attemptFields)}.
 --
 -- The fixed fields are only ever written together (here, or in one MULTI
 -- by the client that accepted the job), so a record with a queue has them
@@ -47,6 +48,9 @@ for i = 0, r - 1 do
   for d = 0, tonumber(ARGV[8 + i]) - 1 do
     fields[#fields + 1] = i .. '/' .. d
   end
+  fields[#fields + 1] = i .. '/a'
+  fields[#fields + 1] = i .. '/f'
+  fields[#fields + 1] = i .. '/t'
 end
 if #fields > 0 then
   local devs = redis.call('HMGET', KEYS[3], unpack(fields))

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -18,9 +17,12 @@ const (
 	stateExpired      = "expired"
 	stateTokenInvalid = "token_invalid"
 	stateFailed       = "failed"
+	// stateThrottleFull: dropped because the user already held the most
+	// bookings the limiter allows (HUSH_THROTTLE_MAX_PENDING).
+	stateThrottleFull = "throttle_full"
 )
 
-var finalStates = []string{stateDelivered, stateExpired, stateTokenInvalid, stateFailed}
+var finalStates = []string{stateDelivered, stateExpired, stateTokenInvalid, stateFailed, stateThrottleFull}
 
 // Job record states.
 const (
@@ -108,48 +110,6 @@ func (s store) exists(ctx context.Context, id string) (bool, error) {
 	return n > 0, nil
 }
 
-func (s store) setCursor(ctx context.Context, id string, n int) error {
-	if err := s.rdb.HSet(ctx, jobKey(id), "cursor", n).Err(); err != nil {
-		return fmt.Errorf("save fan-out cursor of %s: %w", id, err)
-	}
-	return nil
-}
-
-func (s store) setState(ctx context.Context, id, state string) error {
-	if err := s.rdb.HSet(ctx, jobKey(id), "state", state).Err(); err != nil {
-		return fmt.Errorf("set state of %s: %w", id, err)
-	}
-	return nil
-}
-
-// finals returns the final state of recipients [from, to) ("" for none).
-func (s store) finals(ctx context.Context, id string, from, to int) ([]string, error) {
-	fields := make([]string, 0, to-from)
-	for i := from; i < to; i++ {
-		fields = append(fields, strconv.Itoa(i))
-	}
-	vals, err := s.rdb.HMGet(ctx, recpKey(id), fields...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read recipient states of %s: %w", id, err)
-	}
-	out := make([]string, len(vals))
-	for i, v := range vals {
-		out[i], _ = v.(string)
-	}
-	return out, nil
-}
-
-func (s store) final(ctx context.Context, id string, recipient int) (string, error) {
-	v, err := s.rdb.HGet(ctx, recpKey(id), strconv.Itoa(recipient)).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read state of %s/%d: %w", id, recipient, err)
-	}
-	return v, nil
-}
-
 // finalize records a recipient's final state once; it reports whether this
 // call recorded it.
 func (s store) finalize(ctx context.Context, id string, recipient int, state string, ttl time.Duration) (bool, error) {
@@ -159,48 +119,6 @@ func (s store) finalize(ctx context.Context, id string, recipient int, state str
 		return false, fmt.Errorf("record %s/%d as %s: %w", id, recipient, state, err)
 	}
 	return n == 1, nil
-}
-
-// devices returns the recorded state of each device of a recipient.
-func (s store) devices(ctx context.Context, id string, recipient, n int) ([]string, error) {
-	fields := make([]string, n)
-	for d := range n {
-		fields[d] = devField(recipient, d)
-	}
-	vals, err := s.rdb.HMGet(ctx, devKey(id), fields...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read device states of %s/%d: %w", id, recipient, err)
-	}
-	out := make([]string, n)
-	for i, v := range vals {
-		out[i], _ = v.(string)
-	}
-	return out, nil
-}
-
-// anyDelivered reports whether a device of the recipient was delivered.
-func (s store) anyDelivered(ctx context.Context, id string, recipient, n int) (bool, error) {
-	states, err := s.devices(ctx, id, recipient, n)
-	if err != nil {
-		return false, err
-	}
-	return slices.Contains(states, stateDelivered), nil
-}
-
-func (s store) setDevice(ctx context.Context, id string, recipient, device int, state string, ttl time.Duration) error {
-	k := devKey(id)
-	err := persist(ctx, func(ctx context.Context) error {
-		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, k, devField(recipient, device), state)
-			p.PExpire(ctx, k, ttl)
-			return nil
-		})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("record device %s/%d/%d as %s: %w", id, recipient, device, state, err)
-	}
-	return nil
 }
 
 func (s store) countDeferral(ctx context.Context, id string) error {
@@ -256,4 +174,111 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 		st.State = jobDone
 	}
 	return st, nil
+}
+
+// A recipient's attempt history lives in its job's device hash beside its
+// device states: "<i>/a" attempts made before the current one, "<i>/f"
+// transient failures, "<i>/t" when a provider first throttled it (Unix ms).
+const nAttemptFields = 3
+
+// appendRecipientFields appends the device hash fields of recipient i with
+// n devices: its device states, then its attempt fields.
+func appendRecipientFields(fields []string, i, n int) []string {
+	for d := range n {
+		fields = append(fields, devField(i, d))
+	}
+	p := strconv.Itoa(i) + "/"
+	return append(fields, p+"a", p+"f", p+"t")
+}
+
+// attemptsOf reads the attempt fields (as HMGET answers them).
+func attemptsOf(vals []any) attempts {
+	var a attempts
+	s := strs(vals)
+	a.n, _ = strconv.Atoi(s[0])
+	a.failures, _ = strconv.Atoi(s[1])
+	if ms, err := strconv.ParseInt(s[2], 10, 64); err == nil {
+		a.throttledSince = time.UnixMilli(ms)
+	}
+	return a
+}
+
+// strs turns HMGET answers into strings ("" for none).
+func strs(vals []any) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i], _ = v.(string)
+	}
+	return out
+}
+
+// recipientState is what the job records say of one recipient.
+type recipientState struct {
+	final    string
+	devices  []string
+	attempts attempts
+}
+
+// recipient reads recipient i's final state, device states and attempts in
+// one round trip.
+func (s store) recipient(ctx context.Context, id string, i, devices int) (recipientState, error) {
+	var rc *redis.StringCmd
+	var dc *redis.SliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		rc = p.HGet(ctx, recpKey(id), strconv.Itoa(i))
+		dc = p.HMGet(ctx, devKey(id), appendRecipientFields(nil, i, devices)...)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return recipientState{}, fmt.Errorf("read state of %s/%d: %w", id, i, err)
+	}
+	vals := dc.Val()
+	if len(vals) != devices+nAttemptFields {
+		return recipientState{}, fmt.Errorf("read state of %s/%d: %d fields for %d devices", id, i, len(vals), devices)
+	}
+	return recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:])}, nil
+}
+
+// nextAttempt records that recipient i's attempt a.n ended and another
+// follows (a transient failure when transient; a provider throttling at now
+// when throttled), and returns the new history. It is written under its
+// own context like device outcomes: the next attempt must book a slot of
+// its own even when shutdown cancelled the task.
+func (s store) nextAttempt(ctx context.Context, id string, i int, a attempts, transient, throttled bool, now time.Time, ttl time.Duration) (attempts, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	k, p := devKey(id), strconv.Itoa(i)+"/"
+	var nc, fc *redis.IntCmd
+	var tc *redis.StringCmd
+	err := persist(ctx, func(ctx context.Context) error {
+		_, err := s.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
+			nc = pp.HIncrBy(ctx, k, p+"a", 1)
+			fc = pp.HIncrBy(ctx, k, p+"f", b2i(transient))
+			if throttled {
+				pp.HSetNX(ctx, k, p+"t", now.UnixMilli())
+			}
+			tc = pp.HGet(ctx, k, p+"t")
+			pp.PExpire(ctx, k, ttl)
+			return nil
+		})
+		if errors.Is(err, redis.Nil) {
+			err = nil
+		}
+		return err
+	})
+	if err != nil {
+		return a, fmt.Errorf("record the next attempt of %s/%d: %w", id, i, err)
+	}
+	out := attempts{n: int(nc.Val()), failures: int(fc.Val())}
+	if ms, err := strconv.ParseInt(tc.Val(), 10, 64); err == nil {
+		out.throttledSince = time.UnixMilli(ms)
+	}
+	return out, nil
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -98,31 +98,32 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 
 // chunkStates are the recorded states of a chunk's recipients.
 type chunkStates struct {
-	finals  []string   // per recipient, "" for none
-	devices [][]string // per recipient and device, "" for none
+	finals   []string   // per recipient, "" for none
+	devices  [][]string // per recipient and device, "" for none
+	attempts []attempts // per recipient
 }
 
 // statesOf reads a chunk's states from vals: its recipients' final states,
-// then their devices' states in order.
+// then per recipient its devices' states and its attempt fields
+// (attemptFields).
 func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 	n := len(c.Recipients)
 	if len(vals) < n {
 		return nil, fmt.Errorf("%d states for %d recipients", len(vals), n)
 	}
-	st := &chunkStates{finals: make([]string, n), devices: make([][]string, n)}
+	st := &chunkStates{finals: make([]string, n), devices: make([][]string, n), attempts: make([]attempts, n)}
 	for i := range n {
 		st.finals[i], _ = vals[i].(string)
 	}
 	vals = vals[n:]
 	for i, r := range c.Recipients {
-		if len(vals) < len(r.Devices) {
+		nd := len(r.Devices)
+		if len(vals) < nd+nAttemptFields {
 			return nil, fmt.Errorf("too few device states for %d recipients", n)
 		}
-		st.devices[i] = make([]string, len(r.Devices))
-		for d := range r.Devices {
-			st.devices[i][d], _ = vals[d].(string)
-		}
-		vals = vals[len(r.Devices):]
+		st.devices[i] = strs(vals[:nd])
+		st.attempts[i] = attemptsOf(vals[nd : nd+nAttemptFields])
+		vals = vals[nd+nAttemptFields:]
 	}
 	return st, nil
 }
@@ -134,9 +135,7 @@ func (s store) chunkState(ctx context.Context, c *chunk) (*chunkStates, error) {
 	var df []string
 	for i, r := range c.Recipients {
 		rf[i] = strconv.Itoa(c.From + i)
-		for d := range r.Devices {
-			df = append(df, devField(c.From+i, d))
-		}
+		df = appendRecipientFields(df, c.From+i, len(r.Devices))
 	}
 	var rc, dc *redis.SliceCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -156,13 +155,8 @@ func (s store) chunkState(ctx context.Context, c *chunk) (*chunkStates, error) {
 
 // chunkRecord is what one chunk writes when its sends are done.
 type chunkRecord struct {
-	devices   []any // "<recipient>/<device>", state pairs
 	finals    []any // recipient index, final state pairs
 	deferrals int
-}
-
-func (r *chunkRecord) device(recipient, device int, state string) {
-	r.devices = append(r.devices, devField(recipient, device), state)
 }
 
 func (r *chunkRecord) final(recipient int, state string) {
@@ -173,13 +167,15 @@ func (r *chunkRecord) final(recipient int, state string) {
 // state given, whether this call recorded it. It keeps trying while Redis is
 // unreachable (persist): the pushes it records were already acknowledged.
 func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, error) {
-	if len(r.devices) == 0 && len(r.finals) == 0 && r.deferrals == 0 {
+	if len(r.finals) == 0 && r.deferrals == 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 3+len(r.devices)+len(r.finals))
-	args = append(args, ttlFor(c.AcceptedAt, c.Deadline).Milliseconds(), len(r.devices)/2, r.deferrals)
-	args = append(args, r.devices...)
+	// Device states were recorded as the answers came (outcomes.go).
+	args := make([]any, 0, 3+len(r.finals))
+	args = append(args, ttlFor(c.AcceptedAt, c.Deadline).Milliseconds(), 0, r.deferrals)
 	args = append(args, r.finals...)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	var vals []int64
 	err := persist(ctx, func(ctx context.Context) error {
 		var err error

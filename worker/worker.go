@@ -37,6 +37,9 @@ type Options struct {
 	// MaxRetry is the number of retries for transient failures (default 0:
 	// none).
 	MaxRetry int
+	// MaxThrottled bounds the time a delivery may spend throttled by a
+	// provider before it fails (0: only its expiry ends it).
+	MaxThrottled time.Duration
 	// Bypass lists priorities that skip the limiter.
 	Bypass []payload.Priority
 	// APIToken, when set, is required as a bearer token by the HTTP API.
@@ -66,7 +69,7 @@ type Worker struct {
 	queues   map[string]int // priority queues and weights
 	shards   int            // delivery shards per priority
 	conc     int
-	maxRetry int
+	retry    retryPolicy
 	bypass   map[payload.Priority]bool
 	apiToken string
 	maxBody  int64
@@ -75,8 +78,15 @@ type Worker struct {
 	store    store
 	m        *metrics
 	events   *events
+	rec      *recorder // device outcomes as they come
 	client   *Client
 	insp     *asynq.Inspector
+
+	// halt is cancelled by Run when in-flight provider calls must end: a
+	// while after shutdown began, just before Asynq gives up on handlers.
+	halt       context.Context
+	cancelHalt context.CancelFunc
+	calls      tracker // provider calls under way
 
 	pool  *goPool             // goroutines for handlers and provider calls
 	sends *semaphore.Weighted // permits for chunks' provider calls
@@ -118,7 +128,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		queues:   o.Queues,
 		shards:   max(1, o.DeliveryShards),
 		conc:     o.Concurrency,
-		maxRetry: o.MaxRetry,
+		retry:    retryPolicy{maxRetry: o.MaxRetry, maxThrottled: o.MaxThrottled},
 		bypass:   map[payload.Priority]bool{},
 		apiToken: o.APIToken,
 		maxBody:  o.MaxBodyBytes,
@@ -141,7 +151,9 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	for _, p := range o.Bypass {
 		w.bypass[p] = true
 	}
+	w.halt, w.cancelHalt = context.WithCancel(context.Background())
 	w.events = &events{rdb: rdb, maxLen: o.EventsMaxLen, m: m}
+	w.rec = newRecorder(rdb, w.events)
 	if o.WebhookURL != "" {
 		w.events.webhook = newWebhook(o.WebhookURL, o.Logger, m)
 	}
@@ -162,6 +174,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	// handed back (not a failure) instead of being abandoned mid-send.
 	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHandlers()
+	// Each run has its own halt: a Worker run again after a shutdown (as
+	// tests do) must not find its provider calls cancelled from the start.
+	w.halt, w.cancelHalt = context.WithCancel(context.Background())
 
 	// Shard queues left by a deployment with more shards are served too.
 	existing, err := w.insp.Queues()
@@ -177,7 +192,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		RetryDelayFunc:           retryDelay,
 		IsFailure:                isFailure,
 		ErrorHandler:             asynq.ErrorHandlerFunc(w.handleError),
-		ShutdownTimeout:          w.shutdown + 2*time.Second,
+		ShutdownTimeout:          w.shutdown + haltAfter + 500*time.Millisecond,
 		DelayedTaskCheckInterval: delayedCheck,
 		TaskCheckInterval:        250 * time.Millisecond,
 		Logger:                   asynqLogger{w.log},
@@ -202,12 +217,29 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.running.Store(false)
 	w.log.Info("worker stopping: no new tasks, finishing in-flight deliveries", "timeout", w.shutdown)
 	srv.Stop()
+	// At ShutdownTimeout handlers are told to stop starting sends and hand
+	// their deliveries back; provider calls already under way go on, so
+	// an answer on its way is recorded rather than sent again, until
+	// haltAfter later, just before Asynq stops waiting for handlers.
 	stop := time.AfterFunc(w.shutdown, cancelHandlers)
 	defer stop.Stop()
+	halt := time.AfterFunc(w.shutdown+haltAfter, w.cancelHalt)
+	defer halt.Stop()
 	srv.Shutdown()
+	// Asynq may have stopped waiting for a handler whose provider call or
+	// outcome write is still under way: wait for those, so every answer
+	// the providers gave is recorded before the process exits.
+	if !w.calls.wait(haltAfter+time.Second) || !w.rec.wait(recordTimeout) {
+		w.log.Error("worker stopped with provider answers not recorded; those devices may get their push again")
+	}
+	w.cancelHalt()
 	w.log.Info("worker stopped")
 	return nil
 }
+
+// haltAfter is how long provider calls under way may go on after handlers
+// were told to stop; Asynq waits haltAfter+500ms longer than that.
+const haltAfter = 1500 * time.Millisecond
 
 // handleError logs real failures once; deferrals, provider throttling and
 // hand-backs are expected and not logged as errors.

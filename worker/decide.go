@@ -1,0 +1,267 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/throttle"
+)
+
+// The two decisions every delivery path (a chunk's wave, a delivery task)
+// makes, as pure functions of their inputs and the time:
+//
+//   - plan: what a booking means now: send, wait in place, come back
+//     later, drop, or book again;
+//   - judge: what a recipient's device answers mean: done, try again
+//     (under a new booking), book again, fail, or stop for shutdown.
+//
+// Nothing else in the worker turns a reservation or a provider answer into
+// an action.
+
+// step is what a delivery does with its booking.
+type step int
+
+const (
+	// stepSend: the slot is now (or just past): send.
+	stepSend step = iota
+	// stepWait: the slot is near (at most maxInlineWait): wait for it in
+	// place, then send.
+	stepWait
+	// stepDefer: the slot is far: come back shortly before it.
+	stepDefer
+	// stepExpire: the slot is at or after the deadline: drop as expired.
+	stepExpire
+	// stepFull: the user holds the most bookings allowed: drop.
+	stepFull
+	// stepRebook: an existing booking is late and nothing has reached the
+	// user: give it back and book again under the same member.
+	stepRebook
+	// stepNext: an existing booking is late and some device already has the
+	// push (possibly under this booking): book under the next attempt's
+	// member, keeping this one.
+	stepNext
+)
+
+var stepNames = [...]string{"send", "wait", "defer", "expire", "full", "rebook", "next"}
+
+func (s step) String() string { return stepNames[s] }
+
+// planned is plan's answer.
+type planned struct {
+	step step
+	// slot is the booked instant on the local clock (stepSend, stepWait,
+	// stepDefer).
+	slot time.Time
+	// wait is slot - now (stepWait, stepDefer).
+	wait time.Duration
+}
+
+// plan decides what reservation r means at now. mid is the local instant
+// the limiter most likely read its clock (the middle of the booking's round
+// trip), so the slot on the local clock is mid + r.Wait whatever the skew
+// between the two clocks. deadline is the delivery's expiry (zero: none);
+// delivered says some device of the recipient already has the push.
+func plan(r throttle.Reservation, mid, now, deadline time.Time, delivered bool) planned {
+	switch r.Refused {
+	case throttle.RefusedFull:
+		return planned{step: stepFull}
+	case throttle.RefusedLate:
+		return planned{step: stepExpire}
+	}
+	slot := mid.Add(r.Wait)
+	late := now.Sub(slot)
+	if r.Existing {
+		late = max(late, r.Now.Sub(r.At))
+	}
+	if late > lateRebook {
+		if r.Existing && delivered {
+			return planned{step: stepNext}
+		}
+		// A new booking only goes late when this process stalled between
+		// booking and now; either way nothing was sent under it yet.
+		return planned{step: stepRebook}
+	}
+	if !deadline.IsZero() && !slot.Before(deadline) {
+		return planned{step: stepExpire}
+	}
+	wait := slot.Sub(now)
+	switch {
+	case wait <= 0:
+		return planned{step: stepSend, slot: slot}
+	case wait <= maxInlineWait:
+		return planned{step: stepWait, slot: slot, wait: wait}
+	}
+	return planned{step: stepDefer, slot: slot, wait: wait}
+}
+
+// action is what a recipient does after an attempt.
+type action int
+
+const (
+	// actDone: every device is settled; state is final.
+	actDone action = iota
+	// actRetry: try the devices left again after delay, under the next
+	// attempt's booking.
+	actRetry
+	// actRebook: nothing left for the provider (late for the slot): book
+	// again, same attempt.
+	actRebook
+	// actFail: the delivery ends with state (failed, or delivered when a
+	// device has it) and reason; its task is archived.
+	actFail
+	// actStop: shutdown interrupted the attempt: hand the delivery back as
+	// it is.
+	actStop
+)
+
+var actionNames = [...]string{"done", "retry", "rebook", "fail", "stop"}
+
+func (a action) String() string { return actionNames[a] }
+
+// verdict is judge's answer.
+type verdict struct {
+	act   action
+	state string // actDone, actFail
+	// release: the attempt's booking can be given back: nothing reached the
+	// user under it (every token dead, or every answer a refusal).
+	release bool
+	// delay before the retry (actRetry).
+	delay time.Duration
+	// throttled: the retry is for provider throttling (not a failure);
+	// transient: for a transient failure (counts against HUSH_MAX_RETRY).
+	throttled, transient bool
+	// cause of a retry or failure.
+	cause error
+}
+
+// attempts is a delivery's attempt history, kept in its job's records.
+type attempts struct {
+	// n is the number of attempts made before the current one (0 on the
+	// first); the current attempt books memberOf(job, index, n).
+	n int
+	// failures counts attempts that ended in a transient failure.
+	failures int
+	// throttledSince is when a provider first throttled the delivery (zero:
+	// never).
+	throttledSince time.Time
+}
+
+// retryPolicy bounds retries.
+type retryPolicy struct {
+	// maxRetry is the most retries after transient failures (HUSH_MAX_RETRY).
+	maxRetry int
+	// maxThrottled is the most time a delivery may spend throttled by a
+	// provider before it fails (HUSH_MAX_THROTTLED; 0: no bound besides
+	// the delivery's expiry).
+	maxThrottled time.Duration
+}
+
+// judge turns a recipient's device states (recorded before this attempt,
+// "" for unsettled) and this attempt's answers (nil: not sent) into what
+// happens next. interrupted says shutdown stopped the attempt.
+func judge(states []string, results []*providers.Result, a attempts, p retryPolicy, now time.Time, interrupted bool) verdict {
+	var throttled, transient, permanent *providers.Result
+	delivered, pending, called, unanswered := false, false, false, false
+	released := true // every call this attempt was refused by the provider
+	for j, st := range states {
+		r := results[j]
+		if r != nil && !errors.Is(r.Err, providers.ErrNotSent) {
+			called = true
+			if r.Outcome == providers.Delivered || r.StatusCode == 0 {
+				// Delivered, or no answer (the push may have arrived).
+				released = false
+			}
+		}
+		if st == "" && r != nil {
+			st = deviceState(r.Outcome)
+		}
+		switch st {
+		case stateDelivered:
+			delivered = true
+			continue
+		case stateTokenInvalid:
+			continue
+		}
+		pending = true
+		switch {
+		case r == nil || errors.Is(r.Err, providers.ErrNotSent):
+			unanswered = true
+		case r.Outcome == providers.Throttled:
+			if throttled == nil || r.RetryAfter > throttled.RetryAfter {
+				throttled = r
+			}
+		case r.Outcome == providers.Transient:
+			transient = r
+		case r.Outcome == providers.Permanent:
+			permanent = r
+		}
+	}
+	switch {
+	case !pending && delivered:
+		return verdict{act: actDone, state: stateDelivered}
+	case !pending:
+		// Every token is dead: nothing reached the user.
+		return verdict{act: actDone, state: stateTokenInvalid, release: true}
+	case permanent != nil:
+		return verdict{act: actFail, state: failedOr(delivered),
+			cause: fmt.Errorf("permanent provider failure (%s): %w", reasonOf(permanent), errOf(permanent))}
+	case interrupted:
+		return verdict{act: actStop}
+	case throttled != nil:
+		if a.throttledSince.IsZero() {
+			a.throttledSince = now
+		}
+		reason := reasonOf(throttled)
+		if spent := now.Sub(a.throttledSince); p.maxThrottled > 0 && spent >= p.maxThrottled {
+			return verdict{act: actFail, state: failedOr(delivered),
+				cause: fmt.Errorf("throttled by the provider (%s) for %s, HUSH_MAX_THROTTLED is %s", reason, spent.Round(time.Second), p.maxThrottled)}
+		}
+		return verdict{act: actRetry, throttled: true, release: called && released && !delivered,
+			delay: retryAfterOr(throttled, a.n), cause: errors.New(reason)}
+	case transient != nil:
+		cause := fmt.Errorf("transient provider failure (%s): %w", reasonOf(transient), errOf(transient))
+		if a.failures >= p.maxRetry {
+			return verdict{act: actFail, state: failedOr(delivered),
+				cause: fmt.Errorf("giving up after %d retries: %w", a.failures, cause)}
+		}
+		return verdict{act: actRetry, transient: true, release: called && released && !delivered,
+			delay: retryAfterOr(transient, a.n), cause: cause}
+	case unanswered && called:
+		// Some devices were called, the rest were late: the attempt's slot
+		// is spent; the rest go under a new booking at once.
+		return verdict{act: actRetry, cause: errors.New("devices left late for their slot")}
+	case delivered:
+		// Nothing was called, but a device has the push, perhaps under this
+		// attempt's booking: the rest go under a new one.
+		return verdict{act: actRetry, cause: errors.New("devices left late for their slot")}
+	}
+	return verdict{act: actRebook}
+}
+
+// retryAfterOr is the provider's Retry-After, else the backoff for attempt
+// n.
+func retryAfterOr(r *providers.Result, n int) time.Duration {
+	if r.RetryAfter > 0 {
+		return r.RetryAfter
+	}
+	return backoff(n)
+}
+
+func deviceState(o providers.Outcome) string {
+	switch o {
+	case providers.Delivered:
+		return stateDelivered
+	case providers.TokenInvalid:
+		return stateTokenInvalid
+	}
+	return ""
+}
+
+func failedOr(delivered bool) string {
+	if delivered {
+		return stateDelivered
+	}
+	return stateFailed
+}

@@ -1,0 +1,165 @@
+package worker
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/throttle"
+)
+
+func TestPlan(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	ms := time.Millisecond
+	booked := func(wait time.Duration) throttle.Reservation {
+		return throttle.Reservation{At: t0.Add(wait), Wait: wait, Now: t0}
+	}
+	existing := func(age time.Duration) throttle.Reservation {
+		// Booked earlier for an instant age before the limiter's now.
+		return throttle.Reservation{At: t0.Add(-age), Existing: true, Now: t0}
+	}
+	tests := []struct {
+		name      string
+		r         throttle.Reservation
+		now       time.Time // local; mid is t0
+		deadline  time.Time
+		delivered bool
+		want      step
+		wantWait  time.Duration
+	}{
+		{"allowed now", booked(0), t0, time.Time{}, false, stepSend, 0},
+		{"allowed, a little time gone since", booked(0), t0.Add(80 * ms), time.Time{}, false, stepSend, 0},
+		{"near: wait in place", booked(2 * time.Second), t0, time.Time{}, false, stepWait, 2 * time.Second},
+		{"exactly the inline limit waits", booked(maxInlineWait), t0, time.Time{}, false, stepWait, maxInlineWait},
+		{"far: defer", booked(time.Minute), t0, time.Time{}, false, stepDefer, time.Minute},
+		{"a new booking gone stale while this process stalled", booked(0), t0.Add(300 * ms), time.Time{}, false, stepRebook, 0},
+		{"slot at the deadline expires", booked(time.Minute), t0, t0.Add(time.Minute), false, stepExpire, 0},
+		{"slot just before the deadline is sent", booked(time.Minute), t0, t0.Add(time.Minute + ms), false, stepDefer, time.Minute},
+		{"refused: after NotAfter", throttle.Reservation{Refused: throttle.RefusedLate, Now: t0}, t0, t0.Add(time.Hour), false, stepExpire, 0},
+		{"refused: too many held", throttle.Reservation{Refused: throttle.RefusedFull, Now: t0}, t0, time.Time{}, false, stepFull, 0},
+		{"existing, on time", existing(50 * ms), t0, time.Time{}, false, stepSend, 0},
+		{"existing, late, nothing delivered: rebook", existing(time.Second), t0, time.Time{}, false, stepRebook, 0},
+		{"existing, late, a device has it: next attempt", existing(time.Second), t0, time.Time{}, true, stepNext, 0},
+		{"existing in the future: wait", throttle.Reservation{At: t0.Add(time.Second), Wait: time.Second, Existing: true, Now: t0}, t0, time.Time{}, false, stepWait, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := plan(tt.r, t0, tt.now, tt.deadline, tt.delivered)
+			if got.step != tt.want || got.wait != tt.wantWait {
+				t.Errorf("plan = %s wait %s, want %s wait %s", got.step, got.wait, tt.want, tt.wantWait)
+			}
+			if (got.step == stepSend || got.step == stepWait || got.step == stepDefer) && !got.slot.Equal(t0.Add(tt.r.Wait)) {
+				t.Errorf("slot %s, want mid + Wait = %s", got.slot, t0.Add(tt.r.Wait))
+			}
+		})
+	}
+}
+
+func TestJudge(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	ok := &providers.Result{Outcome: providers.Delivered, StatusCode: 200}
+	dead := &providers.Result{Outcome: providers.TokenInvalid, StatusCode: 410, Reason: "Unregistered"}
+	busy := &providers.Result{Outcome: providers.Throttled, StatusCode: 429, Reason: "TooManyRequests"}
+	busyFor := func(d time.Duration) *providers.Result {
+		return &providers.Result{Outcome: providers.Throttled, StatusCode: 429, RetryAfter: d, Reason: "QUOTA_EXCEEDED"}
+	}
+	down := &providers.Result{Outcome: providers.Transient, StatusCode: 503, Reason: "ServiceUnavailable"}
+	gone := &providers.Result{Outcome: providers.Transient, Reason: "timeout", Err: errors.New("i/o timeout")}
+	bad := &providers.Result{Outcome: providers.Permanent, StatusCode: 413, Reason: "PayloadTooLarge"}
+	late := &notSent
+	pol := retryPolicy{maxRetry: 2, maxThrottled: time.Hour}
+	tests := []struct {
+		name        string
+		states      []string
+		results     []*providers.Result
+		a           attempts
+		interrupted bool
+		want        verdict // cause and delay compared separately
+		delay       time.Duration
+	}{
+		{"delivered to both", []string{"", ""}, []*providers.Result{ok, ok}, attempts{}, false, verdict{act: actDone, state: stateDelivered}, 0},
+		{"one dead token, one delivered", []string{"", ""}, []*providers.Result{dead, ok}, attempts{}, false, verdict{act: actDone, state: stateDelivered}, 0},
+		{"every token dead: slot back", []string{"", ""}, []*providers.Result{dead, dead}, attempts{}, false, verdict{act: actDone, state: stateTokenInvalid, release: true}, 0},
+		{"recorded earlier, nothing sent now", []string{stateDelivered, stateTokenInvalid}, []*providers.Result{nil, nil}, attempts{}, false, verdict{act: actDone, state: stateDelivered}, 0},
+		{"throttled, nothing delivered: slot back, backoff of attempt 0", []string{""}, []*providers.Result{busy}, attempts{}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
+		{"throttled with Retry-After", []string{""}, []*providers.Result{busyFor(7 * time.Second)}, attempts{n: 3}, false, verdict{act: actRetry, throttled: true, release: true}, 7 * time.Second},
+		{"throttled beside a delivered device keeps the slot", []string{"", ""}, []*providers.Result{ok, busy}, attempts{}, false, verdict{act: actRetry, throttled: true}, -1},
+		{"throttled past HUSH_MAX_THROTTLED fails", []string{""}, []*providers.Result{busy}, attempts{n: 9, throttledSince: now.Add(-time.Hour)}, false, verdict{act: actFail, state: stateFailed}, 0},
+		{"transient with an answer: slot back", []string{""}, []*providers.Result{down}, attempts{}, false, verdict{act: actRetry, transient: true, release: true}, -1},
+		{"transient without an answer keeps the slot (it may have arrived)", []string{""}, []*providers.Result{gone}, attempts{}, false, verdict{act: actRetry, transient: true}, -1},
+		{"transient after the last retry fails", []string{""}, []*providers.Result{down}, attempts{n: 2, failures: 2}, false, verdict{act: actFail, state: stateFailed}, 0},
+		{"transient after the last retry, a device has it", []string{stateDelivered, ""}, []*providers.Result{nil, down}, attempts{n: 2, failures: 2}, false, verdict{act: actFail, state: stateDelivered}, 0},
+		{"permanent fails at once", []string{""}, []*providers.Result{bad}, attempts{}, false, verdict{act: actFail, state: stateFailed}, 0},
+		{"late for the slot, nothing called: book again", []string{""}, []*providers.Result{late}, attempts{}, false, verdict{act: actRebook}, 0},
+		{"late for the slot after a delivery: a new attempt at once", []string{stateDelivered, ""}, []*providers.Result{nil, late}, attempts{}, false, verdict{act: actRetry}, 0},
+		{"one delivered now, the other late: a new attempt at once", []string{"", ""}, []*providers.Result{ok, late}, attempts{}, false, verdict{act: actRetry}, 0},
+		{"shutdown before the call", []string{""}, []*providers.Result{nil}, attempts{}, true, verdict{act: actStop}, 0},
+		{"shutdown cut a call short", []string{""}, []*providers.Result{gone}, attempts{}, true, verdict{act: actStop}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := judge(tt.states, tt.results, tt.a, pol, now, tt.interrupted)
+			if got.act != tt.want.act || got.state != tt.want.state || got.release != tt.want.release ||
+				got.throttled != tt.want.throttled || got.transient != tt.want.transient {
+				t.Errorf("judge = %+v, want %+v", got, tt.want)
+			}
+			switch {
+			case tt.delay < 0: // backoff(a.n): full jitter on the upper half
+				lim := min(time.Second<<tt.a.n, 5*time.Minute)
+				if got.delay < lim/2 || got.delay > lim {
+					t.Errorf("delay %s, want backoff(%d) in [%s, %s]", got.delay, tt.a.n, lim/2, lim)
+				}
+			case got.delay != tt.delay:
+				t.Errorf("delay %s, want %s", got.delay, tt.delay)
+			}
+			if (got.act == actFail || got.act == actRetry) && got.cause == nil {
+				t.Error("no cause")
+			}
+		})
+	}
+}
+
+// TestBackoffGrowsWithTheAttempt: hush's own attempt count drives the
+// backoff (Asynq's count stays 0 for retries that are not failures).
+func TestBackoffGrowsWithTheAttempt(t *testing.T) {
+	busy := &providers.Result{Outcome: providers.Throttled, StatusCode: 429}
+	now := time.Now()
+	var prevMax time.Duration
+	for n := range 10 {
+		v := judge([]string{""}, []*providers.Result{busy}, attempts{n: n}, retryPolicy{maxThrottled: time.Hour}, now, false)
+		lim := min(time.Second<<n, 5*time.Minute)
+		if v.delay < lim/2 || v.delay > lim {
+			t.Errorf("attempt %d: delay %s, want in [%s, %s]", n, v.delay, lim/2, lim)
+		}
+		if lim < prevMax {
+			t.Errorf("attempt %d: bound %s shrank from %s", n, lim, prevMax)
+		}
+		prevMax = lim
+	}
+}
+
+func TestMembersAndTaskIDsCannotCollide(t *testing.T) {
+	type del struct {
+		job        string
+		index, att int
+	}
+	cases := []del{{"x", 0, 0}, {"x/0", 0, 0}, {"x", 0, 1}, {"x/0#1", 0, 0}, {"a/1", 2, 0}, {"a", 1, 2}, {"a/1", 2, 1}, {"a", 12, 0}, {"a/1", 2, 3}}
+	members := map[string]del{}
+	for _, c := range cases {
+		m := memberOf(c.job, c.index, c.att)
+		if prev, ok := members[m]; ok {
+			t.Errorf("member %q for both %+v and %+v", m, prev, c)
+		}
+		members[m] = c
+	}
+	ids := map[string]string{}
+	for _, job := range []string{"x", "x/0", "x/c1", "job:x", "delivery:x/0", "chunk:x/1", "y/0"} {
+		for _, id := range []string{jobTaskID(job), chunkTaskID(job, 1), deliveryTaskID(job, 0)} {
+			if prev, ok := ids[id]; ok {
+				t.Errorf("task id %q for both %s and %s", id, prev, job)
+			}
+			ids[id] = job
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package worker
+
+import "strconv"
+
+// Task ids and limiter members. A job id is any string a client chooses
+// (up to 256 bytes, "/" and ":" included), so every id hush derives from it
+// must be one no other job id can produce:
+//
+//   - task ids start with a kind ("job:", "chunk:", "delivery:") that a task
+//     id of another kind cannot start with, and the job id is followed only
+//     by "/" and decimal numbers, so the last "/" splits it off
+//     unambiguously;
+//   - limiter members live in one user's sorted set: "<job>/<index>" for a
+//     delivery's first attempt and "<job>/<index>#<attempt>" for a later
+//     one. A first-attempt member ends in "/<digits>", a later one in
+//     "#<digits>", and splitting at that last separator gives the job, the
+//     index and the attempt back, so no two deliveries share a member.
+//
+// Tasks enqueued by a version before these prefixes (plain "<job>",
+// "<job>/<index>", "<job>/c<k>") are still processed; only new ids use them.
+
+// jobTaskID is the Asynq task id of a submitted job.
+func jobTaskID(job string) string { return "job:" + job }
+
+// chunkTaskID is the Asynq task id of chunk k of a job.
+func chunkTaskID(job string, k int) string { return "chunk:" + job + "/" + strconv.Itoa(k) }
+
+// deliveryTaskID is the Asynq task id of a job's recipient index.
+func deliveryTaskID(job string, index int) string {
+	return "delivery:" + job + "/" + strconv.Itoa(index)
+}
+
+// memberOf is the limiter member of a delivery's attempt: the first
+// attempt books "<job>/<index>", attempt k > 0 "<job>/<index>#<k>", each a
+// slot of its own.
+func memberOf(job string, index, attempt int) string {
+	m := job + "/" + strconv.Itoa(index)
+	if attempt > 0 {
+		m += "#" + strconv.Itoa(attempt)
+	}
+	return m
+}
