@@ -35,7 +35,15 @@ type arrival struct {
 	push
 	At     time.Time
 	Status int
+	// Answered is when the fake's answer reached a client still waiting
+	// for it; zero when the request was cancelled first.
+	Answered time.Time
 }
+
+// pushed reports whether the arrival is a push the sender was told about:
+// a 200 answered to a waiting client. A request cancelled before its answer
+// is not one (the sender could not know, and sends it again).
+func (a arrival) pushed() bool { return a.Status == http.StatusOK && !a.Answered.IsZero() }
 
 // burst is perUser distinct notifications for each of users users, one job
 // each, every user with an APNs and an FCM device.
@@ -88,12 +96,58 @@ func (b burst) jobs() ([]payload.Job, []push) {
 	return jobs, pushes
 }
 
+// fanout is jobs fan-out jobs, each to all of users users (every user with
+// an APNs and an FCM device).
+type fanout struct {
+	prefix string
+	users  int
+	jobs   int
+}
+
+// everyone stands for the recipient in a fan-out job's notification key
+// ("*#<k>"): the job's data is the same for all its recipients, so
+// arrivals puts the user the device belongs to in its place.
+const everyone = "*"
+
+// fanoutJobs returns f's jobs and the pushes they must produce, and lets c
+// tell the devices' users apart.
+func (c *cluster) fanoutJobs(f fanout) ([]payload.Job, []push) {
+	if c.owners == nil {
+		c.owners = make(map[string]string)
+	}
+	b := burst{prefix: f.prefix, users: f.users}
+	var jobs []payload.Job
+	var pushes []push
+	for k := range f.jobs {
+		job := payload.Job{
+			ID: fmt.Sprintf("e2e-%s-fanout-%02d", f.prefix, k),
+			Content: payload.Content{
+				Alert: &payload.Alert{Title: fmt.Sprintf("Fan-out %d", k), Body: "end-to-end test"},
+				Data:  map[string]string{e2eKey: fmt.Sprintf("%s#%02d", everyone, k)},
+			},
+		}
+		for u := range f.users {
+			user := b.user(u)
+			j, ps := notificationJob(user, k)
+			job.Recipients = append(job.Recipients, j.Recipients...)
+			pushes = append(pushes, ps...)
+			c.owners[apnsToken(user)], c.owners[fcmToken(user)] = user, user
+		}
+		jobs = append(jobs, job)
+	}
+	return jobs, pushes
+}
+
 // arrivals is everything both fakes accepted, in no particular order.
 func (c *cluster) arrivals() []arrival {
 	var out []arrival
 	add := func(p payload.Platform, reqs []fake.Request) {
 		for _, r := range reqs {
-			out = append(out, arrival{push{p, r.Token, findString(r.Body, e2eKey)}, r.At, r.Status})
+			n := findString(r.Body, e2eKey)
+			if rest, ok := strings.CutPrefix(n, everyone+"#"); ok {
+				n = c.owners[r.Token] + "#" + rest
+			}
+			out = append(out, arrival{push{p, r.Token, n}, r.At, r.Status, r.Answered})
 		}
 	}
 	add(payload.APNs, c.apns.Requests())
@@ -132,11 +186,11 @@ func findString(doc []byte, key string) string {
 	return walk(v)
 }
 
-// delivered counts the 200 answers per push.
+// delivered counts the pushes (200 answers a client waited for) per push.
 func delivered(arrs []arrival) map[push]int {
 	m := make(map[push]int)
 	for _, a := range arrs {
-		if a.Status == http.StatusOK {
+		if a.pushed() {
 			m[a.push]++
 		}
 	}
@@ -250,7 +304,7 @@ func TestCheckTimelines(t *testing.T) {
 	at := func(ms ...int) []arrival {
 		var out []arrival
 		for i, m := range ms {
-			out = append(out, arrival{push{payload.FCM, "t", fmt.Sprintf("u#%d", i)}, t0.Add(time.Duration(m) * time.Millisecond), http.StatusOK})
+			out = append(out, arrival{push{payload.FCM, "t", fmt.Sprintf("u#%d", i)}, t0.Add(time.Duration(m) * time.Millisecond), http.StatusOK, t0.Add(time.Duration(m) * time.Millisecond)})
 		}
 		return out
 	}
@@ -264,8 +318,8 @@ func TestCheckTimelines(t *testing.T) {
 		{"within tolerance", at(0, 210, 910), 0, 3},
 		{"window exceeded", at(0, 400, 800), 1, 3},
 		{"gap too small", at(0, 100), 1, 2},
-		{"duplicate ignored", append(at(0, 1000), arrival{push{payload.FCM, "t", "u#0"}, t0.Add(1100 * time.Millisecond), http.StatusOK}), 0, 1},
-		{"failed answers ignored", append(at(0, 1000), arrival{push{payload.FCM, "t", "u#9"}, t0.Add(10 * time.Millisecond), http.StatusServiceUnavailable}), 0, 1},
+		{"duplicate ignored", append(at(0, 1000), arrival{push{payload.FCM, "t", "u#0"}, t0.Add(1100 * time.Millisecond), http.StatusOK, t0.Add(1100 * time.Millisecond)}), 0, 1},
+		{"failed answers ignored", append(at(0, 1000), arrival{push{payload.FCM, "t", "u#9"}, t0.Add(10 * time.Millisecond), http.StatusServiceUnavailable, t0.Add(10 * time.Millisecond)}), 0, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

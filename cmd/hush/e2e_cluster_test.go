@@ -69,6 +69,8 @@ type cluster struct {
 	dir   string
 	procs []*hushProc
 	http  *http.Client
+	// owners maps a fan-out job's device tokens to their users (fanoutJobs).
+	owners map[string]string
 }
 
 // hushProc is one running hush serve.

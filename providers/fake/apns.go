@@ -131,7 +131,8 @@ func (f *APNs) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	a := f.rec.take(Request{Token: token, Path: r.URL.Path, Header: r.Header, Body: body, At: at}, apnsStatus)
+	a, tk := f.rec.take(Request{Token: token, Path: r.URL.Path, Header: r.Header, Body: body, At: at}, apnsStatus)
+	defer f.rec.answered(tk, w, r)
 	if !a.begin(w, r) {
 		return
 	}

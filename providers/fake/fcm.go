@@ -121,7 +121,8 @@ func (f *FCM) serve(w http.ResponseWriter, r *http.Request) {
 		writeFCMError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Request contains an invalid argument.", false)
 		return
 	}
-	a := f.rec.take(Request{Token: req.Message.Token, Path: r.URL.Path, Header: r.Header, Body: body, At: at}, fcmStatus)
+	a, tk := f.rec.take(Request{Token: req.Message.Token, Path: r.URL.Path, Header: r.Header, Body: body, At: at}, fcmStatus)
+	defer f.rec.answered(tk, w, r)
 	if !a.begin(w, r) {
 		return
 	}

@@ -17,9 +17,18 @@ type Request struct {
 	Body   []byte
 	// At is when the request reached the handler.
 	At time.Time
-	// Status is the HTTP status the fake answered.
+	// Status is the HTTP status the fake answered (or was to answer).
 	Status int
+	// Answered is when the fake's answer was written and flushed to a
+	// client still waiting for it; zero when the client went away first
+	// (a cancelled request: the sender never learnt the outcome, and the
+	// fake does not count it as a push).
+	Answered time.Time
 }
+
+// Pushed reports whether the request is a push that reached the device: a
+// 200 answered to a client that was still waiting for it.
+func (r Request) Pushed() bool { return r.Status == http.StatusOK && !r.Answered.IsZero() }
 
 // recorder holds a fake's scripts and its record of accepted requests.
 type recorder struct {
@@ -27,6 +36,7 @@ type recorder struct {
 	scripts  map[string][]Answer
 	fallback []Answer
 	reqs     []Request
+	gen      int // bumped by reset and setRecording, so stale tickets are ignored
 	off      bool
 	accepted int
 	rejected int
@@ -51,18 +61,38 @@ func (r *recorder) script(token string, answers []Answer) {
 	r.scripts[token] = slices.Clone(answers)
 }
 
+// ticket names a recorded request, for answered.
+type ticket struct{ gen, i int }
+
 // take pops token's next answer and records req with the status the answer
 // renders to (status maps the answer to the fake's HTTP status).
-func (r *recorder) take(req Request, status func(Answer) int) Answer {
+func (r *recorder) take(req Request, status func(Answer) int) (Answer, ticket) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := pop(r.scripts, req.Token, &r.fallback)
 	r.accepted++
-	if !r.off {
-		req.Status = status(a)
-		r.reqs = append(r.reqs, req)
+	if r.off {
+		return a, ticket{gen: -1}
 	}
-	return a
+	req.Status = status(a)
+	r.reqs = append(r.reqs, req)
+	return a, ticket{gen: r.gen, i: len(r.reqs) - 1}
+}
+
+// answered flushes the answer written to w and, when the client of req is
+// still there, records the instant as the request's Answered. Handlers
+// defer it right after take.
+func (r *recorder) answered(tk ticket, w http.ResponseWriter, req *http.Request) {
+	_ = http.NewResponseController(w).Flush()
+	if req.Context().Err() != nil {
+		return
+	}
+	at := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if tk.gen == r.gen && tk.i < len(r.reqs) {
+		r.reqs[tk.i].Answered = at
+	}
 }
 
 func pop(scripts map[string][]Answer, token string, fallback *[]Answer) Answer {
@@ -105,6 +135,7 @@ func (r *recorder) setRecording(on bool) {
 	r.off = !on
 	if !on {
 		r.reqs = nil
+		r.gen++
 	}
 }
 
@@ -118,5 +149,6 @@ func (r *recorder) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reqs = nil
+	r.gen++
 	r.accepted, r.rejected = 0, 0
 }
