@@ -103,7 +103,9 @@
 // fresh user's Allow, 0.24 ms for an Allow behind 100 bookings, 1.7 ms
 // behind 1,000 and 16 ms behind 10,000 (a slot-seeking Reserve costs about
 // the same), while a Reserve refused at the cap costs no more than a fresh
-// user's.
+// user's. Another run, on a 2-core machine (-benchtime 300x): 39 us fresh,
+// 132 us behind 100 bookings, 1.3 ms behind 1,000, 12.3 ms behind 10,000;
+// refused at the cap of 1,000: 39 us.
 //
 // # Clock
 //

@@ -36,7 +36,7 @@ type Config struct {
 	ThrottleLimits     string        `split_words:"true" default:"10/1m,100/24h" desc:"per-user rolling-window caps, N/window comma list"`
 	ThrottleMinGap     time.Duration `split_words:"true" default:"3s" desc:"minimum gap between two pushes to the same user"`
 	ThrottleBypass     []string      `split_words:"true" default:"critical" desc:"priorities that skip the limiter (comma list; empty: none)"`
-	ThrottleMaxPending int           `split_words:"true" default:"100" desc:"most held (booked, not yet sent) pushes one user may have; a delivery beyond it is dropped with reason throttle_full (0: no cap; a decision for a user holding P bookings costs about 2.4 µs of Redis CPU per booking)"`
+	ThrottleMaxPending int           `split_words:"true" default:"100" desc:"most held (booked, not yet sent) pushes one user may have; a delivery beyond it is dropped with reason throttle_full (0: no cap; a decision for a user holding P bookings costs about 1 to 2 µs of Redis CPU more per booking it holds)"`
 	MaxThrottled       time.Duration `split_words:"true" default:"1h" desc:"most time a delivery may spend throttled by a provider (429 without end) before it is archived; its expiry ends it sooner (0: only its expiry)"`
 
 	APNSKeyFile      string `split_words:"true" desc:"APNs token auth: .p8 key file"`
