@@ -59,6 +59,11 @@ func (w *Worker) deviceCalls(ctx context.Context, d *delivery, states []string, 
 					after()
 				}
 			}()
+			// Counted from before the shutdown check to after the answer's
+			// record, so Run never sees no call under way between a
+			// provider's answer and its record.
+			w.calls.add()
+			defer w.calls.done()
 			if ctx.Err() != nil {
 				return // shutdown: the delivery goes back as it is
 			}
@@ -89,8 +94,6 @@ func (w *Worker) sendOne(ctx context.Context, d *delivery, j, attempt int, sendB
 	defer cancel()
 	stop := context.AfterFunc(w.halt, cancel)
 	defer stop()
-	w.calls.add()
-	defer w.calls.done()
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {

@@ -86,7 +86,7 @@ type Worker struct {
 	// while after shutdown began, just before Asynq gives up on handlers.
 	halt       context.Context
 	cancelHalt context.CancelFunc
-	calls      tracker // provider calls under way
+	calls      tracker // provider calls under way, until their answers are recorded
 
 	pool  *goPool             // goroutines for handlers and provider calls
 	sends *semaphore.Weighted // permits for chunks' provider calls
@@ -229,7 +229,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Asynq may have stopped waiting for a handler whose provider call or
 	// outcome write is still under way: wait for those, so every answer
 	// the providers gave is recorded before the process exits.
-	if !w.calls.wait(haltAfter+time.Second) || !w.rec.wait(recordTimeout) {
+	callsDone := w.calls.wait(haltAfter + time.Second)
+	// Waited for even when some call hangs: the answers already in must
+	// still be written.
+	if recorded := w.rec.wait(recordTimeout); !callsDone || !recorded {
 		w.log.Error("worker stopped with provider answers not recorded; those devices may get their push again")
 	}
 	w.cancelHalt()
