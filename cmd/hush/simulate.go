@@ -20,29 +20,31 @@ type simulateFlags struct {
 	ttl            time.Duration
 	asJSON         bool
 	heldBy         bool
-	// generate (hidden): write a synthetic trace of this many events to
-	// stdout instead of simulating, for measuring.
+	html           string
+	// generate writes a synthetic trace of this many events to stdout
+	// instead of simulating, for trying rule sets and measuring.
 	generate      int
 	generateUsers int
 }
 
-func (f *simulateFlags) register(fs *flag.FlagSet, hidden bool) {
+func (f *simulateFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.limits, "limits", "", "rolling-window caps of one rule set, `N/W` comma list (e.g. 10/1m,100/24h)")
-	fs.StringVar(&f.minGap, "min-gap", "", "minimum gap between two pushes to a user in the same rule set as --limits (e.g. 3s)")
+	fs.StringVar(&f.minGap, "min-gap", "", "minimum `duration` between two pushes to a user, in the same rule set as --limits (e.g. 3s)")
 	fs.Var(&f.rules, "rules", "one more rule set as `LIMITS@GAP` (10/1m,100/24h@3s; 3/10s; @2s); repeatable")
 	fs.DurationVar(&f.ttl, "ttl", 0, "drop a push whose slot is this `duration` or more after its time, as the worker drops expired pushes (0: never)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the results as JSON")
 	fs.BoolVar(&f.heldBy, "held-by", true, "count which rule held each push back (--held-by=false replays about twice as fast)")
-	if hidden {
-		fs.IntVar(&f.generate, "generate", 0, "write a synthetic bursty trace of `N` events to stdout and exit")
-		fs.IntVar(&f.generateUsers, "generate-users", 10000, "users in the --generate trace")
-	}
+	fs.StringVar(&f.html, "html", "", "also write the results with charts to `FILE`, one self-contained HTML page")
+	fs.IntVar(&f.generate, "generate", 0, "write a synthetic bursty trace of `N` events to stdout and exit, instead of simulating")
+	fs.IntVar(&f.generateUsers, "generate-users", 10000, "spread the --generate trace over `U` users")
 }
 
 func simulateHelp(fs *flag.FlagSet) func(io.Writer) {
 	return func(w io.Writer) {
 		fmt.Fprint(w, `Usage:
-  hush simulate [--limits N/W,...] [--min-gap D] [--rules LIMITS@GAP]... [--ttl D] [--json] [FILE|-]
+  hush simulate [--limits N/W,...] [--min-gap D] [--rules LIMITS@GAP]... [--ttl D]
+                [--held-by=false] [--json] [--html FILE] [FILE|-]
+  hush simulate --generate N [--generate-users U] > trace.csv
 
 Replays a trace of pushes through the in-memory limiter, offline and fast
 (a million events take seconds), so you can see what a rule set would do to
@@ -58,6 +60,8 @@ The trace is CSV, one push per line, from FILE or standard input ("-"):
 time is RFC 3339 or Unix epoch milliseconds; further columns are ignored; a
 header line, blank lines and # comments are skipped. Lines need not be in
 order: pushes are replayed sorted by time (equal times in input order).
+Without a trace of your own, --generate writes a synthetic one: N bursty
+pushes over a day, spread unevenly over --generate-users users.
 
 Every push is booked like the worker books a delivery: it goes out at once
 if every rule allows it, else in the earliest slot the rules allow
@@ -78,10 +82,17 @@ Output, per rule set:
                   (the limiter's DeniedBy; --held-by=false skips it)
   users held      users with at least one push deferred or dropped
 
+--html FILE also writes these figures to one HTML page (no external files,
+no JavaScript) with, per rule set, the delays as a cumulative chart, the
+share of held-back pushes per rule, and the outcomes over the trace's time.
+
 Examples:
   hush simulate --limits 10/1m --min-gap 3s < trace.csv
   hush simulate --rules 10/1m,100/24h@3s --rules 5/1m,50/24h@10s --ttl 1h trace.csv
   hush simulate --rules @3s --rules 3/10s@2s --json trace.csv | jq '.[].delay_p99_ms'
+  hush simulate --rules 10/1m,100/24h@3s --rules 5/1m@10s --ttl 1h --html report.html trace.csv
+  hush simulate --held-by=false --rules 3/10s@2s big-trace.csv
+  hush simulate --generate 1000000 --generate-users 10000 > trace.csv
 
 A progress bar is shown on standard error when it is a terminal.
 
@@ -94,10 +105,8 @@ Flags:
 func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	var f simulateFlags
-	f.register(fs, true)
-	shown := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	new(simulateFlags).register(shown, false)
-	pos, err := parseFlags(fs, args, stdout, simulateHelp(shown))
+	f.register(fs)
+	pos, err := parseFlags(fs, args, stdout, simulateHelp(fs))
 	if err != nil {
 		return err
 	}
@@ -144,17 +153,30 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	readSecs := time.Since(readStart).Seconds()
 
 	replayStart := time.Now()
-	results, err := replayAll(ctx, events, sets, simOptions{TTL: f.ttl, HeldBy: f.heldBy}, bar)
+	o := simOptions{TTL: f.ttl, HeldBy: f.heldBy, Detail: f.html != ""}
+	results, err := replayAll(ctx, events, sets, o, bar)
 	if err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}
 	replaySecs := time.Since(replayStart).Seconds()
+	rep := newSimReport(results, f.ttl)
+	if f.html != "" {
+		tr := traceInfo{Name: traceName(pos), HeldBy: f.heldBy}
+		if len(events) > 0 {
+			tr.First, tr.Last = events[0].at, events[len(events)-1].at
+		}
+		page := newHTMLPage(rep, tr)
+		if err := writeHTMLFile(f.html, page); err != nil {
+			return fmt.Errorf("simulate: --html: %w", err)
+		}
+		fmt.Fprintf(stderr, "simulate: wrote the report to %s\n", f.html)
+	}
 	if f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(results)
 	}
-	renderSimulation(stdout, results, f.ttl)
+	writeTextReport(stdout, rep)
 	if replaySecs > 0 && len(events) > 0 {
 		fmt.Fprintf(stdout, "\nread %d events in %.2fs; replayed them under %d rule set(s) in %.2fs (%.0f events/s)\n",
 			len(events), readSecs, len(results), replaySecs, float64(len(events)*len(results))/replaySecs)

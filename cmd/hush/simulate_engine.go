@@ -54,6 +54,78 @@ type simResult struct {
 	UsersDeferred int `json:"users_deferred"`
 	// Seconds is the wall time the replay took.
 	Seconds float64 `json:"seconds"`
+	// Detail is what the HTML report draws beyond these figures; set only
+	// when simOptions.Detail asks for it.
+	Detail *simDetail `json:"-"`
+}
+
+// simDetail is a replay's distributions: every delay and the outcomes over
+// the trace's time.
+type simDetail struct {
+	// Rules names every rule of the set as DeniedBy does: the limits in
+	// order, then the gap (when there is one).
+	Rules []string
+	// Delays are the delays of the pushes sent (allowed now as 0), sorted,
+	// in milliseconds: the percentiles above are read from them.
+	Delays []int64
+	// Timeline counts outcomes by the push's own time.
+	Timeline outcomeTimeline
+}
+
+// outcomeTimeline counts what happened to the pushes of each bin of trace
+// time: bin i covers [Start + i*Width, Start + (i+1)*Width), Unix ms.
+type outcomeTimeline struct {
+	Start, Width int64
+	Bins         []outcomes
+}
+
+// outcomes counts pushes by what the limiter did to them.
+type outcomes struct{ Allowed, Deferred, Dropped int }
+
+// timelineMaxBins caps how many bins an outcomeTimeline has.
+const timelineMaxBins = 100
+
+// binWidths are the bin widths an outcomeTimeline may use, in
+// milliseconds: the smallest that fits the trace in timelineMaxBins is
+// chosen; past the last, whole multiples of a week.
+var binWidths = []int64{
+	1e3, 2e3, 5e3, 10e3, 15e3, 30e3, // seconds
+	60e3, 120e3, 300e3, 600e3, 900e3, 1800e3, // minutes
+	3600e3, 2 * 3600e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, // hours
+	24 * 3600e3, 2 * 24 * 3600e3, 7 * 24 * 3600e3, // days
+}
+
+// newTimeline returns empty bins covering first..last (Unix ms), aligned
+// to a whole bin width.
+func newTimeline(first, last int64) outcomeTimeline {
+	span := last - first
+	width := int64(0)
+	for _, w := range binWidths {
+		if span/w < timelineMaxBins {
+			width = w
+			break
+		}
+	}
+	if width == 0 {
+		week := binWidths[len(binWidths)-1]
+		width = week * (span/(week*timelineMaxBins) + 1)
+	}
+	start := floorDiv(first, width) * width
+	return outcomeTimeline{Start: start, Width: width, Bins: make([]outcomes, (last-start)/width+1)}
+}
+
+// bin returns the counts of the bin holding at (Unix ms, first..last).
+func (tl *outcomeTimeline) bin(at int64) *outcomes {
+	return &tl.Bins[(at-tl.Start)/tl.Width]
+}
+
+// floorDiv is a/b rounded down, for negative a too (times before 1970).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 // simOptions tune a replay.
@@ -66,6 +138,8 @@ type simOptions struct {
 	// Step, when not nil, is called after every 1<<16 events with the
 	// number of events done since the previous call.
 	Step func(done int)
+	// Detail keeps the delays and the timeline in simResult.Detail.
+	Detail bool
 }
 
 // simulate replays events through an in-memory limiter with rs's rules, on a
@@ -85,6 +159,10 @@ func simulate(ctx context.Context, events []traceEvent, rs ruleSet, o simOptions
 	users := map[string]bool{} // user -> held back at least once
 	ttlMs := o.TTL.Milliseconds()
 	var member []byte
+	var tl outcomeTimeline
+	if o.Detail && len(events) > 0 {
+		tl = newTimeline(events[0].at, events[len(events)-1].at)
+	}
 	for i, ev := range events {
 		if i&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -114,6 +192,9 @@ func simulate(ctx context.Context, events []traceEvent, rs ruleSet, o simOptions
 		wait := r.Wait.Milliseconds()
 		if wait == 0 {
 			res.Allowed++
+			if tl.Bins != nil {
+				tl.bin(ev.at).Allowed++
+			}
 			delays = append(delays, 0)
 			continue
 		}
@@ -123,12 +204,18 @@ func simulate(ctx context.Context, events []traceEvent, rs ruleSet, o simOptions
 		}
 		if ttlMs > 0 && wait >= ttlMs {
 			res.Dropped++
+			if tl.Bins != nil {
+				tl.bin(ev.at).Dropped++
+			}
 			if _, err := lim.Release(ctx, ev.user, string(member)); err != nil {
 				return simResult{}, fmt.Errorf("event %d: %w", i+1, err)
 			}
 			continue
 		}
 		res.Deferred++
+		if tl.Bins != nil {
+			tl.bin(ev.at).Deferred++
+		}
 		delays = append(delays, wait)
 	}
 	res.Users = len(users)
@@ -148,8 +235,24 @@ func simulate(ctx context.Context, events []traceEvent, rs ruleSet, o simOptions
 	if len(delays) > 0 {
 		res.DelayMax = delays[len(delays)-1]
 	}
+	if o.Detail {
+		res.Detail = &simDetail{Rules: ruleNames(rs.policy), Delays: delays, Timeline: tl}
+	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// ruleNames are p's rules named as Decision.DeniedBy names them: each
+// limit, then the gap when there is one.
+func ruleNames(p throttle.Policy) []string {
+	var names []string
+	for _, l := range p.Limits {
+		names = append(names, l.String())
+	}
+	if p.MinGap > 0 {
+		names = append(names, throttle.Policy{MinGap: p.MinGap}.String())
+	}
+	return names
 }
 
 // percentile is the nearest-rank p-th percentile of sorted xs (0 when

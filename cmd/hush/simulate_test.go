@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -235,18 +237,33 @@ func TestSimulateCommandErrors(t *testing.T) {
 	}
 }
 
+// TestSimulateHelp: the help lists every flag simulate takes (a flag
+// added later is checked too) and shows them in examples.
 func TestSimulateHelp(t *testing.T) {
 	stdout, _, code := runCmd(t, "simulate", "--help")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, w := range []string{"time,user", "hush simulate --limits 10/1m --min-gap 3s < trace.csv", "--rules", "p99", "held back by", "-ttl duration"} {
+	for _, w := range []string{"time,user", "hush simulate --limits 10/1m --min-gap 3s < trace.csv", "--rules", "p99", "held back by", "-ttl duration",
+		"--html report.html trace.csv", "hush simulate --generate 1000000 --generate-users 10000 > trace.csv", "--held-by=false --rules"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("help does not mention %q", w)
 		}
 	}
-	if strings.Contains(stdout, "generate") {
-		t.Errorf("help shows the hidden --generate flag")
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	new(simulateFlags).register(fs)
+	flags := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		flags++
+		if !regexp.MustCompile(`(?m)^  -` + regexp.QuoteMeta(f.Name) + `\b`).MatchString(stdout) {
+			t.Errorf("help does not list -%s", f.Name)
+		}
+		if !strings.Contains(stdout, "--"+f.Name) {
+			t.Errorf("help's text and examples never mention --%s", f.Name)
+		}
+	})
+	if flags < 9 { // --limits ... --generate-users today
+		t.Errorf("simulate has %d flags, want at least 9", flags)
 	}
 }
 

@@ -1,0 +1,384 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"html"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// twoUsers is fivePushes' u-1 plus a u-2 who pushes twice at once, so the
+// rule sets below defer, drop and allow.
+const twoUsers = fivePushes + `2026-11-21T10:00:00Z,u-2
+2026-11-21T10:00:00Z,u-2
+2026-11-21T10:00:30Z,u-2
+`
+
+// htmlFigures are the figures an HTML report marks with data-set and
+// data-field, as "set/field" -> every text shown for it.
+func htmlFigures(t *testing.T, page string) map[string][]string {
+	t.Helper()
+	re := regexp.MustCompile(`data-set="(\d+)" data-field="([^"]+)">([^<]*)<`)
+	got := map[string][]string{}
+	for _, m := range re.FindAllStringSubmatch(page, -1) {
+		key := m[1] + "/" + html.UnescapeString(m[2])
+		got[key] = append(got[key], html.UnescapeString(m[3]))
+	}
+	if len(got) == 0 {
+		t.Fatalf("no data-field figures in the page:\n%s", page)
+	}
+	return got
+}
+
+// textReport splits the text report into its table rows (rules -> the
+// figures after them), the note line and the held-back lines.
+func textReport(t *testing.T, stdout string) (rows map[string][]string, order []string, note string, held []string) {
+	t.Helper()
+	rows = map[string][]string{}
+	n := len(reportColumns)
+	for line := range strings.Lines(stdout) {
+		line = strings.TrimRight(line, "\n")
+		f := strings.Fields(line)
+		switch {
+		case len(f) > n && f[0] == "rules":
+		case strings.HasPrefix(line, "("):
+			note = line
+		case strings.Contains(line, ": held back by "):
+			held = append(held, line)
+		case len(f) > n && strings.HasSuffix(f[len(f)-n+3], "%"):
+			// The rule set's name has spaces: the figures are the last n
+			// fields.
+			name := strings.Join(f[:len(f)-n], " ")
+			rows[name] = f[len(f)-n:]
+			order = append(order, name)
+		}
+	}
+	if len(rows) == 0 || note == "" {
+		t.Fatalf("cannot read the text report:\n%s", stdout)
+	}
+	return rows, order, note, held
+}
+
+// TestSimulateHTMLFiguresMatchText: every figure the HTML page shows (the
+// summary table, each rule set's figures, the percentile marks, the
+// held-back bars and lines) is the text report's, for the same trace and
+// flags; --html leaves standard output as it was; the marks sit at the
+// delays --json reports.
+func TestSimulateHTMLFiguresMatchText(t *testing.T) {
+	trace := writeFile(t, "trace.csv", twoUsers)
+	args := []string{"simulate", "--limits", "3/10s", "--min-gap", "2s", "--rules", "@1s", "--rules", "2/1m,4/1h", "--ttl", "5s", trace}
+	text, stderr, code := runCmd(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	report := filepath.Join(t.TempDir(), "report.html")
+	withHTML, stderr, code := runCmd(t, append(slices.Clone(args), "--html", report)...)
+	if code != 0 {
+		t.Fatalf("--html: exit %d; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, report) {
+		t.Errorf("stderr does not name the report file:\n%s", stderr)
+	}
+	withoutTiming := func(s string) string { return s[:strings.LastIndex(s, "\nread ")] }
+	if diff := cmp.Diff(withoutTiming(text), withoutTiming(withHTML)); diff != "" {
+		t.Errorf("--html changed standard output (-without +with):\n%s", diff)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	got := htmlFigures(t, page)
+
+	rows, order, note, heldLines := textReport(t, text)
+	if len(order) != 3 {
+		t.Fatalf("text report has %d rule sets, want 3:\n%s", len(order), text)
+	}
+	want := map[string][]string{}
+	for i, name := range order {
+		set := strconv.Itoa(i)
+		want[set+"/rules"] = []string{name}
+		for k, c := range reportColumns {
+			// In the summary table and in the rule set's figures.
+			want[set+"/"+c.Key] = []string{rows[name][k], rows[name][k]}
+		}
+		// The delay chart marks the percentiles, and the dropped share
+		// when something was dropped.
+		for _, p := range []string{"p50", "p90", "p99"} {
+			want[set+"/"+p] = append(want[set+"/"+p], rows[name][slices.IndexFunc(reportColumns, func(c reportColumn) bool { return c.Key == p })])
+		}
+		if dropped := rows[name][4]; dropped != "0" {
+			want[set+"/dropped_pct"] = append(want[set+"/dropped_pct"], rows[name][5])
+		}
+		// The held-back line, and one bar per rule in it.
+		for _, line := range heldLines {
+			rest, ok := strings.CutPrefix(line, name+": held back by ")
+			if !ok {
+				continue
+			}
+			want[set+"/held_line"] = []string{line}
+			for part := range strings.SplitSeq(rest, ", ") {
+				cut := strings.LastIndex(part, " ")
+				want[set+"/held:"+part[:cut]] = []string{part[cut+1:]}
+			}
+		}
+	}
+	// Rules that held nothing back show a 0% bar.
+	for key := range got {
+		if strings.Contains(key, "/held:") && want[key] == nil {
+			want[key] = []string{"0%"}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("HTML figures (-text report +HTML):\n%s", diff)
+	}
+	if !strings.Contains(page, `data-field="note">`+html.EscapeString(note)+"<") {
+		t.Errorf("the page does not show the note %q", note)
+	}
+	// The three rule sets are all held back by something, so the test
+	// above compared bars; and 2/1m,4/1h shows its never-binding 4/1h.
+	for _, key := range []string{"0/held_line", "1/held_line", "2/held_line", "0/held:3/10s", "2/held:4/1h"} {
+		if got[key] == nil {
+			t.Errorf("the page has no %s", key)
+		}
+	}
+
+	stdout, _, _ := runCmd(t, append(slices.Clone(args), "--json")...)
+	var results []simResult
+	if err := json.Unmarshal([]byte(stdout), &results); err != nil {
+		t.Fatal(err)
+	}
+	marks := regexp.MustCompile(`<g class="mark" data-field="(p\d+)" data-ms="(\d+)">`).FindAllStringSubmatch(page, -1)
+	var gotMarks, wantMarks []string
+	for _, m := range marks {
+		gotMarks = append(gotMarks, m[1]+"="+m[2])
+	}
+	for _, r := range results {
+		for _, p := range []struct {
+			name string
+			ms   int64
+		}{{"p50", r.DelayP50}, {"p90", r.DelayP90}, {"p99", r.DelayP99}} {
+			wantMarks = append(wantMarks, p.name+"="+strconv.FormatInt(p.ms, 10))
+		}
+	}
+	if diff := cmp.Diff(wantMarks, gotMarks); diff != "" {
+		t.Errorf("percentile marks (-json +HTML):\n%s", diff)
+	}
+}
+
+// TestSimulateHTMLSelfContained: the page loads nothing (no scripts, no
+// links, no external URLs), draws one delay chart per rule set plus the
+// comparison, and escapes what it did not write itself (the trace's name).
+func TestSimulateHTMLSelfContained(t *testing.T) {
+	trace := writeFile(t, `<b onmouseover="x">.csv`, twoUsers)
+	report := filepath.Join(t.TempDir(), "report.html")
+	_, stderr, code := runCmd(t, "simulate", "--rules", "3/10s@2s", "--rules", "@1s", "--html", report, trace)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := strings.ToLower(string(b))
+	for _, bad := range []string{"<script", "<link", "<img", "<iframe", "@import", "url(", "src=", "href=", "http://", "https://", "<b onmouseover"} {
+		if i := strings.Index(page, bad); i >= 0 {
+			t.Errorf("the page has %q: ...%s...", bad, page[max(0, i-80):min(len(page), i+80)])
+		}
+	}
+	if !strings.Contains(page, "&lt;b onmouseover=") {
+		t.Errorf("the trace's name is not shown escaped")
+	}
+	for _, w := range []struct {
+		what string
+		n    int
+	}{{`<svg class="chart"`, 1 + 2*3}, {`<path class="cdf s0"`, 2}, {`<path class="cdf s1"`, 2}, {`<rect class="allowed"`, 1}, {`<rect class="deferred"`, 1}} {
+		if got := strings.Count(page, w.what); got < w.n {
+			t.Errorf("%d %s, want at least %d", got, w.what, w.n)
+		}
+	}
+}
+
+// TestSimulateHTMLErrors: a report that cannot be written fails the
+// command and names the file; nothing is half written.
+func TestSimulateHTMLErrors(t *testing.T) {
+	trace := writeFile(t, "trace.csv", twoUsers)
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "report.html")
+	_, stderr, code := runCmd(t, "simulate", "--html", missing, trace)
+	if code != 1 || !strings.Contains(stderr, "--html") || !strings.Contains(stderr, missing) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 naming --html and %s", code, stderr, missing)
+	}
+}
+
+// TestSimulateDetail: with Detail the replay keeps every delay and counts
+// every push in exactly one bin, by its own time.
+func TestSimulateDetail(t *testing.T) {
+	events, err := readTrace(strings.NewReader(twoUsers), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		rules     string
+		ttl       time.Duration
+		wantRules []string
+	}{
+		{"3/10s@2s", 5 * time.Second, []string{"3/10s", "min-gap 2s"}},
+		{"2/1m,4/1h", 0, []string{"2/1m", "4/1h"}},
+		{"@1s", 0, []string{"min-gap 1s"}},
+	} {
+		t.Run(tt.rules, func(t *testing.T) {
+			r, err := simulate(context.Background(), events, mustRuleSet(t, tt.rules), simOptions{TTL: tt.ttl, HeldBy: true, Detail: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := r.Detail
+			if diff := cmp.Diff(tt.wantRules, d.Rules); diff != "" {
+				t.Errorf("rules (-want +got):\n%s", diff)
+			}
+			if len(d.Delays) != r.Allowed+r.Deferred || !slices.IsSorted(d.Delays) || d.Delays[len(d.Delays)-1] != r.DelayMax {
+				t.Errorf("delays %v for %d allowed + %d deferred, max %d", d.Delays, r.Allowed, r.Deferred, r.DelayMax)
+			}
+			// The trace spans 10:00:00 to 10:00:30: 1 s bins.
+			tl := d.Timeline
+			if tl.Width != 1000 || tl.Start != events[0].at || len(tl.Bins) != 31 {
+				t.Errorf("timeline start %d width %d bins %d, want %d, 1000, 31", tl.Start, tl.Width, len(tl.Bins), events[0].at)
+			}
+			var sum outcomes
+			for _, b := range tl.Bins {
+				sum.Allowed += b.Allowed
+				sum.Deferred += b.Deferred
+				sum.Dropped += b.Dropped
+			}
+			if want := (outcomes{r.Allowed, r.Deferred, r.Dropped}); sum != want {
+				t.Errorf("bins add up to %+v, want %+v", sum, want)
+			}
+			if n := tl.Bins[0].Allowed + tl.Bins[0].Deferred + tl.Bins[0].Dropped; n != 3 {
+				t.Errorf("first bin counts %d pushes, want 3 (u-1 and u-2 twice at 10:00:00)", n)
+			}
+		})
+	}
+}
+
+func TestSimulateTimelineBins(t *testing.T) {
+	const day = 24 * 3600e3
+	t0 := time.Date(2026, 11, 21, 10, 7, 3, 0, time.UTC).UnixMilli()
+	tests := []struct {
+		name        string
+		first, last int64
+		wantStart   int64
+		wantWidth   int64
+		wantBins    int
+	}{
+		{"one push", t0, t0, t0, 1000, 1},
+		{"a minute", t0, t0 + 60e3, t0, 1000, 61},
+		{"an hour", t0, t0 + 3600e3, time.Date(2026, 11, 21, 10, 7, 0, 0, time.UTC).UnixMilli(), 60e3, 61},
+		{"a day", t0, t0 + day, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC).UnixMilli(), 900e3, 97},
+		{"a year", 0, 365 * day, 0, 7 * day, 53},
+		{"three years", 0, 3 * 365 * day, 0, 2 * 7 * day, 79},
+		{"before 1970", -1500, 500, -2000, 1000, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := newTimeline(tt.first, tt.last)
+			if tl.Start != tt.wantStart || tl.Width != tt.wantWidth || len(tl.Bins) != tt.wantBins {
+				t.Errorf("start %d width %d bins %d, want %d %d %d", tl.Start, tl.Width, len(tl.Bins), tt.wantStart, tt.wantWidth, tt.wantBins)
+			}
+			if len(tl.Bins) > timelineMaxBins+1 {
+				t.Errorf("%d bins, more than %d", len(tl.Bins), timelineMaxBins+1)
+			}
+			tl.bin(tt.first).Allowed++ // in range, no panic
+			tl.bin(tt.last).Allowed++
+		})
+	}
+}
+
+func TestHTMLDelayRange(t *testing.T) {
+	set := func(delays ...int64) setReport {
+		return setReport{Result: simResult{DelayMax: delays[len(delays)-1], Detail: &simDetail{Delays: delays}}}
+	}
+	tests := []struct {
+		name           string
+		sets           []setReport
+		wantLo, wantHi int64
+	}{
+		{"nothing waited", []setReport{set(0, 0)}, 1e3, 60e3},
+		{"seconds", []setReport{set(0, 2000, 8000)}, 1e3, 10e3},
+		{"a wait on a tick", []setReport{set(0, 1000)}, 1e3, 10e3},
+		{"ms to hours over two sets", []setReport{set(0, 15), set(0, 2*3600e3)}, 10, 6 * 3600e3},
+		{"past a year", []setReport{set(400 * 24 * 3600e3)}, 365 * 24 * 3600e3, 400 * 24 * 3600e3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lo, hi := newDelayRange(tt.sets)
+			if lo != tt.wantLo || hi != tt.wantHi {
+				t.Errorf("range %d..%d ms, want %d..%d", lo, hi, tt.wantLo, tt.wantHi)
+			}
+		})
+	}
+}
+
+// TestHTMLCDFPath: the curve starts at the share sent at once, ends at the
+// share sent, and climbs only.
+func TestHTMLCDFPath(t *testing.T) {
+	a := delayAxis{Lo: 1e3, Hi: 10e3, box: plotBox{L: 60, T: 0, R: 560, B: 100}, band: zeroBand}
+	// 5 events: 1 at once, 2 after 1 s, 1 after 8 s, 1 dropped.
+	d := cdfPath([]int64{0, 1000, 1000, 8000}, 5, a)
+	if !strings.HasPrefix(d, "M60.0 80.0H104.0V40.0H") || !strings.HasSuffix(d, "V20.0H560.0") {
+		t.Errorf("path %q: want it to start at 20%% (y 80), step to 60%% (y 40) at 1s (x 104) and end at 80%% (y 20)", d)
+	}
+	ys := regexp.MustCompile(`V([\d.]+)`).FindAllStringSubmatch(d, -1)
+	for i := 1; i < len(ys); i++ {
+		if prev, cur := mustFloat(t, ys[i-1][1]), mustFloat(t, ys[i][1]); cur > prev {
+			t.Errorf("path %q goes down at step %d", d, i)
+		}
+	}
+	// A million distinct delays make a bounded path.
+	many := make([]int64, 1_000_000)
+	for i := range many {
+		many[i] = int64(i) * 10
+	}
+	if n := strings.Count(cdfPath(many, len(many), a), "H"); n > 1200 {
+		t.Errorf("%d horizontal steps for a 500-unit wide plot", n)
+	}
+}
+
+func mustFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestHTMLNiceScale(t *testing.T) {
+	tests := []struct{ n, step, top int }{
+		{0, 1, 1}, {3, 1, 3}, {7, 2, 8}, {10, 5, 10}, {95, 50, 100}, {2503, 1000, 3000}, {120_000, 50_000, 150_000},
+	}
+	for _, tt := range tests {
+		if step, top := niceScale(tt.n); step != tt.step || top != tt.top {
+			t.Errorf("niceScale(%d) = %d, %d; want %d, %d", tt.n, step, top, tt.step, tt.top)
+		}
+	}
+}
+
+func TestHTMLTimeTicks(t *testing.T) {
+	at := func(h, m int) int64 { return time.Date(2026, 11, 21, h, m, 0, 0, time.UTC).UnixMilli() }
+	var got []string
+	for _, tk := range timeTicks(at(0, 0), at(24, 0)) {
+		got = append(got, tk.label)
+	}
+	want := []string{"Nov 21 00:00", "03:00", "06:00", "09:00", "12:00", "15:00", "18:00", "21:00", "Nov 22 00:00"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ticks over a day (-want +got):\n%s", diff)
+	}
+}
