@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # hush: a static binary on distroless, running as a non-root user.
-# Build: docker build --build-arg VERSION=$(git describe --tags --always) -t hush .
+# Build: docker build --build-arg VERSION=$(git describe --tags --always) -t hush:dev .
 # No HEALTHCHECK: Kubernetes probes /healthz and /readyz (see deploy/).
 
 ARG GO_VERSION=1.26

@@ -1,10 +1,12 @@
 package deploy
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +59,11 @@ var composeDiffers = map[string]string{
 	"HUSH_APNS_PRODUCTION": "no APNs credentials locally",
 }
 
-const ruleCompose rule = "compose.yaml: Redis 7 and hush built from ../Dockerfile, with the ConfigMap's settings"
+const (
+	ruleCompose          rule = "compose.yaml: Redis 7 and hush built from ../Dockerfile, with the ConfigMap's settings"
+	ruleComposeRedisPort rule = "compose.yaml publishes nothing on host port 6379, where a local Redis listens"
+	ruleComposeDryRun    rule = "compose.yaml starts hush in dry-run, with no provider credential"
+)
 
 func loadCompose(t *testing.T) *compose {
 	t.Helper()
@@ -74,7 +80,7 @@ func loadCompose(t *testing.T) *compose {
 
 func configMapFor(t *testing.T) *corev1.ConfigMap {
 	t.Helper()
-	b, err := loadBundle()
+	b, err := loadBundle(overlayProduction)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,12 +139,97 @@ func checkCompose(c *compose, cm *corev1.ConfigMap) []violation {
 			ch.errorf(ruleCompose, "%s is %q (set: %t), the ConfigMap says %q", k, got, ok, cm.Data[k])
 		}
 	}
+	for _, name := range sortedKeys(c.Services) {
+		for _, spec := range c.Services[name].Ports {
+			lo, hi, err := composeHostPorts(spec)
+			if err != nil {
+				ch.errorf(ruleCompose, "%s: ports %q: %v", name, spec, err)
+			} else if lo <= redisDefaultPort && redisDefaultPort <= hi {
+				ch.errorf(ruleComposeRedisPort, "%s publishes %q: hush reaches Redis on the compose network", name, spec)
+			}
+		}
+	}
+	if dry, err := strconv.ParseBool(hush.Environment["HUSH_DRY_RUN"]); err != nil || !dry {
+		ch.errorf(ruleComposeDryRun, "HUSH_DRY_RUN is %q, want true: there are no provider credentials here", hush.Environment["HUSH_DRY_RUN"])
+	}
+	for _, k := range providerCredentialKeys {
+		if _, ok := hush.Environment[k]; ok {
+			ch.errorf(ruleComposeDryRun, "hush sets %s", k)
+		}
+	}
 	grace, err := time.ParseDuration(hush.StopGracePeriod)
 	shutdown, err2 := time.ParseDuration(valueOr(hush.Environment, "HUSH_SHUTDOWN_TIMEOUT", defaultShutdown.String()))
 	if err != nil || err2 != nil || grace < shutdown+httpShutdown {
 		ch.errorf(ruleGrace, "stop_grace_period %q does not cover HUSH_SHUTDOWN_TIMEOUT + %s", hush.StopGracePeriod, httpShutdown)
 	}
 	return ch.found
+}
+
+// composeHostPorts returns the host ports a short-syntax ports entry
+// ("[IP:][HOST:]CONTAINER[/PROTOCOL]", each port maybe a range) publishes
+// on; with no HOST part Docker picks an ephemeral port, and lo > hi.
+func composeHostPorts(spec string) (lo, hi int, err error) {
+	s, _, _ := strings.Cut(spec, "/")
+	if strings.HasPrefix(s, "[") { // [IPv6]:HOST:CONTAINER
+		_, rest, ok := strings.Cut(s, "]:")
+		if !ok {
+			return 0, 0, fmt.Errorf("unclosed IPv6 address")
+		}
+		s = rest
+	}
+	parts := strings.Split(s, ":")
+	var host string
+	switch len(parts) {
+	case 1: // CONTAINER
+		return 1, 0, nil
+	case 2: // HOST:CONTAINER
+		host = parts[0]
+	case 3: // IP:HOST:CONTAINER
+		host = parts[1]
+	default:
+		return 0, 0, fmt.Errorf("not [IP:][HOST:]CONTAINER")
+	}
+	if host == "" {
+		return 1, 0, nil
+	}
+	first, last, isRange := strings.Cut(host, "-")
+	if lo, err = strconv.Atoi(first); err != nil {
+		return 0, 0, err
+	}
+	hi = lo
+	if isRange {
+		if hi, err = strconv.Atoi(last); err != nil {
+			return 0, 0, err
+		}
+	}
+	return lo, hi, nil
+}
+
+func TestComposeHostPorts(t *testing.T) {
+	tests := []struct {
+		spec   string
+		lo, hi int
+	}{
+		{"6379", 1, 0},
+		{"16379:6379", 16379, 16379},
+		{"127.0.0.1:6379:6379", 6379, 6379},
+		{"127.0.0.1::6379", 1, 0},
+		{"[::1]:6379:6379/tcp", 6379, 6379},
+		{"6370-6380:6370-6380", 6370, 6380},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			lo, hi, err := composeHostPorts(tt.spec)
+			if err != nil || lo != tt.lo || hi != tt.hi {
+				t.Errorf("composeHostPorts(%q) = %d, %d, %v; want %d, %d", tt.spec, lo, hi, err, tt.lo, tt.hi)
+			}
+		})
+	}
+	for _, bad := range []string{"a:6379", "1:2:3:4", "[::1:6379"} {
+		if _, _, err := composeHostPorts(bad); err == nil {
+			t.Errorf("composeHostPorts(%q): no error", bad)
+		}
+	}
 }
 
 func TestCompose(t *testing.T) {
@@ -148,6 +239,11 @@ func TestCompose(t *testing.T) {
 }
 
 func TestComposeChecksCatchMistakes(t *testing.T) {
+	addPort := func(c *compose, service, spec string) {
+		s := c.Services[service]
+		s.Ports = append(s.Ports, spec)
+		c.Services[service] = s
+	}
 	tests := []struct {
 		name   string
 		mutate func(c *compose)
@@ -161,6 +257,18 @@ func TestComposeChecksCatchMistakes(t *testing.T) {
 		{"short stop grace period", func(c *compose) { s := c.Services["hush"]; s.StopGracePeriod = "10s"; c.Services["hush"] = s }, []rule{ruleGrace}},
 		{"other Dockerfile", func(c *compose) { c.Services["hush"].Build.Dockerfile = "Dockerfile.dev" }, []rule{ruleCompose}},
 		{"no redis service", func(c *compose) { delete(c.Services, "redis") }, []rule{ruleCompose}},
+		{"Redis on the host's 6379", func(c *compose) { addPort(c, "redis", "127.0.0.1:6379:6379") }, []rule{ruleComposeRedisPort}},
+		{"Redis on every interface's 6379", func(c *compose) { addPort(c, "redis", "6379:6379") }, []rule{ruleComposeRedisPort}},
+		{"Redis in a host port range", func(c *compose) { addPort(c, "redis", "6370-6380:6370-6380") }, []rule{ruleComposeRedisPort}},
+		{"hush on the host's 6379", func(c *compose) { addPort(c, "hush", "6379:8080") }, []rule{ruleComposeRedisPort}},
+		{"Redis on another host port", func(c *compose) { addPort(c, "redis", "127.0.0.1:16379:6379") }, nil},
+		{"Redis on an ephemeral host port", func(c *compose) { addPort(c, "redis", "6379") }, nil},
+		{"unparsable port", func(c *compose) { addPort(c, "redis", "redis:6379") }, []rule{ruleCompose}},
+		{"not dry-run", func(c *compose) { delete(c.Services["hush"].Environment, "HUSH_DRY_RUN") }, []rule{ruleComposeDryRun}},
+		{"dry-run off", func(c *compose) { c.Services["hush"].Environment["HUSH_DRY_RUN"] = "false" }, []rule{ruleComposeDryRun}},
+		{"a provider credential", func(c *compose) {
+			c.Services["hush"].Environment["HUSH_FCM_CREDENTIALS_FILE"] = "/run/secrets/sa.json"
+		}, []rule{ruleComposeDryRun}},
 	}
 	cm := configMapFor(t)
 	for _, tt := range tests {

@@ -15,9 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// knownKeys are the HUSH_* environment variables hush reads (SPEC.md
-// "Configuration"; hush serve --help). TestKnownKeysMatchWorkerConfig keeps
-// this list equal to the fields of worker.Config.
+// knownKeys are the HUSH_* environment variables hush reads
+// (docs/configuration.md; hush serve --help). TestKnownKeysMatchConfig keeps
+// this list equal to the fields of setup.Config.
 var knownKeys = []string{
 	"HUSH_API_TOKEN",
 	"HUSH_APNS_CA_FILE",
@@ -58,20 +58,20 @@ var knownKeys = []string{
 
 func isKnownKey(name string) bool { return slices.Contains(knownKeys, name) }
 
-// workerConfigFile declares worker.Config, the struct envconfig fills.
-const workerConfigFile = "../worker/config.go"
+// configFile declares setup.Config, the struct envconfig fills.
+const configFile = "../setup/config.go"
 
-// TestKnownKeysMatchWorkerConfig derives the keys from worker.Config's
-// fields the way envconfig does, so a key added to or renamed in hush fails
-// here until the list above (and the manifests) follow.
-func TestKnownKeysMatchWorkerConfig(t *testing.T) {
-	got, err := configKeys(workerConfigFile, "Config", "HUSH")
+// TestKnownKeysMatchConfig derives the keys from setup.Config's fields the
+// way envconfig does, so a key added to or renamed in hush fails here until
+// the list above (and the manifests) follow.
+func TestKnownKeysMatchConfig(t *testing.T) {
+	got, err := configKeys(configFile, "Config", "HUSH")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := slices.Sorted(slices.Values(knownKeys))
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("knownKeys differ from the fields of worker.Config in %s (-knownKeys +config.go):\n%s", workerConfigFile, diff)
+		t.Errorf("knownKeys differ from the fields of setup.Config in %s (-knownKeys +config.go):\n%s", configFile, diff)
 	}
 }
 

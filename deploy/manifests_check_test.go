@@ -25,7 +25,8 @@ import (
 type rule string
 
 const (
-	ruleShape        rule = "one Deployment with one container, a ScaledObject, a PDB, a Service"
+	ruleShape        rule = "one Deployment with one container and its Service; at most one ScaledObject and one PDB"
+	ruleNamespace    rule = "one Namespace, holding every object"
 	ruleProbes       rule = "readiness on /readyz, liveness on /healthz, on the container's HTTP port"
 	ruleEnvKeys      rule = "every environment variable is a known HUSH_* key"
 	ruleRefs         rule = "every Secret, key and ConfigMap referenced exists"
@@ -40,6 +41,9 @@ const (
 	ruleScaleTarget  rule = "the ScaledObject targets the Deployment, with valid bounds"
 	ruleTriggers     rule = "one redis trigger per queue served (HUSH_QUEUES, with HUSH_DELIVERY_SHARDS) on asynq:{queue}:pending"
 	ruleTriggerAuths rule = "trigger authentications exist and give KEDA the Redis address"
+	ruleRedis        rule = "a Redis 7 StatefulSet with AOF on a PVC, noeviction, a redis-cli ping readiness probe, behind the headless Service HUSH_REDIS_URL names"
+	ruleProduction   rule = "production: KEDA and a PDB, a provider's credentials from Secrets created by hand, no Secret rendered, not dry-run"
+	ruleDryRun       rule = "dry-run: HUSH_DRY_RUN=true, no provider credential, no CRD, every Secret it reads rendered by the overlay"
 )
 
 type violation struct {
@@ -57,7 +61,7 @@ func (c *checker) errorf(r rule, format string, args ...any) {
 }
 
 // httpShutdown is how long hush serve waits for the HTTP server to close
-// after the worker stopped (worker/serve.go); terminationMargin is left for
+// after the worker stopped (setup/serve.go); terminationMargin is left for
 // the endpoints to drop the pod and the kubelet to act.
 const (
 	httpShutdown      = 5 * time.Second
@@ -79,26 +83,40 @@ var redisTriggerMetadata = []string{
 	"addressFromEnv", "hostFromEnv", "portFromEnv", "usernameFromEnv", "passwordFromEnv",
 }
 
-// checkBundle runs every check and returns what it found, in a stable order.
-func checkBundle(b *bundle) []violation {
+// checkOverlay runs every check on an overlay's bundle: those every
+// installation must pass, then the overlay's own. It returns what it found,
+// in a stable order.
+func checkOverlay(b *bundle) []violation {
 	c := &checker{}
 	if len(b.deployments) != 1 || len(b.deployments[0].Spec.Template.Spec.Containers) != 1 ||
-		len(b.scaledObjects) != 1 || len(b.pdbs) != 1 || len(b.services) != 1 {
-		c.errorf(ruleShape, "got %d Deployments, %d ScaledObjects, %d PDBs, %d Services",
-			len(b.deployments), len(b.scaledObjects), len(b.pdbs), len(b.services))
+		b.service(b.deployments[0].Name) == nil || len(b.scaledObjects) > 1 || len(b.pdbs) > 1 {
+		c.errorf(ruleShape, "got %d Deployments, %d Services, %d ScaledObjects, %d PDBs",
+			len(b.deployments), len(b.services), len(b.scaledObjects), len(b.pdbs))
 		return c.found
 	}
 	d := b.deployments[0]
 	env := b.containerEnv(c, &d.Spec.Template.Spec.Containers[0])
+	c.checkNamespace(b)
 	c.checkPod(b, d, env)
 	c.checkSelectors(b, d)
 	c.checkScaledObject(b, d, env)
+	c.checkPDB(b, d)
+	c.checkRedis(b, env)
+	switch b.overlay {
+	case overlayProduction:
+		c.checkProduction(b, env)
+	case overlayDryRun:
+		c.checkDryRun(b, env)
+	default:
+		c.errorf(ruleShape, "overlay %q has no checks of its own: add them to checkOverlay", b.overlay)
+	}
 	return c.found
 }
 
-// containerEnv returns the container's environment as hush sees it: the
-// ConfigMaps of envFrom overlaid by env (values from Secrets are "").
-func (b *bundle) containerEnv(c *checker, ctr *corev1.Container) map[string]string {
+// resolveEnv returns the container's environment: the ConfigMaps of envFrom
+// overlaid by env, with values from Secrets and ConfigMaps looked up in the
+// bundle ("" when the key is missing, which it reports).
+func (b *bundle) resolveEnv(c *checker, ctr *corev1.Container) map[string]string {
 	env := map[string]string{}
 	for _, from := range ctr.EnvFrom {
 		switch {
@@ -110,9 +128,7 @@ func (b *bundle) containerEnv(c *checker, ctr *corev1.Container) map[string]stri
 				c.errorf(ruleRefs, "envFrom: no ConfigMap %q", from.ConfigMapRef.Name)
 				continue
 			}
-			for k, v := range cm.Data {
-				env[k] = v
-			}
+			maps.Copy(env, cm.Data)
 		default:
 			c.errorf(ruleRefs, "envFrom: only ConfigMaps are expected (Secrets go through secretKeyRef)")
 		}
@@ -124,15 +140,27 @@ func (b *bundle) containerEnv(c *checker, ctr *corev1.Container) map[string]stri
 		}
 		switch ref := e.ValueFrom; {
 		case ref.SecretKeyRef != nil:
-			if !b.secretHasKey(ref.SecretKeyRef.Name, ref.SecretKeyRef.Key) {
-				c.errorf(ruleRefs, "%s: Secret %q has no key %q in %s", e.Name, ref.SecretKeyRef.Name, ref.SecretKeyRef.Key, secretExampleFile)
+			v, ok := b.secretValue(ref.SecretKeyRef.Name, ref.SecretKeyRef.Key)
+			if !ok {
+				c.errorf(ruleRefs, "%s %s: Secret %q has no key %q (rendered or in %s)", ctr.Name, e.Name, ref.SecretKeyRef.Name, ref.SecretKeyRef.Key, secretExampleFile)
 			}
+			env[e.Name] = v
 		case ref.ConfigMapKeyRef != nil:
-			if cm := b.configMap(ref.ConfigMapKeyRef.Name); cm == nil || !hasKey(cm.Data, ref.ConfigMapKeyRef.Key) {
-				c.errorf(ruleRefs, "%s: ConfigMap %q has no key %q", e.Name, ref.ConfigMapKeyRef.Name, ref.ConfigMapKeyRef.Key)
+			cm := b.configMap(ref.ConfigMapKeyRef.Name)
+			if cm == nil || !hasKey(cm.Data, ref.ConfigMapKeyRef.Key) {
+				c.errorf(ruleRefs, "%s %s: ConfigMap %q has no key %q", ctr.Name, e.Name, ref.ConfigMapKeyRef.Name, ref.ConfigMapKeyRef.Key)
+				continue
 			}
+			env[e.Name] = cm.Data[ref.ConfigMapKeyRef.Key]
 		}
 	}
+	return env
+}
+
+// containerEnv is hush's environment (resolveEnv), every key of which, and
+// of every ConfigMap, must be a key hush reads.
+func (b *bundle) containerEnv(c *checker, ctr *corev1.Container) map[string]string {
+	env := b.resolveEnv(c, ctr)
 	for _, k := range sortedKeys(env) {
 		if !isKnownKey(k) {
 			c.errorf(ruleEnvKeys, "%s is not a HUSH_* key hush reads", k)
@@ -146,6 +174,21 @@ func (b *bundle) containerEnv(c *checker, ctr *corev1.Container) map[string]stri
 		}
 	}
 	return env
+}
+
+// checkNamespace: kubectl apply -k puts everything in the one Namespace it
+// creates, which the Redis URL's host names.
+func (c *checker) checkNamespace(b *bundle) {
+	if len(b.namespaces) != 1 {
+		c.errorf(ruleNamespace, "%d Namespaces, want 1", len(b.namespaces))
+		return
+	}
+	ns := b.namespaces[0].Name
+	for _, o := range b.objects {
+		if o.GetNamespace() != ns {
+			c.errorf(ruleNamespace, "%s is in namespace %q, not %q", o.GetName(), o.GetNamespace(), ns)
+		}
+	}
 }
 
 func (c *checker) checkPod(b *bundle, d *appsv1.Deployment, env map[string]string) {
@@ -201,37 +244,14 @@ func (c *checker) checkPod(b *bundle, d *appsv1.Deployment, env map[string]strin
 		if s := v.Secret; s != nil {
 			for _, it := range s.Items {
 				if !b.secretHasKey(s.SecretName, it.Key) {
-					c.errorf(ruleRefs, "volume %s: Secret %q has no key %q in %s", v.Name, s.SecretName, it.Key, secretExampleFile)
+					c.errorf(ruleRefs, "volume %s: Secret %q has no key %q (rendered or in %s)", v.Name, s.SecretName, it.Key, secretExampleFile)
 				}
 			}
 		}
 	}
 
-	req := ctr.Resources.Requests
-	if req.Cpu().IsZero() || req.Memory().IsZero() {
-		c.errorf(ruleResources, "requests: cpu %s, memory %s", req.Cpu(), req.Memory())
-	}
-	if lim := ctr.Resources.Limits.Memory(); !lim.IsZero() && lim.Cmp(*req.Memory()) < 0 {
-		c.errorf(ruleResources, "memory limit %s below the request %s", lim, req.Memory())
-	}
-
-	psc, sc := pod.SecurityContext, ctr.SecurityContext
-	switch {
-	case psc == nil || sc == nil:
-		c.errorf(ruleSecurity, "pod and container securityContext must both be set")
-	case !isTrue(psc.RunAsNonRoot) && !isTrue(sc.RunAsNonRoot):
-		c.errorf(ruleSecurity, "runAsNonRoot is not set")
-	case (psc.RunAsUser != nil && *psc.RunAsUser == 0) || (sc.RunAsUser != nil && *sc.RunAsUser == 0):
-		c.errorf(ruleSecurity, "runAsUser 0")
-	case psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
-		c.errorf(ruleSecurity, "pod seccompProfile is not RuntimeDefault")
-	case !isTrue(sc.ReadOnlyRootFilesystem):
-		c.errorf(ruleSecurity, "readOnlyRootFilesystem is not true")
-	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
-		c.errorf(ruleSecurity, "allowPrivilegeEscalation is not false")
-	case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
-		c.errorf(ruleSecurity, "capabilities must drop ALL and add none")
-	}
+	c.checkResources(ctr)
+	c.checkSecurity(pod, ctr)
 
 	shutdown := defaultShutdown
 	if s, ok := env["HUSH_SHUTDOWN_TIMEOUT"]; ok {
@@ -248,8 +268,38 @@ func (c *checker) checkPod(b *bundle, d *appsv1.Deployment, env map[string]strin
 			grace, need, shutdown, httpShutdown, terminationMargin)
 	}
 
-	if d.Spec.Replicas != nil {
-		c.errorf(ruleReplicas, "spec.replicas is %d: a re-apply would reset what KEDA scaled to", *d.Spec.Replicas)
+}
+
+// checkResources: requests for scheduling, and no memory limit below them.
+func (c *checker) checkResources(ctr *corev1.Container) {
+	req := ctr.Resources.Requests
+	if req.Cpu().IsZero() || req.Memory().IsZero() {
+		c.errorf(ruleResources, "%s requests: cpu %s, memory %s", ctr.Name, req.Cpu(), req.Memory())
+	}
+	if lim := ctr.Resources.Limits.Memory(); !lim.IsZero() && lim.Cmp(*req.Memory()) < 0 {
+		c.errorf(ruleResources, "%s memory limit %s below the request %s", ctr.Name, lim, req.Memory())
+	}
+}
+
+// checkSecurity: what the namespace's "restricted" Pod Security Standard
+// demands, and a read-only root filesystem.
+func (c *checker) checkSecurity(pod *corev1.PodSpec, ctr *corev1.Container) {
+	psc, sc := pod.SecurityContext, ctr.SecurityContext
+	switch {
+	case psc == nil || sc == nil:
+		c.errorf(ruleSecurity, "%s: pod and container securityContext must both be set", ctr.Name)
+	case !isTrue(psc.RunAsNonRoot) && !isTrue(sc.RunAsNonRoot):
+		c.errorf(ruleSecurity, "%s: runAsNonRoot is not set", ctr.Name)
+	case (psc.RunAsUser != nil && *psc.RunAsUser == 0) || (sc.RunAsUser != nil && *sc.RunAsUser == 0):
+		c.errorf(ruleSecurity, "%s: runAsUser 0", ctr.Name)
+	case psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+		c.errorf(ruleSecurity, "%s: pod seccompProfile is not RuntimeDefault", ctr.Name)
+	case !isTrue(sc.ReadOnlyRootFilesystem):
+		c.errorf(ruleSecurity, "%s: readOnlyRootFilesystem is not true", ctr.Name)
+	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+		c.errorf(ruleSecurity, "%s: allowPrivilegeEscalation is not false", ctr.Name)
+	case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
+		c.errorf(ruleSecurity, "%s: capabilities must drop ALL and add none", ctr.Name)
 	}
 }
 
@@ -267,10 +317,29 @@ func (c *checker) checkSelectors(b *bundle, d *appsv1.Deployment) {
 		}
 	}
 	matches("Deployment selector", d.Spec.Selector)
-	pdb := b.pdbs[0]
-	matches("PodDisruptionBudget "+pdb.Name, pdb.Spec.Selector)
-	svc := b.services[0]
+	for _, pdb := range b.pdbs {
+		matches("PodDisruptionBudget "+pdb.Name, pdb.Spec.Selector)
+	}
+	svc := b.service(d.Name)
 	matches("Service "+svc.Name, &metav1.LabelSelector{MatchLabels: svc.Spec.Selector})
+
+	// Each StatefulSet owns its pods, and hush's selectors leave them alone:
+	// a Deployment that matched Redis's pods would fight over them.
+	for _, ss := range b.statefulSets {
+		ssLabels := labels.Set(ss.Spec.Template.Labels)
+		if s, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector); err != nil || s.Empty() || !s.Matches(ssLabels) {
+			c.errorf(ruleSelectors, "StatefulSet %s selector %v does not match its pod labels %s", ss.Name, ss.Spec.Selector, ssLabels)
+		}
+		hushSelectors := []*metav1.LabelSelector{d.Spec.Selector, {MatchLabels: svc.Spec.Selector}}
+		for _, pdb := range b.pdbs {
+			hushSelectors = append(hushSelectors, pdb.Spec.Selector)
+		}
+		for _, sel := range hushSelectors {
+			if s, err := metav1.LabelSelectorAsSelector(sel); err == nil && s.Matches(ssLabels) {
+				c.errorf(ruleSelectors, "hush's selector %s also matches StatefulSet %s's pods", s, ss.Name)
+			}
+		}
+	}
 
 	ctr := &d.Spec.Template.Spec.Containers[0]
 	httpPort, _ := resolvePort(ctr, intstr.FromString("http"))
@@ -287,7 +356,13 @@ func (c *checker) checkSelectors(b *bundle, d *appsv1.Deployment) {
 	}
 }
 
+// checkScaledObject checks the ScaledObject, when there is one, and the
+// TriggerAuthentications.
 func (c *checker) checkScaledObject(b *bundle, d *appsv1.Deployment, env map[string]string) {
+	c.checkTriggerAuths(b)
+	if len(b.scaledObjects) == 0 {
+		return
+	}
 	so := b.scaledObjects[0]
 	ref := so.Spec.ScaleTargetRef
 	if ref == nil || ref.Name != d.Name || (ref.Kind != "" && ref.Kind != "Deployment") || (ref.APIVersion != "" && ref.APIVersion != "apps/v1") {
@@ -304,15 +379,8 @@ func (c *checker) checkScaledObject(b *bundle, d *appsv1.Deployment, env map[str
 	if minReplicas < 1 {
 		c.errorf(ruleScaleTarget, "minReplicaCount %d: the pods serve the HTTP API", minReplicas)
 	}
-
-	pdb := b.pdbs[0]
-	if ma := pdb.Spec.MinAvailable; ma != nil {
-		n, err := intstr.GetScaledValueFromIntOrPercent(ma, int(minReplicas), true)
-		if err != nil || n >= int(minReplicas) {
-			c.errorf(rulePDB, "minAvailable %s of %d replicas blocks every eviction", ma.String(), minReplicas)
-		}
-	} else if mu := pdb.Spec.MaxUnavailable; mu == nil || (mu.Type == intstr.Int && mu.IntVal == 0) {
-		c.errorf(rulePDB, "neither minAvailable nor a non-zero maxUnavailable")
+	if d.Spec.Replicas != nil {
+		c.errorf(ruleReplicas, "spec.replicas is %d: a re-apply would reset what KEDA scaled to", *d.Spec.Replicas)
 	}
 
 	if err := kedav1alpha1.ValidateTriggers(so.Spec.Triggers); err != nil {
@@ -357,18 +425,47 @@ func (c *checker) checkScaledObject(b *bundle, d *appsv1.Deployment, env map[str
 	if !slices.Equal(gotQueues, wantQueues) {
 		c.errorf(ruleTriggers, "triggers watch queues %v, HUSH_QUEUES and HUSH_DELIVERY_SHARDS serve %v", gotQueues, wantQueues)
 	}
+}
 
+func (c *checker) checkTriggerAuths(b *bundle) {
 	for _, ta := range b.triggerAuths {
 		var params []string
 		for _, s := range ta.Spec.SecretTargetRef {
 			params = append(params, s.Parameter)
 			if !b.secretHasKey(s.Name, s.Key) {
-				c.errorf(ruleRefs, "TriggerAuthentication %s: Secret %q has no key %q in %s", ta.Name, s.Name, s.Key, secretExampleFile)
+				c.errorf(ruleRefs, "TriggerAuthentication %s: Secret %q has no key %q (rendered or in %s)", ta.Name, s.Name, s.Key, secretExampleFile)
 			}
 		}
 		if !slices.Contains(params, "address") && !slices.Contains(params, "host") {
 			c.errorf(ruleTriggerAuths, "TriggerAuthentication %s gives KEDA no Redis address or host", ta.Name)
 		}
+	}
+}
+
+// checkPDB: a PodDisruptionBudget must let a drain evict a pod at the
+// fewest replicas hush runs (the ScaledObject's minimum, else the
+// Deployment's replicas).
+func (c *checker) checkPDB(b *bundle, d *appsv1.Deployment) {
+	if len(b.pdbs) == 0 {
+		return
+	}
+	minReplicas := int32(1) // spec.replicas' default
+	switch {
+	case len(b.scaledObjects) == 1 && b.scaledObjects[0].Spec.MinReplicaCount != nil:
+		minReplicas = *b.scaledObjects[0].Spec.MinReplicaCount
+	case len(b.scaledObjects) == 1:
+		minReplicas = 0 // KEDA's default
+	case d.Spec.Replicas != nil:
+		minReplicas = *d.Spec.Replicas
+	}
+	pdb := b.pdbs[0]
+	if ma := pdb.Spec.MinAvailable; ma != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(ma, int(minReplicas), true)
+		if err != nil || n >= int(minReplicas) {
+			c.errorf(rulePDB, "minAvailable %s of %d replicas blocks every eviction", ma.String(), minReplicas)
+		}
+	} else if mu := pdb.Spec.MaxUnavailable; mu == nil || (mu.Type == intstr.Int && mu.IntVal == 0) {
+		c.errorf(rulePDB, "neither minAvailable nor a non-zero maxUnavailable")
 	}
 }
 
@@ -452,13 +549,52 @@ func (b *bundle) configMap(name string) *corev1.ConfigMap {
 	return nil
 }
 
-func (b *bundle) secretHasKey(name, key string) bool {
-	for _, s := range b.secrets {
+// secret returns the Secret the overlay renders, else the one its example
+// documents.
+func (b *bundle) secret(name string) *corev1.Secret {
+	for _, s := range slices.Concat(b.secrets, b.exampleSecrets) {
 		if s.Name == name {
-			return hasKey(s.StringData, key) || hasKey(s.Data, key)
+			return s
 		}
 	}
-	return false
+	return nil
+}
+
+func (b *bundle) secretHasKey(name, key string) bool {
+	_, ok := b.secretValue(name, key)
+	return ok
+}
+
+// secretValue is one key of a Secret (stringData wins over data, as the API
+// server merges them).
+func (b *bundle) secretValue(name, key string) (string, bool) {
+	s := b.secret(name)
+	if s == nil {
+		return "", false
+	}
+	if v, ok := s.StringData[key]; ok {
+		return v, true
+	}
+	v, ok := s.Data[key]
+	return string(v), ok
+}
+
+func (b *bundle) service(name string) *corev1.Service {
+	for _, s := range b.services {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func (b *bundle) statefulSet(name string) *appsv1.StatefulSet {
+	for _, s := range b.statefulSets {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
 }
 
 func (b *bundle) triggerAuth(name string) *kedav1alpha1.TriggerAuthentication {

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,12 +17,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/kustomize/api/krusty"
 	ktypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
-// kubeDir holds the Kubernetes manifests, relative to this package.
+// kubeDir holds the Kubernetes manifests, relative to this package: base/
+// (hush), redis/ (the example Redis) and one kustomize overlay per way to
+// install them under overlays/.
 const kubeDir = "kubernetes"
+
+// The overlays, named after their directories under kubeDir/overlays.
+const (
+	overlayProduction = "production" // APNs and FCM from Secrets, KEDA, a PDB
+	overlayDryRun     = "dry-run"    // nothing to create first: HUSH_DRY_RUN, generated Secrets
+)
+
+// secretExampleFile documents the Secrets an overlay expects to find: it is
+// never applied (no kustomization lists it). Relative to the overlay.
+const secretExampleFile = "secret.example.yaml"
+
+func overlayDir(name string) string { return filepath.Join(kubeDir, "overlays", name) }
 
 // document is one YAML document of a manifest file, decoded strictly into
 // the API type its apiVersion and kind name.
@@ -47,6 +63,8 @@ func newObject(apiVersionKind string) (any, bool) {
 		return &corev1.Service{}, true
 	case "apps/v1/Deployment":
 		return &appsv1.Deployment{}, true
+	case "apps/v1/StatefulSet":
+		return &appsv1.StatefulSet{}, true
 	case "policy/v1/PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}, true
 	case "keda.sh/v1alpha1/ScaledObject":
@@ -115,85 +133,119 @@ func decodeDocument(doc []byte) (kind string, obj any, err error) {
 	return kind, obj, nil
 }
 
-// readManifest decodes every document of one file under kubeDir.
-func readManifest(name string) ([]document, error) {
-	src, err := os.ReadFile(filepath.Join(kubeDir, name))
-	if err != nil {
-		return nil, err
-	}
+// decodeDocuments strictly decodes every YAML document of src; where names
+// src in messages.
+func decodeDocuments(where string, src []byte) ([]document, error) {
 	docs, err := splitDocuments(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if len(docs) == 0 {
-		return nil, fmt.Errorf("%s: no YAML document", name)
+		return nil, fmt.Errorf("%s: no YAML document", where)
 	}
 	out := make([]document, 0, len(docs))
 	for i, doc := range docs {
-		where := fmt.Sprintf("%s#%d", name, i)
+		at := fmt.Sprintf("%s#%d", where, i)
 		kind, obj, err := decodeDocument(doc)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+			return nil, fmt.Errorf("%s: %w", at, err)
 		}
-		out = append(out, document{where: where, kind: kind, obj: obj})
+		out = append(out, document{where: at, kind: kind, obj: obj})
 	}
 	return out, nil
 }
 
-// bundle is what kubectl apply -k deploy/kubernetes creates, plus the example
-// Secrets it expects to find, typed.
-type bundle struct {
-	kustomization *ktypes.Kustomization
-	namespaces    []*corev1.Namespace
-	deployments   []*appsv1.Deployment
-	services      []*corev1.Service
-	pdbs          []*policyv1.PodDisruptionBudget
-	configMaps    []*corev1.ConfigMap
-	secrets       []*corev1.Secret // from secretExampleFile: not applied
-	scaledObjects []*kedav1alpha1.ScaledObject
-	triggerAuths  []*kedav1alpha1.TriggerAuthentication
-}
-
-const (
-	kustomizationFile = "kustomization.yaml"
-	secretExampleFile = "secret.example.yaml"
-)
-
-// loadBundle decodes kustomization.yaml, every resource it lists and the
-// example Secrets.
-func loadBundle() (*bundle, error) {
-	docs, err := readManifest(kustomizationFile)
+// readManifest decodes every document of one file (a path relative to this
+// package).
+func readManifest(file string) ([]document, error) {
+	src, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	k, ok := docs[0].obj.(*ktypes.Kustomization)
-	if len(docs) != 1 || !ok {
-		return nil, fmt.Errorf("%s: want one Kustomization, got %d documents (first %s)", kustomizationFile, len(docs), docs[0].kind)
+	return decodeDocuments(file, src)
+}
+
+// renderOverlay runs kustomize (the library kubectl apply -k uses) on one
+// overlay and returns the YAML it would apply.
+func renderOverlay(name string) ([]byte, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	m, err := k.Run(filesys.MakeFsOnDisk(), overlayDir(name))
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", overlayDir(name), err)
 	}
-	b := &bundle{kustomization: k}
-	for _, name := range append(slices.Clone(k.Resources), secretExampleFile) {
-		docs, err := readManifest(name)
-		if err != nil {
+	return m.AsYaml()
+}
+
+// bundle is what kubectl apply -k creates for one overlay, plus the example
+// Secrets it expects to find, typed.
+type bundle struct {
+	overlay        string
+	namespaces     []*corev1.Namespace
+	deployments    []*appsv1.Deployment
+	statefulSets   []*appsv1.StatefulSet
+	services       []*corev1.Service
+	pdbs           []*policyv1.PodDisruptionBudget
+	configMaps     []*corev1.ConfigMap
+	secrets        []*corev1.Secret // rendered: applied with the rest
+	exampleSecrets []*corev1.Secret // from the overlay's secretExampleFile: not applied
+	scaledObjects  []*kedav1alpha1.ScaledObject
+	triggerAuths   []*kedav1alpha1.TriggerAuthentication
+	objects        []metav1.Object // every rendered object but the Namespaces
+}
+
+// loadBundle renders an overlay and decodes the result.
+func loadBundle(overlay string) (*bundle, error) {
+	rendered, err := renderOverlay(overlay)
+	if err != nil {
+		return nil, err
+	}
+	return parseBundle(overlay, rendered)
+}
+
+// parseBundle decodes an overlay's rendered YAML strictly, and the overlay's
+// example Secrets when it has some.
+func parseBundle(overlay string, rendered []byte) (*bundle, error) {
+	docs, err := decodeDocuments("kustomize build "+overlayDir(overlay), rendered)
+	if err != nil {
+		return nil, err
+	}
+	b := &bundle{overlay: overlay}
+	for _, d := range docs {
+		if err := b.add(d); err != nil {
 			return nil, err
 		}
-		for _, d := range docs {
-			if err := b.add(d, name == secretExampleFile); err != nil {
-				return nil, err
-			}
+	}
+	example := filepath.Join(overlayDir(overlay), secretExampleFile)
+	if _, err := os.Stat(example); errors.Is(err, fs.ErrNotExist) {
+		return b, nil
+	}
+	docs, err = readManifest(example)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		s, ok := d.obj.(*corev1.Secret)
+		if !ok {
+			return nil, fmt.Errorf("%s: %s: only Secrets belong in %s", d.where, d.kind, secretExampleFile)
 		}
+		b.exampleSecrets = append(b.exampleSecrets, s)
 	}
 	return b, nil
 }
 
-func (b *bundle) add(d document, example bool) error {
-	if _, isSecret := d.obj.(*corev1.Secret); isSecret != example {
-		return fmt.Errorf("%s: %s: Secrets belong in %s only, and only Secrets", d.where, d.kind, secretExampleFile)
+func (b *bundle) add(d document) error {
+	if o, ok := d.obj.(metav1.Object); ok {
+		if _, isNamespace := o.(*corev1.Namespace); !isNamespace {
+			b.objects = append(b.objects, o)
+		}
 	}
 	switch o := d.obj.(type) {
 	case *corev1.Namespace:
 		b.namespaces = append(b.namespaces, o)
 	case *appsv1.Deployment:
 		b.deployments = append(b.deployments, o)
+	case *appsv1.StatefulSet:
+		b.statefulSets = append(b.statefulSets, o)
 	case *corev1.Service:
 		b.services = append(b.services, o)
 	case *policyv1.PodDisruptionBudget:

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,23 +13,35 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	ktypes "sigs.k8s.io/kustomize/api/types"
 )
 
-// TestManifestsDecodeStrictly decodes every document of every file under
-// kubernetes/ into its real API type; unknown, misspelt or duplicate fields
-// fail.
-func TestManifestsDecodeStrictly(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(kubeDir, "*.yaml"))
+// manifestFiles lists every .yaml file under kubeDir, sorted.
+func manifestFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(kubeDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".yaml") {
+			files = append(files, p)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
 		t.Fatalf("no manifests in %s", kubeDir)
 	}
-	for _, f := range files {
-		name := filepath.Base(f)
-		t.Run(name, func(t *testing.T) {
-			docs, err := readManifest(name)
+	return files
+}
+
+// TestManifestsDecodeStrictly decodes every document of every file under
+// kubernetes/ (resources, patches, kustomizations, example Secrets) into its
+// real API type; unknown, misspelt or duplicate fields fail.
+func TestManifestsDecodeStrictly(t *testing.T) {
+	for _, f := range manifestFiles(t) {
+		t.Run(f, func(t *testing.T) {
+			docs, err := readManifest(f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,65 +107,188 @@ spec:
 	}
 }
 
-// TestKustomizationListsEveryManifest: kubectl apply -k applies every
-// manifest here except the example Secrets, and nothing else.
-func TestKustomizationListsEveryManifest(t *testing.T) {
-	b, err := loadBundle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(kubeDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, e := range entries {
-		if n := e.Name(); strings.HasSuffix(n, ".yaml") && n != kustomizationFile && n != secretExampleFile {
-			want = append(want, n)
+// TestKustomizationsUseEveryManifest: every manifest under kubernetes/ is
+// a resource or a patch of exactly one kustomization, except the example
+// Secrets, which none lists; every kustomization that is not an overlay is
+// used by one; and the overlays are the ones checkOverlay knows.
+func TestKustomizationsUseEveryManifest(t *testing.T) {
+	uses := map[string][]string{} // file or directory -> kustomizations listing it
+	var kustomizations, want []string
+	for _, f := range manifestFiles(t) {
+		if filepath.Base(f) != "kustomization.yaml" {
+			if filepath.Base(f) != secretExampleFile {
+				want = append(want, f)
+			}
+			continue
+		}
+		dir := filepath.Dir(f)
+		kustomizations = append(kustomizations, dir)
+		docs, err := readManifest(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, ok := docs[0].obj.(*ktypes.Kustomization)
+		if len(docs) != 1 || !ok {
+			t.Fatalf("%s: want one Kustomization, got %d documents (first %s)", f, len(docs), docs[0].kind)
+		}
+		refs := slices.Clone(k.Resources)
+		for _, p := range k.Patches {
+			refs = append(refs, p.Path)
+		}
+		for _, r := range refs {
+			if r == "" {
+				t.Errorf("%s: an inline patch: keep patches in files, so they are checked", f)
+				continue
+			}
+			p := filepath.Join(dir, r)
+			if st, err := os.Stat(p); err != nil {
+				t.Errorf("%s lists %s: %v", f, r, err)
+			} else if !st.IsDir() && filepath.Base(p) == secretExampleFile {
+				t.Errorf("%s lists %s: it documents Secrets, it must not apply them", f, r)
+			}
+			uses[p] = append(uses[p], dir)
 		}
 	}
-	got := slices.Sorted(slices.Values(b.kustomization.Resources))
+	var got []string
+	for p, by := range uses {
+		if len(by) > 1 && !slices.Contains(kustomizations, p) {
+			t.Errorf("%s is listed by %v: one kustomization owns each file", p, by)
+		}
+		if !slices.Contains(kustomizations, p) {
+			got = append(got, p)
+		}
+	}
+	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("kustomization resources (-files +listed):\n%s", diff)
+		t.Errorf("manifests (-files +listed by a kustomization):\n%s", diff)
 	}
-	if len(b.namespaces) != 1 || b.namespaces[0].Name != b.kustomization.Namespace {
-		t.Errorf("kustomization namespace %q, want the one Namespace manifest's name", b.kustomization.Namespace)
+
+	overlays := filepath.Join(kubeDir, "overlays")
+	var gotOverlays []string
+	for _, dir := range kustomizations {
+		if filepath.Dir(dir) == overlays {
+			gotOverlays = append(gotOverlays, filepath.Base(dir))
+		} else if len(uses[dir]) == 0 {
+			t.Errorf("kustomization %s is used by no overlay", dir)
+		}
+	}
+	slices.Sort(gotOverlays)
+	if diff := cmp.Diff([]string{overlayDryRun, overlayProduction}, gotOverlays); diff != "" {
+		t.Errorf("overlays (-checked +present): give a new one checks in checkOverlay\n%s", diff)
 	}
 }
 
-// TestManifestsHangTogether runs every semantic check on the real manifests.
+// TestManifestsHangTogether renders each overlay as kubectl apply -k would
+// and runs every check on the result.
 func TestManifestsHangTogether(t *testing.T) {
-	b, err := loadBundle()
+	for _, o := range []string{overlayProduction, overlayDryRun} {
+		t.Run(o, func(t *testing.T) {
+			b, err := loadBundle(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range checkOverlay(b) {
+				t.Error(v)
+			}
+		})
+	}
+}
+
+// mutation breaks a rendered overlay one way and names the checks that
+// must fire, and only them.
+type mutation struct {
+	name   string
+	mutate func(b *bundle)
+	want   []rule
+}
+
+// runMutations renders the overlay once, then applies each mutation to a
+// fresh decoding of it and compares the rules broken.
+func runMutations(t *testing.T, overlay string, tests []mutation) {
+	t.Helper()
+	rendered, err := renderOverlay(overlay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range checkBundle(b) {
-		t.Error(v)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := parseBundle(overlay, rendered)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.mutate(b)
+			found := checkOverlay(b)
+			var got []rule
+			for _, v := range found {
+				if !slices.Contains(got, v.rule) {
+					got = append(got, v.rule)
+				}
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tt.want))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("rules broken (-want +got):\n%s\nviolations: %v", diff, found)
+			}
+		})
 	}
 }
 
-// TestChecksCatchMistakes breaks the real manifests one way at a time and
-// expects the check for that mistake, and only it, to fire.
-func TestChecksCatchMistakes(t *testing.T) {
-	ctr := func(b *bundle) *corev1.Container { return &b.deployments[0].Spec.Template.Spec.Containers[0] }
-	pod := func(b *bundle) *corev1.PodSpec { return &b.deployments[0].Spec.Template.Spec }
-	env := func(b *bundle, name string) *corev1.EnvVar {
-		c := ctr(b)
-		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
-		if i < 0 {
-			c.Env = append(c.Env, corev1.EnvVar{Name: name})
-			i = len(c.Env) - 1
-		}
-		return &c.Env[i]
+// envVar returns ctr's variable name, adding it when missing.
+func envVar(ctr *corev1.Container, name string) *corev1.EnvVar {
+	i := slices.IndexFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+	if i < 0 {
+		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: name})
+		i = len(ctr.Env) - 1
 	}
+	return &ctr.Env[i]
+}
+
+func hushContainer(b *bundle) *corev1.Container {
+	return &b.deployments[0].Spec.Template.Spec.Containers[0]
+}
+
+func redisContainer(b *bundle) *corev1.Container {
+	return &b.statefulSet(redisStatefulSet).Spec.Template.Spec.Containers[0]
+}
+
+// setRedisOption sets redis-server's --name to value, or drops it when
+// value is "".
+func setRedisOption(b *bundle, name, value string) {
+	ctr := redisContainer(b)
+	i := slices.Index(ctr.Args, "--"+name)
+	switch {
+	case i < 0:
+		ctr.Args = append(ctr.Args, "--"+name, value)
+	case value == "":
+		ctr.Args = slices.Delete(ctr.Args, i, i+2)
+	default:
+		ctr.Args[i+1] = value
+	}
+}
+
+// setSecret sets one key of a Secret, rendered (data) or example (stringData).
+func setSecret(b *bundle, name, key, value string) {
+	s := b.secret(name)
+	if s.StringData != nil {
+		s.StringData[key] = value
+		return
+	}
+	s.Data[key] = []byte(value)
+}
+
+// TestChecksCatchMistakes breaks the rendered production overlay one way at
+// a time and expects the check for that mistake, and only it, to fire.
+func TestChecksCatchMistakes(t *testing.T) {
+	ctr := hushContainer
+	pod := func(b *bundle) *corev1.PodSpec { return &b.deployments[0].Spec.Template.Spec }
+	env := func(b *bundle, name string) *corev1.EnvVar { return envVar(ctr(b), name) }
 	config := func(b *bundle) map[string]string { return b.configMap("hush-config").Data }
 	ptr := func(v int64) *int64 { return &v }
+	redis := func(b *bundle) *corev1.PodSpec { return &b.statefulSet(redisStatefulSet).Spec.Template.Spec }
+	hushService := func(b *bundle) *corev1.Service { return b.service("hush") }
+	redisService := func(b *bundle) *corev1.Service { return b.service("redis") }
 
-	tests := []struct {
-		name   string
-		mutate func(b *bundle)
-		want   []rule
-	}{
+	runMutations(t, overlayProduction, []mutation{
 		{"readiness on /healthz", func(b *bundle) { ctr(b).ReadinessProbe.HTTPGet.Path = "/healthz" }, []rule{ruleProbes}},
 		{"liveness on /readyz", func(b *bundle) { ctr(b).LivenessProbe.HTTPGet.Path = "/readyz" }, []rule{ruleProbes}},
 		{"no readiness probe", func(b *bundle) { ctr(b).ReadinessProbe = nil }, []rule{ruleProbes}},
@@ -177,8 +313,8 @@ func TestChecksCatchMistakes(t *testing.T) {
 		{"PDB selects other pods", func(b *bundle) {
 			b.pdbs[0].Spec.Selector.MatchLabels["app.kubernetes.io/component"] = "api"
 		}, []rule{ruleSelectors}},
-		{"Service selects other pods", func(b *bundle) { b.services[0].Spec.Selector["app.kubernetes.io/name"] = "hushd" }, []rule{ruleSelectors}},
-		{"Service on another port", func(b *bundle) { b.services[0].Spec.Ports[0].TargetPort = intstr.FromInt32(9090) }, []rule{ruleService}},
+		{"Service selects other pods", func(b *bundle) { hushService(b).Spec.Selector["app.kubernetes.io/name"] = "hushd" }, []rule{ruleSelectors}},
+		{"Service on another port", func(b *bundle) { hushService(b).Spec.Ports[0].TargetPort = intstr.FromInt32(9090) }, []rule{ruleService}},
 		{"PDB blocks drains", func(b *bundle) { m := intstr.FromInt32(2); b.pdbs[0].Spec.MinAvailable = &m }, []rule{rulePDB}},
 		{"ScaledObject targets another Deployment", func(b *bundle) { b.scaledObjects[0].Spec.ScaleTargetRef.Name = "hush-worker" }, []rule{ruleScaleTarget}},
 		{"scale to zero", func(b *bundle) { z := int32(0); b.scaledObjects[0].Spec.MinReplicaCount = &z }, []rule{rulePDB, ruleScaleTarget}},
@@ -200,26 +336,113 @@ func TestChecksCatchMistakes(t *testing.T) {
 			ta.Spec.SecretTargetRef = slices.DeleteFunc(ta.Spec.SecretTargetRef, func(r kedav1alpha1.AuthSecretTargetRef) bool { return r.Parameter == "address" })
 		}, []rule{ruleTriggerAuths}},
 		{"TriggerAuthentication reads a missing key", func(b *bundle) { b.triggerAuths[0].Spec.SecretTargetRef[1].Key = "pass" }, []rule{ruleRefs}},
+
+		// The layout.
+		{"object in another namespace", func(b *bundle) { b.deployments[0].Namespace = "default" }, []rule{ruleNamespace}},
+		{"no hush Service", func(b *bundle) { hushService(b).Name = "hush-api" }, []rule{ruleShape}},
+
+		// The example Redis.
+		{"no Redis", func(b *bundle) { b.statefulSets = nil }, []rule{ruleRedis}},
+		{"Redis 6", func(b *bundle) { redisContainer(b).Image = "redis:6-alpine" }, []rule{ruleRedis}},
+		{"appendonly no", func(b *bundle) { setRedisOption(b, "appendonly", "no") }, []rule{ruleRedis}},
+		{"appendonly unset", func(b *bundle) { setRedisOption(b, "appendonly", "") }, []rule{ruleRedis}},
+		{"Redis run through a shell", func(b *bundle) {
+			c := redisContainer(b)
+			c.Command, c.Args = []string{"sh", "-c"}, []string{strings.Join(c.Args, " ")}
+		}, []rule{ruleRedis}},
+		{"keys evicted", func(b *bundle) { setRedisOption(b, "maxmemory-policy", "allkeys-lru") }, []rule{ruleRedis}},
+		{"maxmemory above the limit", func(b *bundle) { setRedisOption(b, "maxmemory", "2gb") }, []rule{ruleRedis}},
+		{"no volumeClaimTemplates", func(b *bundle) {
+			ss := b.statefulSet(redisStatefulSet)
+			ss.Spec.VolumeClaimTemplates = nil
+			redis(b).Volumes = append(redis(b).Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		}, []rule{ruleRedis}},
+		{"claim without storage", func(b *bundle) {
+			delete(b.statefulSet(redisStatefulSet).Spec.VolumeClaimTemplates[0].Spec.Resources.Requests, corev1.ResourceStorage)
+		}, []rule{ruleRedis}},
+		{"data directory off the claim", func(b *bundle) { setRedisOption(b, "dir", "/tmp") }, []rule{ruleRedis}},
+		{"no readiness probe", func(b *bundle) { redisContainer(b).ReadinessProbe = nil }, []rule{ruleRedis}},
+		{"TCP readiness probe", func(b *bundle) {
+			redisContainer(b).ReadinessProbe.ProbeHandler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("redis")}}
+		}, []rule{ruleRedis}},
+		{"probe without the password", func(b *bundle) {
+			c := redisContainer(b)
+			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "REDISCLI_AUTH" })
+		}, []rule{ruleRedis}},
+		{"Redis without a memory request", func(b *bundle) { delete(redisContainer(b).Resources.Requests, corev1.ResourceMemory) }, []rule{ruleResources}},
+		{"Redis as root", func(b *bundle) { redis(b).SecurityContext.RunAsUser = ptr(0) }, []rule{ruleSecurity}},
+		{"Redis selector misses its pods", func(b *bundle) {
+			b.statefulSet(redisStatefulSet).Spec.Selector.MatchLabels["app.kubernetes.io/name"] = "valkey"
+		}, []rule{ruleSelectors}},
+		{"hush selects the Redis pods", func(b *bundle) {
+			d := b.deployments[0]
+			d.Spec.Selector.MatchLabels = map[string]string{"app.kubernetes.io/part-of": "hush"}
+			d.Spec.Template.Labels["app.kubernetes.io/part-of"] = "hush"
+		}, []rule{ruleSelectors}},
+		{"Service not headless", func(b *bundle) { redisService(b).Spec.ClusterIP = "" }, []rule{ruleRedis}},
+		{"serviceName names no Service", func(b *bundle) { b.statefulSet(redisStatefulSet).Spec.ServiceName = "redis-headless" }, []rule{ruleRedis}},
+		{"Service misses the Redis pods", func(b *bundle) { redisService(b).Spec.Selector["app.kubernetes.io/name"] = "valkey" }, []rule{ruleRedis}},
+		{"Service on another port", func(b *bundle) { redisService(b).Spec.Ports[0].TargetPort = intstr.FromInt32(6380) }, []rule{ruleRedis}},
+		{"URL names another host", func(b *bundle) {
+			setSecret(b, "hush-redis", "url", "redis://:CHANGE-ME@redis-master.hush.svc:6379/0")
+		}, []rule{ruleRedis}},
+		{"URL names another namespace", func(b *bundle) {
+			setSecret(b, "hush-redis", "url", "redis://:CHANGE-ME@redis.default.svc:6379/0")
+		}, []rule{ruleRedis}},
+		{"URL on another port", func(b *bundle) { setSecret(b, "hush-redis", "url", "redis://:CHANGE-ME@redis.hush.svc:6380/0") }, []rule{ruleRedis}},
+		{"URL with another password", func(b *bundle) { setSecret(b, "hush-redis", "url", "redis://:secret@redis.hush.svc:6379/0") }, []rule{ruleRedis}},
+		{"URL not a URL", func(b *bundle) { setSecret(b, "hush-redis", "url", "redis.hush.svc:6379") }, []rule{ruleRedis}},
+		{"URL's short host", func(b *bundle) { setSecret(b, "hush-redis", "url", "redis://:CHANGE-ME@redis:6379/0") }, nil},
+		{"KEDA reads a bare Service name", func(b *bundle) { setSecret(b, "hush-redis", "address", "redis:6379") }, []rule{ruleRedis}},
+		{"KEDA reads another port", func(b *bundle) { setSecret(b, "hush-redis", "address", "redis.hush.svc:6380") }, []rule{ruleRedis}},
+		{"KEDA reads another address", func(b *bundle) { setSecret(b, "hush-redis", "address", "redis-master.hush.svc:6379") }, []rule{ruleRedis}},
+		{"KEDA reads another password", func(b *bundle) {
+			b.triggerAuths[0].Spec.SecretTargetRef[1].Key = "url"
+		}, []rule{ruleRedis}},
+
+		// What production needs.
+		{"dry-run in production", func(b *bundle) { env(b, "HUSH_DRY_RUN").Value = "true" }, []rule{ruleProduction}},
+		{"no provider", func(b *bundle) {
+			ctr(b).Env = slices.DeleteFunc(ctr(b).Env, func(e corev1.EnvVar) bool {
+				return slices.Contains(providerCredentialKeys, e.Name) || e.Name == "HUSH_APNS_TOPIC"
+			})
+		}, []rule{ruleProduction}},
+		{"a Secret rendered", func(b *bundle) { b.secrets = append(b.secrets, b.secret("hush-api")) }, []rule{ruleProduction}},
+		{"no ScaledObject", func(b *bundle) { b.scaledObjects = nil }, []rule{rulePDB, ruleProduction}},
+		{"no PDB", func(b *bundle) { b.pdbs = nil }, []rule{ruleProduction}},
+	})
+}
+
+// TestDryRunChecksCatchMistakes breaks the rendered dry-run overlay one way
+// at a time.
+func TestDryRunChecksCatchMistakes(t *testing.T) {
+	production, err := loadBundle(overlayProduction)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b, err := loadBundle()
-			if err != nil {
-				t.Fatal(err)
-			}
-			tt.mutate(b)
-			found := checkBundle(b)
-			var got []rule
-			for _, v := range found {
-				if !slices.Contains(got, v.rule) {
-					got = append(got, v.rule)
-				}
-			}
-			slices.Sort(got)
-			want := slices.Sorted(slices.Values(tt.want))
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("rules broken (-want +got):\n%s\nviolations: %v", diff, found)
-			}
-		})
+	ctr := hushContainer
+	withoutEnv := func(b *bundle, name string) {
+		ctr(b).Env = slices.DeleteFunc(ctr(b).Env, func(e corev1.EnvVar) bool { return e.Name == name })
 	}
+	runMutations(t, overlayDryRun, []mutation{
+		{"unchanged", func(*bundle) {}, nil},
+		{"HUSH_DRY_RUN unset", func(b *bundle) { withoutEnv(b, "HUSH_DRY_RUN") }, []rule{ruleDryRun}},
+		{"HUSH_DRY_RUN false", func(b *bundle) { envVar(ctr(b), "HUSH_DRY_RUN").Value = "false" }, []rule{ruleDryRun}},
+		{"HUSH_DRY_RUN from the ConfigMap", func(b *bundle) {
+			withoutEnv(b, "HUSH_DRY_RUN")
+			b.configMap("hush-config").Data["HUSH_DRY_RUN"] = "true"
+		}, nil},
+		{"a provider credential", func(b *bundle) { envVar(ctr(b), "HUSH_APNS_KEY_ID").Value = "ABC123DEFG" }, []rule{ruleDryRun}},
+		{"a Secret to create by hand", func(b *bundle) {
+			s := b.secret("hush-api")
+			b.secrets = slices.DeleteFunc(b.secrets, func(x *corev1.Secret) bool { return x == s })
+			b.exampleSecrets = append(b.exampleSecrets, s)
+		}, []rule{ruleDryRun}},
+		{"a Secret not rendered", func(b *bundle) {
+			b.secrets = slices.DeleteFunc(b.secrets, func(x *corev1.Secret) bool { return x.Name == "hush-api" })
+		}, []rule{ruleDryRun, ruleRefs}},
+		{"needs KEDA", func(b *bundle) { b.triggerAuths = production.triggerAuths }, []rule{ruleDryRun}},
+		{"a PDB on one replica", func(b *bundle) { b.pdbs = production.pdbs }, []rule{rulePDB}},
+		{"URL with another password", func(b *bundle) { setSecret(b, "hush-redis", "url", "redis://:x@redis.hush.svc:6379/0") }, []rule{ruleRedis}},
+	})
 }
