@@ -1,4 +1,4 @@
-package worker
+package setup
 
 import (
 	"errors"
@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
 )
 
 // Config is hush's configuration, read from HUSH_* environment variables.
@@ -72,6 +73,9 @@ const envPrefix = "hush"
 // LoadConfig reads the configuration from the environment and validates it.
 // Errors name the offending key.
 func LoadConfig() (Config, error) {
+	if err := checkEnv(os.LookupEnv); err != nil {
+		return Config{}, err
+	}
 	var c Config
 	if err := envconfig.Process(envPrefix, &c); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
@@ -80,17 +84,6 @@ func LoadConfig() (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
-}
-
-// PrintUsage writes the table of every key with its type, default and
-// description.
-func PrintUsage(w io.Writer) error {
-	var c Config
-	tw := tabwriter.NewWriter(w, 1, 0, 2, ' ', 0)
-	if err := envconfig.Usagef(envPrefix, &c, tw, envconfig.DefaultTableFormat); err != nil {
-		return err
-	}
-	return tw.Flush()
 }
 
 // KeyError is a configuration value that cannot be used.
@@ -122,7 +115,7 @@ func (c Config) Validate() error {
 	}
 	if c.RedisURL != "" {
 		if _, err := redis.ParseURL(c.RedisURL); err != nil {
-			add(&KeyError{Key: "HUSH_REDIS_URL", Err: err})
+			add(keyErr("HUSH_REDIS_URL", "want redis://[user:password@]host:port[/db], rediss://... (TLS) or unix:///path, got %q (%v)", c.RedisURL, err))
 		}
 	}
 	for _, a := range c.RedisClusterAddrs {
@@ -145,8 +138,8 @@ func (c Config) Validate() error {
 			add(keyErr("HUSH_QUEUES", "queue %q: weight must be positive, got %d", name, w))
 		}
 	}
-	if c.DeliveryShards < 1 || c.DeliveryShards > maxShards {
-		add(keyErr("HUSH_DELIVERY_SHARDS", "want 1 to %d, got %d", maxShards, c.DeliveryShards))
+	if c.DeliveryShards < 1 || c.DeliveryShards > worker.MaxDeliveryShards {
+		add(keyErr("HUSH_DELIVERY_SHARDS", "want 1 to %d, got %d", worker.MaxDeliveryShards, c.DeliveryShards))
 	}
 	if c.ThrottleMaxPending < 0 {
 		add(keyErr("HUSH_THROTTLE_MAX_PENDING", "must not be negative, got %d", c.ThrottleMaxPending))
@@ -297,9 +290,18 @@ func (c Config) NewLogger(w io.Writer) *slog.Logger {
 	if err != nil {
 		level = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
 	if c.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationText writes durations as text ("1.5s"), not as JSON's integer
+// nanoseconds.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }

@@ -1,14 +1,16 @@
-package worker
+package setup
 
 import (
 	"bytes"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kelseyhightower/envconfig"
 )
 
 // clearEnv unsets every HUSH_ configuration key for the test.
@@ -108,5 +110,98 @@ func TestPrintUsageListsEveryKey(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "10/1m,100/24h") {
 		t.Errorf("usage lacks the default limits:\n%s", b.String())
+	}
+}
+
+// TestLoadConfigListsEveryBadKey: mistyped values are all reported at
+// once, each naming its key in hush's words (not envconfig's first
+// conversion error).
+func TestLoadConfigListsEveryBadKey(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("HUSH_CONCURRENCY", "ten")
+	t.Setenv("HUSH_THROTTLE_MIN_GAP", "3 seconds")
+	t.Setenv("HUSH_DRY_RUN", "yes please")
+	t.Setenv("HUSH_QUEUES", "critical=6")
+	t.Setenv("HUSH_MAX_BODY_BYTES", "")
+	_, err := LoadConfig()
+	if err == nil {
+		t.Fatal("LoadConfig accepted five bad values")
+	}
+	want := []string{
+		`HUSH_CONCURRENCY: want an integer, got "ten"`,
+		`HUSH_THROTTLE_MIN_GAP: want a duration such as 500ms, 3s or 1h, got "3 seconds"`,
+		`HUSH_DRY_RUN: want true or false, got "yes please"`,
+		`HUSH_QUEUES: want a comma list of name:integer (e.g. critical:6,high:3,normal:1), got "critical=6"`,
+		`HUSH_MAX_BODY_BYTES: want an integer, got ""`,
+	}
+	var got []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		got = append(got, e.Error())
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	if strings.Contains(err.Error(), "envconfig") || strings.Contains(err.Error(), "strconv") {
+		t.Errorf("error speaks Go, not hush: %v", err)
+	}
+}
+
+// TestRedisURLWithoutScheme: a host:port without redis:// says what is
+// wanted instead of url.Parse's "first path segment in URL cannot contain
+// colon".
+func TestRedisURLWithoutScheme(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("HUSH_REDIS_URL", "127.0.0.1:6420")
+	_, err := LoadConfig()
+	if err == nil || !strings.Contains(err.Error(), `HUSH_REDIS_URL: want redis://`) || !strings.Contains(err.Error(), `got "127.0.0.1:6420"`) {
+		t.Errorf("LoadConfig = %v, want HUSH_REDIS_URL: want redis://... got \"127.0.0.1:6420\"", err)
+	}
+}
+
+// TestKeyOfMatchesUsage: the keys checkEnv and Keys derive are the keys
+// envconfig reads, in order, so no bad value slips past the check.
+func TestKeyOfMatchesUsage(t *testing.T) {
+	var c Config
+	var b bytes.Buffer
+	if err := envconfig.Usagef(envPrefix, &c, &b, "{{range .}}{{usage_key .}}\n{{end}}"); err != nil {
+		t.Fatal(err)
+	}
+	fromEnvconfig := strings.Fields(b.String())
+	var derived []string
+	for _, k := range Keys() {
+		derived = append(derived, k.Name)
+	}
+	if diff := cmp.Diff(fromEnvconfig, derived); diff != "" {
+		t.Errorf("keys (-envconfig +Keys):\n%s", diff)
+	}
+}
+
+// TestPrintUsageWraps: every line of serve --help's key list fits the
+// terminal ($COLUMNS), and each key shows its type and default.
+func TestPrintUsageWraps(t *testing.T) {
+	t.Setenv("COLUMNS", "72")
+	var b bytes.Buffer
+	if err := PrintUsage(&b); err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(b.String()) {
+		if n := len([]rune(strings.TrimRight(line, "\n"))); n > 72 && strings.Contains(strings.TrimSpace(line), " ") {
+			t.Errorf("line of %d runes: %q", n, line)
+		}
+	}
+	if !strings.Contains(b.String(), "HUSH_CONCURRENCY  (int, default 50)") || strings.Contains(b.String(), "Comma-separated") {
+		t.Errorf("usage:\n%s", b.String())
+	}
+}
+
+// TestJSONLogDurations: durations in JSON logs read as text, not
+// nanoseconds.
+func TestJSONLogDurations(t *testing.T) {
+	var b bytes.Buffer
+	Config{LogLevel: "info", LogFormat: "json"}.NewLogger(&b).Info("x", "timeout", 1500*time.Millisecond)
+	if !strings.Contains(b.String(), `"timeout":"1.5s"`) {
+		t.Errorf("log line %s, want \"timeout\":\"1.5s\"", b.String())
 	}
 }

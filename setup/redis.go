@@ -1,8 +1,9 @@
-package worker
+package setup
 
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 
 	"github.com/alicebob/miniredis/v2"
@@ -98,4 +99,21 @@ func trimAll(ss []string) []string {
 		}
 	}
 	return out
+}
+
+// redisKey is the key that says where Redis is, and its value, for
+// messages about a Redis that does not answer.
+func (c Config) redisKey() (key, where string) {
+	switch {
+	case len(c.RedisSentinelAddrs) > 0:
+		return "HUSH_REDIS_SENTINEL_ADDRS", strings.Join(c.RedisSentinelAddrs, ",") + " (master " + c.RedisSentinelMaster + ")"
+	case len(c.RedisClusterAddrs) > 0:
+		return "HUSH_REDIS_CLUSTER_ADDRS", strings.Join(c.RedisClusterAddrs, ",")
+	}
+	where = c.RedisURL
+	if u, err := url.Parse(c.RedisURL); err == nil && u.User != nil {
+		u.User = url.User("***") // never print a password
+		where = u.Redacted()
+	}
+	return "HUSH_REDIS_URL", where
 }

@@ -1,4 +1,4 @@
-package worker
+package setup
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/hushpush/hush/providers/apns"
 	"github.com/hushpush/hush/providers/dryrun"
 	"github.com/hushpush/hush/providers/fcm"
+	"github.com/hushpush/hush/worker"
 )
 
 // newSenders builds the senders cfg asks for: APNs and FCM when their
@@ -17,7 +18,7 @@ import (
 // credentials are set at all. A platform without credentials while the
 // other has them gets no sender: its devices fail permanently with a clear
 // reason rather than being silently "sent" nowhere.
-func newSenders(ctx context.Context, cfg Config, log *slog.Logger) (map[payload.Platform]Sender, func(), error) {
+func newSenders(ctx context.Context, cfg Config, log *slog.Logger) (map[payload.Platform]worker.Sender, func(), error) {
 	closeAll := func() {}
 	if cfg.DryRun || (!cfg.apnsConfigured() && !cfg.fcmConfigured()) {
 		why := "HUSH_DRY_RUN is set"
@@ -26,9 +27,9 @@ func newSenders(ctx context.Context, cfg Config, log *slog.Logger) (map[payload.
 		}
 		log.Warn("DRY-RUN: " + why + ": NOTHING IS SENT to APNs or FCM; pushes are only logged")
 		d := dryrun.New(log)
-		return map[payload.Platform]Sender{payload.APNs: d, payload.FCM: d}, closeAll, nil
+		return map[payload.Platform]worker.Sender{payload.APNs: d, payload.FCM: d}, closeAll, nil
 	}
-	senders := map[payload.Platform]Sender{}
+	senders := map[payload.Platform]worker.Sender{}
 	if cfg.apnsConfigured() {
 		s, err := apns.New(apns.Config{
 			KeyFile: cfg.APNSKeyFile, KeyID: cfg.APNSKeyID, TeamID: cfg.APNSTeamID,

@@ -1,4 +1,4 @@
-package worker
+package setup
 
 import (
 	"crypto/tls"

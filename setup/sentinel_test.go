@@ -1,4 +1,4 @@
-package worker
+package setup
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker"
 )
 
 // TestSentinelFailover runs hush serve against a master, a replica and a
@@ -39,13 +41,13 @@ func TestSentinelFailover(t *testing.T) {
 		t.Errorf("logs do not say which master and Sentinels are used:\n%s", logs.String())
 	}
 
-	before := apnsToken("before")
+	before := testkit.APNsToken("before")
 	st := postAndWait(t, base, jobBody("before", "u-before", before))
 	if c, _ := st["counts"].(map[string]any); c["delivered"] != 1.0 {
 		t.Fatalf("job before the failover: %v, want delivered", st)
 	}
 	ctx := context.Background()
-	if n, err := sn.Master.Client(t).Exists(ctx, jobKey("before")).Result(); err != nil || n != 1 {
+	if n, err := sn.Master.Client(t).Exists(ctx, "hush:job:{"+"before"+"}").Result(); err != nil || n != 1 {
 		t.Fatalf("the job record is not on the first master %s: %d %v", sn.Master.Addr, n, err)
 	}
 
@@ -60,7 +62,7 @@ func TestSentinelFailover(t *testing.T) {
 	ids := make([]string, after)
 	for i := range after {
 		ids[i] = fmt.Sprintf("after-%d", i)
-		tokens[i] = apnsToken(ids[i])
+		tokens[i] = testkit.APNsToken(ids[i])
 	}
 	type result struct {
 		unavailable int
@@ -93,7 +95,7 @@ func TestSentinelFailover(t *testing.T) {
 	reqs := fa.Requests()
 	var arrivals []time.Time
 	for i, tok := range append([]string{before}, tokens...) {
-		got := requestsFor(reqs, tok)
+		got := testkit.RequestsFor(reqs, tok)
 		if len(got) != 1 {
 			t.Errorf("token %d got %d pushes, want 1", i, len(got))
 			continue
@@ -116,7 +118,7 @@ func TestSentinelFailover(t *testing.T) {
 	// The limiter on the new master booked the three pushes a gap apart
 	// (they were submitted back to back, so without it they would arrive
 	// together).
-	var ts ThrottleStatus
+	var ts worker.ThrottleStatus
 	if err := getJSON(base+"/v1/users/u-after/throttle", &ts); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func TestSentinelFailover(t *testing.T) {
 	defer nm.Close()
 	keys := []string{"hush:throttle:{u-after}"}
 	for _, id := range ids {
-		keys = append(keys, jobKey(id))
+		keys = append(keys, "hush:job:{"+id+"}")
 	}
 	for _, k := range keys {
 		if n, err := nm.Exists(ctx, k).Result(); err != nil || n != 1 {
@@ -163,7 +165,7 @@ func apnsEnv(t *testing.T) (*fake.APNs, map[string]string) {
 	}
 	return fa, map[string]string{
 		"HUSH_APNS_KEY_FILE": keyFile, "HUSH_APNS_KEY_ID": keyID, "HUSH_APNS_TEAM_ID": teamID,
-		"HUSH_APNS_TOPIC": apnsTopic, "HUSH_APNS_ENDPOINT": fa.URL, "HUSH_APNS_CA_FILE": caFile,
+		"HUSH_APNS_TOPIC": testkit.APNsTopic, "HUSH_APNS_ENDPOINT": fa.URL, "HUSH_APNS_CA_FILE": caFile,
 	}
 }
 
@@ -215,14 +217,14 @@ func getJSON(url string, v any) error {
 func waitJobDone(t *testing.T, base, id string, timeout time.Duration) map[string]any {
 	t.Helper()
 	var st map[string]any
-	waitFor(t, timeout, "job "+id+" done", func() bool {
+	testkit.WaitFor(t, timeout, "job "+id+" done", func() bool {
 		resp, err := http.Get(base + "/v1/notifications/" + id)
 		if err != nil {
 			return false
 		}
 		defer resp.Body.Close()
 		st = nil
-		return json.NewDecoder(resp.Body).Decode(&st) == nil && st["state"] == jobDone
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st["state"] == "done"
 	})
 	return st
 }

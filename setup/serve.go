@@ -1,4 +1,4 @@
-package worker
+package setup
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
 )
 
 // Serve runs one hush process configured by cfg: the task worker, the HTTP
@@ -30,7 +31,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	err = rdb.Ping(pingCtx).Err()
 	cancel()
 	if err != nil {
-		return fmt.Errorf("redis does not answer: %w", err)
+		key, where := cfg.redisKey()
+		return keyErr(key, "Redis at %s does not answer (%v): start it, or point %s at one that runs", where, err, key)
 	}
 
 	policy, err := cfg.policy()
@@ -51,7 +53,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	for p := range cfg.bypass() {
 		bypass = append(bypass, p)
 	}
-	w, err := New(rdb, Options{
+	w, err := worker.New(rdb, worker.Options{
 		Limiter:         limiter,
 		Policy:          policy,
 		Senders:         senders,

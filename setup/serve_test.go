@@ -1,11 +1,13 @@
-package worker
+package setup
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +15,9 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker"
 )
 
 // lockedBuffer is a log sink safe for concurrent writes.
@@ -65,7 +69,7 @@ func serveFromEnv(t *testing.T, env map[string]string) (string, *lockedBuffer) {
 		}
 	})
 	base := "http://" + addr
-	waitFor(t, 15*time.Second, "/readyz", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "/readyz", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("Serve returned early: %v\nlogs:\n%s", err, logs.String())
@@ -88,21 +92,21 @@ func postAndWait(t *testing.T, base, body string) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var acc Accepted
+	var acc worker.Accepted
 	err = json.NewDecoder(resp.Body).Decode(&acc)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST: %d %+v %v", resp.StatusCode, acc, err)
 	}
 	var st map[string]any
-	waitFor(t, 15*time.Second, "job done", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "job done", func() bool {
 		resp, err := http.Get(base + "/v1/notifications/" + acc.ID)
 		if err != nil {
 			return false
 		}
 		defer resp.Body.Close()
 		st = nil
-		return json.NewDecoder(resp.Body).Decode(&st) == nil && st["state"] == jobDone
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st["state"] == "done"
 	})
 	return st
 }
@@ -128,7 +132,7 @@ func TestServeWithProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(ff.Close)
-	saFile, err := fake.WriteServiceAccount(t.TempDir(), ff.TokenURL(), fcmProject)
+	saFile, err := fake.WriteServiceAccount(t.TempDir(), ff.TokenURL(), testkit.FCMProject)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +140,8 @@ func TestServeWithProviders(t *testing.T) {
 	env["HUSH_FCM_CREDENTIALS_FILE"] = saFile
 	env["HUSH_FCM_ENDPOINT"] = ff.Endpoint()
 	base, logs := serveFromEnv(t, env)
-	tok := apnsToken("serve")
-	body := `{"recipients":[{"user_id":"u-1","devices":[{"platform":"apns","token":"` + tok + `"},{"platform":"fcm","token":"` + fcmToken("serve") + `"}]}],"alert":{"title":"hi"}}`
+	tok := testkit.APNsToken("serve")
+	body := `{"recipients":[{"user_id":"u-1","devices":[{"platform":"apns","token":"` + tok + `"},{"platform":"fcm","token":"` + testkit.FCMToken("serve") + `"}]}],"alert":{"title":"hi"}}`
 	st := postAndWait(t, base, body)
 	if c, _ := st["counts"].(map[string]any); c["delivered"] != 1.0 {
 		t.Errorf("job: %v, want delivered", st)
@@ -147,5 +151,48 @@ func TestServeWithProviders(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), tok) {
 		t.Errorf("logs contain a whole device token")
+	}
+}
+
+// TestServeRedisDownNamesTheKey: with nothing listening at HUSH_REDIS_URL,
+// Serve fails with one error that names the key and where it points,
+// without the password.
+func TestServeRedisDownNamesTheKey(t *testing.T) {
+	clearEnv(t)
+	url := "redis://:s3cret@127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/0"
+	t.Setenv("HUSH_REDIS_URL", url)
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Serve(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key != "HUSH_REDIS_URL" || !strings.Contains(err.Error(), "does not answer") {
+		t.Fatalf("Serve = %v, want a HUSH_REDIS_URL error saying Redis does not answer", err)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error shows the password: %v", err)
+	}
+}
+
+// TestRedisLoggerLevels: go-redis's messages come out through slog, dial
+// failures at debug (hush reports the outage itself), Sentinel news at
+// info, the rest at warn.
+func TestRedisLoggerLevels(t *testing.T) {
+	var b lockedBuffer
+	l := RedisLogger(slog.New(slog.NewJSONHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	l.Printf(t.Context(), "redis: connection pool: failed to dial after %d attempts: %s", 5, "dial tcp 127.0.0.1:1: connect: connection refused")
+	l.Printf(t.Context(), "sentinel: new master=%q addr=%q", "m", "127.0.0.1:2")
+	l.Printf(t.Context(), "something else")
+	var levels []string
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON log line: %q", line)
+		}
+		levels = append(levels, rec["level"].(string))
+	}
+	if want := []string{"DEBUG", "INFO", "WARN"}; !slices.Equal(levels, want) {
+		t.Errorf("levels %v, want %v", levels, want)
 	}
 }

@@ -4,39 +4,52 @@
 // It accepts jobs (Client.Enqueue, the HTTP API), fans each job out in
 // chunks of up to 100 recipients, passes every delivery through the limiter
 // (deferring it to the slot the limiter books), sends to every device through
-// the providers' Senders, classifies the outcomes, records per-device and
+// the Senders it is given, classifies the outcomes, records per-device and
 // per-recipient progress so retries and re-runs are idempotent, emits events
-// (the capped Redis stream hush:events and an optional webhook), exposes
-// Prometheus metrics, /healthz and /readyz, and wires all of it from the
-// environment (Config, Serve).
+// (the capped Redis stream hush:events and an optional webhook), and exposes
+// Prometheus metrics, /healthz and /readyz. Process setup (configuration,
+// the Redis connection, building senders, the HTTP listener) is package
+// setup's; worker takes a Redis client and Options.
 //
-// It may import payload, throttle, providers (and its sender packages),
-// Asynq, go-redis, envconfig, miniredis (the embedded development Redis) and
-// client_golang.
+// It may import payload, docs (the OpenAPI description it serves), throttle,
+// providers (the outcome taxonomy only, not the sender packages), Asynq,
+// go-redis and client_golang.
+//
+// Where things are decided: what a booking means now (send, wait, defer,
+// expire, drop, book again) and what a recipient's device answers mean
+// (done, retry, fail, stop) are plan and judge in decide.go, used by every
+// path; device outcomes are recorded as the providers answer in outcomes.go;
+// task ids and limiter members are made in taskid.go.
 //
 // Redis keys besides Asynq's and the limiter's (each job's keys share the
 // hash tag {<id>}, so they live on one Redis Cluster slot):
 //
 //	hush:job:{<id>}       hash: state, accepted_at, recipients, priority,
 //	                      deadline, cursor (fan-out progress), deferrals and
-//	                      one counter per final state (delivered, expired,
-//	                      token_invalid, failed)
+//	                      one counter per final state (FinalStates)
 //	hush:job:{<id>}:r     hash: recipient index -> final state
-//	hush:job:{<id>}:dev   hash: "<recipient>/<device>" -> delivered | token_invalid
+//	hush:job:{<id>}:dev   hash: "<recipient>/<device>" -> delivered |
+//	                      token_invalid, and per recipient "<i>/a" (attempts
+//	                      made), "<i>/f" (transient failures), "<i>/t" (when
+//	                      a provider first throttled it, Unix ms)
 //	hush:events           stream of events (capped with MAXLEN ~)
 //
-// The limiter member of a delivery is "<job id>/<recipient index>".
+// The limiter member of a delivery's first attempt is "<job id>/<index>",
+// of attempt k > 0 "<job id>/<index>#<k>" (each retry books a slot of its
+// own).
 //
 // # Tasks
 //
-//	hush:job       a submitted job (task id: the job id). It delivers the
+// Task ids carry their kind, so no job id can take another task's id.
+//
+//	hush:job       a submitted job (task id "job:<id>"). It delivers the
 //	               first chunk itself and creates a hush:chunk task per
 //	               further chunk. A job of one recipient books its slot in
 //	               start.lua's round trip (ReserveBatchWith), speculatively:
 //	               a re-run that finds the recipient settled gives a new
 //	               booking back.
 //	hush:chunk     recipients [k*100, (k+1)*100) of a job (task id
-//	               "<job id>/c<k>"). It reads its recipients' states in one
+//	               "chunk:<id>/<k>"). It reads its recipients' states in one
 //	               round trip (the job task's own chunk: inside start.lua),
 //	               then, in waves of up to 25 recipients (each taking that
 //	               many of the worker's Concurrency send permits), books a
@@ -44,23 +57,21 @@
 //	               safe) and sends those allowed now at once, concurrently;
 //	               each send is checked right before the provider call and
 //	               left to the delivery task (which rebooks) when more than
-//	               100 ms after its slot. The chunk's device and final
-//	               states are recorded in one script call (record.lua).
-//	hush:delivery  one recipient (task id "<job id>/<recipient index>"),
-//	               created by a chunk only for the recipients it does not
-//	               settle: held back by the limiter (scheduled shortly before
-//	               the booked slot), booked by an earlier run, late for their
+//	               100 ms after its slot. Each device's answer is recorded as
+//	               it comes (outcomes.go); the recipients' final states are
+//	               recorded in one script call (record.lua).
+//	hush:delivery  one recipient (task id "delivery:<id>/<index>"), created
+//	               by a chunk only for the recipients it does not settle:
+//	               held back by the limiter (scheduled shortly before the
+//	               booked slot), booked by an earlier run, late for their
 //	               slot, or not delivered to every device (provider
 //	               throttling, transient or permanent failures). It books
-//	               again (the same slot, or a new one when late), waits,
-//	               sends to the devices not yet settled, retries, expires.
+//	               again (the same slot, or a new one when late or for a
+//	               retry), waits, sends to the devices not yet settled,
+//	               retries, expires.
 //
 // With HUSH_DELIVERY_SHARDS above 1, hush:delivery tasks go to the queue
 // "<priority>.<fnv32a(user id) mod shards>" and hush:chunk tasks to
 // "<priority>.<fnv32a(task id) mod shards>" (shards.go); jobs stay on the
 // priority's queue.
-//
-// With a limiter that cannot book in batches (a Limiter without
-// ReserveBatch), the job task creates one hush:delivery task per recipient
-// instead.
 package worker

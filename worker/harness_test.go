@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/apns"
 	"github.com/hushpush/hush/providers/fake"
@@ -54,6 +55,7 @@ type envOptions struct {
 	maxPending      int // HUSH_THROTTLE_MAX_PENDING
 	concurrency     int // default 10
 	noRun           bool
+	logs            io.Writer // the worker's JSON logs (default: testLogger)
 }
 
 const (
@@ -107,6 +109,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 		ShutdownTimeout: o.shutdownTimeout,
 		WebhookURL:      o.webhookURL,
 		Logger:          testLogger(t),
+	}
+	if o.logs != nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(o.logs, nil))
 	}
 	w, err := New(rdb, opts)
 	if err != nil {
@@ -215,13 +220,7 @@ var _ io.Writer = tWriter{}
 // waitFor polls cond until it holds or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, timeout, what, cond)
 }
 
 // submit enqueues job and fails the test on error.
@@ -268,13 +267,7 @@ func (e *env) events() []Event {
 
 // requestsFor returns the fake APNs requests for one token.
 func requestsFor(reqs []fake.Request, token string) []fake.Request {
-	var out []fake.Request
-	for _, r := range reqs {
-		if r.Token == token {
-			out = append(out, r)
-		}
-	}
-	return out
+	return testkit.RequestsFor(reqs, token)
 }
 
 // recordingLimiter remembers the slot booked for each member, so tests can
@@ -348,18 +341,7 @@ func (l *recordingLimiter) slot(member string) (time.Time, bool) {
 }
 
 // apnsToken returns a valid-looking APNs token derived from s.
-func apnsToken(s string) string {
-	const hex = "0123456789abcdef"
-	var b strings.Builder
-	for i := 0; b.Len() < 64; i++ {
-		c := byte(0)
-		if len(s) > 0 {
-			c = s[i%len(s)]
-		}
-		b.WriteByte(hex[(int(c)+i)%16])
-	}
-	return b.String()
-}
+func apnsToken(s string) string { return testkit.APNsToken(s) }
 
 func alertJob(id, title string, recipients ...payload.Recipient) payload.Job {
 	return payload.Job{
@@ -370,7 +352,7 @@ func alertJob(id, title string, recipients ...payload.Recipient) payload.Job {
 }
 
 // fcmToken returns a registration-token-like string derived from s.
-func fcmToken(s string) string { return "fcm-" + s + ":APA91b" + apnsToken(s)[:40] }
+func fcmToken(s string) string { return testkit.FCMToken(s) }
 
 func apnsRecipient(user string, tokens ...string) payload.Recipient {
 	r := payload.Recipient{UserID: user}

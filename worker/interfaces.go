@@ -22,7 +22,7 @@ type Limiter interface {
 // pipeLimiter books a batch in the same round trip as the worker's own
 // commands, queued by queue on the limiter's Redis client
 // (throttle.Redis). The worker uses it only when that client is its own
-// (Options.Limiter built on the rdb given to New), as Serve does.
+// (Options.Limiter built on the rdb given to New), as setup.Serve does.
 type pipeLimiter interface {
 	Uses(rdb any) bool
 	ReserveBatchWith(ctx context.Context, reqs []throttle.Request, queue func(redis.Pipeliner)) ([]throttle.Reservation, error)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hushpush/hush/payload"
 )
 
 // Delivery shards spread the tasks a job creates over several Asynq queues
@@ -17,9 +19,9 @@ import (
 // hush:chunk task to p.<fnv32a(task id) mod S>. All of them are plain
 // Asynq queues that asynqmon and the asynq CLI list.
 
-// maxShards bounds HUSH_DELIVERY_SHARDS: every shard is a queue each worker
+// MaxDeliveryShards bounds Options.DeliveryShards (HUSH_DELIVERY_SHARDS): every shard is a queue each worker
 // polls.
-const maxShards = 64
+const MaxDeliveryShards = 64
 
 // shardQueue is the queue of priority queue base for key: base itself with
 // one shard.
@@ -39,7 +41,7 @@ func shardOf(queue string) (base string, k int, ok bool) {
 	if !found {
 		return "", 0, false
 	}
-	if _, known := knownPriorities[base]; !known {
+	if p := payload.Priority(base); p == "" || !p.Valid() {
 		return "", 0, false
 	}
 	k, err := strconv.Atoi(num)

@@ -16,7 +16,7 @@ import (
 	"github.com/hushpush/hush/throttle"
 )
 
-// Options configure a Worker. Serve fills them from Config; tests inject
+// Options configure a Worker. setup.Serve fills them from the environment; tests inject
 // their own limiter and senders.
 type Options struct {
 	// Limiter books delivery slots. Required. When it also implements

@@ -9,7 +9,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/hushpush/hush/worker"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/setup"
 )
 
 func serveHelp(w io.Writer) {
@@ -36,7 +38,7 @@ Configuration (environment variables only; invalid values stop the start
 with the key and the reason):
 
 `)
-	if err := worker.PrintUsage(w); err != nil {
+	if err := setup.PrintUsage(w); err != nil {
 		fmt.Fprintf(w, "(cannot print the configuration table: %v)\n", err)
 	}
 }
@@ -50,7 +52,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 0 {
 		return usageErrorf("serve takes no arguments (it is configured by HUSH_* environment variables; see 'hush serve --help'), got %q", pos)
 	}
-	cfg, err := worker.LoadConfig()
+	cfg, err := setup.LoadConfig()
 	if err != nil {
 		return fmt.Errorf("serve: invalid configuration (see 'hush serve --help'):\n%w", err)
 	}
@@ -59,5 +61,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// After the first signal, restore the default handling: a second one
 	// stops the process at once instead of waiting for the graceful drain.
 	context.AfterFunc(ctx, stop)
-	return worker.Serve(ctx, cfg, cfg.NewLogger(stderr))
+	log := cfg.NewLogger(stderr)
+	// go-redis's own messages in hush's format (the binary owns the
+	// process-wide logger; the packages never set it).
+	redis.SetLogger(setup.RedisLogger(log))
+	return setup.Serve(ctx, cfg, log)
 }

@@ -1,0 +1,60 @@
+// Package testkit holds small helpers shared by the tests of several hush
+// packages: waiting on a condition, picking fake provider requests, making
+// device tokens. Only tests import it.
+package testkit
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hushpush/hush/providers/fake"
+)
+
+// APNsTopic is the topic the tests' APNs senders use.
+const APNsTopic = "com.example.hush"
+
+// FCMProject is the project the tests' FCM senders use.
+const FCMProject = "hush-test"
+
+// WaitFor polls cond every 20 ms until it holds, failing the test after
+// timeout with what was awaited.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// RequestsFor returns the fake provider requests for one token.
+func RequestsFor(reqs []fake.Request, token string) []fake.Request {
+	var out []fake.Request
+	for _, r := range reqs {
+		if r.Token == token {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// APNsToken returns a valid-looking APNs token (64 hex digits) derived
+// from s: distinct strings give distinct tokens in practice.
+func APNsToken(s string) string {
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	for i := 0; b.Len() < 64; i++ {
+		c := byte(0)
+		if len(s) > 0 {
+			c = s[i%len(s)]
+		}
+		b.WriteByte(hex[(int(c)+i)%16])
+	}
+	return b.String()
+}
+
+// FCMToken returns a valid-looking FCM registration token derived from s.
+func FCMToken(s string) string { return "fcm-" + s + ":APA91b" + APNsToken(s)[:40] }
