@@ -12,34 +12,93 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hushpush/hush/docs"
 	"github.com/hushpush/hush/payload"
 )
 
-// Handler returns the HTTP API with /healthz, /readyz and /metrics.
+// Handler returns the HTTP API, described by docs/openapi.yaml (served at
+// GET /openapi.yaml):
 //
 //	POST   /v1/notifications        submit a job: 202 {"id"}, duplicate 200 {"id","duplicate":true}
 //	GET    /v1/notifications/{id}   the job's state and counts per delivery state
 //	GET    /v1/users/{id}/throttle  the limiter status of one user
 //	DELETE /v1/users/{id}/throttle  clear one user's limiter state
+//	GET    /healthz, /readyz, /metrics, /openapi.yaml
 //
-// Errors are JSON: {"errors":[{"field","message"}]} for an invalid job,
-// {"error": "..."} otherwise. With Options.APIToken set, /v1/ requires
+// Every error answer is {"error":{"message":"..."}}, with "problems":
+// [{"field","message"}] added for a job's field problems (400). A known
+// path asked with another method answers 405 with an Allow header; an
+// unknown path 404. With Options.APIToken set, /v1/ requires
 // "Authorization: Bearer <token>".
 func (w *Worker) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/notifications", w.auth(http.HandlerFunc(w.postNotification)))
-	mux.Handle("GET /v1/notifications/{id}", w.auth(http.HandlerFunc(w.getNotification)))
-	mux.Handle("GET /v1/users/{id}/throttle", w.auth(http.HandlerFunc(w.getThrottle)))
-	mux.Handle("DELETE /v1/users/{id}/throttle", w.auth(http.HandlerFunc(w.deleteThrottle)))
-	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
-		writeJSON(rw, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", w.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(w.m.reg, promhttp.HandlerOpts{Registry: w.m.reg}))
+	var patterns []string
+	byPattern := map[string][]route{}
+	for _, rt := range w.routes() {
+		if _, seen := byPattern[rt.pattern]; !seen {
+			patterns = append(patterns, rt.pattern)
+		}
+		byPattern[rt.pattern] = append(byPattern[rt.pattern], rt)
+	}
+	for _, p := range patterns {
+		mux.Handle(p, w.byMethod(byPattern[p]))
+	}
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	return mux
+}
+
+// route is one operation of the HTTP API.
+type route struct {
+	method string
+	// pattern is a net/http ServeMux path pattern, written as the path
+	// template of docs/openapi.yaml.
+	pattern string
+	// auth: requires the bearer token when Options.APIToken is set.
+	auth  bool
+	serve http.HandlerFunc
+}
+
+// routes lists every operation Handler serves, in one place: the tests
+// check each one against docs/openapi.yaml, and that the description
+// documents no other.
+func (w *Worker) routes() []route {
+	metrics := promhttp.HandlerFor(w.m.reg, promhttp.HandlerOpts{Registry: w.m.reg})
+	return []route{
+		{http.MethodPost, "/v1/notifications", true, w.postNotification},
+		{http.MethodGet, "/v1/notifications/{id}", true, w.getNotification},
+		{http.MethodGet, "/v1/users/{id}/throttle", true, w.getThrottle},
+		{http.MethodDelete, "/v1/users/{id}/throttle", true, w.deleteThrottle},
+		{http.MethodGet, "/healthz", false, healthz},
+		{http.MethodGet, "/readyz", false, w.readyz},
+		{http.MethodGet, "/metrics", false, metrics.ServeHTTP},
+		{http.MethodGet, "/openapi.yaml", false, serveOpenAPI},
+	}
+}
+
+// byMethod serves the routes of one path by their method, and answers any
+// other method with 405 and the Allow header.
+func (w *Worker) byMethod(rs []route) http.Handler {
+	handlers := make(map[string]http.Handler, len(rs))
+	methods := make([]string, 0, len(rs))
+	for _, rt := range rs {
+		var h http.Handler = rt.serve
+		if rt.auth {
+			h = w.auth(h)
+		}
+		handlers[rt.method] = h
+		methods = append(methods, rt.method)
+	}
+	allow := strings.Join(methods, ", ")
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if h, ok := handlers[r.Method]; ok {
+			h.ServeHTTP(rw, r)
+			return
+		}
+		rw.Header().Set("Allow", allow)
+		writeError(rw, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
+	})
 }
 
 func (w *Worker) auth(next http.Handler) http.Handler {
@@ -56,6 +115,27 @@ func (w *Worker) auth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(rw, r)
 	})
+}
+
+func healthz(rw http.ResponseWriter, _ *http.Request) {
+	writeJSON(rw, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func serveOpenAPI(rw http.ResponseWriter, _ *http.Request) {
+	rw.Header().Set("Content-Type", "application/yaml")
+	_, _ = rw.Write(docs.OpenAPI) // the client is gone when this fails
+}
+
+// errorBody is the envelope of every error answer (the schema Error of
+// docs/openapi.yaml).
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Message string `json:"message"`
+	// Problems are a job's field problems; only 400 answers have them.
+	Problems []fieldProblem `json:"problems,omitempty"`
 }
 
 type fieldProblem struct {
@@ -88,9 +168,9 @@ func (w *Worker) postNotification(rw http.ResponseWriter, r *http.Request) {
 		for i, p := range invalid.Problems {
 			problems[i] = fieldProblem{Field: p.Field, Message: p.Message}
 		}
-		writeJSON(rw, http.StatusBadRequest, map[string]any{"errors": problems})
+		writeJSON(rw, http.StatusBadRequest, errorBody{errorDetail{Message: "invalid job", Problems: problems}})
 	case errors.Is(err, payload.ErrMalformed):
-		writeJSON(rw, http.StatusBadRequest, map[string]any{"errors": []fieldProblem{{Field: "", Message: err.Error()}}})
+		writeError(rw, http.StatusBadRequest, err.Error())
 	default:
 		w.log.Error("submit failed", "err", err)
 		writeError(rw, http.StatusServiceUnavailable, "could not accept the job, try again")
@@ -179,7 +259,7 @@ func (w *Worker) deleteThrottle(rw http.ResponseWriter, r *http.Request) {
 func (w *Worker) readyz(rw http.ResponseWriter, r *http.Request) {
 	problems := w.notReady(r.Context())
 	if len(problems) > 0 {
-		writeJSON(rw, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "problems": problems})
+		writeError(rw, http.StatusServiceUnavailable, "not ready: "+strings.Join(problems, "; "))
 		return
 	}
 	writeJSON(rw, http.StatusOK, map[string]string{"status": "ready"})
@@ -216,5 +296,5 @@ func writeJSON(rw http.ResponseWriter, status int, v any) {
 }
 
 func writeError(rw http.ResponseWriter, status int, msg string) {
-	writeJSON(rw, status, map[string]string{"error": strings.TrimSpace(msg)})
+	writeJSON(rw, status, errorBody{errorDetail{Message: strings.TrimSpace(msg)}})
 }

@@ -42,10 +42,12 @@ func call(t *testing.T, srv *httptest.Server, method, path, token, body string) 
 	return apiAnswer{Status: resp.StatusCode, Body: m}
 }
 
+// fields returns the fields of an error answer's problems.
 func fields(a apiAnswer) []string {
-	errs, _ := a.Body["errors"].([]any)
+	env, _ := a.Body["error"].(map[string]any)
+	problems, _ := env["problems"].([]any)
 	var out []string
-	for _, e := range errs {
+	for _, e := range problems {
 		m, _ := e.(map[string]any)
 		f, _ := m["field"].(string)
 		out = append(out, f)
@@ -71,10 +73,16 @@ func TestAPISubmit(t *testing.T) {
 	}{
 		{name: "accepted", token: token, body: good, wantStatus: http.StatusAccepted, wantBody: map[string]any{"id": "api-1"}},
 		{name: "duplicate", token: token, body: good, wantStatus: http.StatusOK, wantBody: map[string]any{"id": "api-1", "duplicate": true}},
-		{name: "wrong token", token: "nope", body: good, wantStatus: http.StatusUnauthorized},
+		{name: "wrong token", token: "nope", body: good, wantStatus: http.StatusUnauthorized, wantBody: map[string]any{
+			"error": map[string]any{"message": "missing or wrong bearer token"},
+		}},
 		{name: "no token", body: good, wantStatus: http.StatusUnauthorized},
-		{name: "malformed JSON", token: token, body: `{"recipients": [`, wantStatus: http.StatusBadRequest, wantFields: []string{""}},
-		{name: "too large", token: token, body: `{"data":{"x":"` + strings.Repeat("a", 4096) + `"}}`, wantStatus: http.StatusRequestEntityTooLarge},
+		{name: "malformed JSON", token: token, body: `{"recipients": [`, wantStatus: http.StatusBadRequest, wantBody: map[string]any{
+			"error": map[string]any{"message": "malformed job JSON: unexpected end of input at offset 16"},
+		}},
+		{name: "too large", token: token, body: `{"data":{"x":"` + strings.Repeat("a", 4096) + `"}}`, wantStatus: http.StatusRequestEntityTooLarge, wantBody: map[string]any{
+			"error": map[string]any{"message": "request body larger than 2048 bytes"},
+		}},
 		{name: "missing recipients", token: token, body: `{"alert":{"title":"hi"}}`, wantStatus: http.StatusBadRequest, wantFields: []string{"recipients"}},
 		{
 			name: "unknown platform and bad token", token: token,
@@ -168,5 +176,50 @@ func TestMetricsEndpoint(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// TestAPIWrongMethod: a known path asked with a method it does not serve
+// answers 405 with Allow and the error envelope, before authentication; an
+// unknown path answers 404.
+func TestAPIWrongMethod(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true, apiToken: "s3cret"})
+	h := e.w.Handler()
+	tests := []struct {
+		method, path string
+		wantStatus   int
+		wantAllow    string
+		wantMessage  string
+	}{
+		{"DELETE", "/v1/notifications", 405, "POST", "method DELETE not allowed on /v1/notifications (allowed: POST)"},
+		{"GET", "/v1/notifications", 405, "POST", "method GET not allowed on /v1/notifications (allowed: POST)"},
+		{"POST", "/v1/notifications/j-1", 405, "GET", "method POST not allowed on /v1/notifications/j-1 (allowed: GET)"},
+		{"PUT", "/v1/users/u-1/throttle", 405, "GET, DELETE", "method PUT not allowed on /v1/users/u-1/throttle (allowed: GET, DELETE)"},
+		{"POST", "/healthz", 405, "GET", "method POST not allowed on /healthz (allowed: GET)"},
+		{"HEAD", "/metrics", 405, "GET", ""},
+		{"GET", "/v2/notifications", 404, "", "no such endpoint: GET /v2/notifications"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			rr := httptest.NewRecorder()
+			h.ServeHTTP(rr, httptest.NewRequest(tt.method, tt.path, nil))
+			if rr.Code != tt.wantStatus || rr.Header().Get("Allow") != tt.wantAllow {
+				t.Fatalf("%d Allow %q, want %d Allow %q", rr.Code, rr.Header().Get("Allow"), tt.wantStatus, tt.wantAllow)
+			}
+			if tt.method == http.MethodHead {
+				return
+			}
+			if got := rr.Header().Get("Content-Type"); got != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", got)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(rr.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]any{"error": map[string]any{"message": tt.wantMessage}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

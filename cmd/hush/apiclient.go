@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
-	"time"
+
+	"github.com/hushpush/hush/client"
 )
 
 // defaultServer is where send and throttle look for the API when neither
@@ -40,92 +39,34 @@ func serverURL(flagValue, httpAddr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// apiClient calls a running hush's HTTP API.
-type apiClient struct {
-	base  string
-	token string
-	http  *http.Client
+// newClient returns a client of the API at serverURL(server,
+// $HUSH_HTTP_ADDR), sending $HUSH_API_TOKEN when it is set.
+func newClient(server string) *client.Client {
+	return client.New(serverURL(server, os.Getenv("HUSH_HTTP_ADDR")), client.WithToken(os.Getenv("HUSH_API_TOKEN")))
 }
 
-func newAPIClient(server string) *apiClient {
-	return &apiClient{
-		base:  serverURL(server, os.Getenv("HUSH_HTTP_ADDR")),
-		token: os.Getenv("HUSH_API_TOKEN"),
-		http:  &http.Client{Timeout: 30 * time.Second},
+// readable makes an API call's error readable on the command line: an
+// error answer with a hint for the statuses a person can act on and a 400's
+// problems one a line; a server that cannot be reached with a pointer to
+// --server.
+func readable(err error) error {
+	if apiErr, ok := errors.AsType[*client.Error](err); ok {
+		return &apiError{apiErr}
 	}
+	if _, ok := errors.AsType[*url.Error](err); ok {
+		return fmt.Errorf("%w (is hush serve running there? set --server or HUSH_HTTP_ADDR)", err)
+	}
+	return err
 }
 
-// do sends one request and returns the answer's status and body. A transport
-// failure is an error; an HTTP error status is not (the caller knows which
-// statuses it expects and turns the rest into an *apiError).
-func (c *apiClient) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s (is hush serve running there? set --server or HUSH_HTTP_ADDR): %w", method, c.base+path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return resp.StatusCode, nil, fmt.Errorf("%s %s: reading the answer: %w", method, c.base+path, err)
-	}
-	return resp.StatusCode, b, nil
-}
+// apiError is an error answer, as the command line shows it.
+type apiError struct{ err *client.Error }
 
-// fieldProblem is one entry of a 400 answer's "errors" list.
-type fieldProblem struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
-// apiError is an answer with an unexpected status, made readable.
-type apiError struct {
-	Status   int
-	Problems []fieldProblem
-	Message  string
-}
-
-// newAPIError interprets an error answer: {"errors":[{"field","message"}]}
-// or {"error": "..."}, else the body's text.
-func newAPIError(status int, body []byte) *apiError {
-	e := &apiError{Status: status}
-	var doc struct {
-		Errors  []fieldProblem `json:"errors"`
-		Error   string         `json:"error"`
-		Message string         `json:"message"`
-	}
-	if json.Unmarshal(body, &doc) == nil {
-		e.Problems = doc.Errors
-		e.Message = doc.Error
-		if e.Message == "" {
-			e.Message = doc.Message
-		}
-	} else {
-		e.Message = strings.TrimSpace(string(body))
-		if len(e.Message) > 300 {
-			e.Message = e.Message[:300] + "…"
-		}
-	}
-	return e
-}
+func (e *apiError) Unwrap() error { return e.err }
 
 func (e *apiError) Error() string {
 	var b strings.Builder
-	switch e.Status {
+	switch e.err.Status {
 	case http.StatusBadRequest:
 		b.WriteString("the server rejected the request (400)")
 	case http.StatusUnauthorized:
@@ -135,12 +76,12 @@ func (e *apiError) Error() string {
 	case http.StatusNotFound:
 		b.WriteString("not found (404)")
 	default:
-		fmt.Fprintf(&b, "the server answered %d %s", e.Status, http.StatusText(e.Status))
+		fmt.Fprintf(&b, "the server answered %d %s", e.err.Status, http.StatusText(e.err.Status))
 	}
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
+	if e.err.Message != "" {
+		b.WriteString(": " + e.err.Message)
 	}
-	for _, p := range e.Problems {
+	for _, p := range e.err.Problems {
 		field := p.Field
 		if field == "" {
 			field = "(job)"

@@ -15,9 +15,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hushpush/hush/client"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/setup"
 	"github.com/hushpush/hush/throttle"
-	"github.com/hushpush/hush/worker"
 )
 
 // demoFlags are the flags of hush demo.
@@ -64,11 +65,13 @@ Timeline lines (times are since the burst was submitted):
   +00.012s  u-1  #1  sent (apns, fcm)
   +00.015s  u-1  #2  deferred until +02.012s  (min-gap 2s)
   +02.014s  u-1  #2  sent (apns, fcm)  (was deferred)
-  +00.040s  u-3  #5  dropped: expired (ttl 500ms, its slot was +06.0s)
+  +00.868s  u-3  #5  dropped: expired (ttl 500ms)
 
 "sent" is when the fake provider received the request; "deferred until" is
-the slot the shared limiter booked, with the rule that set it; the summary
-lists each user's send times and the spacing between them.
+the slot the shared limiter booked, with the rule that set it; an expired
+push never gets a slot (the limiter books none past a push's expiry). The
+summary lists each user's send times and the spacing between them, and
+checks the rules on the times the fake providers saw.
 
 Examples:
   hush demo
@@ -113,7 +116,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	plan := planBurst(f.users, f.pushes)
 	fmt.Fprintf(stdout, "hush demo: rules %s; %s x %s submitted at once", policy, plural(f.users, "user"), plural(f.pushes, "push"))
-	fmt.Fprintf(stdout, "; worker on %s, fake APNs and FCM on 127.0.0.1\n\n", env.api.base)
+	fmt.Fprintf(stdout, "; worker on %s, fake APNs and FCM on 127.0.0.1\n\n", env.api.BaseURL())
 
 	runCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
@@ -132,7 +135,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 type demoEnv struct {
 	apns *fake.APNs
 	fcm  *fake.FCM
-	api  *apiClient
+	api  *client.Client
 	dir  string
 
 	// warnings keeps the worker's last warnings and errors.
@@ -144,7 +147,7 @@ type demoEnv struct {
 }
 
 // startDemoEnv starts the fakes, writes their credentials to a temporary
-// directory and runs worker.Serve against them with an embedded Redis, then
+// directory and runs setup.Serve against them with an embedded Redis, then
 // waits until the worker is ready.
 func startDemoEnv(ctx context.Context, f demoFlags, stderr io.Writer) (*demoEnv, error) {
 	env := &demoEnv{done: make(chan error, 1), warnings: &logTail{max: 12}}
@@ -181,7 +184,7 @@ func startDemoEnv(ctx context.Context, f demoFlags, stderr io.Writer) (*demoEnv,
 	if err != nil {
 		return nil, err
 	}
-	cfg := worker.Config{
+	cfg := setup.Config{
 		// RedisURL empty: Serve starts an embedded in-memory Redis.
 		Concurrency:        50,
 		Queues:             map[string]int{"critical": 6, "high": 3, "normal": 1},
@@ -214,8 +217,8 @@ func startDemoEnv(ctx context.Context, f demoFlags, stderr io.Writer) (*demoEnv,
 	}
 	serveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	env.cancel = cancel
-	go func() { env.done <- worker.Serve(serveCtx, cfg, log) }()
-	env.api = &apiClient{base: "http://" + addr, http: &http.Client{Timeout: 5 * time.Second}}
+	go func() { env.done <- setup.Serve(serveCtx, cfg, log) }()
+	env.api = client.New("http://"+addr, client.WithHTTPClient(&http.Client{Timeout: 5 * time.Second}))
 	if err := env.waitReady(ctx, 15*time.Second); err != nil {
 		return nil, err
 	}
@@ -231,7 +234,7 @@ func (env *demoEnv) waitReady(ctx context.Context, limit time.Duration) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if status, _, err := env.api.do(ctx, http.MethodGet, "/readyz", nil); err == nil && status == http.StatusOK {
+		if env.api.Ready(ctx) == nil {
 			return nil
 		}
 		select {

@@ -4,20 +4,19 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/hushpush/hush/client"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
-	"github.com/hushpush/hush/worker"
 )
 
 // demoWatch submits the burst and follows every push until it settles,
@@ -127,17 +126,13 @@ func (w *demoWatch) settled() int {
 }
 
 func (w *demoWatch) submit(ctx context.Context, s *pushState) error {
-	body, err := json.Marshal(s.job())
-	if err != nil {
-		return err
-	}
 	s.submitted = time.Now()
-	status, resp, err := w.env.api.do(ctx, http.MethodPost, "/v1/notifications", body)
+	acc, err := w.env.api.Submit(ctx, s.job())
 	if err != nil {
 		return fmt.Errorf("submit %s: %w", s.id, err)
 	}
-	if status != http.StatusAccepted {
-		return fmt.Errorf("submit %s: %w", s.id, newAPIError(status, resp))
+	if acc.Duplicate {
+		return fmt.Errorf("submit %s: the worker had accepted it already", s.id)
 	}
 	return nil
 }
@@ -215,15 +210,8 @@ func demoPushID(body []byte) string {
 // pollLimiter reads user's limiter entries: a booking in the future is a
 // deferred push.
 func (w *demoWatch) pollLimiter(ctx context.Context, user string) ([]timelineLine, error) {
-	status, body, err := w.env.api.do(ctx, http.MethodGet, "/v1/users/"+url.PathEscape(user)+"/throttle", nil)
+	st, err := w.env.api.UserThrottle(ctx, user)
 	if err != nil {
-		return nil, fmt.Errorf("limiter status of %s: %w", user, err)
-	}
-	if status != http.StatusOK {
-		return nil, fmt.Errorf("limiter status of %s: %w", user, newAPIError(status, body))
-	}
-	var st worker.ThrottleStatus
-	if err := json.Unmarshal(body, &st); err != nil {
 		return nil, fmt.Errorf("limiter status of %s: %w", user, err)
 	}
 	var lines []timelineLine
@@ -263,21 +251,14 @@ func (w *demoWatch) pollJob(ctx context.Context, s *pushState) (timelineLine, bo
 	if w.tick%2 == 1 && len(s.arrivals) == 0 {
 		return timelineLine{}, false, nil
 	}
-	status, body, err := w.env.api.do(ctx, http.MethodGet, "/v1/notifications/"+url.PathEscape(s.id), nil)
+	js, err := w.env.api.Status(ctx, s.id)
+	if apiErr, ok := errors.AsType[*client.Error](err); ok && apiErr.Status == http.StatusNotFound {
+		return timelineLine{}, false, nil
+	}
 	if err != nil {
 		return timelineLine{}, false, fmt.Errorf("status of %s: %w", s.id, err)
 	}
-	if status == http.StatusNotFound {
-		return timelineLine{}, false, nil
-	}
-	if status != http.StatusOK {
-		return timelineLine{}, false, fmt.Errorf("status of %s: %w", s.id, newAPIError(status, body))
-	}
-	var js worker.JobStatus
-	if err := json.Unmarshal(body, &js); err != nil {
-		return timelineLine{}, false, fmt.Errorf("status of %s: %w", s.id, err)
-	}
-	if js.State != "done" {
+	if js.State != client.StateDone {
 		return timelineLine{}, false, nil
 	}
 	for _, state := range []string{"delivered", "expired", "token_invalid", "failed"} {
@@ -297,7 +278,7 @@ func (w *demoWatch) pollJob(ctx context.Context, s *pushState) (timelineLine, bo
 }
 
 // settleLine is the timeline line of a push that settled.
-func (w *demoWatch) settleLine(s *pushState, js worker.JobStatus) timelineLine {
+func (w *demoWatch) settleLine(s *pushState, js client.JobStatus) timelineLine {
 	var sent, invalid []string
 	at := s.settledAt
 	for _, a := range s.arrivals {

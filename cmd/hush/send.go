@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hushpush/hush/client"
 	"github.com/hushpush/hush/payload"
 )
 
@@ -104,24 +103,25 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(pos) > 0 {
 		return usageErrorf("send: unexpected argument %q (run 'hush send --help')", pos[0])
 	}
-	body, err := f.jobBody(fs)
+	// With -f the file goes as it is, so the server's strict decoding sees
+	// what was written; else the flags build the job.
+	c := newClient(f.server)
+	var acc client.Accepted
+	if f.file != "" {
+		var body []byte
+		if body, err = f.fileBody(fs); err != nil {
+			return err
+		}
+		acc, err = c.SubmitJSON(ctx, body)
+	} else {
+		var job payload.Job
+		if job, err = f.job(); err != nil {
+			return err
+		}
+		acc, err = c.Submit(ctx, job)
+	}
 	if err != nil {
-		return err
-	}
-	c := newAPIClient(f.server)
-	status, resp, err := c.do(ctx, http.MethodPost, "/v1/notifications", body)
-	if err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	if status != http.StatusAccepted && status != http.StatusOK {
-		return fmt.Errorf("send: %w", newAPIError(status, resp))
-	}
-	var acc struct {
-		ID        string `json:"id"`
-		Duplicate bool   `json:"duplicate"`
-	}
-	if err := json.Unmarshal(resp, &acc); err != nil || acc.ID == "" {
-		return fmt.Errorf("send: the server answered %d with an unexpected body %.200q", status, resp)
+		return fmt.Errorf("send: %w", readable(err))
 	}
 	fmt.Fprintln(stdout, acc.ID)
 	if acc.Duplicate {
@@ -130,33 +130,25 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// jobBody is the request body: the file as is with -f, else a job built from
-// the flags.
-func (f *sendFlags) jobBody(fs *flag.FlagSet) ([]byte, error) {
-	if f.file != "" {
-		var others []string
-		fs.Visit(func(fl *flag.Flag) {
-			if fl.Name != "f" && fl.Name != "server" {
-				others = append(others, "--"+fl.Name)
-			}
-		})
-		if len(others) > 0 {
-			return nil, usageErrorf("send: -f cannot be combined with %s: put those fields in the file", strings.Join(others, ", "))
+// fileBody reads the job file of -f ("-": standard input).
+func (f *sendFlags) fileBody(fs *flag.FlagSet) ([]byte, error) {
+	var others []string
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name != "f" && fl.Name != "server" {
+			others = append(others, "--"+fl.Name)
 		}
-		if f.file == "-" {
-			return io.ReadAll(os.Stdin)
-		}
-		b, err := os.ReadFile(f.file)
-		if err != nil {
-			return nil, fmt.Errorf("send: %w", err)
-		}
-		return b, nil
+	})
+	if len(others) > 0 {
+		return nil, usageErrorf("send: -f cannot be combined with %s: put those fields in the file", strings.Join(others, ", "))
 	}
-	job, err := f.job()
+	if f.file == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	b, err := os.ReadFile(f.file)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("send: %w", err)
 	}
-	return json.Marshal(job)
+	return b, nil
 }
 
 // job builds the job the flags describe.

@@ -1,27 +1,32 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hushpush/hush/client"
 )
 
+// throttleHelp writes the help of hush throttle: its subcommands, what
+// they do, and the flags both take.
 func throttleHelp(w io.Writer) {
 	fmt.Fprint(w, `Usage:
-  hush throttle status USER [--json]
-  hush throttle reset USER
+  hush throttle status USER [--json] [--server URL]
+  hush throttle reset USER [--server URL]
 
-status shows what the shared limiter knows about one user: the sends it
-recorded inside the longest window (and slots booked for deferred
-deliveries, which lie in the future), how many more sends each rule allows
-right now, and when the next send would be allowed.
+Subcommands:
+  status   show what the shared limiter knows about one user
+  reset    forget one user's recorded sends and bookings
+
+status shows the sends the limiter recorded for the user inside the longest
+window (and slots booked for deferred deliveries, which lie in the future),
+how many more sends each rule allows right now, and when the next send would
+be allowed.
 
 reset forgets the user's recorded sends and bookings, so their next
 notification goes out at once. Deliveries already deferred keep their
@@ -32,9 +37,11 @@ Examples:
   hush throttle status u-42 --json | jq .remaining
   hush throttle reset u-42
 
-Flags (both subcommands also take --server; the API token is read from
-HUSH_API_TOKEN):
+The API token, when the server requires one, is read from HUSH_API_TOKEN.
+
+Flags (after the subcommand, before or after USER):
 `)
+	printDefaults(w, throttleFlags(new(string), new(bool)))
 }
 
 func runThrottle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -45,7 +52,6 @@ func runThrottle(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		throttleHelp(stdout)
-		printDefaults(stdout, throttleFlags(new(string), new(bool)))
 		return flag.ErrHelp
 	case "status":
 		return runThrottleStatus(ctx, args[1:], stdout)
@@ -58,113 +64,77 @@ func runThrottle(ctx context.Context, args []string, stdout, stderr io.Writer) e
 func throttleFlags(server *string, asJSON *bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("throttle", flag.ContinueOnError)
 	fs.StringVar(server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
-	fs.BoolVar(asJSON, "json", false, "status: print the API's JSON answer as is")
+	fs.BoolVar(asJSON, "json", false, "status: print the API's JSON answer, indented")
 	return fs
 }
 
-// throttleUser parses "throttle <sub> USER [flags]" and returns the user and
-// the API path of their limiter state.
+// throttleUser parses "throttle <sub> USER [flags]" and returns the user.
 func throttleUser(sub string, args []string, stdout io.Writer, server *string, asJSON *bool) (string, error) {
 	fs := throttleFlags(server, asJSON)
-	pos, err := parseFlags(fs, args, stdout, func(w io.Writer) {
-		throttleHelp(w)
-		printDefaults(w, fs)
-	})
+	pos, err := parseFlags(fs, args, stdout, throttleHelp)
 	if err != nil {
 		return "", err
 	}
 	if len(pos) != 1 || pos[0] == "" {
 		return "", usageErrorf("throttle %s: want exactly one USER, got %d arguments", sub, len(pos))
 	}
-	return "/v1/users/" + url.PathEscape(pos[0]) + "/throttle", nil
+	return pos[0], nil
 }
 
 func runThrottleStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	var server string
 	var asJSON bool
-	path, err := throttleUser("status", args, stdout, &server, &asJSON)
+	user, err := throttleUser("status", args, stdout, &server, &asJSON)
 	if err != nil {
 		return err
 	}
-	status, body, err := newAPIClient(server).do(ctx, http.MethodGet, path, nil)
+	st, err := newClient(server).UserThrottle(ctx, user)
 	if err != nil {
-		return fmt.Errorf("throttle status: %w", err)
-	}
-	if status != http.StatusOK {
-		return fmt.Errorf("throttle status: %w", newAPIError(status, body))
+		return fmt.Errorf("throttle status: %w", readable(err))
 	}
 	if asJSON {
-		var out bytes.Buffer
-		if json.Indent(&out, body, "", "  ") != nil {
-			out.Reset()
-			out.Write(body)
+		b, err := json.MarshalIndent(st, "", "  ")
+		if err != nil {
+			return fmt.Errorf("throttle status: %w", err)
 		}
-		out.WriteByte('\n')
-		_, err := stdout.Write(out.Bytes())
+		_, err = stdout.Write(append(b, '\n'))
 		return err
 	}
-	var st throttleStatus
-	if err := json.Unmarshal(body, &st); err != nil {
-		return fmt.Errorf("throttle status: unexpected answer from the server (try --json): %w", err)
-	}
-	st.render(stdout)
+	renderThrottle(stdout, st)
 	return nil
 }
 
 func runThrottleReset(ctx context.Context, args []string, stdout io.Writer) error {
 	var server string
 	var asJSON bool
-	path, err := throttleUser("reset", args, stdout, &server, &asJSON)
+	user, err := throttleUser("reset", args, stdout, &server, &asJSON)
 	if err != nil {
 		return err
 	}
-	status, body, err := newAPIClient(server).do(ctx, http.MethodDelete, path, nil)
-	if err != nil {
-		return fmt.Errorf("throttle reset: %w", err)
+	if err := newClient(server).ResetUserThrottle(ctx, user); err != nil {
+		return fmt.Errorf("throttle reset: %w", readable(err))
 	}
-	if status != http.StatusOK && status != http.StatusNoContent {
-		return fmt.Errorf("throttle reset: %w", newAPIError(status, body))
-	}
-	u, _ := url.PathUnescape(path[len("/v1/users/") : len(path)-len("/throttle")])
-	fmt.Fprintf(stdout, "reset: %s's recorded sends and bookings are cleared; their next push goes out at once\n", u)
+	fmt.Fprintf(stdout, "reset: %s's recorded sends and bookings are cleared; their next push goes out at once\n", user)
 	return nil
-}
-
-// throttleStatus is the answer of GET /v1/users/{id}/throttle.
-type throttleStatus struct {
-	User        string          `json:"user_id"`
-	Now         time.Time       `json:"now"`
-	NextAllowed time.Time       `json:"next_allowed"`
-	Rules       []ruleRemaining `json:"remaining"`
-	MinGap      string          `json:"min_gap"`
-	Entries     []struct {
-		Member string    `json:"member"`
-		At     time.Time `json:"at"`
-	} `json:"entries"`
-}
-
-type ruleRemaining struct {
-	Rule      string `json:"rule"`
-	Remaining int    `json:"remaining"`
 }
 
 // render writes the status for a human: times in UTC with the distance from
 // the limiter's clock, which is the one that counts.
-func (s *throttleStatus) render(w io.Writer) {
+func renderThrottle(w io.Writer, s client.ThrottleStatus) {
 	now := s.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	fmt.Fprintf(w, "user %s  (limiter clock %s)\n", s.User, now.UTC().Format("2006-01-02 15:04:05.000 MST"))
+	fmt.Fprintf(w, "user %s  (limiter clock %s)\n", s.UserID, now.UTC().Format("2006-01-02 15:04:05.000 MST"))
 	if !s.NextAllowed.After(now) {
 		fmt.Fprintln(w, "next allowed: now")
 	} else {
 		fmt.Fprintf(w, "next allowed: in %s (at %s)\n", roundDur(s.NextAllowed.Sub(now)), s.NextAllowed.UTC().Format("15:04:05.000"))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if len(s.Rules) > 0 {
+	if len(s.Remaining) > 0 {
 		fmt.Fprintln(tw, "remaining:")
-		for _, r := range s.Rules {
+		for _, r := range s.Remaining {
 			fmt.Fprintf(tw, "  %s\t%d more\n", r.Rule, r.Remaining)
 		}
 	}

@@ -1,0 +1,297 @@
+package client_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hushpush/hush/client"
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
+)
+
+const token = "s3cret"
+
+// api is a real worker.Handler on a private Redis (Asynq uses fixed key
+// names), not running its tasks: jobs stay queued.
+type api struct {
+	srv *httptest.Server
+	lim *throttle.Redis
+}
+
+func startAPI(t *testing.T) api {
+	t.Helper()
+	rdb := redistest.Start(t).Client(t)
+	policy, err := throttle.ParsePolicy("5/1m", "2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := throttle.NewRedis(rdb, policy, throttle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy, APIToken: token, MaxBodyBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(w.Handler())
+	t.Cleanup(srv.Close)
+	return api{srv: srv, lim: lim}
+}
+
+// lastBody keeps the body of the last answer a client received.
+type lastBody struct {
+	mu   sync.Mutex
+	body []byte
+}
+
+func (l *lastBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.body = b
+	l.mu.Unlock()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
+}
+
+func (l *lastBody) get() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.body
+}
+
+// sameJSON fails the test unless v, encoded, is the server's answer: the
+// client's types keep every field the server sends, unchanged.
+func sameJSON(t *testing.T, server []byte, v any) {
+	t.Helper()
+	got, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := json.Compact(&want, server); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.String(), string(got)); diff != "" {
+		t.Errorf("re-encoded answer (-server +client):\n%s", diff)
+	}
+}
+
+func job(id, user string) payload.Job {
+	return payload.Job{
+		ID:         id,
+		Recipients: []payload.Recipient{{UserID: user, Devices: []payload.Device{{Platform: payload.APNs, Token: testkit.APNsToken(user)}}}},
+		Content:    payload.Content{Alert: &payload.Alert{Title: "hi"}, TTL: payload.Duration(time.Hour)},
+	}
+}
+
+func TestSubmitAndStatus(t *testing.T) {
+	a := startAPI(t)
+	seen := &lastBody{}
+	c := client.New(a.srv.URL+"/", client.WithToken(token), client.WithHTTPClient(&http.Client{Transport: seen}))
+	ctx := t.Context()
+
+	acc, err := c.Submit(ctx, job("j-1", "u-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(client.Accepted{ID: "j-1"}, acc); diff != "" {
+		t.Errorf("first submit (-want +got):\n%s", diff)
+	}
+	acc, err = c.Submit(ctx, job("j-1", "u-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(client.Accepted{ID: "j-1", Duplicate: true}, acc); diff != "" {
+		t.Errorf("second submit (-want +got):\n%s", diff)
+	}
+	acc, err = c.Submit(ctx, job("", "u-2"))
+	if err != nil || len(acc.ID) != 32 {
+		t.Errorf("submit without id: %+v, %v; want a generated id", acc, err)
+	}
+
+	st, err := c.Status(ctx, "j-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != client.StateQueued || st.Recipients != 1 || st.Counts["pending"] != 1 || st.Deadline.IsZero() {
+		t.Errorf("status %+v: want queued, 1 recipient pending, a deadline", st)
+	}
+	sameJSON(t, seen.get(), st)
+}
+
+func TestUserThrottle(t *testing.T) {
+	a := startAPI(t)
+	seen := &lastBody{}
+	c := client.New(a.srv.URL, client.WithToken(token), client.WithHTTPClient(&http.Client{Transport: seen}))
+	ctx := t.Context()
+	// Two bookings for a user with path-unfriendly characters: the first
+	// now, the second after the 2 s gap.
+	const user = "u 1/ä?"
+	if _, err := a.lim.ReserveBatch(ctx, []throttle.Request{{User: user, Member: "j-1/0"}, {User: user, Member: "j-2/0"}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.UserThrottle(ctx, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.UserID != user || len(st.Entries) != 2 || !st.NextAllowed.After(st.Now) || st.MinGap != "2s" {
+		t.Errorf("throttle %+v: want %q with 2 entries, next allowed later, min gap 2s", st, user)
+	}
+	// The window ending now holds the first booking only.
+	if diff := cmp.Diff([]client.RuleRemaining{{Rule: "5/1m", Remaining: 4}}, st.Remaining); diff != "" {
+		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+	sameJSON(t, seen.get(), st)
+
+	if err := c.ResetUserThrottle(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.UserThrottle(ctx, user); err != nil || len(st.Entries) != 0 {
+		t.Errorf("after reset: %+v, %v; want no entries", st, err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	a := startAPI(t)
+	c := client.New(a.srv.URL, client.WithToken(token))
+	ctx := t.Context()
+	invalid := job("bad", "u-1")
+	invalid.Recipients[0].Devices[0].Token = "zz"
+	invalid.Alert.Badge = new(-1)
+
+	tests := []struct {
+		name string
+		call func() error
+		want client.Error
+	}{
+		{
+			name: "field problems",
+			call: func() error { _, err := c.Submit(ctx, invalid); return err },
+			want: client.Error{Status: 400, Message: "invalid job", Problems: []client.Problem{
+				{Field: "recipients[0].devices[0].token", Message: "not hex (invalid character at position 0)"},
+				{Field: "alert.badge", Message: "must be 0 or more, got -1"},
+			}},
+		},
+		{
+			name: "unknown field, sent as is",
+			call: func() error {
+				_, err := c.SubmitJSON(ctx, []byte(`{"recipients":[{"user_id":"u","devices":[{"platform":"fcm","token":"t"}]}],"alert":{"title":"t"},"colour":"red"}`))
+				return err
+			},
+			want: client.Error{Status: 400, Message: "invalid job", Problems: []client.Problem{{Field: "colour", Message: "unknown field"}}},
+		},
+		{
+			name: "malformed",
+			call: func() error { _, err := c.SubmitJSON(ctx, []byte(`{"recipients": [`)); return err },
+			want: client.Error{Status: 400, Message: "malformed job JSON: unexpected end of input at offset 16"},
+		},
+		{
+			name: "too large",
+			call: func() error {
+				big := job("big", "u-1")
+				big.Alert.Body = strings.Repeat("b", 5000)
+				_, err := c.Submit(ctx, big)
+				return err
+			},
+			want: client.Error{Status: 413, Message: "request body larger than 4096 bytes"},
+		},
+		{
+			name: "unknown job",
+			call: func() error { _, err := c.Status(ctx, "nope"); return err },
+			want: client.Error{Status: 404, Message: "no job with this id"},
+		},
+		{
+			name: "wrong token",
+			call: func() error {
+				_, err := client.New(a.srv.URL, client.WithToken("guess")).UserThrottle(ctx, "u")
+				return err
+			},
+			want: client.Error{Status: 401, Message: "missing or wrong bearer token"},
+		},
+		{
+			name: "no token",
+			call: func() error { return client.New(a.srv.URL).ResetUserThrottle(ctx, "u") },
+			want: client.Error{Status: 401, Message: "missing or wrong bearer token"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			var got *client.Error
+			if !errors.As(err, &got) {
+				t.Fatalf("error %v (%T), want a *client.Error", err, err)
+			}
+			if diff := cmp.Diff(tt.want, *got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReady(t *testing.T) {
+	a := startAPI(t)
+	err := client.New(a.srv.URL).Ready(t.Context())
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 503 || apiErr.Message != "not ready: task server not running" {
+		t.Errorf("Ready of a worker not running: %v, want a 503 saying the task server is not running", err)
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	e := &client.Error{Status: 400, Message: "invalid job", Problems: []client.Problem{{Field: "a", Message: "x"}, {Field: "b", Message: "y"}}}
+	if got, want := e.Error(), "hush API: 400 Bad Request: invalid job: a: x; b: y"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+// TestNotHush: answers that are not hush's (a proxy's page, a success
+// without the documented body) and a server that is not there.
+func TestNotHush(t *testing.T) {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = io.WriteString(w, `{"ok":true}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, "<html>502 Bad Gateway</html>\n")
+	}))
+	t.Cleanup(proxy.Close)
+	c := client.New(proxy.URL)
+
+	_, err := c.Status(t.Context(), "j")
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 502 || apiErr.Message != "<html>502 Bad Gateway</html>" {
+		t.Errorf("502 page: %v, want a *client.Error with the page's text", err)
+	}
+	if _, err := c.Submit(t.Context(), job("j", "u")); err == nil || errors.As(err, &apiErr) {
+		t.Errorf("202 without an id: %v, want an error that is not a *client.Error", err)
+	}
+
+	proxy.Close()
+	if _, err := c.Status(t.Context(), "j"); err == nil || errors.As(err, &apiErr) {
+		t.Errorf("server gone: %v, want a transport error", err)
+	}
+}

@@ -1,0 +1,66 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Error is an answer with an error status. Match it with errors.As.
+type Error struct {
+	// Status is the HTTP status code.
+	Status int
+	// Message is the answer's error message (or, from something that is
+	// not hush, such as a proxy, the start of its body).
+	Message string
+	// Problems are a rejected job's field problems (Status 400), in
+	// document order; nil otherwise.
+	Problems []Problem
+}
+
+// Problem is one problem with one field of a submitted job.
+type Problem struct {
+	// Field is the field's path as written in JSON:
+	// "recipients[3].devices[0].token", `data["google.x"]`.
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error returns "hush API: 400 Bad Request: invalid job: field: message; ...".
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hush API: %d %s", e.Status, http.StatusText(e.Status))
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	for i, p := range e.Problems {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		b.WriteString(sep + p.Field + ": " + p.Message)
+	}
+	return b.String()
+}
+
+// newError reads an error answer: the API's envelope
+// {"error":{"message","problems"}}, else the body's text.
+func newError(status int, body []byte) *Error {
+	e := &Error{Status: status}
+	var env struct {
+		Error *struct {
+			Message  string    `json:"message"`
+			Problems []Problem `json:"problems"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &env) == nil && env.Error != nil {
+		e.Message, e.Problems = env.Error.Message, env.Error.Problems
+		return e
+	}
+	e.Message = strings.TrimSpace(string(body))
+	if r := []rune(e.Message); len(r) > 300 {
+		e.Message = string(r[:300]) + "…"
+	}
+	return e
+}

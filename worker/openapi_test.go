@@ -1,0 +1,398 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/config"
+	valerrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/docs"
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/throttle"
+)
+
+// openAPI is docs/openapi.yaml, loaded and checked against the OpenAPI 3.1
+// schema, with a validator of requests and responses against it.
+type openAPI struct {
+	model *v3.Document
+	v     validator.Validator
+}
+
+func loadOpenAPI(t *testing.T) openAPI {
+	t.Helper()
+	doc, err := libopenapi.NewDocument(docs.OpenAPI)
+	if err != nil {
+		t.Fatalf("docs/openapi.yaml: %v", err)
+	}
+	if got := doc.GetVersion(); !strings.HasPrefix(got, "3.1") {
+		t.Fatalf("docs/openapi.yaml is OpenAPI %s, want 3.1", got)
+	}
+	m, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatalf("docs/openapi.yaml: %v", err)
+	}
+	v, errs := validator.NewValidator(doc, config.WithFormatAssertions())
+	if len(errs) > 0 {
+		t.Fatalf("docs/openapi.yaml: validator: %v", errs)
+	}
+	if ok, verrs := v.ValidateDocument(); !ok {
+		t.Fatalf("docs/openapi.yaml is not a valid OpenAPI document:%s", describe(verrs))
+	}
+	return openAPI{model: &m.Model, v: v}
+}
+
+// operations returns the documented operations ("GET /healthz") and their
+// response codes.
+func (api openAPI) operations() map[string][]string {
+	ops := map[string][]string{}
+	for path, item := range api.model.Paths.PathItems.FromOldest() {
+		for method, op := range item.GetOperations().FromOldest() {
+			ops[strings.ToUpper(method)+" "+path] = slices.Collect(op.Responses.Codes.KeysFromOldest())
+		}
+	}
+	return ops
+}
+
+// methods returns the methods the description documents for path.
+func (api openAPI) methods(path string) []string {
+	var out []string
+	for m := range api.model.Paths.PathItems.GetOrZero(path).GetOperations().KeysFromOldest() {
+		out = append(out, strings.ToUpper(m))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// validateError checks body against the schema Error.
+func (api openAPI) validateError(t *testing.T, what string, body []byte) {
+	t.Helper()
+	schema := api.model.Components.Schemas.GetOrZero("Error").Schema()
+	if ok, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(schema, body); !ok {
+		t.Errorf("%s: body %s is not an Error:%s", what, body, describe(errs))
+	}
+}
+
+func describe(errs []*valerrors.ValidationError) string {
+	var b strings.Builder
+	for _, e := range errs {
+		fmt.Fprintf(&b, "\n  %s: %s", e.Message, e.Reason)
+		for _, s := range e.SchemaValidationErrors {
+			fmt.Fprintf(&b, "\n    %s: %s", s.FieldPath, s.Reason)
+		}
+	}
+	return b.String()
+}
+
+// contractCase is one request to a real Handler, and what it must produce.
+type contractCase struct {
+	name string
+	srv  *httptest.Server
+	op   string // the documented operation, "GET /v1/notifications/{id}"
+	path string // the request's path
+	// token is sent as the bearer token when set.
+	token, body string
+	status      int
+	// requestValid says whether the request conforms to the description:
+	// false for the bad jobs and missing tokens the server must refuse.
+	requestValid bool
+	wantFields   []string // a 400's problem fields, in order
+	before       func()   // runs first
+}
+
+// TestOpenAPIContract builds the real Handler on real Redis and checks
+// docs/openapi.yaml against it: every route the handler serves is
+// documented and nothing else is; requests producing every documented
+// status of every operation are validated, request and response, with
+// libopenapi-validator; a wrong method on every path answers 405 with the
+// documented Allow header, and an unknown path 404, both in the Error
+// envelope.
+func TestOpenAPIContract(t *testing.T) {
+	api := loadOpenAPI(t)
+	const token = "s3cret"
+	e := newEnv(t, envOptions{apiToken: token, maxBody: 2048, limits: "5/1m", gap: "1s"})
+
+	t.Run("every route is documented, and only those", func(t *testing.T) {
+		var served []string
+		for _, rt := range e.w.routes() {
+			served = append(served, rt.method+" "+rt.pattern)
+		}
+		slices.Sort(served)
+		documented := slices.Sorted(maps.Keys(api.operations()))
+		if diff := cmp.Diff(documented, served); diff != "" {
+			t.Errorf("operations (-documented +served):\n%s", diff)
+		}
+	})
+
+	main := httptest.NewServer(e.w.Handler())
+	t.Cleanup(main.Close)
+	// A limiter without Status and Reset: the throttle routes answer 501.
+	noAdmin, err := New(e.rdb, Options{Limiter: limiterOnly{e.lim}, APIToken: token, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := httptest.NewServer(noAdmin.Handler())
+	t.Cleanup(plain.Close)
+	down := httptest.NewServer(redisDownWorker(t, token).Handler())
+	t.Cleanup(down.Close)
+
+	const id = "contract-1"
+	job := alertJob(id, "contract", apnsRecipient("u-c", apnsToken("contract")))
+	good, err := json.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := alertJob("contract-big", strings.Repeat("t", 3000), apnsRecipient("u-c", apnsToken("contract")))
+	tooLarge, err := json.Marshal(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const submit, status, getThrottle, resetThrottle = "POST /v1/notifications", "GET /v1/notifications/{id}",
+		"GET /v1/users/{id}/throttle", "DELETE /v1/users/{id}/throttle"
+	const jobPath, userPath = "/v1/notifications/" + id, "/v1/users/u-c/throttle"
+	cases := []contractCase{
+		{name: "accepted", srv: main, op: submit, token: token, body: string(good), status: 202, requestValid: true},
+		{name: "duplicate", srv: main, op: submit, token: token, body: string(good), status: 200, requestValid: true},
+		{name: "malformed JSON", srv: main, op: submit, token: token, body: `{"recipients": [`, status: 400},
+		{
+			name: "field problems", srv: main, op: submit, token: token, status: 400,
+			body:       `{"recipients":[{"user_id":"u-1","devices":[{"platform":"pager","token":"x"},{"platform":"apns","token":"zz"}]}],"alert":{"title":"hi"}}`,
+			wantFields: []string{"recipients[0].devices[0].platform", "recipients[0].devices[1].token"},
+		},
+		{
+			name: "a rule only the server checks (unique user ids)", srv: main, op: submit, token: token, status: 400, requestValid: true,
+			body:       `{"recipients":[{"user_id":"u-1","devices":[{"platform":"fcm","token":"a"}]},{"user_id":"u-1","devices":[{"platform":"fcm","token":"b"}]}],"alert":{"title":"hi"}}`,
+			wantFields: []string{"recipients[1].user_id"},
+		},
+		// One rule each: the description refuses what the server refuses.
+		{name: "unknown platform", srv: main, op: submit, token: token, status: 400, body: withDevice("pager", "abc", ""), wantFields: []string{"recipients[0].devices[0].platform"}},
+		{name: "apns token not hex", srv: main, op: submit, token: token, status: 400, body: withDevice("apns", "xyz", ""), wantFields: []string{"recipients[0].devices[0].token"}},
+		{name: "apns token too short", srv: main, op: submit, token: token, status: 400, body: withDevice("apns", "abcd", ""), wantFields: []string{"recipients[0].devices[0].token"}},
+		{name: "fcm token with a space", srv: main, op: submit, token: token, status: 400, body: withDevice("fcm", "has space", ""), wantFields: []string{"recipients[0].devices[0].token"}},
+		{name: "missing recipients", srv: main, op: submit, token: token, status: 400, body: `{"alert":{"title":"t"}}`, wantFields: []string{"recipients"}},
+		{name: "unknown field", srv: main, op: submit, token: token, status: 400, body: withDevice("fcm", "t", `,"colour":"red"`), wantFields: []string{"colour"}},
+		{name: "ttl as a number", srv: main, op: submit, token: token, status: 400, body: withDevice("fcm", "t", `,"ttl":3600`), wantFields: []string{"ttl"}},
+		{name: "ttl and expires_at", srv: main, op: submit, token: token, status: 400, body: withDevice("fcm", "t", `,"ttl":"1h","expires_at":"2999-01-01T00:00:00Z"`), wantFields: []string{"expires_at"}},
+		{name: "reserved data key", srv: main, op: submit, token: token, status: 400, body: withDevice("fcm", "t", `,"data":{"aps":"x"}`), wantFields: []string{`data["aps"]`}},
+		{name: "silent with an alert", srv: main, op: submit, token: token, status: 400, body: withDevice("fcm", "t", `,"silent":true`), wantFields: []string{"alert"}},
+		{name: "no alert", srv: main, op: submit, token: token, status: 400, body: `{"recipients":[{"user_id":"u","devices":[{"platform":"fcm","token":"t"}]}]}`, wantFields: []string{"alert"}},
+		{name: "alert without title or body", srv: main, op: submit, token: token, status: 400, body: `{"recipients":[{"user_id":"u","devices":[{"platform":"fcm","token":"t"}]}],"alert":{"sound":"default"}}`, wantFields: []string{"alert"}},
+		{name: "negative badge", srv: main, op: submit, token: token, status: 400, body: `{"recipients":[{"user_id":"u","devices":[{"platform":"fcm","token":"t"}]}],"alert":{"title":"t","badge":-1}}`, wantFields: []string{"alert.badge"}},
+		{name: "no token", srv: main, op: submit, body: string(good), status: 401},
+		{name: "wrong token", srv: main, op: submit, token: "nope", body: string(good), status: 401, requestValid: true},
+		{name: "too large", srv: main, op: submit, token: token, body: string(tooLarge), status: 413, requestValid: true},
+		{name: "redis down", srv: down, op: submit, token: token, body: string(good), status: 503, requestValid: true},
+
+		{
+			name: "job status", srv: main, op: status, path: jobPath, token: token, status: 200, requestValid: true,
+			before: func() { e.waitDone(id, 10*time.Second) },
+		},
+		{name: "unknown job", srv: main, op: status, path: "/v1/notifications/nope", token: token, status: 404, requestValid: true},
+		{name: "job status without token", srv: main, op: status, path: jobPath, status: 401},
+		{name: "job status, redis down", srv: down, op: status, path: jobPath, token: token, status: 503, requestValid: true},
+
+		{name: "throttle status", srv: main, op: getThrottle, path: userPath, token: token, status: 200, requestValid: true},
+		{name: "throttle status without token", srv: main, op: getThrottle, path: userPath, status: 401},
+		{name: "throttle status, no admin", srv: plain, op: getThrottle, path: userPath, token: token, status: 501, requestValid: true},
+		{name: "throttle status, redis down", srv: down, op: getThrottle, path: userPath, token: token, status: 503, requestValid: true},
+		{name: "throttle reset", srv: main, op: resetThrottle, path: userPath, token: token, status: 200, requestValid: true},
+		{name: "throttle reset without token", srv: main, op: resetThrottle, path: userPath, status: 401},
+		{name: "throttle reset, no admin", srv: plain, op: resetThrottle, path: userPath, token: token, status: 501, requestValid: true},
+		{name: "throttle reset, redis down", srv: down, op: resetThrottle, path: userPath, token: token, status: 503, requestValid: true},
+
+		{name: "healthz", srv: main, op: "GET /healthz", status: 200, requestValid: true},
+		{name: "readyz", srv: main, op: "GET /readyz", status: 200, requestValid: true},
+		{name: "readyz, redis down", srv: down, op: "GET /readyz", status: 503, requestValid: true},
+		{name: "metrics", srv: main, op: "GET /metrics", status: 200, requestValid: true},
+		{name: "openapi", srv: main, op: "GET /openapi.yaml", status: 200, requestValid: true},
+	}
+
+	hits := map[string][]string{} // operation -> statuses seen
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.before != nil {
+				c.before()
+			}
+			body := checkContract(t, api, c)
+			hits[c.op] = append(hits[c.op], fmt.Sprint(c.status))
+			if c.op == "GET /openapi.yaml" && !bytes.Equal(body, docs.OpenAPI) {
+				t.Errorf("GET /openapi.yaml is not docs/openapi.yaml")
+			}
+		})
+	}
+
+	t.Run("every documented status is produced", func(t *testing.T) {
+		for op, codes := range api.operations() {
+			for _, code := range codes {
+				if !slices.Contains(hits[op], code) {
+					t.Errorf("%s: no case produces the documented %s", op, code)
+				}
+			}
+		}
+	})
+
+	t.Run("wrong method: 405 with Allow", func(t *testing.T) {
+		for path := range api.model.Paths.PathItems.KeysFromOldest() {
+			documented := api.methods(path)
+			concrete := strings.ReplaceAll(path, "{id}", "x")
+			for _, method := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
+				if slices.Contains(documented, method) {
+					continue
+				}
+				resp, body := send(t, main, method, concrete, "", "")
+				what := method + " " + concrete
+				if resp.StatusCode != http.StatusMethodNotAllowed {
+					t.Errorf("%s: %d %s, want 405", what, resp.StatusCode, body)
+					continue
+				}
+				allow := strings.Split(resp.Header.Get("Allow"), ", ")
+				slices.Sort(allow)
+				if diff := cmp.Diff(documented, allow); diff != "" {
+					t.Errorf("%s: Allow (-documented +got):\n%s", what, diff)
+				}
+				if method != http.MethodHead {
+					api.validateError(t, what, body)
+				}
+			}
+		}
+	})
+
+	t.Run("unknown path: 404", func(t *testing.T) {
+		for _, path := range []string{"/", "/v2/notifications", "/v1/notifications/a/b", "/v1/users/u/throttle/x"} {
+			resp, body := send(t, main, http.MethodGet, path, token, "")
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("GET %s: %d %s, want 404", path, resp.StatusCode, body)
+				continue
+			}
+			api.validateError(t, "GET "+path, body)
+		}
+	})
+}
+
+// checkContract makes c's request, checks its status, validates the
+// request and the response against the description, and returns the
+// response body.
+func checkContract(t *testing.T, api openAPI, c contractCase) []byte {
+	t.Helper()
+	method, template, _ := strings.Cut(c.op, " ")
+	path := c.path
+	if path == "" {
+		path = template
+	}
+	resp, body := send(t, c.srv, method, path, c.token, c.body)
+	if resp.StatusCode != c.status {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, body, c.status)
+	}
+	req := newRequest(t, c.srv, method, path, c.token, c.body)
+	ok, errs := api.v.ValidateHttpRequest(req)
+	switch {
+	case c.requestValid && !ok:
+		t.Errorf("the request does not conform to the description:%s", describe(errs))
+	case !c.requestValid && ok:
+		t.Errorf("the description accepts a request the server refuses with %d", c.status)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if ok, errs := api.v.ValidateHttpResponse(newRequest(t, c.srv, method, path, c.token, c.body), resp); !ok {
+		t.Errorf("the %d answer %s does not conform to the description:%s", resp.StatusCode, body, describe(errs))
+	}
+	if c.status >= 400 {
+		api.validateError(t, c.op, body) // the same envelope, checked by name
+	}
+	if c.wantFields != nil {
+		var env struct {
+			Error struct {
+				Problems []fieldProblem `json:"problems"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range env.Error.Problems {
+			got = append(got, p.Field)
+		}
+		if diff := cmp.Diff(c.wantFields, got); diff != "" {
+			t.Errorf("problem fields (-want +got):\n%s\nbody: %s", diff, body)
+		}
+	}
+	return body
+}
+
+func newRequest(t *testing.T, srv *httptest.Server, method, path, token, body string) *http.Request {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req
+}
+
+// send makes one request and returns the answer with its body read.
+func send(t *testing.T, srv *httptest.Server, method, path, token, body string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := srv.Client().Do(newRequest(t, srv, method, path, token, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// withDevice returns a job for one user with one device and an alert,
+// with more fields (",\"k\":v") appended.
+func withDevice(platform, token, more string) string {
+	return `{"recipients":[{"user_id":"u","devices":[{"platform":"` + platform + `","token":"` + token + `"}]}],"alert":{"title":"t"}` + more + `}`
+}
+
+// limiterOnly hides every method but Limiter's, as a limiter that cannot
+// report or reset a user's state would.
+type limiterOnly struct{ Limiter }
+
+// redisDownWorker returns a Worker (not running) whose Redis has stopped.
+func redisDownWorker(t *testing.T, token string) *Worker {
+	t.Helper()
+	srv := redistest.Start(t)
+	// Without retries: each request fails at once instead of after
+	// go-redis's backoff.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	lim, err := throttle.NewRedis(rdb, throttle.Policy{MinGap: time.Second}, throttle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(rdb, Options{Limiter: lim, APIToken: token, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	return w
+}
