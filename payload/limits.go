@@ -2,7 +2,7 @@ package payload
 
 import "time"
 
-// Limits of a job, from SPEC.md and the providers' documented maxima.
+// Limits of a job, from docs/job.md and the providers' documented maxima.
 const (
 	// MaxRecipients is the largest number of recipients in one job.
 	MaxRecipients = 10000

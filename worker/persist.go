@@ -17,8 +17,8 @@ const (
 // persist runs a write that records what a provider has already
 // acknowledged, trying again while Redis cannot be reached, until it
 // succeeds or ctx ends. Giving up at once would let the next run send the
-// same push again: SPEC.md allows a duplicate only when the process dies
-// between the acknowledgement and the record, not when Redis blinks.
+// same push again: docs/delivery.md allows a duplicate only when the process
+// dies between the acknowledgement and the record, not when Redis blinks.
 // Errors Redis itself answered (a reply error) are returned at once: trying
 // again would not change them. The writes are idempotent, so a try whose
 // answer was lost is safe to repeat.

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,6 +24,10 @@ const (
 )
 
 var finalStates = []string{stateDelivered, stateExpired, stateTokenInvalid, stateFailed, stateThrottleFull}
+
+// FinalStates returns the final states a recipient's delivery can reach:
+// the keys of JobStatus.Counts besides "pending". The slice is a copy.
+func FinalStates() []string { return slices.Clone(finalStates) }
 
 // Job record states.
 const (
@@ -136,8 +141,8 @@ type JobStatus struct {
 	AcceptedAt time.Time `json:"accepted_at"`
 	Deadline   time.Time `json:"deadline,omitzero"`
 	Recipients int       `json:"recipients"`
-	// Counts per final state (delivered, expired, token_invalid, failed)
-	// plus pending: recipients without a final state yet.
+	// Counts per final state (FinalStates) plus pending: recipients
+	// without a final state yet.
 	Counts map[string]int `json:"counts"`
 	// Deferrals counts how often a delivery of the job was deferred by the
 	// limiter.

@@ -37,7 +37,7 @@ const (
 	e2eN         = 5
 	e2eWindow    = 2 * time.Second
 	e2eMinGap    = 300 * time.Millisecond
-	e2eTolerance = 250 * time.Millisecond // SPEC.md: clock and network jitter
+	e2eTolerance = 250 * time.Millisecond // docs/delivery.md: clock and network jitter
 	e2eTopic     = "com.example.hush"
 	e2eProject   = "hush-e2e"
 )

@@ -12,9 +12,10 @@ import (
 	"github.com/sideshow/apns2"
 )
 
-// reasonOutcome classifies an APNs reason (SPEC "Delivery semantics" 5).
-// known is false for a reason apns2 does not list; credential is true for
-// the reasons that mean our key, token or certificate is wrong.
+// reasonOutcome classifies an APNs reason (docs/delivery.md, "Provider
+// outcomes per device"). known is false for a reason apns2 does not list;
+// credential is true for the reasons that mean our key, token or
+// certificate is wrong.
 func reasonOutcome(reason string) (outcome providers.Outcome, credential, known bool) {
 	switch reason {
 	case apns2.ReasonBadDeviceToken, // 400
