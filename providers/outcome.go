@@ -37,6 +37,8 @@ type Push struct {
 	Content  *payload.Content
 	// Expiry is when the provider should stop trying (zero: provider default).
 	Expiry time.Time
+	// UserID is the recipient the push is for (logs only; not sent).
+	UserID string
 	// SendBy is the latest instant the request may leave for the provider
 	// (zero: no limit). A sender that would call the provider after it
 	// does not, and answers a Transient Result whose Err wraps ErrNotSent.

@@ -274,6 +274,8 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, st *chunk
 				sendNow = append(sendNow, i)
 			case stepDefer:
 				rec.deferrals++
+				d := c.delivery(i)
+				w.logDeferred(&d, pl)
 				handoffs = append(handoffs, handoff{i: i, delay: deferDelay(pl.wait)})
 			default:
 				// Near (its task waits in place), expired or full (dropped

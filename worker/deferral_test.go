@@ -1,9 +1,12 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -208,3 +211,47 @@ func TestChunkLateForItsSlotRebooks(t *testing.T) {
 		t.Errorf("push arrived %s after its slot, want within [0, 250ms]", late)
 	}
 }
+
+// TestDeferralIsLoggedWithItsSlot: at info level, a deferred delivery says
+// for which user and until which slot, so the log shows a user's pacing.
+func TestDeferralIsLoggedWithItsSlot(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	logs := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})
+	e := newEnv(t, envOptions{gap: "3s", logs: logs})
+	e.waitDone(e.submit(alertJob("pace-1", "1", apnsRecipient("u-pace", apnsToken("pace")))), 10*time.Second)
+	id := e.submit(alertJob("pace-2", "2", apnsRecipient("u-pace", apnsToken("pace"))))
+	waitFor(t, 10*time.Second, "a deferred line", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(buf.String(), "delivery deferred until its slot")
+	})
+	e.waitDone(id, 15*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if !strings.Contains(line, "delivery deferred until its slot") {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		slot, err := time.Parse(time.RFC3339Nano, fmt.Sprint(rec["slot"]))
+		if rec["level"] != "INFO" || rec["user_id"] != "u-pace" || err != nil || rec["wait"] == nil {
+			t.Errorf("deferred line %s: want level INFO, user_id u-pace, an RFC 3339 slot and the wait", line)
+		}
+		if until := time.Until(slot); until > 3*time.Second {
+			t.Errorf("slot %s is %s away, want within the 3 s gap", slot, until)
+		}
+		return
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

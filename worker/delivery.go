@@ -140,7 +140,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 			if err := w.store.countDeferral(ctx, d.Job); err != nil {
 				return false, err
 			}
-			w.log.Debug("delivery deferred", "delivery", d.member(), "user_id", d.UserID, "slot", p.slot, "wait", p.wait)
+			w.logDeferred(d, p)
 			return false, &DeferError{Delay: p.wait}
 		case stepWait:
 			timer := time.NewTimer(p.wait)
@@ -270,4 +270,11 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 	}
 	w.log.Info("delivery dropped", "reason", reason, "delivery", d.member(), "user_id", d.UserID, "deadline", d.Deadline)
 	return w.finish(ctx, d, reason)
+}
+
+// logDeferred says, at info level, that d waits for its booked slot: the
+// line that shows a user's pacing in the log.
+func (w *Worker) logDeferred(d *delivery, p planned) {
+	w.log.Info("delivery deferred until its slot", "delivery", d.member(), "user_id", d.UserID,
+		"slot", p.slot.UTC().Format(time.RFC3339Nano), "wait", p.wait.Round(time.Millisecond))
 }

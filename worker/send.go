@@ -108,6 +108,7 @@ func (w *Worker) sendOne(ctx context.Context, d *delivery, j, attempt int, sendB
 	}()
 	return s.Send(ctx, providers.Push{
 		ID:       d.member() + "/" + strconv.Itoa(j),
+		UserID:   d.UserID,
 		Platform: dev.Platform,
 		Token:    dev.Token,
 		Content:  &d.Content,

@@ -26,6 +26,7 @@ func New(log *slog.Logger) *Sender {
 func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 	attrs := []slog.Attr{
 		slog.String("push_id", p.ID),
+		slog.String("user_id", p.UserID),
 		slog.String("platform", string(p.Platform)),
 		slog.String("token", ShortToken(p.Token)),
 	}

@@ -20,7 +20,7 @@ func TestSendLogsAndDelivers(t *testing.T) {
 	var buf bytes.Buffer
 	s := dryrun.New(slog.New(slog.NewJSONHandler(&buf, nil)))
 	got := s.Send(context.Background(), providers.Push{
-		ID: "job-1/u-42/0", Platform: payload.APNs, Token: token,
+		ID: "job-1/u-42/0", UserID: "u-42", Platform: payload.APNs, Token: token,
 		Expiry: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
 		Content: &payload.Content{
 			Alert:       &payload.Alert{Title: "Shipped", Body: "Order 4711"},
@@ -41,7 +41,7 @@ func TestSendLogsAndDelivers(t *testing.T) {
 	delete(entry, "time")
 	want := map[string]any{
 		"level": "INFO", "msg": "dry run: would send push",
-		"push_id": "job-1/u-42/0", "platform": "apns", "token": "a4f1c0ff…",
+		"push_id": "job-1/u-42/0", "user_id": "u-42", "platform": "apns", "token": "a4f1c0ff…",
 		"title": "Shipped", "body": "Order 4711", "silent": false, "priority": "normal",
 		"data_keys": float64(1), "collapse_key": "order-4711", "expiry": "2030-01-02T03:04:05Z",
 	}
