@@ -22,7 +22,7 @@ func commands() []command {
 		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle},
 		{"simulate", "replay a \"time,user\" trace against the limiter offline and compare rule sets", runSimulate},
 		{"demo", "watch the throttle at work: embedded Redis, worker and fake APNs/FCM, a burst and a live timeline", runDemo},
-		{"version", "print the version and the commit it was built from", runVersion},
+		{"version", "print the version and the commit it was built from (also: hush --version)", runVersion},
 	}
 }
 

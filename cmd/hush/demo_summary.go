@@ -134,6 +134,10 @@ func (w *demoWatch) summary() {
 // worker's own clock reading and the request's trip.
 const demoJitter = 100 * time.Millisecond
 
+// ruleTolerance is the contract's allowance for clock and network jitter
+// when rules are measured at the provider (docs/delivery.md).
+const ruleTolerance = 250 * time.Millisecond
+
 // checkRules prints what the providers saw against the rules: the closest
 // two limited sends to one user and the most in any window of each rule.
 func (w *demoWatch) checkRules() {
@@ -158,15 +162,28 @@ func (w *demoWatch) checkRules() {
 		}
 	}
 	var parts []string
-	note := ""
 	if closest >= 0 && w.policy.MinGap > 0 {
-		parts = append(parts, fmt.Sprintf("closest two sends to one user %.3fs apart (%s)", closest.Seconds(), throttlePolicyGap(w)))
+		verdict := "kept"
+		switch {
+		case closest < w.policy.MinGap-ruleTolerance:
+			verdict = "BROKEN"
+		case closest < w.policy.MinGap:
+			// Slots are booked exactly min-gap apart; the sends reach the
+			// fakes a few ms either side of them.
+			verdict = fmt.Sprintf("kept: slots %s apart, arrivals within %s of them", w.policy.MinGap, ruleTolerance)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (closest two sends to one user %.3fs apart)", throttlePolicyGap(w), verdict, closest.Seconds()))
 	}
+	note := ""
 	if len(w.policy.Limits) > 0 {
-		note = fmt.Sprintf("\n(sends reach the fakes a few ms off their booked slots: windows are counted %s short)", demoJitter)
+		note = fmt.Sprintf("\n(windows are counted %s short: sends reach the fakes a few ms off their booked slots)", demoJitter)
 	}
 	for r, l := range w.policy.Limits {
-		parts = append(parts, fmt.Sprintf("most in any %s: %d (limit %d)", l.String()[strings.Index(l.String(), "/")+1:], most[r], l.N))
+		verdict := "kept"
+		if most[r] > l.N {
+			verdict = "BROKEN"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (most in any %s: %d)", l.String(), verdict, l.String()[strings.Index(l.String(), "/")+1:], most[r]))
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w.out, "as the providers saw it: %s%s\n", strings.Join(parts, "; "), note)

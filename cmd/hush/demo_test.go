@@ -34,7 +34,8 @@ func TestDemoRunsTheBurstToTheEnd(t *testing.T) {
 		// expires; u-4: 1 and 1, the third is critical.
 		"12 pushes: 4 sent at once, 6 deferred then sent, 1 critical (not limited), 1 dropped as expired\n",
 		"3 provider answers said a token is invalid",
-		"most in any 1s: 2 (limit 2)",
+		"2/1s kept (most in any 1s: 2)",
+		"min-gap 200ms kept",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q; stdout:\n%s", want, stdout)

@@ -41,6 +41,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "help":
 		return runHelp(ctx, rest, stdout, stderr)
+	case "-version", "--version":
+		return runVersion(ctx, rest, stdout, stderr)
 	}
 	cmd, ok := findCommand(name)
 	if !ok {

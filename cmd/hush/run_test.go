@@ -146,9 +146,11 @@ func TestServeConfigErrorNamesKey(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	stdout, _, code := runCmd(t, "version")
-	if code != 0 || !strings.HasPrefix(stdout, "hush ") {
-		t.Errorf("version: exit %d, stdout %q", code, stdout)
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		stdout, _, code := runCmd(t, args...)
+		if code != 0 || !strings.HasPrefix(stdout, "hush ") {
+			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
+		}
 	}
 	if got := versionString("v1.2.3", "0123456789abcdef"); !strings.HasPrefix(got, "hush v1.2.3 (commit 0123456789ab,") {
 		t.Errorf("versionString with ldflags = %q", got)
