@@ -10,10 +10,12 @@
 // disappearing into the SDK's transport error. HUSH_FCM_ENDPOINT overrides
 // the messaging endpoint.
 //
-// The SDK retries 503s and network errors by itself (up to 4 times, 0/1/2/4 s,
-// honouring Retry-After up to 2 minutes); every Send is therefore bounded by
-// SendTimeout (or the caller's earlier deadline), and hush's own retry policy
-// takes over from there.
+// The SDK would retry 503s and network errors by itself (up to 4 times,
+// 0/1/2/4 s, honouring Retry-After up to 2 minutes), after hush checked the
+// push's limiter slot. The transport under it (attempt.go) lets exactly one
+// HTTP attempt of a Send through, refuses one that would leave after
+// Push.SendBy, and hands Send the real answer; hush's own retry policy,
+// which books a new slot per attempt, takes over from there.
 //
 // It imports providers, payload and the firebase SDK; nothing of Redis or
 // Asynq.
