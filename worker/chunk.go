@@ -196,7 +196,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	}
 	for k := 1; k < len(rec.finals); k += 2 {
 		if recorded[k/2] {
-			w.m.recipients.WithLabelValues(rec.finals[k].(string)).Inc()
+			w.m.deliveries.WithLabelValues(rec.finals[k].(string)).Inc()
 		}
 	}
 	if werr != nil {

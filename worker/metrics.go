@@ -12,8 +12,8 @@ import (
 // metrics are the worker's Prometheus instruments, on a private registry.
 type metrics struct {
 	reg           *prometheus.Registry
-	deliveries    *prometheus.CounterVec
-	recipients    *prometheus.CounterVec
+	deviceSends   *prometheus.CounterVec // hush_device_sends_total
+	deliveries    *prometheus.CounterVec // hush_deliveries_total
 	limiter       *prometheus.CounterVec
 	deferral      prometheus.Histogram
 	latency       *prometheus.HistogramVec
@@ -24,11 +24,11 @@ type metrics struct {
 func newMetrics() *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		deviceSends: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_device_sends_total",
 			Help: "Provider answers per device, by platform and outcome (delivered, token_invalid, throttled, transient, permanent).",
 		}, []string{"platform", "outcome"}),
-		recipients: prometheus.NewCounterVec(prometheus.CounterOpts{
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_deliveries_total",
 			Help: "Deliveries (one per recipient) that reached a final state: delivered, expired, token_invalid, failed, throttle_full.",
 		}, []string{"state"}),
@@ -55,7 +55,7 @@ func newMetrics() *metrics {
 			Help: "Events that could not be written, by sink (stream, webhook).",
 		}, []string{"sink"}),
 	}
-	m.reg.MustRegister(m.deliveries, m.recipients, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped,
+	m.reg.MustRegister(m.deviceSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

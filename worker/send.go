@@ -101,7 +101,7 @@ func (w *Worker) sendOne(ctx context.Context, d *delivery, j, attempt int, sendB
 			r = providers.Result{Outcome: providers.Transient, Reason: "panic", Err: fmt.Errorf("sender panicked: %v", v)}
 		}
 		w.m.latency.WithLabelValues(string(dev.Platform)).Observe(time.Since(start).Seconds())
-		w.m.deliveries.WithLabelValues(string(dev.Platform), outcomeNames[r.Outcome]).Inc()
+		w.m.deviceSends.WithLabelValues(string(dev.Platform), outcomeNames[r.Outcome]).Inc()
 		if r.Credential {
 			w.credentialFail.Store(time.Now().UnixNano())
 		}
@@ -199,7 +199,7 @@ func (w *Worker) finish(ctx context.Context, d *delivery, state string) error {
 		return err
 	}
 	if recorded {
-		w.m.recipients.WithLabelValues(state).Inc()
+		w.m.deliveries.WithLabelValues(state).Inc()
 	}
 	return nil
 }
