@@ -81,7 +81,7 @@ func (w *Worker) enqueueChunk(ctx context.Context, c *chunk) error {
 	if err != nil {
 		return fmt.Errorf("encode chunk %s: %w", c.name(), err)
 	}
-	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(payload.TypeChunk, b),
+	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeChunk, b),
 		asynq.TaskID(c.name()), asynq.Queue(shardQueue(string(c.Priority), c.name(), w.shards)),
 		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {

@@ -85,7 +85,7 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 		return Accepted{}, fmt.Errorf("encode job %s: %w", job.ID, err)
 	}
 	queue := string(job.Priority.Effective())
-	_, err = c.aq.EnqueueContext(ctx, asynq.NewTask(payload.TypeJob, b),
+	_, err = c.aq.EnqueueContext(ctx, asynq.NewTask(TypeJob, b),
 		asynq.TaskID(jobTaskID(job.ID)), asynq.Queue(queue), asynq.MaxRetry(jobMaxRetry),
 		asynq.Retention(jobRetention), asynq.Timeout(jobTimeout))
 	if errors.Is(err, asynq.ErrTaskIDConflict) {

@@ -116,7 +116,7 @@ func (w *Worker) enqueueDelivery(ctx context.Context, d *delivery, delay time.Du
 	if delay > 0 {
 		opts = append(opts, asynq.ProcessIn(delay))
 	}
-	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(payload.TypeDelivery, b), opts...)
+	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeDelivery, b), opts...)
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("enqueue delivery %s: %w", d.member(), err)
 	}

@@ -22,7 +22,7 @@ func jobTask(t *testing.T, job payload.Job) *asynq.Task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return asynq.NewTask(payload.TypeJob, b)
+	return asynq.NewTask(TypeJob, b)
 }
 
 // pending returns the ids of the pending tasks of the normal queue.
@@ -90,7 +90,7 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	}
 	for range 2 {
 		for _, ti := range tasks {
-			if ti.Type != payload.TypeChunk {
+			if ti.Type != TypeChunk {
 				continue
 			}
 			if err := e.w.handleChunk(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil {

@@ -203,7 +203,7 @@ func TestFailuresAreArchivedWithTheReason(t *testing.T) {
 func TestGarbageTaskIsArchivedAndTheWorkerGoesOn(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	aq := asynq.NewClientFromRedisClient(e.rdb)
-	if _, err := aq.Enqueue(asynq.NewTask(payload.TypeDelivery, []byte("{not json")), asynq.Queue("normal"), asynq.MaxRetry(5)); err != nil {
+	if _, err := aq.Enqueue(asynq.NewTask(TypeDelivery, []byte("{not json")), asynq.Queue("normal"), asynq.MaxRetry(5)); err != nil {
 		t.Fatal(err)
 	}
 	tasks := e.archived(1)

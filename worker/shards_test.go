@@ -176,7 +176,7 @@ func TestLeftoverShardQueueIsDrained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.client.aq.EnqueueContext(context.Background(), asynq.NewTask(payload.TypeDelivery, b),
+	if _, err := e.client.aq.EnqueueContext(context.Background(), asynq.NewTask(TypeDelivery, b),
 		asynq.TaskID(d.member()), asynq.Queue("normal.9")); err != nil {
 		t.Fatal(err)
 	}

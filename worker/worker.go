@@ -199,9 +199,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		LogLevel:                 asynq.WarnLevel,
 	})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(payload.TypeJob, w.handleJob)
-	mux.HandleFunc(payload.TypeDelivery, w.handleDelivery)
-	mux.HandleFunc(payload.TypeChunk, w.handleChunk)
+	mux.HandleFunc(TypeJob, w.handleJob)
+	mux.HandleFunc(TypeDelivery, w.handleDelivery)
+	mux.HandleFunc(TypeChunk, w.handleChunk)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start task server: %w", err)
 	}

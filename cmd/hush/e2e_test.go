@@ -14,6 +14,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker"
 )
 
 // The end-to-end tests run real hush serve processes against a private
@@ -300,7 +301,7 @@ func TestE2EBadInput(t *testing.T) {
 	// Garbage straight onto the queue, behind the API's back.
 	client := asynq.NewClientFromRedisClient(c.rdb)
 	var garbage []*asynq.TaskInfo
-	for _, typ := range []string{payload.TypeDelivery, payload.TypeJob} {
+	for _, typ := range []string{worker.TypeDelivery, worker.TypeJob} {
 		info, err := client.Enqueue(asynq.NewTask(typ, []byte("{this is not a job")), asynq.Queue("normal"))
 		if err != nil {
 			t.Fatalf("enqueue garbage %s: %v", typ, err)
