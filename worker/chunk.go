@@ -61,7 +61,11 @@ func chunkOf(job *payload.Job, from int) *chunk {
 }
 
 func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) (err error) {
-	w.pool.Run(func() { err = w.chunkTask(ctx, t) })
+	w.pool.Run(func() {
+		ctx, done := w.handling(ctx)
+		defer done()
+		err = w.chunkTask(ctx, t)
+	})
 	return err
 }
 

@@ -21,7 +21,11 @@ import (
 // task that already exists is not created again.
 func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) (err error) {
 	// On a pool goroutine: see goPool.
-	w.pool.Run(func() { err = w.jobTask(ctx, t) })
+	w.pool.Run(func() {
+		ctx, done := w.handling(ctx)
+		defer done()
+		err = w.jobTask(ctx, t)
+	})
 	return err
 }
 

@@ -86,7 +86,10 @@ type Worker struct {
 	// while after shutdown began, just before Asynq gives up on handlers.
 	halt       context.Context
 	cancelHalt context.CancelFunc
-	calls      tracker // provider calls under way, until their answers are recorded
+	// stopping is cancelled by Run when handlers must stop starting work
+	// and hand their tasks back (see handling).
+	stopping context.Context
+	calls    tracker // provider calls under way, until their answers are recorded
 
 	pool  *goPool             // goroutines for handlers and provider calls
 	sends *semaphore.Weighted // permits for chunks' provider calls
@@ -172,11 +175,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Handlers run under their own context, cancelled shortly before Asynq
 	// gives up on them, so a delivery waiting for its slot returns and is
 	// handed back (not a failure) instead of being abandoned mid-send.
-	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelHandlers()
-	// Each run has its own halt: a Worker run again after a shutdown (as
-	// tests do) must not find its provider calls cancelled from the start.
+	//
+	// Asynq must not see that cancellation: it treats a task whose context
+	// is done as failed at once and schedules its retry while the handler
+	// still runs, so another process could re-run a chunk whose provider
+	// answers were still on their way and send them again. Asynq's context
+	// is therefore never cancelled by shutdown; handlers watch stopping
+	// (handling) and return, with every answer recorded, before Asynq hands
+	// the task back.
+	baseCtx := context.WithoutCancel(ctx)
+	// Each run has its own halt and stopping: a Worker run again after a
+	// shutdown (as tests do) must not find them cancelled from the start.
 	w.halt, w.cancelHalt = context.WithCancel(context.Background())
+	var cancelHandlers context.CancelFunc
+	w.stopping, cancelHandlers = context.WithCancel(context.Background())
+	defer cancelHandlers()
 
 	// Shard queues left by a deployment with more shards are served too.
 	existing, err := w.insp.Queues()
@@ -187,7 +200,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	srv := asynq.NewServerFromRedisClient(w.rdb, asynq.Config{
 		Concurrency:              w.conc,
-		BaseContext:              func() context.Context { return handlerCtx },
+		BaseContext:              func() context.Context { return baseCtx },
 		Queues:                   queues,
 		RetryDelayFunc:           retryDelay,
 		IsFailure:                isFailure,
@@ -267,3 +280,12 @@ func (l asynqLogger) Info(args ...any)  { l.log.Info(fmt.Sprint(args...), "compo
 func (l asynqLogger) Warn(args ...any)  { l.log.Warn(fmt.Sprint(args...), "component", "asynq") }
 func (l asynqLogger) Error(args ...any) { l.log.Error(fmt.Sprint(args...), "component", "asynq") }
 func (l asynqLogger) Fatal(args ...any) { l.log.Error(fmt.Sprint(args...), "component", "asynq") }
+
+// handling is the context a handler works under: Asynq's task context,
+// also cancelled when Run tells handlers to stop (stopping). done releases
+// it.
+func (w *Worker) handling(ctx context.Context) (_ context.Context, done func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	unwatch := context.AfterFunc(w.stopping, cancel)
+	return ctx, func() { unwatch(); cancel() }
+}
