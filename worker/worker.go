@@ -155,6 +155,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		w.bypass[p] = true
 	}
 	w.halt, w.cancelHalt = context.WithCancel(context.Background())
+	w.stopping = context.Background() // Run replaces it; tests call handlers directly
 	w.events = &events{rdb: rdb, maxLen: o.EventsMaxLen, m: m}
 	w.rec = newRecorder(rdb, w.events)
 	if o.WebhookURL != "" {
