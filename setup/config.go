@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,16 +30,16 @@ type Config struct {
 	RedisSentinelMaster   string   `split_words:"true" desc:"the master's name in the Sentinels' configuration (sentinel monitor <name> ...); required with HUSH_REDIS_SENTINEL_ADDRS"`
 	RedisSentinelPassword string   `split_words:"true" desc:"password of the Sentinels themselves (their requirepass), when they have one"`
 
-	Concurrency    int            `default:"50" desc:"concurrent deliveries per process"`
-	Queues         map[string]int `default:"critical:6,high:3,normal:1" desc:"queues to serve and their weights; queues are named after priorities (critical, high, normal)"`
-	DeliveryShards int            `split_words:"true" default:"1" desc:"spread each priority's delivery and chunk tasks over this many queues (<priority>.0 ...) by user hash, so that on Redis Cluster one queue's node is not the ceiling; 1: no shard queues"`
-	MaxRetry       int            `split_words:"true" default:"8" desc:"retries for transient provider failures before a delivery is archived"`
+	Concurrency    int            `desc:"concurrent deliveries per process"`
+	Queues         map[string]int `desc:"queues to serve and their weights; queues are named after priorities (critical, high, normal)"`
+	DeliveryShards int            `split_words:"true" desc:"spread each priority's delivery and chunk tasks over this many queues (<priority>.0 ...) by user hash, so that on Redis Cluster one queue's node is not the ceiling; 1: no shard queues"`
+	MaxRetry       int            `split_words:"true" desc:"retries for transient provider failures before a delivery is archived"`
 
-	ThrottleLimits     string        `split_words:"true" default:"10/1m,100/24h" desc:"per-user rolling-window caps, N/window comma list"`
-	ThrottleMinGap     time.Duration `split_words:"true" default:"3s" desc:"minimum gap between two pushes to the same user"`
-	ThrottleBypass     []string      `split_words:"true" default:"critical" desc:"priorities that skip the limiter (comma list; empty: none)"`
-	ThrottleMaxPending int           `split_words:"true" default:"100" desc:"most held (booked, not yet sent) pushes one user may have; a delivery beyond it is dropped with reason throttle_full (0: no cap; a decision for a user holding P bookings costs about 1 to 2 µs of Redis CPU more per booking it holds)"`
-	MaxThrottled       time.Duration `split_words:"true" default:"1h" desc:"most time a delivery may spend throttled by a provider (429 without end) before it is archived; its expiry ends it sooner (0: only its expiry)"`
+	ThrottleLimits     string        `split_words:"true" desc:"per-user rolling-window caps, N/window comma list"`
+	ThrottleMinGap     time.Duration `split_words:"true" desc:"minimum gap between two pushes to the same user"`
+	ThrottleBypass     []string      `split_words:"true" desc:"priorities that skip the limiter (comma list; empty: none)"`
+	ThrottleMaxPending int           `split_words:"true" desc:"most held (booked, not yet sent) pushes one user may have; a delivery beyond it is dropped with reason throttle_full (0: no cap; a decision for a user holding P bookings costs about 1 to 2 µs of Redis CPU more per booking it holds)"`
+	MaxThrottled       time.Duration `split_words:"true" desc:"most time a delivery may spend throttled by a provider (429 without end) before it is archived; its expiry ends it sooner (0: only its expiry)"`
 
 	APNSKeyFile      string `split_words:"true" desc:"APNs token auth: .p8 key file"`
 	APNSKeyID        string `split_words:"true" desc:"APNs token auth: key id"`
@@ -46,7 +47,7 @@ type Config struct {
 	APNSTopic        string `split_words:"true" desc:"APNs topic (the app's bundle id); required with APNs credentials"`
 	APNSCertFile     string `split_words:"true" desc:"APNs certificate auth (.p12), alternative to the key"`
 	APNSCertPassword string `split_words:"true" desc:"password of the .p12 certificate"`
-	APNSProduction   bool   `split_words:"true" default:"false" desc:"false: APNs sandbox host"`
+	APNSProduction   bool   `split_words:"true" desc:"false: APNs sandbox host"`
 	APNSEndpoint     string `split_words:"true" desc:"send APNs requests to another host (a proxy, a test server)"`
 	APNSCaFile       string `split_words:"true" desc:"PEM CA bundle trusted for HUSH_APNS_ENDPOINT"`
 
@@ -54,18 +55,18 @@ type Config struct {
 	FCMProjectID       string `split_words:"true" desc:"FCM project id; default: the service account's"`
 	FCMEndpoint        string `split_words:"true" desc:"send FCM requests to another endpoint (a proxy, a test server)"`
 
-	DryRun bool `split_words:"true" default:"false" desc:"log what would be sent; no provider is called"`
+	DryRun bool `split_words:"true" desc:"log what would be sent; no provider is called"`
 
-	HTTPAddr     string `split_words:"true" default:":8080" desc:"API, health and metrics listener"`
+	HTTPAddr     string `split_words:"true" desc:"API, health and metrics listener"`
 	APIToken     string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token>"`
-	MaxBodyBytes int64  `split_words:"true" default:"8388608" desc:"largest accepted POST /v1/notifications body in bytes"`
+	MaxBodyBytes int64  `split_words:"true" desc:"largest accepted POST /v1/notifications body in bytes"`
 	WebhookURL   string `split_words:"true" desc:"optional: events are also POSTed here as JSON"`
-	EventsMaxlen int64  `split_words:"true" default:"100000" desc:"approximate cap of the hush:events stream"`
+	EventsMaxlen int64  `split_words:"true" desc:"approximate cap of the hush:events stream"`
 
-	ShutdownTimeout time.Duration `split_words:"true" default:"10s" desc:"how long in-flight deliveries may take to finish on shutdown before they are handed back to the queue"`
+	ShutdownTimeout time.Duration `split_words:"true" desc:"how long in-flight deliveries may take to finish on shutdown before they are handed back to the queue"`
 
-	LogLevel  string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
-	LogFormat string `split_words:"true" default:"text" desc:"text or json"`
+	LogLevel  string `split_words:"true" desc:"debug, info, warn or error"`
+	LogFormat string `split_words:"true" desc:"text or json"`
 }
 
 const envPrefix = "hush"
@@ -76,7 +77,7 @@ func LoadConfig() (Config, error) {
 	if err := checkEnv(os.LookupEnv); err != nil {
 		return Config{}, err
 	}
-	var c Config
+	c := DefaultConfig() // a key the environment does not set keeps its default
 	if err := envconfig.Process(envPrefix, &c); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
@@ -265,14 +266,14 @@ func (c Config) policy() (throttle.Policy, error) {
 	return throttle.ParsePolicy(c.ThrottleLimits, c.ThrottleMinGap.String())
 }
 
-func (c Config) bypass() map[payload.Priority]bool {
-	m := make(map[payload.Priority]bool)
+func (c Config) bypass() []payload.Priority {
+	var out []payload.Priority
 	for _, p := range c.ThrottleBypass {
-		if pr, ok := knownPriorities[strings.TrimSpace(p)]; ok {
-			m[pr] = true
+		if pr, ok := knownPriorities[strings.TrimSpace(p)]; ok && !slices.Contains(out, pr) {
+			out = append(out, pr)
 		}
 	}
-	return m
+	return out
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -42,6 +42,24 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 }
 
+// A key set to the empty string is set: HUSH_THROTTLE_BYPASS= means no
+// priority bypasses the limiter, not the default.
+func TestLoadConfigEmptyKeyIsNotItsDefault(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("HUSH_THROTTLE_BYPASS", "")
+	t.Setenv("HUSH_CONCURRENCY", "7")
+	c, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ThrottleBypass) != 0 || len(c.bypass()) != 0 {
+		t.Errorf("HUSH_THROTTLE_BYPASS=\"\": bypass %q, want none", c.ThrottleBypass)
+	}
+	if c.Concurrency != 7 || c.ThrottleLimits != DefaultThrottleLimits {
+		t.Errorf("concurrency %d limits %q: want 7 and the default", c.Concurrency, c.ThrottleLimits)
+	}
+}
+
 func TestLoadConfigNamesTheBadKey(t *testing.T) {
 	tests := []struct {
 		name string

@@ -8,24 +8,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kelseyhightower/envconfig"
 )
 
 // TestReadmeConfigurationTable: the README's configuration table lists
 // every key hush serve reads, once, with the default it really has.
 func TestReadmeConfigurationTable(t *testing.T) {
-	var c Config
-	var usage bytes.Buffer
-	const format = `{{range .}}{{usage_key .}}|{{usage_default .}}
-{{end}}`
-	if err := envconfig.Usagef(envPrefix, &c, &usage, format); err != nil {
-		t.Fatal(err)
-	}
 	want := map[string]string{}
-	for line := range strings.Lines(usage.String()) {
-		if key, def, ok := strings.Cut(strings.TrimSpace(line), "|"); ok {
-			want[key] = def
-		}
+	for _, k := range Keys() {
+		want[k.Name] = k.Default
 	}
 
 	readme, err := os.ReadFile("../README.md")

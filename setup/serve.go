@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
 )
@@ -49,10 +48,6 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer closeSenders()
 
-	bypass := make([]payload.Priority, 0, len(cfg.bypass()))
-	for p := range cfg.bypass() {
-		bypass = append(bypass, p)
-	}
 	w, err := worker.New(rdb, worker.Options{
 		Limiter:         limiter,
 		Policy:          policy,
@@ -62,7 +57,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Concurrency:     cfg.Concurrency,
 		MaxRetry:        cfg.MaxRetry,
 		MaxThrottled:    cfg.MaxThrottled,
-		Bypass:          bypass,
+		Bypass:          cfg.bypass(),
 		APIToken:        cfg.APIToken,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
 		WebhookURL:      cfg.WebhookURL,

@@ -21,10 +21,11 @@ type Key struct {
 // Keys lists every key hush serve reads, in Config's order.
 func Keys() []Key {
 	t := reflect.TypeFor[Config]()
+	defaults := reflect.ValueOf(DefaultConfig())
 	out := make([]Key, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
-		out = append(out, Key{Name: keyOf(f), Type: typeName(f.Type), Default: f.Tag.Get("default"), Description: f.Tag.Get("desc")})
+		out = append(out, Key{Name: keyOf(f), Type: typeName(f.Type), Default: defaultText(defaults.Field(i)), Description: f.Tag.Get("desc")})
 	}
 	return out
 }

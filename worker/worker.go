@@ -16,6 +16,25 @@ import (
 	"github.com/hushpush/hush/throttle"
 )
 
+// Defaults of Options: New fills a zero field with them, and hush serve's
+// HUSH_* keys default to the same values (setup.DefaultConfig uses these).
+const (
+	DefaultConcurrency     = 50
+	DefaultMaxBodyBytes    = 8 << 20
+	DefaultEventsMaxLen    = 100_000
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// DefaultQueues returns the default queues and weights:
+// critical:6,high:3,normal:1.
+func DefaultQueues() map[string]int {
+	return map[string]int{
+		string(payload.PriorityCritical): 6,
+		string(payload.PriorityHigh):     3,
+		string(payload.PriorityNormal):   1,
+	}
+}
+
 // Options configure a Worker. setup.Serve fills them from the environment; tests inject
 // their own limiter and senders.
 type Options struct {
@@ -27,12 +46,13 @@ type Options struct {
 	// Senders per platform. A platform without a sender fails its devices
 	// permanently ("no sender configured").
 	Senders map[payload.Platform]Sender
-	// Queues to serve and their weights (default critical:6,high:3,normal:1).
+	// Queues to serve and their weights (default DefaultQueues).
 	Queues map[string]int
 	// DeliveryShards spreads each priority's delivery and chunk tasks over
 	// this many queues (see shards.go); 0 or 1: none.
 	DeliveryShards int
-	// Concurrency is the number of deliveries processed at once (default 50).
+	// Concurrency is the number of deliveries processed at once (default
+	// DefaultConcurrency).
 	Concurrency int
 	// MaxRetry is the number of retries for transient failures (default 0:
 	// none).
@@ -44,17 +64,44 @@ type Options struct {
 	Bypass []payload.Priority
 	// APIToken, when set, is required as a bearer token by the HTTP API.
 	APIToken string
-	// MaxBodyBytes limits a POST /v1/notifications body (default 8 MiB).
+	// MaxBodyBytes limits a POST /v1/notifications body (default
+	// DefaultMaxBodyBytes, 8 MiB).
 	MaxBodyBytes int64
 	// WebhookURL, when set, receives every event as a JSON POST.
 	WebhookURL string
-	// EventsMaxLen caps hush:events approximately (default 100000).
+	// EventsMaxLen caps hush:events approximately (default
+	// DefaultEventsMaxLen).
 	EventsMaxLen int64
 	// ShutdownTimeout bounds how long in-flight deliveries may take after
-	// Run's context is done (default 10 s); the rest are handed back.
+	// Run's context is done (default DefaultShutdownTimeout); the rest are
+	// handed back.
 	ShutdownTimeout time.Duration
 	// Logger receives the worker's logs (default: discard).
 	Logger *slog.Logger
+}
+
+// withDefaults fills o's zero fields with the defaults above: the one place
+// they are applied.
+func (o Options) withDefaults() Options {
+	if o.Queues == nil {
+		o.Queues = DefaultQueues()
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.EventsMaxLen <= 0 {
+		o.EventsMaxLen = DefaultEventsMaxLen
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
 }
 
 // Worker processes hush's Asynq tasks and serves the HTTP API. It does not
@@ -104,24 +151,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	if o.Limiter == nil {
 		return nil, errors.New("worker: Options.Limiter is required")
 	}
-	if o.Queues == nil {
-		o.Queues = map[string]int{"critical": 6, "high": 3, "normal": 1}
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 50
-	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 8 << 20
-	}
-	if o.EventsMaxLen <= 0 {
-		o.EventsMaxLen = 100000
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = 10 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o = o.withDefaults()
 	m := newMetrics()
 	w := &Worker{
 		rdb:      rdb,

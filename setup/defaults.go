@@ -1,0 +1,103 @@
+package setup
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker"
+)
+
+// Defaults of the HUSH_* keys that are not the worker's own (those are
+// worker.DefaultConcurrency and its siblings). DefaultConfig is the one place
+// that fills them: LoadConfig starts from it, and `hush serve --help`, the
+// README table and docs/configuration.md print what it holds.
+const (
+	DefaultDeliveryShards     = 1
+	DefaultMaxRetry           = 8
+	DefaultThrottleLimits     = "10/1m,100/24h"
+	DefaultThrottleMinGap     = 3 * time.Second
+	DefaultThrottleMaxPending = 100
+	DefaultMaxThrottled       = time.Hour
+	DefaultHTTPAddr           = ":8080"
+	DefaultLogLevel           = "info"
+	DefaultLogFormat          = "text"
+)
+
+// DefaultThrottleBypass lists the priorities that skip the limiter unless
+// HUSH_THROTTLE_BYPASS says otherwise.
+func DefaultThrottleBypass() []string { return []string{string(payload.PriorityCritical)} }
+
+// DefaultConfig returns the configuration hush serve runs with when no
+// HUSH_* key is set: an embedded Redis and the dry-run sender.
+func DefaultConfig() Config {
+	return Config{
+		Concurrency:        worker.DefaultConcurrency,
+		Queues:             worker.DefaultQueues(),
+		DeliveryShards:     DefaultDeliveryShards,
+		MaxRetry:           DefaultMaxRetry,
+		ThrottleLimits:     DefaultThrottleLimits,
+		ThrottleMinGap:     DefaultThrottleMinGap,
+		ThrottleBypass:     DefaultThrottleBypass(),
+		ThrottleMaxPending: DefaultThrottleMaxPending,
+		MaxThrottled:       DefaultMaxThrottled,
+		HTTPAddr:           DefaultHTTPAddr,
+		MaxBodyBytes:       worker.DefaultMaxBodyBytes,
+		EventsMaxlen:       worker.DefaultEventsMaxLen,
+		ShutdownTimeout:    worker.DefaultShutdownTimeout,
+		LogLevel:           DefaultLogLevel,
+		LogFormat:          DefaultLogFormat,
+	}
+}
+
+// defaultText is field i of DefaultConfig as an operator would write it in
+// the environment ("" when the key has no default).
+func defaultText(v reflect.Value) string {
+	switch x := v.Interface().(type) {
+	case time.Duration:
+		return shortDuration(x)
+	case bool:
+		return strconv.FormatBool(x)
+	case []string:
+		return strings.Join(x, ",")
+	case map[string]int:
+		// Weights high to low, then by name: critical:6,high:3,normal:1.
+		names := slices.Collect(maps.Keys(x))
+		slices.SortFunc(names, func(a, b string) int {
+			if x[a] != x[b] {
+				return x[b] - x[a]
+			}
+			return strings.Compare(a, b)
+		})
+		parts := make([]string, len(names))
+		for i, k := range names {
+			parts[i] = k + ":" + strconv.Itoa(x[k])
+		}
+		return strings.Join(parts, ",")
+	case string:
+		return x
+	case int, int64:
+		if v.IsZero() {
+			return ""
+		}
+		return fmt.Sprint(x)
+	}
+	panic(fmt.Sprintf("setup: no default text for %s", v.Type()))
+}
+
+// shortDuration writes d as an operator would: 1h, 1m30s, 3s, 250ms.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
