@@ -2,9 +2,6 @@ package payload
 
 import "slices"
 
-// Valid reports whether p is a known platform.
-func (p Platform) Valid() bool { return p == APNs || p == FCM }
-
 // Valid reports whether p is a priority a job may carry. The empty priority
 // is valid and means PriorityNormal.
 func (p Priority) Valid() bool {

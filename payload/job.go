@@ -2,14 +2,6 @@ package payload
 
 import "time"
 
-// Platform names a push provider.
-type Platform string
-
-const (
-	APNs Platform = "apns"
-	FCM  Platform = "fcm"
-)
-
 // Priority of a job. Priorities listed in HUSH_THROTTLE_BYPASS skip the limiter.
 type Priority string
 

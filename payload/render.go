@@ -10,8 +10,9 @@ import (
 )
 
 // ErrPayloadTooLarge is returned (wrapped) by RenderAPNs and RenderFCM when
-// the rendered payload exceeds MaxPayloadBytes. Validate reports the same
-// condition as a field problem before anything is sent.
+// the rendered payload exceeds its platform's limit (MaxPayloadBytes for
+// both). Validate reports the same condition as a field problem before
+// anything is sent.
 var ErrPayloadTooLarge = errors.New("rendered payload too large")
 
 // RenderAPNs renders the APNs JSON body for c:
@@ -30,8 +31,8 @@ func RenderAPNs(c *Content) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxPayloadBytes {
-		return nil, fmt.Errorf("apns body is %d bytes, limit %d: %w", len(b), MaxPayloadBytes, ErrPayloadTooLarge)
+	if limit := platforms[APNs].maxBytes; len(b) > limit {
+		return nil, fmt.Errorf("apns body is %d bytes, limit %d: %w", len(b), limit, ErrPayloadTooLarge)
 	}
 	return b, nil
 }
@@ -51,8 +52,8 @@ func RenderFCM(c *Content) (*FCMMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render fcm message: %w", err)
 	}
-	if len(b) > MaxPayloadBytes {
-		return nil, fmt.Errorf("fcm message is %d bytes, limit %d: %w", len(b), MaxPayloadBytes, ErrPayloadTooLarge)
+	if limit := platforms[FCM].maxBytes; len(b) > limit {
+		return nil, fmt.Errorf("fcm message is %d bytes, limit %d: %w", len(b), limit, ErrPayloadTooLarge)
 	}
 	return m, nil
 }
@@ -142,6 +143,11 @@ func renderFCM(c *Content) *FCMMessage {
 	}
 	m.APNS = &FCMAPNS{Headers: headers, Payload: map[string]any{"aps": apsDict(c)}}
 	return m
+}
+
+// renderFCMJSON is the FCM message for c as JSON, to measure it.
+func renderFCMJSON(c *Content) ([]byte, error) {
+	return marshalCompact(renderFCM(c))
 }
 
 // marshalCompact is json.Marshal without HTML escaping and without the

@@ -93,9 +93,9 @@ func checkDevices(ps *problems, path string, devices []Device, used map[Platform
 		dpath := path + ".devices[" + strconv.Itoa(i) + "]"
 		switch {
 		case d.Platform == "":
-			ps.add(dpath+".platform", `is required: "apns" or "fcm"`)
+			ps.add(dpath+".platform", "is required: "+platformChoice())
 		case !d.Platform.Valid():
-			ps.add(dpath+".platform", fmt.Sprintf(`unknown platform %q, want "apns" or "fcm"`, d.Platform))
+			ps.add(dpath+".platform", fmt.Sprintf("unknown platform %q, want %s", d.Platform, platformChoice()))
 		default:
 			used[d.Platform] = true
 		}
@@ -113,39 +113,13 @@ func checkDevices(ps *problems, path string, devices []Device, used map[Platform
 // tokenProblem describes what is wrong with d's token, or returns "".
 // A token of an unknown platform is only checked for presence.
 func tokenProblem(d Device) string {
-	t := d.Token
-	if t == "" {
+	if d.Token == "" {
 		return "is required"
 	}
-	switch d.Platform {
-	case APNs:
-		if i := strings.IndexFunc(t, func(r rune) bool { return !isHexDigit(r) }); i >= 0 {
-			return fmt.Sprintf("not hex (invalid character at position %d)", i)
-		}
-		if len(t) < MinAPNsTokenLen || len(t) > MaxAPNsTokenLen {
-			return fmt.Sprintf("apns token is %d hex characters, want %d to %d", len(t), MinAPNsTokenLen, MaxAPNsTokenLen)
-		}
-		if len(t)%2 != 0 {
-			return fmt.Sprintf("apns token has an odd number (%d) of hex characters", len(t))
-		}
-	case FCM:
-		if len(t) > MaxFCMTokenLen {
-			return fmt.Sprintf("fcm token is %d characters, limit %d", len(t), MaxFCMTokenLen)
-		}
-		if i := strings.IndexFunc(t, func(r rune) bool { return !isFCMTokenChar(r) }); i >= 0 {
-			return fmt.Sprintf("invalid character at position %d; fcm tokens use A-Z a-z 0-9 _ : . -", i)
-		}
+	if spec, ok := platforms[d.Platform]; ok {
+		return spec.tokenProblem(d.Token)
 	}
 	return ""
-}
-
-func isHexDigit(r rune) bool {
-	return '0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F'
-}
-
-func isFCMTokenChar(r rune) bool {
-	return '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' ||
-		r == '_' || r == ':' || r == '.' || r == '-'
 }
 
 // check validates the content fields, in document order.
@@ -199,40 +173,43 @@ func (c *Content) checkAlert(ps *problems) {
 func (c *Content) checkData(ps *problems) {
 	for _, k := range slices.Sorted(maps.Keys(c.Data)) {
 		path := "data[" + strconv.Quote(k) + "]"
-		switch {
-		case k == "":
+		if k == "" {
 			ps.add(path, "empty key")
-		case k == "aps":
-			ps.add(path, "reserved: the APNs body keeps its aps dictionary under this key")
-		case k == "from" || k == "notification" || k == "message_type":
-			ps.add(path, "reserved by FCM")
-		case strings.HasPrefix(k, "google.") || strings.HasPrefix(k, "gcm."):
-			ps.add(path, `reserved by FCM: keys must not start with "google." or "gcm."`)
-		case k == "image" && c.Alert != nil && c.Alert.Image != "":
-			ps.add(path, `collides with alert.image, which the APNs body carries in the custom key "image"`)
+			continue
+		}
+		if msg := c.reservedKeyProblem(k); msg != "" {
+			ps.add(path, msg)
 		}
 	}
 }
 
+// reservedKeyProblem returns the first platform's objection to the data key
+// k, or "". Every platform's reserved keys apply, whatever the job uses.
+func (c *Content) reservedKeyProblem(k string) string {
+	for _, p := range Platforms() {
+		if msg := platforms[p].dataKeyProblem(c, k); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
 // checkSize renders the payloads of the platforms in use and reports those
-// over MaxPayloadBytes.
+// over their platform's limit.
 func (c *Content) checkSize(ps *problems, used map[Platform]bool) {
 	field := "data"
 	if c.Alert != nil {
 		field = "alert"
 	}
-	if used[APNs] {
-		if b, err := renderAPNs(c); err != nil {
-			ps.add(field, err.Error())
-		} else if len(b) > MaxPayloadBytes {
-			ps.add(field, fmt.Sprintf("rendered apns payload is %d bytes, limit %d", len(b), MaxPayloadBytes))
+	for _, p := range Platforms() {
+		if !used[p] {
+			continue
 		}
-	}
-	if used[FCM] {
-		if b, err := marshalCompact(renderFCM(c)); err != nil {
+		spec := platforms[p]
+		if b, err := spec.render(c); err != nil {
 			ps.add(field, err.Error())
-		} else if len(b) > MaxPayloadBytes {
-			ps.add(field, fmt.Sprintf("rendered fcm message is %d bytes, limit %d", len(b), MaxPayloadBytes))
+		} else if len(b) > spec.maxBytes {
+			ps.add(field, fmt.Sprintf("rendered %s is %d bytes, limit %d", spec.rendered, len(b), spec.maxBytes))
 		}
 	}
 }

@@ -1,0 +1,131 @@
+package setup
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hushpush/hush/internal/testkit"
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/dryrun"
+	"github.com/hushpush/hush/providers/fake"
+)
+
+// TestSenderTable: every payload platform has one complete entry in
+// senderTable, and the table names no other platform.
+func TestSenderTable(t *testing.T) {
+	var got []payload.Platform
+	for _, s := range senderTable {
+		got = append(got, s.platform)
+		if s.name == "" || s.configured == nil || len(s.envKeys) == 0 || s.build == nil {
+			t.Errorf("senderTable entry for %q is incomplete: %+v", s.platform, s)
+		}
+	}
+	slices.Sort(got)
+	if d := cmp.Diff(payload.Platforms(), got); d != "" {
+		t.Errorf("senderTable's platforms differ from payload.Platforms() (-want +got):\n%s", d)
+	}
+}
+
+// logLines returns a logger that writes "LEVEL message" lines to buf.
+func logLines(buf *bytes.Buffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key != slog.LevelKey && a.Key != slog.MessageKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+func TestNewSenders(t *testing.T) {
+	_, apnsKeys := apnsEnv(t)
+	apnsCfg := Config{
+		APNSKeyFile: apnsKeys["HUSH_APNS_KEY_FILE"], APNSKeyID: apnsKeys["HUSH_APNS_KEY_ID"],
+		APNSTeamID: apnsKeys["HUSH_APNS_TEAM_ID"], APNSTopic: apnsKeys["HUSH_APNS_TOPIC"],
+		APNSEndpoint: apnsKeys["HUSH_APNS_ENDPOINT"], APNSCaFile: apnsKeys["HUSH_APNS_CA_FILE"],
+	}
+	ff, err := fake.StartFCM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ff.Close)
+	saFile, err := fake.WriteServiceAccount(t.TempDir(), ff.TokenURL(), testkit.FCMProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcmCfg := Config{FCMCredentialsFile: saFile, FCMEndpoint: ff.Endpoint()}
+
+	allDryRun := payload.Platforms()
+	for _, tc := range []struct {
+		name      string
+		cfg       Config
+		wantLog   []string
+		wantPlats []payload.Platform
+		dryRun    bool
+	}{
+		{"no credentials", Config{}, []string{
+			`level=WARN msg="DRY-RUN: no provider credentials are configured (HUSH_APNS_KEY_FILE / HUSH_APNS_CERT_FILE, HUSH_FCM_CREDENTIALS_FILE): NOTHING IS SENT to APNs or FCM; pushes are only logged"`,
+		}, allDryRun, true},
+		{"dry run despite credentials", Config{DryRun: true, FCMCredentialsFile: saFile}, []string{
+			`level=WARN msg="DRY-RUN: HUSH_DRY_RUN is set: NOTHING IS SENT to APNs or FCM; pushes are only logged"`,
+		}, allDryRun, true},
+		{"apns only", apnsCfg, []string{
+			`level=INFO msg="APNs sender ready"`,
+			`level=WARN msg="no FCM credentials: deliveries to fcm devices will fail (set HUSH_FCM_CREDENTIALS_FILE)"`,
+		}, []payload.Platform{payload.APNs}, false},
+		{"fcm only", fcmCfg, []string{
+			`level=WARN msg="no APNs credentials: deliveries to apns devices will fail (set HUSH_APNS_KEY_FILE or HUSH_APNS_CERT_FILE)"`,
+			`level=INFO msg="FCM sender ready"`,
+		}, []payload.Platform{payload.FCM}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			got, closeAll, err := newSenders(context.Background(), tc.cfg, logLines(&buf))
+			if err != nil {
+				t.Fatalf("newSenders: %v", err)
+			}
+			defer closeAll()
+			if d := cmp.Diff(tc.wantLog, strings.Split(strings.TrimSpace(buf.String()), "\n")); d != "" {
+				t.Errorf("log lines (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantPlats, slices.Sorted(maps.Keys(got))); d != "" {
+				t.Errorf("platforms with a sender (-want +got):\n%s", d)
+			}
+			for p, s := range got {
+				if _, isDry := s.(*dryrun.Sender); isDry != tc.dryRun {
+					t.Errorf("sender of %s is %T, want dry-run %t", p, s, tc.dryRun)
+				}
+			}
+		})
+	}
+}
+
+// TestNewSendersError: a provider that cannot be built fails newSenders with
+// an error naming it.
+func TestNewSendersError(t *testing.T) {
+	missing := t.TempDir() + "/missing"
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"apns", Config{APNSKeyFile: missing + ".p8", APNSKeyID: "K", APNSTeamID: "T", APNSTopic: "a.b"}, "APNs sender: "},
+		{"fcm", Config{FCMCredentialsFile: missing + ".json"}, "FCM sender: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			_, _, err := newSenders(context.Background(), tc.cfg, logLines(&buf))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("newSenders: %v, want an error starting %q", err, tc.want)
+			}
+		})
+	}
+}
