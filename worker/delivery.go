@@ -19,10 +19,11 @@ import (
 // MaxRetry because Asynq archives a task whose retry count reached MaxRetry
 // even on a non-failure error (a deferral); HUSH_MAX_RETRY and
 // HUSH_MAX_THROTTLED are enforced by the worker (judge), which keeps its
-// own attempt count in the job's records.
+// own attempt count in the job's records. deliveryTimeout leaves handlers
+// about two minutes: they stop taskMargin before it (see handling).
 const (
 	deliveryMaxRetry = 1 << 20
-	deliveryTimeout  = 2 * time.Minute
+	deliveryTimeout  = 3 * time.Minute
 )
 
 // maxLoops bounds how often one run of a delivery task books again in

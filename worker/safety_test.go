@@ -327,3 +327,55 @@ func TestReadyzHidesRedisInternals(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSendStartsNearTheTaskDeadline: Asynq fails a task at its Timeout
+// and schedules a retry while the handler may still wait for a provider's
+// answer, so a retry elsewhere could send the push again. A handler
+// therefore starts no provider call within taskMargin of its task's
+// deadline: it hands the task back (not a failure) and the next run sends
+// once.
+func TestNoSendStartsNearTheTaskDeadline(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	job := fanJob("late", 3)
+	task := jobTask(t, job)
+
+	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(taskMargin-time.Second))
+	defer cancel()
+	err := e.w.handleJob(ctx, task)
+	if err == nil || isFailure(err) {
+		t.Fatalf("job task run %s before its deadline: err %v, want a hand-back (not a failure)", taskMargin-time.Second, err)
+	}
+	if n := len(e.apns.Requests()); n != 0 {
+		t.Fatalf("%d provider calls started within taskMargin (%s) of the task's deadline, want 0", n, taskMargin)
+	}
+
+	if err := e.w.handleJob(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if n := len(requestsFor(e.apns.Requests(), apnsToken(fmt.Sprint("late", i)))); n != 1 {
+			t.Errorf("recipient %d: %d pushes after the next run, want 1", i, n)
+		}
+	}
+}
+
+// TestHandlingStopsTaskMarginBeforeTheDeadline: the handler's context ends
+// taskMargin before its task's deadline, as a hand-back (Canceled).
+func TestHandlingStopsTaskMarginBeforeTheDeadline(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(taskMargin+200*time.Millisecond))
+	defer cancel()
+	hctx, done := e.w.handling(ctx)
+	defer done()
+	select {
+	case <-hctx.Done():
+		if !errors.Is(hctx.Err(), context.Canceled) {
+			t.Errorf("handler context ended with %v, want context.Canceled (a hand-back)", hctx.Err())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler's context did not end taskMargin before the task's deadline")
+	}
+	if deliveryTimeout < 2*taskMargin || jobTimeout < 2*taskMargin {
+		t.Errorf("task timeouts (delivery %s, job %s) leave handlers less than taskMargin (%s) to work", deliveryTimeout, jobTimeout, taskMargin)
+	}
+}

@@ -313,10 +313,26 @@ func (l asynqLogger) Error(args ...any) { l.log.Error(fmt.Sprint(args...), "comp
 func (l asynqLogger) Fatal(args ...any) { l.log.Error(fmt.Sprint(args...), "component", "asynq") }
 
 // handling is the context a handler works under: Asynq's task context,
-// also cancelled when Run tells handlers to stop (stopping). done releases
-// it.
+// also cancelled when Run tells handlers to stop (stopping) and taskMargin
+// before the task's own deadline (its Asynq Timeout). done releases it.
+//
+// Either way the handler hands its task back (context.Canceled, not a
+// failure) after recording every answer of the provider calls it started.
+// Asynq must not reach the deadline first: it fails a task whose context
+// is done at once and schedules its retry while the handler may still be
+// waiting for a provider's answer, so a retry elsewhere could send again.
 func (w *Worker) handling(ctx context.Context) (_ context.Context, done func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	unwatch := context.AfterFunc(w.stopping, cancel)
-	return ctx, func() { unwatch(); cancel() }
+	stopTimer := func() bool { return false }
+	if deadline, ok := ctx.Deadline(); ok {
+		stopTimer = time.AfterFunc(time.Until(deadline.Add(-taskMargin)), cancel).Stop
+	}
+	return ctx, func() { stopTimer(); unwatch(); cancel() }
 }
+
+// taskMargin is how long before its task's Asynq deadline a handler stops
+// starting work: a provider call started just before has sendTimeout to
+// answer and its outcome recordTimeout to be written, and the handler a few
+// seconds to return.
+const taskMargin = sendTimeout + recordTimeout + 5*time.Second
