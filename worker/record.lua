@@ -1,42 +1,36 @@
--- record.lua: record one chunk's outcomes in one call: device states, then
--- each settled recipient's final state once (counted like finalize.lua), and
--- the chunk's deferrals.
+-- record.lua: record one chunk's outcomes in one call: each settled
+-- recipient's final state once (counted like finalize.lua), and the chunk's
+-- deferrals. Go side: recordArgs in store.go builds ARGV in this order.
+--
+-- Device outcomes are not recorded here: outcomes.go records each device's
+-- state as its provider answers (recorder.write), before this call.
 --
 -- KEYS[1] job record hash   hush:job:{<id>}
 -- KEYS[2] recipient states  hush:job:{<id>}:r
--- KEYS[3] device states     hush:job:{<id>}:dev
--- ARGV[1] TTL of the keys in milliseconds
--- ARGV[2] D, the number of device pairs that follow ARGV[3]
--- ARGV[3] deferrals to add to the job's count
--- then D pairs "<recipient>/<device>", state (delivered | token_invalid),
--- then pairs recipient index, final state.
 --
--- Reply: per recipient pair, 1 when this call recorded the state, 0 when
+-- ARGV[1] ttl        TTL of the keys in milliseconds
+-- ARGV[2] deferrals  deferrals to add to the job's count
+-- ARGV[3..] per settled recipient, 2 values each: recipient, state
+--
+-- Reply: per settled recipient, 1 when this call recorded its state, 0 when
 -- the recipient already had one.
 local ttl = ARGV[1]
-local nd = tonumber(ARGV[2])
-local i = 4
-for _ = 1, nd do
-  redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
-  i = i + 2
-end
-if nd > 0 then
-  redis.call('PEXPIRE', KEYS[3], ttl)
-end
+local deferrals = tonumber(ARGV[2])
+
 local out = {}
 local counted = false
-while i < #ARGV do
-  if redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) == 1 then
-    redis.call('HINCRBY', KEYS[1], ARGV[i + 1], 1)
+for i = 3, #ARGV - 1, 2 do
+  local recipient, state = ARGV[i], ARGV[i + 1]
+  if redis.call('HSETNX', KEYS[2], recipient, state) == 1 then
+    redis.call('HINCRBY', KEYS[1], state, 1)
     out[#out + 1] = 1
     counted = true
   else
     out[#out + 1] = 0
   end
-  i = i + 2
 end
-if tonumber(ARGV[3]) > 0 then
-  redis.call('HINCRBY', KEYS[1], 'deferrals', ARGV[3])
+if deferrals > 0 then
+  redis.call('HINCRBY', KEYS[1], 'deferrals', deferrals)
   counted = true
 end
 if counted then

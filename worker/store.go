@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/payload"
 )
 
 // Final states of a recipient's delivery.
@@ -44,14 +46,93 @@ func jobKey(id string) string  { return "hush:job:{" + id + "}" }
 func recpKey(id string) string { return jobKey(id) + ":r" }
 func devKey(id string) string  { return jobKey(id) + ":dev" }
 
+// jobKeys are a job's keys in the order the scripts' KEYS name them: the
+// record, the recipient states, the device states. A script given fewer
+// takes the first ones.
+func jobKeys(id string) []string { return []string{jobKey(id), recpKey(id), devKey(id)} }
+
 func devField(recipient, device int) string {
 	return strconv.Itoa(recipient) + "/" + strconv.Itoa(device)
 }
 
-//go:embed finalize.lua
-var finalizeSrc string
+// The job store is the Redis records of jobs (their keys are listed in
+// doc.go):
+//
+//	store.go        the records, the job store's scripts and their ARGV
+//	store_chunk.go  a chunk's reads and writes (start.lua, record.lua)
+//	outcomes.go     device outcomes, recorded as the providers answer
+//	persist.go      how writes of acknowledged sends outlive a Redis outage
+//
+// Its Lua scripts are declared here and nowhere else, one .lua file each.
+// Each file's header names its KEYS and ARGV and its first lines read ARGV
+// into locals of those names; the script's builder below (startArgs,
+// recordArgs, finalizeArgs) sends ARGV in the header's order.
+// scripts_test.go checks header, locals and builder against each other.
+var (
+	//go:embed start.lua
+	startSrc string
+	//go:embed record.lua
+	recordSrc string
+	//go:embed finalize.lua
+	finalizeSrc string
 
-var finalizeScript = redis.NewScript(finalizeSrc)
+	startScript    = redis.NewScript(startSrc)
+	recordScript   = redis.NewScript(recordSrc)
+	finalizeScript = redis.NewScript(finalizeSrc)
+)
+
+// startArgs is start.lua's ARGV: r's fixed fields, the state to set and the
+// record's ttl, then the device count of each recipient of first, whose
+// states start.lua reads (none when first is nil).
+func startArgs(r recordInfo, state string, ttl time.Duration, first *chunk) []any {
+	var read []payload.Recipient
+	if first != nil {
+		read = first.Recipients
+	}
+	args := make([]any, 0, 7+len(read))
+	args = append(args,
+		r.Queue,                 // ARGV[1] queue
+		timeField(r.AcceptedAt), // ARGV[2] accepted_at
+		r.Recipients,            // ARGV[3] recipients
+		timeField(r.Deadline),   // ARGV[4] deadline
+		state,                   // ARGV[5] state
+		ttl.Milliseconds(),      // ARGV[6] ttl
+		len(read),               // ARGV[7] nread
+	)
+	for _, rc := range read {
+		args = append(args, len(rc.Devices)) // ARGV[8..] devices
+	}
+	return args
+}
+
+// recordArgs is record.lua's ARGV: the keys' ttl, the deferrals to count,
+// then finals (recipient index, final state pairs).
+func recordArgs(ttl time.Duration, deferrals int, finals []any) []any {
+	args := make([]any, 0, 2+len(finals))
+	args = append(args,
+		ttl.Milliseconds(), // ARGV[1] ttl
+		deferrals,          // ARGV[2] deferrals
+	)
+	return append(args, finals...) // ARGV[3..] recipient, state
+}
+
+// finalizeArgs is finalize.lua's ARGV.
+func finalizeArgs(recipient int, state string, ttl time.Duration) []any {
+	return []any{
+		recipient,          // ARGV[1] recipient
+		state,              // ARGV[2] state
+		ttl.Milliseconds(), // ARGV[3] ttl
+	}
+}
+
+// timeField is how a job record holds an instant: RFC 3339 in UTC, "" for
+// none.
+func timeField(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
 
 // ttlFor is the TTL of a job's keys.
 func ttlFor(accepted, deadline time.Time) time.Duration {
@@ -82,16 +163,12 @@ type recordInfo struct {
 // tell it lost).
 func (s store) create(ctx context.Context, r recordInfo, state string, force bool) (owner string, err error) {
 	k := jobKey(r.ID)
-	deadline := ""
-	if !r.Deadline.IsZero() {
-		deadline = r.Deadline.UTC().Format(time.RFC3339Nano)
-	}
 	var ownerCmd *redis.StringCmd
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSetNX(ctx, k, "queue", r.Queue)
-		p.HSetNX(ctx, k, "accepted_at", r.AcceptedAt.UTC().Format(time.RFC3339Nano))
+		p.HSetNX(ctx, k, "accepted_at", timeField(r.AcceptedAt))
 		p.HSetNX(ctx, k, "recipients", r.Recipients)
-		p.HSetNX(ctx, k, "deadline", deadline)
+		p.HSetNX(ctx, k, "deadline", timeField(r.Deadline))
 		if force {
 			p.HSet(ctx, k, "state", state)
 		} else {
@@ -118,8 +195,7 @@ func (s store) exists(ctx context.Context, id string) (bool, error) {
 // finalize records a recipient's final state once; it reports whether this
 // call recorded it.
 func (s store) finalize(ctx context.Context, id string, recipient int, state string, ttl time.Duration) (bool, error) {
-	n, err := finalizeScript.Run(ctx, s.rdb, []string{jobKey(id), recpKey(id)},
-		recipient, state, ttl.Milliseconds()).Int()
+	n, err := finalizeScript.Run(ctx, s.rdb, jobKeys(id)[:2], finalizeArgs(recipient, state, ttl)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("record %s/%d as %s: %w", id, recipient, state, err)
 	}

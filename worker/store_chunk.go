@@ -2,23 +2,11 @@ package worker
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-//go:embed record.lua
-var recordSrc string
-
-var recordScript = redis.NewScript(recordSrc)
-
-//go:embed start.lua
-var startSrc string
-
-var startScript = redis.NewScript(startSrc)
 
 // start writes the job record's fixed fields unless they are there, sets
 // the state when this submission owns the id (fanned_out at once when done
@@ -43,23 +31,12 @@ type startCall struct {
 }
 
 func (s store) startCall(r recordInfo, done bool, first *chunk) *startCall {
-	deadline := ""
-	if !r.Deadline.IsZero() {
-		deadline = r.Deadline.UTC().Format(time.RFC3339Nano)
-	}
 	state := jobFanning
 	if done {
 		state = jobFannedOut
 	}
-	args := []any{r.Queue, r.AcceptedAt.UTC().Format(time.RFC3339Nano),
-		r.Recipients, deadline, state, ttlFor(r.AcceptedAt, r.Deadline).Milliseconds(), 0}
-	if first != nil {
-		args[6] = len(first.Recipients)
-		for _, rc := range first.Recipients {
-			args = append(args, len(rc.Devices))
-		}
-	}
-	return &startCall{s: s, id: r.ID, keys: []string{jobKey(r.ID), recpKey(r.ID), devKey(r.ID)}, args: args, first: first}
+	args := startArgs(r, state, ttlFor(r.AcceptedAt, r.Deadline), first)
+	return &startCall{s: s, id: r.ID, keys: jobKeys(r.ID), args: args, first: first}
 }
 
 // queue adds the call to p, to be read with result once p has run.
@@ -105,7 +82,7 @@ type chunkStates struct {
 
 // statesOf reads a chunk's states from vals: its recipients' final states,
 // then per recipient its devices' states and its attempt fields
-// (attemptFields).
+// (appendRecipientFields).
 func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 	n := len(c.Recipients)
 	if len(vals) < n {
@@ -171,15 +148,13 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 		return nil, nil
 	}
 	// Device states were recorded as the answers came (outcomes.go).
-	args := make([]any, 0, 3+len(r.finals))
-	args = append(args, ttlFor(c.AcceptedAt, c.Deadline).Milliseconds(), 0, r.deferrals)
-	args = append(args, r.finals...)
+	keys, args := jobKeys(c.Job)[:2], recordArgs(ttlFor(c.AcceptedAt, c.Deadline), r.deferrals, r.finals)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	var vals []int64
 	err := persist(ctx, func(ctx context.Context) error {
 		var err error
-		vals, err = recordScript.Run(ctx, s.rdb, []string{jobKey(c.Job), recpKey(c.Job), devKey(c.Job)}, args...).Int64Slice()
+		vals, err = recordScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		return err
 	})
 	if err != nil {

@@ -1,0 +1,241 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/payload"
+)
+
+// scriptHeader is what a job-store script's header comment declares.
+type scriptHeader struct {
+	keys  []string // KEYS[1..], the key pattern of each
+	argv  []string // ARGV[1..n], the name of each
+	group []string // ARGV[n+1..], the names of one repeated group; nil: none
+}
+
+var (
+	headerKey   = regexp.MustCompile(`^-- KEYS\[(\d+)\] .*?(hush:\S+)`)
+	headerArg   = regexp.MustCompile(`^-- ARGV\[(\d+)\] +(\w+)`)
+	headerGroup = regexp.MustCompile(`^-- ARGV\[(\d+)\.\.\] .*?(\d+) values? each: (.+)$`)
+	localArg    = regexp.MustCompile(`^local (\w+) = (?:tonumber\()?ARGV\[(\d+)\]\)?$`)
+	literalArg  = regexp.MustCompile(`ARGV\[\d+\]`)
+)
+
+// parseScript reads src's header (its leading comment lines) and checks
+// its body reads each fixed ARGV into a local of the header's name, in the
+// header's order, and indexes ARGV by a literal nowhere else.
+func parseScript(src string) (scriptHeader, error) {
+	var h scriptHeader
+	lines := strings.Split(src, "\n")
+	body := 0
+	for body < len(lines) && strings.HasPrefix(lines[body], "--") {
+		body++
+	}
+	for _, l := range lines[:body] {
+		if m := headerKey.FindStringSubmatch(l); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n != len(h.keys)+1 {
+				return h, fmt.Errorf("header names KEYS[%d] after %d keys", n, len(h.keys))
+			}
+			h.keys = append(h.keys, m[2])
+		}
+		if m := headerArg.FindStringSubmatch(l); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n != len(h.argv)+1 || h.group != nil {
+				return h, fmt.Errorf("header names ARGV[%d] after %d arguments", n, len(h.argv))
+			}
+			h.argv = append(h.argv, m[2])
+		}
+		if m := headerGroup.FindStringSubmatch(l); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n != len(h.argv)+1 || h.group != nil {
+				return h, fmt.Errorf("header starts a group at ARGV[%d] after %d arguments", n, len(h.argv))
+			}
+			h.group = strings.Split(m[3], ", ")
+			if w, _ := strconv.Atoi(m[2]); w != len(h.group) {
+				return h, fmt.Errorf("header's group of %d values names %d: %q", w, len(h.group), m[3])
+			}
+		}
+	}
+	var locals []string
+	for i, l := range lines[body:] {
+		code, _, _ := strings.Cut(l, "--")
+		if m := localArg.FindStringSubmatch(strings.TrimSpace(code)); m != nil {
+			if n, _ := strconv.Atoi(m[2]); n != len(locals)+1 {
+				return h, fmt.Errorf("line %d reads ARGV[%d] into local %s, want ARGV[%d]", body+i+1, n, m[1], len(locals)+1)
+			}
+			locals = append(locals, m[1])
+			continue
+		}
+		if literalArg.MatchString(code) {
+			return h, fmt.Errorf("line %d indexes ARGV by a literal; read it into a named local at the top: %s", body+i+1, l)
+		}
+	}
+	if diff := cmp.Diff(h.argv, locals); diff != "" {
+		return h, fmt.Errorf("the locals read from ARGV differ from the header's names (-header +locals):\n%s", diff)
+	}
+	return h, nil
+}
+
+// TestScriptArgs: each job-store script's header names its KEYS as jobKeys
+// makes them and its ARGV in the order its Go builder sends them, value by
+// value, so the two cannot drift apart silently.
+func TestScriptArgs(t *testing.T) {
+	accepted := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	deadline := accepted.Add(6 * time.Hour)
+	tests := []struct {
+		script string
+		src    string
+		got    []any          // the builder's ARGV
+		fixed  map[string]any // the value the builder must send under each fixed name
+		groups [][]any        // the values of each repeated group, in order
+	}{
+		{
+			script: "start.lua",
+			src:    startSrc,
+			got: startArgs(recordInfo{ID: "j", Queue: "high", Recipients: 250, AcceptedAt: accepted, Deadline: deadline},
+				jobFanning, 90*time.Second, &chunk{Recipients: []payload.Recipient{
+					{Devices: make([]payload.Device, 3)}, {Devices: make([]payload.Device, 1)},
+				}}),
+			fixed: map[string]any{
+				"queue": "high", "accepted_at": "2025-03-01T12:00:00Z", "recipients": 250,
+				"deadline": "2025-03-01T18:00:00Z", "state": jobFanning, "ttl": int64(90000), "nread": 2,
+			},
+			groups: [][]any{{3}, {1}},
+		},
+		{
+			script: "start.lua without a chunk to read",
+			src:    startSrc,
+			got:    startArgs(recordInfo{ID: "j", Queue: "low", Recipients: 1, AcceptedAt: accepted}, jobFannedOut, time.Minute, nil),
+			fixed: map[string]any{
+				"queue": "low", "accepted_at": "2025-03-01T12:00:00Z", "recipients": 1,
+				"deadline": "", "state": jobFannedOut, "ttl": int64(60000), "nread": 0,
+			},
+		},
+		{
+			script: "record.lua",
+			src:    recordSrc,
+			got:    recordArgs(2*time.Hour, 5, []any{7, stateDelivered, 9, stateFailed}),
+			fixed:  map[string]any{"ttl": int64(7200000), "deferrals": 5},
+			groups: [][]any{{7, stateDelivered}, {9, stateFailed}},
+		},
+		{
+			script: "finalize.lua",
+			src:    finalizeSrc,
+			got:    finalizeArgs(4, stateExpired, 3*time.Second),
+			fixed:  map[string]any{"recipient": 4, "state": stateExpired, "ttl": int64(3000)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.script, func(t *testing.T) {
+			h, err := parseScript(tt.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h.keys) == 0 || len(h.argv) == 0 {
+				t.Fatalf("header names %d KEYS and %d ARGV, want both", len(h.keys), len(h.argv))
+			}
+			if diff := cmp.Diff(jobKeys("<id>")[:min(len(h.keys), 3)], h.keys); diff != "" {
+				t.Errorf("header KEYS differ from jobKeys (-jobKeys +header):\n%s", diff)
+			}
+			var want []any
+			for _, name := range h.argv {
+				v, ok := tt.fixed[name]
+				if !ok {
+					t.Fatalf("header names ARGV %q, which the test gives no value", name)
+				}
+				want = append(want, v)
+			}
+			if len(tt.fixed) != len(h.argv) {
+				t.Errorf("header names %d fixed ARGV %q, the test expects %d", len(h.argv), h.argv, len(tt.fixed))
+			}
+			for _, g := range tt.groups {
+				if len(g) != len(h.group) {
+					t.Fatalf("a group of %d values, the header's group has %d (%q)", len(g), len(h.group), h.group)
+				}
+				want = append(want, g...)
+			}
+			if diff := cmp.Diff(want, tt.got); diff != "" {
+				t.Errorf("builder's ARGV differ from the header's order (-header +builder):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestParseScriptCatchesDrift: parseScript (the check behind TestScriptArgs)
+// fails a script whose locals, literals or header disagree.
+func TestParseScriptCatchesDrift(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+	}{
+		{"locals swapped", "-- ARGV[1] a\n-- ARGV[2] b\nlocal b = ARGV[2]\nlocal a = ARGV[1]\n"},
+		{"local misnamed", "-- ARGV[1] a\n-- ARGV[2] b\nlocal a = ARGV[1]\nlocal c = ARGV[2]\n"},
+		{"literal in the body", "-- ARGV[1] a\nlocal a = ARGV[1]\nreturn ARGV[2]\n"},
+		{"header skips one", "-- ARGV[1] a\n-- ARGV[3] b\nlocal a = ARGV[1]\n"},
+		{"local not in the header", "-- ARGV[1] a\nlocal a = ARGV[1]\nlocal b = ARGV[2]\n"},
+		{"group width", "-- ARGV[1] a\n-- ARGV[2..] per x, 3 values each: b, c\nlocal a = ARGV[1]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := parseScript(tt.src); err == nil {
+				t.Errorf("parseScript(%q) passed, want an error", tt.src)
+			}
+		})
+	}
+}
+
+// TestStoreRecordScript: record.lua records each final state once, counts
+// it and the deferrals, and answers per final state whether it recorded it.
+func TestStoreRecordScript(t *testing.T) {
+	ctx := context.Background()
+	s := store{rdb: redistest.Client(t)}
+	c := &chunk{Job: redistest.Prefix(t) + "rec", AcceptedAt: time.Now()}
+	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(c.Job)...) })
+
+	rec := &chunkRecord{deferrals: 2}
+	rec.final(0, stateDelivered)
+	rec.final(1, stateFailed)
+	got, err := s.record(ctx, c, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]bool{true, true}, got); diff != "" {
+		t.Errorf("first record (-want +got):\n%s", diff)
+	}
+	rec = &chunkRecord{deferrals: 1}
+	rec.final(1, stateExpired)
+	rec.final(2, stateDelivered)
+	if got, err = s.record(ctx, c, rec); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]bool{false, true}, got); diff != "" {
+		t.Errorf("second record (-want +got):\n%s", diff)
+	}
+
+	job, err := s.rdb.HGetAll(ctx, jobKey(c.Job)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{stateDelivered: "2", stateFailed: "1", "deferrals": "3"}, job); diff != "" {
+		t.Errorf("job record (-want +got):\n%s", diff)
+	}
+	finals, err := s.rdb.HGetAll(ctx, recpKey(c.Job)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"0": stateDelivered, "1": stateFailed, "2": stateDelivered}, finals); diff != "" {
+		t.Errorf("recipient states (-want +got):\n%s", diff)
+	}
+	for _, k := range jobKeys(c.Job)[:2] {
+		if ttl := s.rdb.PTTL(ctx, k).Val(); ttl <= 0 {
+			t.Errorf("%s has TTL %v, want one", k, ttl)
+		}
+	}
+}
