@@ -2,32 +2,40 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
-// command is one subcommand of hush.
+// command is one subcommand of hush, or of a command group (hush throttle).
 type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	// flags builds the flag set run parses: the flags its help lists.
+	flags func() *flag.FlagSet
+	// subcommands are a group's commands (throttle's status and reset),
+	// which its help lists; nil for a command that is not a group.
+	subcommands func() []command
 }
 
 // commands lists the subcommands in the order help shows them.
 func commands() []command {
 	return []command{
-		{"serve", "run the worker, the HTTP API, /healthz, /readyz and /metrics", runServe},
-		{"send", "submit a notification job to a running hush", runSend},
-		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle},
-		{"simulate", "replay a \"time,user\" trace against the limiter offline and compare rule sets", runSimulate},
-		{"demo", "watch the throttle at work: embedded Redis, worker and fake APNs/FCM, a burst and a live timeline", runDemo},
-		{"version", "print the version and the commit it was built from (also: hush --version)", runVersion},
+		{"serve", "run the worker, the HTTP API, /healthz, /readyz and /metrics", runServe, noFlags("serve"), nil},
+		{"send", "submit a notification job to a running hush", runSend, flagsOf(sendFlagSet), nil},
+		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle, flagsOf(throttleFlagSet), throttleCommands},
+		{"simulate", "replay a \"time,user\" trace against the limiter offline and compare rule sets", runSimulate, flagsOf(simulateFlagSet), nil},
+		{"demo", "watch the throttle at work: embedded Redis, worker and fake APNs/FCM, a burst and a live timeline", runDemo, flagsOf(demoFlagSet), nil},
+		{"version", "print the version and the commit it was built from (also: hush --version)", runVersion, noFlags("version"), nil},
 	}
 }
 
-func findCommand(name string) (command, bool) {
-	for _, c := range commands() {
+// findCommand returns the command of cmds called name.
+func findCommand(cmds []command, name string) (command, bool) {
+	for _, c := range cmds {
 		if c.name == name {
 			return c, true
 		}
@@ -35,32 +43,37 @@ func findCommand(name string) (command, bool) {
 	return command{}, false
 }
 
-// printUsage writes the top-level help.
+// commandTable lists cmds for a help, one "  name   summary" row each.
+func commandTable(cmds []command) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
+	for _, c := range cmds {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	_ = tw.Flush()
+	return b.String()
+}
+
+// printUsage writes the top-level help, wrapped to the terminal.
 func printUsage(w io.Writer) {
-	fmt.Fprint(w, `hush delivers push notifications through Apple APNs and Firebase Cloud
+	help := command{name: "help", summary: "show the help of a command: hush help send"}
+	printHelp(w, `hush delivers push notifications through Apple APNs and Firebase Cloud
 Messaging, with per-user throttling shared by every worker process.
 
 Usage:
   hush <command> [flags] [arguments]
 
 Commands:
-`)
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	for _, c := range commands() {
-		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(tw, "  %s\t%s\n", "help", "show the help of a command: hush help send")
-	_ = tw.Flush()
-	fmt.Fprint(w, `
+`+commandTable(append(commands(), help))+`
 Examples:
   # Development: an embedded in-memory Redis, and dry-run providers (nothing
   # is sent; each push is logged). The API listens on :8080.
   hush serve
 
   # Production: real Redis, APNs token auth and FCM service account.
-  HUSH_REDIS_URL=redis://redis:6379/0 \
-  HUSH_APNS_KEY_FILE=AuthKey.p8 HUSH_APNS_KEY_ID=ABC123 HUSH_APNS_TEAM_ID=TEAM42 \
-  HUSH_APNS_TOPIC=com.example.app HUSH_FCM_CREDENTIALS_FILE=sa.json hush serve
+  HUSH_REDIS_URL=redis://redis:6379/0 HUSH_APNS_KEY_FILE=AuthKey.p8 \
+    HUSH_APNS_KEY_ID=ABC123 HUSH_APNS_TEAM_ID=TEAM42 \
+    HUSH_APNS_TOPIC=com.example.app HUSH_FCM_CREDENTIALS_FILE=sa.json hush serve
 
   # Submit a job from a file, or build one from flags.
   hush send -f job.json
@@ -82,5 +95,5 @@ lists every one with its default. send and throttle talk to a running serve:
 bearer token in HUSH_API_TOKEN.
 
 Run 'hush <command> --help' for a command's flags and examples.
-`)
+`, nil)
 }

@@ -31,19 +31,21 @@ type demoFlags struct {
 	verbose bool
 }
 
-func (f *demoFlags) register(fs *flag.FlagSet) {
+// demoFlagSet is hush demo's flag set, parsing into f.
+func demoFlagSet(f *demoFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.StringVar(&f.limits, "limits", "3/10s", "per-user rolling-window caps, `N/W` comma list")
 	fs.DurationVar(&f.minGap, "min-gap", 2*time.Second, "minimum gap between two pushes to one user")
 	fs.IntVar(&f.users, "users", 4, "users in the burst")
 	fs.IntVar(&f.pushes, "pushes", 5, "notifications per user, all submitted at once")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up when the pushes have not all settled by then")
 	fs.BoolVar(&f.verbose, "v", false, "show the worker's logs on standard error")
+	return fs
 }
 
-func demoHelp(fs *flag.FlagSet) func(io.Writer) {
-	return func(w io.Writer) {
-		fmt.Fprint(w, `Usage:
-  hush demo [--limits N/W,...] [--min-gap D] [--users N] [--pushes N] [-v]
+// demoHelp is the help of hush demo; its flags follow it.
+const demoHelp = `Usage:
+  hush demo [--limits N/W,...] [--min-gap D] [--users N] [--pushes N] [--timeout D] [-v]
 
 Shows the per-user throttle at work, with nothing to set up and no network:
 it starts an embedded Redis, a hush worker with its HTTP API on a free
@@ -77,18 +79,11 @@ Examples:
   hush demo
   hush demo --limits 2/5s --min-gap 1s --users 2 --pushes 4
   hush demo --limits 10/1m,100/24h --min-gap 3s --pushes 12 --timeout 2m
-
-Flags:
-`)
-		printDefaults(w, fs)
-	}
-}
+`
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	var f demoFlags
-	f.register(fs)
-	pos, err := parseFlags(fs, args, stdout, demoHelp(fs))
+	pos, err := parseFlags(demoFlagSet(&f), args, stdout, demoHelp)
 	if err != nil {
 		return err
 	}
@@ -184,32 +179,17 @@ func startDemoEnv(ctx context.Context, f demoFlags, stderr io.Writer) (*demoEnv,
 	if err != nil {
 		return nil, err
 	}
-	cfg := setup.Config{
-		// RedisURL empty: Serve starts an embedded in-memory Redis.
-		Concurrency:        50,
-		Queues:             map[string]int{"critical": 6, "high": 3, "normal": 1},
-		DeliveryShards:     1,
-		MaxRetry:           8,
-		MaxThrottled:       time.Hour,
-		ThrottleMaxPending: 100,
-		ThrottleLimits:     f.limits,
-		ThrottleMinGap:     f.minGap,
-		ThrottleBypass:     []string{"critical"},
-		APNSKeyFile:        keyFile,
-		APNSKeyID:          keyID,
-		APNSTeamID:         teamID,
-		APNSTopic:          "com.example.hush.demo",
-		APNSEndpoint:       env.apns.URL,
-		APNSCaFile:         caFile,
-		FCMCredentialsFile: saFile,
-		FCMEndpoint:        env.fcm.Endpoint(),
-		HTTPAddr:           addr,
-		MaxBodyBytes:       1 << 20,
-		EventsMaxlen:       10000,
-		ShutdownTimeout:    5 * time.Second,
-		LogLevel:           "debug",
-		LogFormat:          "text",
-	}
+	// The defaults hush serve runs with, but the demo's rules, fake
+	// providers and listener; RedisURL stays empty: an embedded Redis.
+	cfg := setup.DefaultConfig()
+	cfg.ThrottleLimits, cfg.ThrottleMinGap = f.limits, f.minGap
+	cfg.APNSKeyFile, cfg.APNSKeyID, cfg.APNSTeamID = keyFile, keyID, teamID
+	cfg.APNSTopic = "com.example.hush.demo"
+	cfg.APNSEndpoint, cfg.APNSCaFile = env.apns.URL, caFile
+	cfg.FCMCredentialsFile, cfg.FCMEndpoint = saFile, env.fcm.Endpoint()
+	cfg.HTTPAddr = addr
+	cfg.ShutdownTimeout = 5 * time.Second
+	cfg.LogLevel = "debug"
 	// Quiet unless -v, but the last warnings are kept for an error message.
 	log := slog.New(slog.NewTextHandler(env.warnings, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if f.verbose {

@@ -9,16 +9,17 @@ import (
 
 // parseFlags parses args into fs, allowing flags after positional arguments
 // ("hush throttle status u-42 --json"), and returns the positional arguments.
-// --help prints help to stdout and returns flag.ErrHelp (exit status 0); a
-// bad flag is a usage error naming the command.
-func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, help func(io.Writer)) ([]string, error) {
+// --help prints help (printHelp: the text, then fs's flags) to stdout and
+// returns flag.ErrHelp (exit status 0); a bad flag is a usage error naming
+// the command.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, help string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	var positional []string
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
-			help(stdout)
+			printHelp(stdout, help, fs)
 			return nil, flag.ErrHelp
 		}
 		if err != nil {
@@ -37,12 +38,15 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, help func(io.
 	}
 }
 
-// printDefaults writes fs's flags to w.
-func printDefaults(w io.Writer, fs *flag.FlagSet) {
-	out := fs.Output()
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(out)
+// flagsOf adapts a command's flag set constructor, which parses into a *T,
+// to the command table, which only needs the flags to list them.
+func flagsOf[T any](newFlagSet func(*T) *flag.FlagSet) func() *flag.FlagSet {
+	return func() *flag.FlagSet { return newFlagSet(new(T)) }
+}
+
+// noFlags is the flag set of a command that takes no flags (only --help).
+func noFlags(name string) func() *flag.FlagSet {
+	return func() *flag.FlagSet { return flag.NewFlagSet(name, flag.ContinueOnError) }
 }
 
 // multiFlag is a repeatable string flag.

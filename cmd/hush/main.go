@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "-version", "--version":
 		return runVersion(ctx, rest, stdout, stderr)
 	}
-	cmd, ok := findCommand(name)
+	cmd, ok := findCommand(commands(), name)
 	if !ok {
 		return usageErrorf("unknown command %q (run 'hush help' for the list)", name)
 	}
@@ -57,7 +57,7 @@ func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		printUsage(stdout)
 		return nil
 	}
-	cmd, ok := findCommand(args[0])
+	cmd, ok := findCommand(commands(), args[0])
 	if !ok {
 		return usageErrorf("help: unknown command %q (run 'hush help' for the list)", args[0])
 	}

@@ -32,7 +32,9 @@ type sendFlags struct {
 	silent      bool
 }
 
-func (f *sendFlags) register(fs *flag.FlagSet) {
+// sendFlagSet is hush send's flag set, parsing into f.
+func sendFlagSet(f *sendFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("send", flag.ContinueOnError)
 	fs.StringVar(&f.file, "f", "", "read the job JSON from `file` (\"-\": standard input) and submit it as is")
 	fs.StringVar(&f.server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
 	fs.StringVar(&f.id, "id", "", "idempotency `key` of the job; a second send with the same id changes nothing (default: generated)")
@@ -56,11 +58,11 @@ func (f *sendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.collapseKey, "collapse-key", "", "a newer notification with the same `key` replaces an older one on the device")
 	fs.Var(&f.data, "data", "custom data `key=value` delivered to the app; repeatable")
 	fs.BoolVar(&f.silent, "silent", false, "a silent (background, data-only) push")
+	return fs
 }
 
-func sendHelp(fs *flag.FlagSet) func(io.Writer) {
-	return func(w io.Writer) {
-		fmt.Fprint(w, `Usage:
+// sendHelp is the help of hush send; its flags follow it.
+const sendHelp = `Usage:
   hush send -f job.json
   hush send --user USER (--apns TOKEN | --fcm TOKEN)... [--title T] [--body B] [flags]
 
@@ -74,9 +76,10 @@ custom expires_at and the other fields of the job format:
 
   {"id": "order-4711-shipped",
    "recipients": [{"user_id": "u-42", "devices": [
-       {"platform": "apns", "token": "<64 hex chars>"},
-       {"platform": "fcm",  "token": "<registration token>"}]}],
-   "alert": {"title": "Shipped", "body": "Order 4711 is on its way"},
+    {"platform": "apns", "token": "<64 hex chars>"},
+    {"platform": "fcm", "token": "<registration token>"}]}],
+   "alert": {"title": "Shipped",
+             "body": "Order 4711 is on its way"},
    "data": {"order": "4711"}, "ttl": "2h"}
 
 Examples:
@@ -85,18 +88,12 @@ Examples:
   hush send --id order-4711 --user u-42 --apns "$APNS_TOKEN" --silent --data sync=1 --priority high
 
 The API token, when the server requires one, is read from HUSH_API_TOKEN.
-
-Flags:
-`)
-		printDefaults(w, fs)
-	}
-}
+`
 
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("send", flag.ContinueOnError)
 	var f sendFlags
-	f.register(fs)
-	pos, err := parseFlags(fs, args, stdout, sendHelp(fs))
+	fs := sendFlagSet(&f)
+	pos, err := parseFlags(fs, args, stdout, sendHelp)
 	if err != nil {
 		return err
 	}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -14,8 +14,14 @@ import (
 	"github.com/hushpush/hush/setup"
 )
 
-func serveHelp(w io.Writer) {
-	fmt.Fprint(w, `Usage: hush serve
+// serveHelp is the help of hush serve: what it does, and every HUSH_*
+// key it reads (setup.PrintUsage).
+func serveHelp() string {
+	var keys strings.Builder
+	if err := setup.PrintUsage(&keys); err != nil {
+		keys.WriteString("(cannot print the configuration table: " + err.Error() + ")\n")
+	}
+	return `Usage: hush serve
 
 Runs one hush worker process: it takes notification jobs and deliveries from
 Redis (Asynq queues), asks the shared limiter for each user, sends through
@@ -37,15 +43,11 @@ Examples:
 Configuration (environment variables only; invalid values stop the start
 with the key and the reason):
 
-`)
-	if err := setup.PrintUsage(w); err != nil {
-		fmt.Fprintf(w, "(cannot print the configuration table: %v)\n", err)
-	}
+` + keys.String()
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	pos, err := parseFlags(fs, args, stdout, serveHelp)
+	pos, err := parseFlags(noFlags("serve")(), args, stdout, serveHelp())
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hushpush/hush/setup"
 )
 
 // simulateFlags are the flags of hush simulate.
@@ -27,7 +29,9 @@ type simulateFlags struct {
 	generateUsers int
 }
 
-func (f *simulateFlags) register(fs *flag.FlagSet) {
+// simulateFlagSet is hush simulate's flag set, parsing into f.
+func simulateFlagSet(f *simulateFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.StringVar(&f.limits, "limits", "", "rolling-window caps of one rule set, `N/W` comma list (e.g. 10/1m,100/24h)")
 	fs.StringVar(&f.minGap, "min-gap", "", "minimum `duration` between two pushes to a user, in the same rule set as --limits (e.g. 3s)")
 	fs.Var(&f.rules, "rules", "one more rule set as `LIMITS@GAP` (10/1m,100/24h@3s; 3/10s; @2s); repeatable")
@@ -37,13 +41,12 @@ func (f *simulateFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.html, "html", "", "also write the results with charts to `FILE`, one self-contained HTML page")
 	fs.IntVar(&f.generate, "generate", 0, "write a synthetic bursty trace of `N` events to stdout and exit, instead of simulating")
 	fs.IntVar(&f.generateUsers, "generate-users", 10000, "spread the --generate trace over `U` users")
+	return fs
 }
 
-func simulateHelp(fs *flag.FlagSet) func(io.Writer) {
-	return func(w io.Writer) {
-		fmt.Fprint(w, `Usage:
-  hush simulate [--limits N/W,...] [--min-gap D] [--rules LIMITS@GAP]... [--ttl D]
-                [--held-by=false] [--json] [--html FILE] [FILE|-]
+// simulateHelp is the help of hush simulate; its flags follow it.
+const simulateHelp = `Usage:
+  hush simulate [--limits N/W,...] [--min-gap D] [--rules LIMITS@GAP]... [--ttl D] [--held-by=false] [--json] [--html FILE] [FILE|-]
   hush simulate --generate N [--generate-users U] > trace.csv
 
 Replays a trace of pushes through the in-memory limiter, offline and fast
@@ -73,14 +76,14 @@ LIMITS@GAP. With none given, the worker's defaults are used (10/1m,100/24h
 with min-gap 3s). All rule sets replay the same trace, one result each.
 
 Output, per rule set:
-  events          pushes in the trace
-  allowed now     sent at their own time
-  deferred        sent later, in a booked slot (share of events)
-  dropped         expired before their slot (--ttl only)
-  p50 p90 p99 max delay of the pushes sent (allowed now count as 0)
-  held back by    the rule that held each deferred or dropped push back most
-                  (the limiter's DeniedBy; --held-by=false skips it)
-  users held      users with at least one push deferred or dropped
+  events           pushes in the trace
+  allowed now      sent at their own time
+  deferred         sent later, in a booked slot (share of events)
+  dropped          expired before their slot (--ttl only)
+  p50 p90 p99 max  delay of the pushes sent (allowed now count as 0)
+  held back by     the rule that held each deferred or dropped push back
+                   most (the limiter's DeniedBy; --held-by=false skips it)
+  users held       users with at least one push deferred or dropped
 
 --html FILE also writes these figures to one HTML page (no external files,
 no JavaScript) with, per rule set, the delays as a cumulative chart, the
@@ -95,18 +98,12 @@ Examples:
   hush simulate --generate 1000000 --generate-users 10000 > trace.csv
 
 A progress bar is shown on standard error when it is a terminal.
-
-Flags:
-`)
-		printDefaults(w, fs)
-	}
-}
+`
 
 func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	var f simulateFlags
-	f.register(fs)
-	pos, err := parseFlags(fs, args, stdout, simulateHelp(fs))
+	fs := simulateFlagSet(&f)
+	pos, err := parseFlags(fs, args, stdout, simulateHelp)
 	if err != nil {
 		return err
 	}
@@ -205,7 +202,7 @@ func (f *simulateFlags) ruleSets(fs *flag.FlagSet) ([]ruleSet, error) {
 		sets = append(sets, rs)
 	}
 	if len(sets) == 0 {
-		rs, err := parseRuleSet("10/1m,100/24h@3s")
+		rs, err := parseRuleSet(setup.DefaultThrottleLimits + "@" + setup.DefaultThrottleMinGap.String())
 		if err != nil {
 			return nil, err
 		}

@@ -12,17 +12,23 @@ import (
 	"github.com/hushpush/hush/client"
 )
 
-// throttleHelp writes the help of hush throttle: its subcommands, what
+// throttleCommands are the subcommands of the hush throttle group.
+func throttleCommands() []command {
+	return []command{
+		{"status", "show what the shared limiter knows about one user", runThrottleStatus, flagsOf(throttleFlagSet), nil},
+		{"reset", "forget one user's recorded sends and bookings", runThrottleReset, flagsOf(throttleFlagSet), nil},
+	}
+}
+
+// throttleHelp is the help of hush throttle and of its subcommands: what
 // they do, and the flags both take.
-func throttleHelp(w io.Writer) {
-	fmt.Fprint(w, `Usage:
+func throttleHelp() string {
+	return `Usage:
   hush throttle status USER [--json] [--server URL]
   hush throttle reset USER [--server URL]
 
 Subcommands:
-  status   show what the shared limiter knows about one user
-  reset    forget one user's recorded sends and bookings
-
+` + commandTable(throttleCommands()) + `
 status shows the sends the limiter recorded for the user inside the longest
 window (and slots booked for deferred deliveries, which lie in the future),
 how many more sends each rule allows right now, and when the next send would
@@ -38,40 +44,47 @@ Examples:
   hush throttle reset u-42
 
 The API token, when the server requires one, is read from HUSH_API_TOKEN.
-
-Flags (after the subcommand, before or after USER):
-`)
-	printDefaults(w, throttleFlags(new(string), new(bool)))
+Both subcommands take the flags below, before or after USER.
+`
 }
 
 func runThrottle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := throttleFlagSet(new(throttleFlags))
 	if len(args) == 0 {
-		throttleHelp(stderr)
+		printHelp(stderr, throttleHelp(), fs)
 		return usageErrorf("throttle: want a subcommand: status or reset")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		throttleHelp(stdout)
+		printHelp(stdout, throttleHelp(), fs)
 		return flag.ErrHelp
-	case "status":
-		return runThrottleStatus(ctx, args[1:], stdout)
-	case "reset":
-		return runThrottleReset(ctx, args[1:], stdout)
 	}
-	return usageErrorf("throttle: unknown subcommand %q (want status or reset)", args[0])
+	sub, ok := findCommand(throttleCommands(), args[0])
+	if !ok {
+		return usageErrorf("throttle: unknown subcommand %q (want status or reset)", args[0])
+	}
+	return sub.run(ctx, args[1:], stdout, stderr)
 }
 
-func throttleFlags(server *string, asJSON *bool) *flag.FlagSet {
+// throttleFlags are the flags of hush throttle status and reset.
+type throttleFlags struct {
+	server string
+	asJSON bool
+}
+
+// throttleFlagSet is the flag set of hush throttle status and reset,
+// parsing into f.
+func throttleFlagSet(f *throttleFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("throttle", flag.ContinueOnError)
-	fs.StringVar(server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
-	fs.BoolVar(asJSON, "json", false, "status: print the API's JSON answer, indented")
+	fs.StringVar(&f.server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
+	fs.BoolVar(&f.asJSON, "json", false, "status: print the API's JSON answer, indented")
 	return fs
 }
 
-// throttleUser parses "throttle <sub> USER [flags]" and returns the user.
-func throttleUser(sub string, args []string, stdout io.Writer, server *string, asJSON *bool) (string, error) {
-	fs := throttleFlags(server, asJSON)
-	pos, err := parseFlags(fs, args, stdout, throttleHelp)
+// throttleUser parses "throttle <sub> USER [flags]" into f and returns the
+// user.
+func throttleUser(sub string, args []string, stdout io.Writer, f *throttleFlags) (string, error) {
+	pos, err := parseFlags(throttleFlagSet(f), args, stdout, throttleHelp())
 	if err != nil {
 		return "", err
 	}
@@ -81,18 +94,17 @@ func throttleUser(sub string, args []string, stdout io.Writer, server *string, a
 	return pos[0], nil
 }
 
-func runThrottleStatus(ctx context.Context, args []string, stdout io.Writer) error {
-	var server string
-	var asJSON bool
-	user, err := throttleUser("status", args, stdout, &server, &asJSON)
+func runThrottleStatus(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	var f throttleFlags
+	user, err := throttleUser("status", args, stdout, &f)
 	if err != nil {
 		return err
 	}
-	st, err := newClient(server).UserThrottle(ctx, user)
+	st, err := newClient(f.server).UserThrottle(ctx, user)
 	if err != nil {
 		return fmt.Errorf("throttle status: %w", readable(err))
 	}
-	if asJSON {
+	if f.asJSON {
 		b, err := json.MarshalIndent(st, "", "  ")
 		if err != nil {
 			return fmt.Errorf("throttle status: %w", err)
@@ -104,14 +116,13 @@ func runThrottleStatus(ctx context.Context, args []string, stdout io.Writer) err
 	return nil
 }
 
-func runThrottleReset(ctx context.Context, args []string, stdout io.Writer) error {
-	var server string
-	var asJSON bool
-	user, err := throttleUser("reset", args, stdout, &server, &asJSON)
+func runThrottleReset(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	var f throttleFlags
+	user, err := throttleUser("reset", args, stdout, &f)
 	if err != nil {
 		return err
 	}
-	if err := newClient(server).ResetUserThrottle(ctx, user); err != nil {
+	if err := newClient(f.server).ResetUserThrottle(ctx, user); err != nil {
 		return fmt.Errorf("throttle reset: %w", readable(err))
 	}
 	fmt.Fprintf(stdout, "reset: %s's recorded sends and bookings are cleared; their next push goes out at once\n", user)

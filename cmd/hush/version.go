@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -16,11 +15,14 @@ var (
 	commit  string
 )
 
+// versionHelp is the help of hush version, which takes no flags.
+const versionHelp = `Usage: hush version
+
+Prints the version, the commit it was built from and the Go version.
+`
+
 func runVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	pos, err := parseFlags(fs, args, stdout, func(w io.Writer) {
-		fmt.Fprint(w, "Usage: hush version\n\nPrints the version, the commit it was built from and the Go version.\n")
-	})
+	pos, err := parseFlags(noFlags("version")(), args, stdout, versionHelp)
 	if err != nil {
 		return err
 	}
