@@ -11,10 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/dryrun"
-	"github.com/hushpush/hush/providers/fake"
 )
 
 // TestSenderTable: every payload platform has one complete entry in
@@ -52,16 +50,8 @@ func TestNewSenders(t *testing.T) {
 		APNSTeamID: apnsKeys["HUSH_APNS_TEAM_ID"], APNSTopic: apnsKeys["HUSH_APNS_TOPIC"],
 		APNSEndpoint: apnsKeys["HUSH_APNS_ENDPOINT"], APNSCaFile: apnsKeys["HUSH_APNS_CA_FILE"],
 	}
-	ff, err := fake.StartFCM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ff.Close)
-	saFile, err := fake.WriteServiceAccount(t.TempDir(), ff.TokenURL(), testkit.FCMProject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fcmCfg := Config{FCMCredentialsFile: saFile, FCMEndpoint: ff.Endpoint()}
+	_, fcmKeys := fcmEnv(t)
+	fcmCfg := Config{FCMCredentialsFile: fcmKeys["HUSH_FCM_CREDENTIALS_FILE"], FCMEndpoint: fcmKeys["HUSH_FCM_ENDPOINT"]}
 
 	allDryRun := payload.Platforms()
 	for _, tc := range []struct {
@@ -74,7 +64,7 @@ func TestNewSenders(t *testing.T) {
 		{"no credentials", Config{}, []string{
 			`level=WARN msg="DRY-RUN: no provider credentials are configured (HUSH_APNS_KEY_FILE / HUSH_APNS_CERT_FILE, HUSH_FCM_CREDENTIALS_FILE): NOTHING IS SENT to APNs or FCM; pushes are only logged"`,
 		}, allDryRun, true},
-		{"dry run despite credentials", Config{DryRun: true, FCMCredentialsFile: saFile}, []string{
+		{"dry run despite credentials", Config{DryRun: true, FCMCredentialsFile: fcmCfg.FCMCredentialsFile}, []string{
 			`level=WARN msg="DRY-RUN: HUSH_DRY_RUN is set: NOTHING IS SENT to APNs or FCM; pushes are only logged"`,
 		}, allDryRun, true},
 		{"apns only", apnsCfg, []string{

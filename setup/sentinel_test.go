@@ -169,6 +169,22 @@ func apnsEnv(t *testing.T) (*fake.APNs, map[string]string) {
 	}
 }
 
+// fcmEnv starts a fake FCM and returns it with the HUSH_FCM_* keys that
+// point hush at it.
+func fcmEnv(t *testing.T) (*fake.FCM, map[string]string) {
+	t.Helper()
+	ff, err := fake.StartFCM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ff.Close)
+	saFile, err := fake.WriteServiceAccount(t.TempDir(), ff.TokenURL(), testkit.FCMProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ff, map[string]string{"HUSH_FCM_CREDENTIALS_FILE": saFile, "HUSH_FCM_ENDPOINT": ff.Endpoint()}
+}
+
 func jobBody(id, user, token string) string {
 	return `{"id":"` + id + `","recipients":[{"user_id":"` + user + `","devices":[{"platform":"apns","token":"` + token + `"}]}],"alert":{"title":"` + id + `"}}`
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
-	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/worker"
 )
 
@@ -127,18 +127,9 @@ func TestServeEmbeddedDevelopmentDefaults(t *testing.T) {
 func TestServeWithProviders(t *testing.T) {
 	srv := redistest.Start(t)
 	fa, env := apnsEnv(t)
-	ff, err := fake.StartFCM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ff.Close)
-	saFile, err := fake.WriteServiceAccount(t.TempDir(), ff.TokenURL(), testkit.FCMProject)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ff, fcmKeys := fcmEnv(t)
+	maps.Copy(env, fcmKeys)
 	env["HUSH_REDIS_URL"] = srv.URL()
-	env["HUSH_FCM_CREDENTIALS_FILE"] = saFile
-	env["HUSH_FCM_ENDPOINT"] = ff.Endpoint()
 	base, logs := serveFromEnv(t, env)
 	tok := testkit.APNsToken("serve")
 	body := `{"recipients":[{"user_id":"u-1","devices":[{"platform":"apns","token":"` + tok + `"},{"platform":"fcm","token":"` + testkit.FCMToken("serve") + `"}]}],"alert":{"title":"hi"}}`
