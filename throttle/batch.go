@@ -67,54 +67,12 @@ func (l *Redis) ReserveBatch(ctx context.Context, reqs []Request) ([]Reservation
 	return l.ReserveBatchWith(ctx, reqs, nil)
 }
 
-// ReserveBatchWith is ReserveBatch sharing its round trip with the caller's
-// own commands: queue (when not nil) adds them to the pipeline, on the
-// limiter's client, before the bookings, and the caller reads their results
-// from the commands it queued once ReserveBatchWith returns. The limiter
-// does not look at them; a command of theirs that fails does not fail the
-// bookings.
-func (l *Redis) ReserveBatchWith(ctx context.Context, reqs []Request, queue func(redis.Pipeliner)) ([]Reservation, error) {
-	if err := checkRequests(reqs); err != nil {
-		return nil, err
-	}
-	keys := make([]string, len(reqs))
-	for i, q := range reqs {
-		keys[i] = l.Key(q.User)
-	}
-	vals, errs := l.replies(ctx, keys, queue,
-		l.scripts.reserve, func(i int) []any { return l.reserveArgs(reqs[i]) },
-		l.scripts.reserveBatch, func(from, to int) []any { return l.reserveBatchArgs(reqs[from:to]) })
-	out := make([]Reservation, len(reqs))
-	var failed []error
-	for i, v := range vals {
-		err := errs[i]
-		if err == nil {
-			out[i], err = parseReservation(v)
-		}
-		if err != nil {
-			failed = append(failed, fmt.Errorf("throttle: reserve %q: %w", reqs[i].User, err))
-		}
-	}
-	return out, errors.Join(failed...)
-}
-
 // batchArgs are allow_batch.lua's arguments: now, minttl, the members, the
 // rules.
 func (l *Redis) batchArgs(members []any) []any {
 	args := make([]any, 0, 2+len(members)+len(l.rules))
 	args = append(args, l.now(), l.minTTL)
 	args = append(args, members...)
-	return append(args, l.rules...)
-}
-
-// reserveBatchArgs are reserve_batch.lua's arguments: now, minttl, max
-// pending, each request's member and not-after, the rules.
-func (l *Redis) reserveBatchArgs(reqs []Request) []any {
-	args := make([]any, 0, 3+2*len(reqs)+len(l.rules))
-	args = append(args, l.now(), l.minTTL, l.maxPending)
-	for _, q := range reqs {
-		args = append(args, q.Member, notAfterArg(q.NotAfter))
-	}
 	return append(args, l.rules...)
 }
 

@@ -30,6 +30,50 @@
 // says. A member already booked gets its slot back (Existing) whatever the
 // cap and NotAfter say.
 //
+// # Categories, quiet hours, send-at, collapse
+//
+// Policy.Categories are named rule sets a Request may name. A booking of
+// category c keeps c's Limits and MinGap among the entries of c, and the
+// global ones (Policy.Limits, MinGap) among the entries that keep them;
+// Category.SkipGlobal exempts c from the global rules (its entries neither
+// wait for nor count toward them). So each booking is kept in one or two
+// sets: the user's global set and/or its category's own (a category
+// without rules of its own that keeps the global rules has none), and the
+// first of them is its home, where an existing member is looked for. Every
+// set is trimmed by its own horizon, except that the global set keeps
+// entries as long as the longest horizon of a category whose bookings it
+// also holds, so a member never lingers in one set after leaving the other.
+//
+// Policy.Quiet (or a category's own Quiet) are quiet hours: a daily window
+// of wall-clock time in the Request's Location. Reserve books no instant
+// whose wall-clock time falls inside them: the search skips to the end of
+// the quiet run it lands in. Go turns the window into intervals of UTC
+// instants (quiet.go: constant-offset spans from time.Time.ZoneBounds, the
+// window periodic within each, the pieces of one night joined across a
+// clock change) from a day before the search's start up to NotAfter, or,
+// when the request has none, up to quietLookahead (62 days) after the
+// start, which then acts as its NotAfter. A refused-late slot is the one
+// the search found with the quiet intervals beginning after NotAfter left
+// out.
+//
+// Request.NotBefore is where the search starts when it is after now (a
+// scheduled send).
+//
+// Request.CollapseKey: Reserve remembers, per user, category and key, the
+// member booked last with it. A new member with the same key takes that
+// member's booking out when it lies more than Options.CollapseMargin after
+// now (a held push, not one on its way), seeks its own slot without it,
+// and, when it books, records the old member as collapsed
+// (Reservation.Collapsed); when it is refused, the old booking is put
+// back. The collapsed member's own Reserve is then RefusedCollapsed. Since
+// the old booking's slot satisfied every rule, the new one's slot is at it
+// or earlier, unless its own NotBefore or quiet hours say otherwise.
+//
+// Reserve's steps, in order: trim the request's sets; an existing member
+// in the home set gets its slot back; a collapsed member is refused; the
+// held booking with the same collapse key is taken out; the cap
+// (MaxPending, each set counted); the search; NotAfter; the booking.
+//
 // DeniedBy names, among the rules that deny now, the one that on its own
 // would be satisfied latest (the first such rule on a tie, limits in order
 // before the gap): the rule to blame for most of the wait.
@@ -41,20 +85,30 @@
 //
 // # Redis schema
 //
-// One sorted set per user, key Options.Prefix (default "hush:throttle:") +
-// "{" + user + "}": member = "allow:<random hex>" for Allow or the caller's
-// member id for Reserve, score = time in ms. The braces are a hash tag, so
-// every single-user script touches one key in one slot and works on Redis
-// Cluster. The
-// key's TTL (PEXPIRE) covers the newest entry plus max(longest window,
-// MinGap); with an injected clock it is at least an hour, because TTLs tick
-// in the server's real time.
+// Per user, with K = Options.Prefix (default "hush:throttle:") + "{" +
+// user + "}":
 //
-// Every operation is one Lua script (allow_one.lua, reserve_one.lua,
-// release.lua, status.lua; the decision code of Allow and Reserve lives in
-// allow.lua and reserve.lua, shared with the batch scripts), prefixed with
-// lib.lua, embedded and run with EVALSHA (EVAL when the server lacks it);
-// Reset is a DEL. With no entry after now, Allow costs O(log n) in calls
+//	K             sorted set, the global rules' entries: member =
+//	              "allow:<random hex>" for Allow or the caller's member id
+//	              for Reserve, score = time in ms
+//	K:c:<cat>     sorted set, category <cat>'s own entries
+//	K:k           hash of collapse keys: "k:<cat>:<key>" -> the member
+//	              booked last with it, "x:<member>" -> the member that
+//	              replaced it
+//
+// The braces are a hash tag, so every key of one user is in one slot and
+// each single-user script works on Redis Cluster; category names have no
+// ":" or "}", so no two users' or categories' keys coincide. A set's TTL
+// (PEXPIRE) covers its newest entry plus its horizon, the hash's at least
+// as long as the sets written with it; with an injected clock it is at
+// least an hour, because TTLs tick in the server's real time.
+//
+// Every operation is one Lua script (allow_one.lua and allow_batch.lua
+// around allow.lua's decision, reserve.lua for one request or many,
+// release.lua, status.lua), prefixed with lib.lua, embedded and run with
+// EVALSHA (EVAL when the server lacks it); Reset is a DEL. Status reads
+// the sets in a script and decides in Go (status.go), with the code the
+// in-memory limiter uses. With no entry after now, Allow costs O(log n) in calls
 // that answer integers: a ZCOUNT for entries after now (a ZREVRANGE 0 0 for
 // the last entry instead when there is a gap), a ZCOUNT per rule, and when a
 // rule denies a ZREVRANGE by index for its N-th most recent entry; when it
@@ -69,9 +123,10 @@
 //
 // AllowBatch and ReserveBatch make one network round trip. On a
 // *redis.Client (standalone or Sentinel) they run allow_batch.lua or
-// reserve_batch.lua once per chunk of up to 256 users: the same per-user
-// code in a loop over the chunk's keys, at one instant (TIME read once per
-// call), a failing user (WRONGTYPE) reported alone. Script invocation, not
+// reserve.lua once per chunk of up to 256 users: the same per-user code in
+// a loop over the chunk's keys, at one instant (TIME read once per call), a
+// failing user (WRONGTYPE) reported alone; a request naming an unknown
+// category fails alone too (ErrUnknownCategory). Script invocation, not
 // the commands, dominates a single decision's cost on the server, so this
 // is what makes batches cheap. On Redis Cluster (or any other client) the
 // keys may live on different nodes, so they pipeline one single-key script

@@ -10,6 +10,9 @@ var (
 	ErrEmptyUser = errors.New("throttle: empty user id")
 	// ErrEmptyMember is returned when a reservation's member id is empty.
 	ErrEmptyMember = errors.New("throttle: empty member id")
+	// ErrUnknownCategory is wrapped when a Request names a category the
+	// policy does not have.
+	ErrUnknownCategory = errors.New("throttle: unknown category")
 	// ErrInvalidPolicy is wrapped by Policy.Validate's errors.
 	ErrInvalidPolicy = errors.New("throttle: invalid policy")
 	// ErrUnexpectedReply is wrapped when Redis answers a script with

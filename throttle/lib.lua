@@ -94,54 +94,74 @@ local function lib()
     return lo - 1
   end
 
-  -- sweep returns the earliest t >= now that keeps rule `only` (every rule
-  -- when nil). Each rule rules out open intervals of instants: a limit N/W,
-  -- for every N consecutive entries less than W apart, (last - W, first + W);
-  -- the gap, for every entry e, (e - gap, e + gap). Per rule these come in
-  -- ascending order with ts, so one pointer per rule walks them while t only
-  -- moves forward: O(entries x rules), no sorting. The answer is now or the
-  -- right end of an interval (some e+W or e+gap).
-  local function sweep(ts, now, r, only)
-    local m, t, at, changed = #ts, now, {}, true
-    for i = 1, r.count + 1 do at[i] = 1 end
+  -- sweep returns the earliest instant >= t that keeps every rule of every
+  -- bound (a bound is {ts = sorted times, r = rules}) and lies in no quiet
+  -- interval [qs[k], qe[k]) (sorted, disjoint); with only = {b, i} it
+  -- keeps rule i of bound b alone (i = count+1: the gap) and ignores the
+  -- quiet intervals. Each rule rules out open intervals of instants: a
+  -- limit N/W, for every N consecutive entries less than W apart,
+  -- (last - W, first + W); the gap, for every entry e, (e - gap, e + gap).
+  -- Per rule these come in ascending order with ts, so one pointer per
+  -- rule walks them while t only moves forward: O(entries x rules), no
+  -- sorting. The answer is t or the right end of an interval (some e+W,
+  -- e+gap or quiet end).
+  local function sweep(bounds, t, qs, qe, only)
+    local at, changed, qi = {}, true, 1
+    for b = 1, #bounds do
+      at[b] = {}
+      for i = 1, bounds[b].r.count + 1 do at[b][i] = 1 end
+    end
     while changed do
       changed = false
-      for i = 1, r.count + 1 do
-        if only == nil or only == i then
-          local j = at[i]
-          if i <= r.count then
-            local n, w = r.n[i], r.w[i]
-            while j + n - 1 <= m and ts[j + n - 1] - w < t do
-              if ts[j + n - 1] - ts[j] < w and ts[j] + w > t then
-                t, changed = ts[j] + w, true
+      for b = 1, #bounds do
+        local ts, r, ptr = bounds[b].ts, bounds[b].r, at[b]
+        local m = #ts
+        for i = 1, r.count + 1 do
+          if only == nil or (only[1] == b and only[2] == i) then
+            local j = ptr[i]
+            if i <= r.count then
+              local n, w = r.n[i], r.w[i]
+              while j + n - 1 <= m and ts[j + n - 1] - w < t do
+                if ts[j + n - 1] - ts[j] < w and ts[j] + w > t then
+                  t, changed = ts[j] + w, true
+                end
+                j = j + 1
               end
-              j = j + 1
-            end
-          elseif r.gap > 0 then
-            local g = r.gap
-            while j <= m and ts[j] - g < t do
-              if ts[j] + g > t then
-                t, changed = ts[j] + g, true
+            elseif r.gap > 0 then
+              local g = r.gap
+              while j <= m and ts[j] - g < t do
+                if ts[j] + g > t then
+                  t, changed = ts[j] + g, true
+                end
+                j = j + 1
               end
-              j = j + 1
             end
+            ptr[i] = j
           end
-          at[i] = j
+        end
+      end
+      if only == nil then
+        while qi <= #qs and qs[qi] <= t do
+          if t < qe[qi] then
+            t, changed = qe[qi], true
+          end
+          qi = qi + 1
         end
       end
     end
     return t
   end
 
-  -- scan decides with entries after now (bookings). Returns earliest and,
-  -- when blame is set, the denied rule: among the rules that rule out now,
-  -- the one whose own earliest instant is latest.
+  -- scan decides for one set with entries after now (bookings). Returns
+  -- earliest and, when blame is set, the denied rule: among the rules that
+  -- rule out now, the one whose own earliest instant is latest.
   local function scan(ts, now, r, blame)
-    local t = sweep(ts, now, r, nil)
+    local bounds = {{ts = ts, r = r}}
+    local t = sweep(bounds, now, {}, {}, nil)
     if t == now or not blame then return t, 0 end
     local denied, worst = 0, now
     for i = 1, r.count + 1 do
-      local ti = sweep(ts, now, r, i)
+      local ti = sweep(bounds, now, {}, {}, {1, i})
       if ti > worst then denied, worst = i, ti end
     end
     return t, denied
@@ -169,18 +189,5 @@ local function lib()
     return t, denied, counts_of(ts, now, r), last
   end
 
-  -- record adds (t, member), drops aged-out entries and sets the TTL to cover
-  -- the newest entry plus the horizon (at least minttl).
-  local function record(key, now, r, t, member, last, minttl)
-    redis.call('ZADD', key, t, member)
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - r.horizon)
-    local newest_at = t
-    if last and last > newest_at then newest_at = last end
-    local ttl = newest_at - now + r.horizon
-    if ttl < minttl then ttl = minttl end
-    redis.call('PEXPIRE', key, ttl)
-  end
-
-  return {decide = decide, record = record, entries = entries, scan = scan, past = past,
-          counts_of = counts_of}
+  return {decide = decide, entries = entries, sweep = sweep, past = past}
 end

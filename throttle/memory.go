@@ -3,6 +3,8 @@ package throttle
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,14 +20,26 @@ const sweepEvery = 1024
 // process (the demo, `hush simulate`, tests). It is safe for concurrent use.
 type Memory struct {
 	policy     Policy
-	r          rules
+	c          compiled
 	clock      func() time.Time
 	maxPending int
+	margin     int64
 
 	mu     sync.Mutex
-	users  map[string][]memEntry // sorted by (at, member)
-	seq    uint64                // makes Allow's members unique
+	users  map[string]*memUser
+	seq    uint64 // makes Allow's members unique
 	writes int
+}
+
+// memUser is one user's sets and collapse records, as Redis keeps them
+// under the user's keys.
+type memUser struct {
+	// sets: "" the global set, else a category's; each sorted by (at,
+	// member).
+	sets map[string][]memEntry
+	// collapse: "k:<category>:<collapse key>" -> the member booked last
+	// with it; "x:<member>" -> the member that replaced it.
+	collapse map[string]string
 }
 
 type memEntry struct {
@@ -40,7 +54,7 @@ func compareEntries(a, b memEntry) int {
 // NewMemory returns an in-memory limiter for p. Options.Prefix is ignored;
 // Options.Clock defaults to time.Now.
 func NewMemory(p Policy, o Options) (*Memory, error) {
-	r, err := newRules(p)
+	c, err := compile(p)
 	if err != nil {
 		return nil, err
 	}
@@ -51,13 +65,15 @@ func NewMemory(p Policy, o Options) (*Memory, error) {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Memory{policy: copyPolicy(p), r: r, clock: clock, maxPending: o.MaxPending, users: map[string][]memEntry{}}, nil
+	return &Memory{policy: copyPolicy(p), c: c, clock: clock, maxPending: o.MaxPending,
+		margin: o.CollapseMargin.Milliseconds(), users: map[string]*memUser{}}, nil
 }
 
 // Policy returns the policy the limiter enforces.
 func (m *Memory) Policy() Policy { return copyPolicy(m.policy) }
 
-// Allow decides whether user may act now and records the action when allowed.
+// Allow decides whether user may act now under the global rules and
+// records the action when allowed.
 func (m *Memory) Allow(ctx context.Context, user string) (Decision, error) {
 	return m.decide(ctx, user, true)
 }
@@ -74,11 +90,12 @@ func (m *Memory) decide(ctx context.Context, user string, record bool) (Decision
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock().UnixMilli()
-	es := m.users[user]
+	r := &m.c.global
+	es := m.entries(user, "")
 	ts := times(es)
-	t, denied := m.r.earliest(ts, now, true)
-	d := Decision{Now: ms(now), RetryAfter: time.Duration(t-now) * time.Millisecond, DeniedBy: m.r.deniedName(denied)}
-	d.Remaining = m.r.remaining(ts, now)
+	t, denied := r.earliest(ts, now, true)
+	d := Decision{Now: ms(now), RetryAfter: time.Duration(t-now) * time.Millisecond, DeniedBy: r.deniedName(denied)}
+	d.Remaining = r.remaining(ts, now)
 	if t != now {
 		return d, nil
 	}
@@ -88,43 +105,109 @@ func (m *Memory) decide(ctx context.Context, user string, record bool) (Decision
 	}
 	if record {
 		m.seq++
-		m.insert(user, es, memEntry{at: now, member: "allow:" + strconv.FormatUint(m.seq, 10)}, now)
+		m.insert(user, set{cat: "", r: r}, memEntry{at: now, member: "allow:" + strconv.FormatUint(m.seq, 10)}, now)
+		m.wrote(now)
 	}
 	return d, nil
 }
 
-// Reserve books the earliest slot at which user may act and records it under
-// member; a member already booked gets its slot back (Existing). With
-// Options.MaxPending a new member may be refused (RefusedFull).
+// Reserve books the earliest slot at which user may act (global rules,
+// quiet hours in UTC) and records it under member; a member already booked
+// gets its slot back (Existing). With Options.MaxPending a new member may be
+// refused (RefusedFull).
 func (m *Memory) Reserve(ctx context.Context, user, member string) (Reservation, error) {
 	return m.reserve(ctx, Request{User: user, Member: member})
 }
 
-// reserve is Reserve for q, refusing a new member whose slot is after
-// q.NotAfter (RefusedLate). The cap is checked first, before any search.
+// reserve books q: the steps of the package documentation's Reserve, in
+// order.
 func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
 	if err := checkMember(ctx, q.User, q.Member); err != nil {
+		return Reservation{}, err
+	}
+	sets, quiet, err := m.c.plan(q.Category)
+	if err != nil {
 		return Reservation{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock().UnixMilli()
-	es := m.trim(q.User, now)
-	if i := slices.IndexFunc(es, func(e memEntry) bool { return e.member == q.Member }); i >= 0 {
-		return reservation(es[i].at, now, true, ""), nil
+	for _, s := range sets {
+		m.trim(q.User, s, now)
 	}
-	if k := countUpToEntry(es, now); m.maxPending > 0 && len(es)-k >= m.maxPending {
-		return reservation(es[k].at, now, false, RefusedFull), nil
+	home := sets[0].cat
+	if i := m.find(q.User, home, q.Member); i >= 0 {
+		return reservation(m.entries(q.User, home)[i].at, now, true, ""), nil
 	}
-	t, _ := m.r.earliest(times(es), now, false)
-	if !q.NotAfter.IsZero() && t > q.NotAfter.UnixMilli() {
+	// The held booking this one may replace, taken out for the search.
+	old, oldAt := "", int64(0)
+	if q.CollapseKey != "" {
+		if _, gone := m.collapse(q.User)["x:"+q.Member]; gone {
+			return reservation(now, now, false, RefusedCollapsed), nil
+		}
+		if o := m.collapse(q.User)[collapseField(q.Category, q.CollapseKey)]; o != "" && o != q.Member {
+			if i := m.find(q.User, home, o); i >= 0 && m.entries(q.User, home)[i].at > now+m.margin {
+				old, oldAt = o, m.entries(q.User, home)[i].at
+				for _, s := range sets {
+					m.remove(q.User, s.cat, old)
+				}
+			}
+		}
+	}
+	restore := func() {
+		if old != "" {
+			for _, s := range sets {
+				m.insert(q.User, s, memEntry{at: oldAt, member: old}, now)
+			}
+		}
+	}
+	if m.maxPending > 0 {
+		for _, s := range sets {
+			es := m.entries(q.User, s.cat)
+			if k := countUpToEntry(es, now); len(es)-k >= m.maxPending {
+				restore()
+				return reservation(es[k].at, now, false, RefusedFull), nil
+			}
+		}
+	}
+	start := max(now, notAfterMs(q.NotBefore))
+	qs, notAfter := window(quiet, q.Location, start, start, notAfterMs(q.NotAfter))
+	t := earliestAll(m.bounds(q.User, sets), qs, now, start)
+	if notAfter != 0 && t > notAfter {
+		restore()
 		return reservation(t, now, false, RefusedLate), nil
 	}
-	m.insert(q.User, es, memEntry{at: t, member: q.Member}, now)
-	return reservation(t, now, false, ""), nil
+	for _, s := range sets {
+		m.insert(q.User, s, memEntry{at: t, member: q.Member}, now)
+	}
+	if q.CollapseKey != "" {
+		cl := m.collapse(q.User)
+		cl[collapseField(q.Category, q.CollapseKey)] = q.Member
+		if old != "" {
+			cl["x:"+old] = q.Member
+		}
+	}
+	m.wrote(now)
+	res := reservation(t, now, false, "")
+	res.Collapsed = old
+	return res, nil
 }
 
-// Release removes member's booking; it reports whether there was one.
+// collapseField is the collapse record naming the member booked last with
+// key in category cat.
+func collapseField(cat, key string) string { return "k:" + cat + ":" + key }
+
+// notAfterMs is t in Unix ms, 0 for the zero time (a NotAfter or a
+// NotBefore).
+func notAfterMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// Release removes member's booking from every set of user; it reports
+// whether there was one.
 func (m *Memory) Release(ctx context.Context, user, member string) (bool, error) {
 	if err := checkMember(ctx, user, member); err != nil {
 		return false, err
@@ -132,32 +215,32 @@ func (m *Memory) Release(ctx context.Context, user, member string) (bool, error)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock().UnixMilli()
-	es := m.trim(user, now)
-	i := slices.IndexFunc(es, func(e memEntry) bool { return e.member == member })
-	if i < 0 {
-		return false, nil
+	found := false
+	for _, s := range m.c.allSets() {
+		m.trim(user, s, now)
+		found = m.remove(user, s.cat, member) || found
 	}
-	m.store(user, slices.Delete(es, i, i+1))
-	return true, nil
+	return found, nil
 }
 
-// Status describes user's entries, remaining counts and next allowed time.
-func (m *Memory) Status(ctx context.Context, user string) (Status, error) {
+// Status describes user's entries, remaining counts, next allowed times
+// and quiet hours per category, with loc (nil: UTC) as the user's time
+// zone.
+func (m *Memory) Status(ctx context.Context, user string, loc *time.Location) (Status, error) {
 	if err := check(ctx, user); err != nil {
 		return Status{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock().UnixMilli()
-	es := m.users[user]
-	es = es[countUpToEntry(es, now-m.r.horizon):]
-	ts := times(es)
-	t, _ := m.r.earliest(ts, now, false)
-	s := Status{Remaining: m.r.remaining(ts, now), NextAllowed: ms(t), Now: ms(now)}
-	for _, e := range es {
-		s.Entries = append(s.Entries, Entry{Member: e.member, At: ms(e.at)})
+	sets := map[string][]Entry{}
+	for _, s := range m.c.allSets() {
+		es := m.entries(user, s.cat)
+		for _, e := range es[countUpToEntry(es, now-s.r.horizon):] {
+			sets[s.cat] = append(sets[s.cat], Entry{Member: e.member, At: ms(e.at)})
+		}
 	}
-	return s, nil
+	return m.c.status(sets, now, loc), nil
 }
 
 // Reset forgets everything about user.
@@ -188,59 +271,129 @@ func (m *Memory) AllowBatch(ctx context.Context, users []string) ([]Decision, er
 }
 
 // ReserveBatch is Reserve for each request in turn, each with its own
-// NotAfter.
+// NotAfter, NotBefore, Category, Location and CollapseKey. As with Redis, a
+// request that fails (an unknown category) fails alone: its Reservation's
+// Now is zero and err joins one error per failed request.
 func (m *Memory) ReserveBatch(ctx context.Context, reqs []Request) ([]Reservation, error) {
 	if err := checkRequests(reqs); err != nil {
 		return nil, err
 	}
 	out := make([]Reservation, len(reqs))
+	var failed []error
 	for i, q := range reqs {
 		r, err := m.reserve(ctx, q)
 		if err != nil {
-			return out, err
+			failed = append(failed, fmt.Errorf("throttle: reserve %q: %w", q.User, err))
+			continue
 		}
 		out[i] = r
 	}
-	return out, nil
+	return out, errors.Join(failed...)
 }
 
-// trim drops user's entries at or before now-horizon and returns the rest.
-func (m *Memory) trim(user string, now int64) []memEntry {
-	es := m.users[user]
-	if k := countUpToEntry(es, now-m.r.horizon); k > 0 {
-		es = slices.Delete(es, 0, k)
-		m.store(user, es)
+// entries returns user's entries in set cat (nil when none).
+func (m *Memory) entries(user, cat string) []memEntry {
+	if u := m.users[user]; u != nil {
+		return u.sets[cat]
 	}
-	return es
+	return nil
 }
 
-// insert adds e to es (user's trimmed or untrimmed entries) and stores the
-// result trimmed.
-func (m *Memory) insert(user string, es []memEntry, e memEntry, now int64) {
+func (m *Memory) bounds(user string, sets []set) []bound {
+	bs := make([]bound, len(sets))
+	for i, s := range sets {
+		bs[i] = bound{r: s.r, ts: times(m.entries(user, s.cat))}
+	}
+	return bs
+}
+
+// find returns the index of member in user's set cat, or -1.
+func (m *Memory) find(user, cat, member string) int {
+	return slices.IndexFunc(m.entries(user, cat), func(e memEntry) bool { return e.member == member })
+}
+
+// collapse returns user's collapse records, creating them.
+func (m *Memory) collapse(user string) map[string]string {
+	u := m.user(user)
+	if u.collapse == nil {
+		u.collapse = map[string]string{}
+	}
+	return u.collapse
+}
+
+func (m *Memory) user(user string) *memUser {
+	u := m.users[user]
+	if u == nil {
+		u = &memUser{sets: map[string][]memEntry{}}
+		m.users[user] = u
+	}
+	return u
+}
+
+// trim drops the entries of user's set s at or before now - its horizon.
+func (m *Memory) trim(user string, s set, now int64) {
+	es := m.entries(user, s.cat)
+	if k := countUpToEntry(es, now-s.r.horizon); k > 0 {
+		m.store(user, s.cat, slices.Delete(es, 0, k))
+	}
+}
+
+// remove deletes member from user's set cat; it reports whether it was
+// there.
+func (m *Memory) remove(user, cat, member string) bool {
+	es := m.entries(user, cat)
+	i := slices.IndexFunc(es, func(e memEntry) bool { return e.member == member })
+	if i < 0 {
+		return false
+	}
+	m.store(user, cat, slices.Delete(es, i, i+1))
+	return true
+}
+
+// insert adds e to user's set s and drops what aged out of it.
+func (m *Memory) insert(user string, s set, e memEntry, now int64) {
+	es := m.entries(user, s.cat)
 	i, _ := slices.BinarySearchFunc(es, e, compareEntries)
 	es = slices.Insert(es, i, e)
-	if k := countUpToEntry(es, now-m.r.horizon); k > 0 {
+	if k := countUpToEntry(es, now-s.r.horizon); k > 0 {
 		es = slices.Delete(es, 0, k)
 	}
-	m.store(user, es)
+	m.store(user, s.cat, es)
+}
+
+// wrote counts a write and sweeps now and then.
+func (m *Memory) wrote(now int64) {
 	m.writes++
 	if m.writes%sweepEvery == 0 {
 		m.sweep(now)
 	}
 }
 
-func (m *Memory) store(user string, es []memEntry) {
+func (m *Memory) store(user, cat string, es []memEntry) {
+	u := m.user(user)
 	if len(es) == 0 {
-		delete(m.users, user)
+		delete(u.sets, cat)
 		return
 	}
-	m.users[user] = es
+	u.sets[cat] = es
 }
 
-// sweep drops users whose newest entry has aged out.
+// sweep drops users whose every entry has aged out (their collapse records
+// go with them, as the Redis keys' TTLs take them).
 func (m *Memory) sweep(now int64) {
-	for u, es := range m.users {
-		if es[len(es)-1].at <= now-m.r.horizon {
+	horizon := map[string]int64{}
+	for _, s := range m.c.allSets() {
+		horizon[s.cat] = s.r.horizon
+	}
+	for u, mu := range m.users {
+		live := false
+		for cat, es := range mu.sets {
+			h, ok := horizon[cat]
+			if !ok || es[len(es)-1].at > now-h {
+				live = true
+			}
+		}
+		if !live {
 			delete(m.users, u)
 		}
 	}

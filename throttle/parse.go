@@ -2,6 +2,8 @@ package throttle
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,20 +83,11 @@ func ParsePolicy(limits, minGap string) (Policy, error) {
 	if err != nil {
 		return Policy{}, err
 	}
-	p := Policy{Limits: ls}
-	if g := strings.TrimSpace(minGap); g != "" && g != "0" {
-		d, err := parseDuration(g)
-		if err != nil {
-			return Policy{}, &ParseError{What: "min gap", Text: minGap, Reason: err.Error(), Err: err}
-		}
-		if d < 0 {
-			return Policy{}, &ParseError{What: "min gap", Text: minGap, Reason: "must not be negative"}
-		}
-		if d%time.Millisecond != 0 {
-			return Policy{}, &ParseError{What: "min gap", Text: minGap, Reason: "must be a whole number of milliseconds"}
-		}
-		p.MinGap = d
+	gap, err := parseGap(minGap)
+	if err != nil {
+		return Policy{}, err
 	}
+	p := Policy{Limits: ls, MinGap: gap}
 	if err := p.Validate(); err != nil {
 		return Policy{}, err
 	}
@@ -126,10 +119,30 @@ func (p Policy) String() string {
 
 // Validate checks that every limit has N > 0 and a positive window, that the
 // gap is not negative, that durations are whole milliseconds (the limiter's
-// resolution) and that there is at least one limit or a gap. Errors wrap
-// ErrInvalidPolicy.
+// resolution), that there is at least one global limit or a gap, and that
+// the quiet hours and every category (name, rules, quiet hours) are valid;
+// a category may have no rules of its own. Errors wrap ErrInvalidPolicy.
 func (p Policy) Validate() error {
-	for i, l := range p.Limits {
+	if err := validateRules(p.Limits, p.MinGap); err != nil {
+		return err
+	}
+	if len(p.Limits) == 0 && p.MinGap == 0 {
+		return fmt.Errorf("%w: no limit and no min gap", ErrInvalidPolicy)
+	}
+	if err := p.Quiet.validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidPolicy, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Categories)) {
+		if err := p.Categories[name].validate(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateRules checks one rule set's limits and gap.
+func validateRules(limits []Limit, gap time.Duration) error {
+	for i, l := range limits {
 		switch {
 		case l.N <= 0:
 			return fmt.Errorf("%w: limit %d (%s): N must be positive", ErrInvalidPolicy, i+1, l)
@@ -140,12 +153,10 @@ func (p Policy) Validate() error {
 		}
 	}
 	switch {
-	case p.MinGap < 0:
-		return fmt.Errorf("%w: min gap %s must not be negative", ErrInvalidPolicy, p.MinGap)
-	case p.MinGap%time.Millisecond != 0:
-		return fmt.Errorf("%w: min gap %s must be a whole number of milliseconds", ErrInvalidPolicy, p.MinGap)
-	case len(p.Limits) == 0 && p.MinGap == 0:
-		return fmt.Errorf("%w: no limit and no min gap", ErrInvalidPolicy)
+	case gap < 0:
+		return fmt.Errorf("%w: min gap %s must not be negative", ErrInvalidPolicy, gap)
+	case gap%time.Millisecond != 0:
+		return fmt.Errorf("%w: min gap %s must be a whole number of milliseconds", ErrInvalidPolicy, gap)
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func holdBookings(b *testing.B, rdb *redis.Client, l *throttle.Redis, p throttle
 	if err := rdb.ZAdd(ctx, l.Key(user), zs...).Err(); err != nil {
 		b.Fatal(err)
 	}
-	st, err := l.Status(ctx, user)
+	st, err := l.Status(ctx, user, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

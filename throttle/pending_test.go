@@ -71,7 +71,7 @@ func TestMaxPendingFlood(t *testing.T) {
 			if diff := cmp.Diff(map[time.Time]int{at(3000): calls - maxPending - 1}, firstAt); diff != "" {
 				t.Errorf("RefusedFull's At, -want +got:\n%s", diff)
 			}
-			st, err := l.Status(ctx, "flood")
+			st, err := l.Status(ctx, "flood", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

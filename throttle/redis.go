@@ -37,19 +37,21 @@ type Redis struct {
 	// shard keys across servers, and unknown clients might.
 	multiKey   bool
 	policy     Policy
-	r          rules
+	c          compiled
+	r          *rules // the global rules (Allow, Peek)
 	prefix     string
 	clock      func() time.Time
 	minTTL     int64
 	maxPending int   // Options.MaxPending, 0 for no cap
-	rules      []any // gap, horizon, N1, W1, ... as script arguments
+	margin     int64 // Options.CollapseMargin in ms
+	rules      []any // the global gap, horizon, N1, W1, ... as allow.lua's arguments
 	scripts    scripts
 }
 
 // NewRedis returns a limiter for p on rdb (a *redis.Client, a
 // *redis.ClusterClient or any redis.UniversalClient). The caller owns rdb.
 func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
-	r, err := newRules(p)
+	c, err := compile(p)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +61,8 @@ func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
 	if err := checkOptions(o); err != nil {
 		return nil, err
 	}
-	l := &Redis{rdb: rdb, policy: copyPolicy(p), r: r, prefix: o.Prefix, clock: o.Clock, maxPending: o.MaxPending, scripts: newScripts()}
+	l := &Redis{rdb: rdb, policy: copyPolicy(p), c: c, r: &c.global, prefix: o.Prefix, clock: o.Clock,
+		maxPending: o.MaxPending, margin: o.CollapseMargin.Milliseconds(), scripts: newScripts()}
 	_, l.multiKey = rdb.(*redis.Client)
 	if l.prefix == "" {
 		l.prefix = DefaultPrefix
@@ -67,9 +70,9 @@ func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
 	if l.clock != nil {
 		l.minTTL = explicitClockMinTTL.Milliseconds()
 	}
-	l.rules = append(l.rules, r.gap, r.horizon)
-	for i := range r.n {
-		l.rules = append(l.rules, r.n[i], r.w[i])
+	l.rules = append(l.rules, c.global.gap, c.global.horizon)
+	for i := range c.global.n {
+		l.rules = append(l.rules, c.global.n[i], c.global.w[i])
 	}
 	return l, nil
 }
@@ -77,8 +80,34 @@ func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
 // Policy returns the policy the limiter enforces.
 func (l *Redis) Policy() Policy { return copyPolicy(l.policy) }
 
-// Key returns the Redis key holding user's entries.
+// Key returns the Redis key holding user's entries under the global rules.
 func (l *Redis) Key(user string) string { return l.prefix + "{" + user + "}" }
+
+// setKey is the key of user's set cat: the global set for "", else
+// Key(user) + ":c:" + cat. A category name has no ":" or "}", so no
+// user's and category's keys can be another's.
+func (l *Redis) setKey(user, cat string) string {
+	if cat == "" {
+		return l.Key(user)
+	}
+	return l.Key(user) + ":c:" + cat
+}
+
+// collapseKey is the key of user's collapse hash.
+func (l *Redis) collapseKey(user string) string { return l.Key(user) + ":k" }
+
+// userKeys are the keys of every set user may have and their horizons as
+// script arguments, after first (release.lua and status.lua's ARGV).
+func (l *Redis) userKeys(user string, first ...any) ([]string, []any) {
+	sets := l.c.allSets()
+	keys := make([]string, len(sets))
+	args := append(make([]any, 0, len(first)+len(sets)), first...)
+	for i, s := range sets {
+		keys[i] = l.setKey(user, s.cat)
+		args = append(args, s.r.horizon)
+	}
+	return keys, args
+}
 
 // Uses reports whether the limiter runs on the client rdb: a caller of
 // ReserveBatchWith queues its commands on the limiter's client, so it
@@ -100,19 +129,12 @@ func (l *Redis) allowArgs(mode string) []any {
 	return append(args, l.rules...)
 }
 
-// reserveArgs are reserve_one.lua's arguments.
-func (l *Redis) reserveArgs(q Request) []any {
-	args := make([]any, 0, 5+len(l.rules))
-	args = append(args, l.now(), q.Member, notAfterArg(q.NotAfter), l.maxPending, l.minTTL)
-	return append(args, l.rules...)
-}
-
-// notAfterArg is a script's not-after argument: ms, or "" for none.
-func notAfterArg(t time.Time) string {
-	if t.IsZero() {
+// msArg is a script's time argument: ms, or "" for none (0).
+func msArg(t int64) string {
+	if t == 0 {
 		return ""
 	}
-	return strconv.FormatInt(t.UnixMilli(), 10)
+	return strconv.FormatInt(t, 10)
 }
 
 // Allow decides whether user may act now and records the action when
@@ -137,27 +159,29 @@ func (l *Redis) decide(ctx context.Context, user, mode string) (Decision, error)
 	return l.parseDecision(v)
 }
 
-// Reserve books the earliest slot at which user may act and records it under
-// member; a member already booked gets its slot back (Existing). With
-// Options.MaxPending a new member may be refused (RefusedFull).
+// Reserve books the earliest slot at which user may act (global rules,
+// quiet hours in UTC) and records it under member; a member already booked
+// gets its slot back (Existing). With Options.MaxPending a new member may
+// be refused (RefusedFull). ReserveBatch takes every Request field.
 func (l *Redis) Reserve(ctx context.Context, user, member string) (Reservation, error) {
 	if err := checkMember(ctx, user, member); err != nil {
 		return Reservation{}, err
 	}
-	q := Request{User: user, Member: member}
-	v, err := l.scripts.reserve.Run(ctx, l.rdb, []string{l.Key(user)}, l.reserveArgs(q)...).Result()
+	rs, err := l.ReserveBatch(ctx, []Request{{User: user, Member: member}})
 	if err != nil {
-		return Reservation{}, fmt.Errorf("throttle: reserve %q: %w", user, err)
+		return Reservation{}, err
 	}
-	return parseReservation(v)
+	return rs[0], nil
 }
 
-// Release removes member's booking; it reports whether there was one.
+// Release removes member's booking from every set of user; it reports
+// whether there was one.
 func (l *Redis) Release(ctx context.Context, user, member string) (bool, error) {
 	if err := checkMember(ctx, user, member); err != nil {
 		return false, err
 	}
-	v, err := l.scripts.release.Run(ctx, l.rdb, []string{l.Key(user)}, l.now(), member, l.r.horizon).Result()
+	keys, args := l.userKeys(user, l.now(), member)
+	v, err := l.scripts.release.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
 		return false, fmt.Errorf("throttle: release %q: %w", user, err)
 	}
@@ -168,25 +192,29 @@ func (l *Redis) Release(ctx context.Context, user, member string) (bool, error) 
 	return n == 1, nil
 }
 
-// Status describes user's entries, remaining counts and next allowed time.
-func (l *Redis) Status(ctx context.Context, user string) (Status, error) {
+// Status describes user's entries, remaining counts, next allowed times
+// and quiet hours per category, with loc (nil: UTC) as the user's time
+// zone.
+func (l *Redis) Status(ctx context.Context, user string, loc *time.Location) (Status, error) {
 	if err := check(ctx, user); err != nil {
 		return Status{}, err
 	}
-	args := append([]any{l.now()}, l.rules...)
-	v, err := l.scripts.status.Run(ctx, l.rdb, []string{l.Key(user)}, args...).Result()
+	keys, args := l.userKeys(user, l.now())
+	v, err := l.scripts.status.Run(ctx, l.rdb, keys, args...).Result()
 	if err != nil {
 		return Status{}, fmt.Errorf("throttle: status %q: %w", user, err)
 	}
-	return l.parseStatus(v)
+	return l.parseStatus(v, loc)
 }
 
-// Reset forgets everything about user.
+// Reset forgets everything about user: every set and the collapse hash.
 func (l *Redis) Reset(ctx context.Context, user string) error {
 	if err := check(ctx, user); err != nil {
 		return err
 	}
-	if err := l.rdb.Del(ctx, l.Key(user)).Err(); err != nil {
+	keys, _ := l.userKeys(user)
+	// The keys share the user's hash tag: one DEL works on Redis Cluster.
+	if err := l.rdb.Del(ctx, append(keys, l.collapseKey(user))...).Err(); err != nil {
 		return fmt.Errorf("throttle: reset %q: %w", user, err)
 	}
 	return nil

@@ -39,7 +39,7 @@ func TestRedisWrongTypeKey(t *testing.T) {
 		{"peek", func() error { _, err := l.Peek(ctx, "u"); return err }},
 		{"reserve", func() error { _, err := l.Reserve(ctx, "u", "m"); return err }},
 		{"release", func() error { _, err := l.Release(ctx, "u", "m"); return err }},
-		{"status", func() error { _, err := l.Status(ctx, "u"); return err }},
+		{"status", func() error { _, err := l.Status(ctx, "u", nil); return err }},
 		{"allow batch", func() error { _, err := l.AllowBatch(ctx, []string{"u"}); return err }},
 		{"reserve batch", func() error { _, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "m"}}); return err }},
 	}
@@ -338,7 +338,7 @@ func TestRedisConcurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := st.Status(context.Background(), u)
+		s, err := st.Status(context.Background(), u, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,49 +58,60 @@ func (l *Redis) parseDecision(v any) (Decision, error) {
 	return d, nil
 }
 
-// parseReservation reads reserve.lua's reply.
+// parseReservation reads one of reserve.lua's replies.
 func parseReservation(v any) (Reservation, error) {
 	a, x, err := ints(v, 3, "reserve")
 	if err != nil {
 		return Reservation{}, err
 	}
-	if len(a) != 4 || (x[1] != 0 && x[1] != 1) {
+	if len(a) != 5 || (x[1] != 0 && x[1] != 1) {
 		return Reservation{}, fmt.Errorf("%w: reserve: %#v", ErrUnexpectedReply, v)
 	}
 	refused, ok := a[3].(string)
+	collapsed, ok2 := a[4].(string)
 	switch r := Refusal(refused); {
-	case !ok || (r != "" && r != RefusedFull && r != RefusedLate):
-		return Reservation{}, fmt.Errorf("%w: reserve: refusal %#v", ErrUnexpectedReply, a[3])
+	case !ok || !ok2 || (r != "" && r != RefusedFull && r != RefusedLate && r != RefusedCollapsed):
+		return Reservation{}, fmt.Errorf("%w: reserve: refusal %#v, collapsed %#v", ErrUnexpectedReply, a[3], a[4])
 	case r != "" && x[1] == 1:
 		return Reservation{}, fmt.Errorf("%w: reserve: an existing booking refused (%s)", ErrUnexpectedReply, r)
+	case collapsed != "" && (r != "" || x[1] == 1):
+		return Reservation{}, fmt.Errorf("%w: reserve: collapsed %q on a refused or existing booking", ErrUnexpectedReply, collapsed)
 	}
-	return reservation(x[0], x[2], x[1] == 1, Refusal(refused)), nil
+	res := reservation(x[0], x[2], x[1] == 1, Refusal(refused))
+	res.Collapsed = collapsed
+	return res, nil
 }
 
-// parseStatus reads status.lua's reply.
-func (l *Redis) parseStatus(v any) (Status, error) {
-	nl := len(l.r.n)
-	a, x, err := ints(v, 2+nl, "status")
+// parseStatus reads status.lua's reply: now, then each of the user's sets'
+// entries.
+func (l *Redis) parseStatus(v any, loc *time.Location) (Status, error) {
+	a, x, err := ints(v, 1, "status")
 	if err != nil {
 		return Status{}, err
 	}
-	if (len(a)-2-nl)%2 != 0 {
-		return Status{}, fmt.Errorf("%w: status: odd entry list", ErrUnexpectedReply)
-	}
-	s := Status{Now: ms(x[0]), NextAllowed: ms(x[1]), Remaining: make([]int, nl)}
-	for i := range nl {
-		if x[2+i] < 0 {
-			return Status{}, fmt.Errorf("%w: status: remaining[%d] = %d", ErrUnexpectedReply, i, x[2+i])
+	sets := map[string][]Entry{}
+	i := 1
+	for _, s := range l.c.allSets() {
+		if i >= len(a) {
+			return Status{}, fmt.Errorf("%w: status: reply ends before set %q", ErrUnexpectedReply, s.cat)
 		}
-		s.Remaining[i] = int(x[2+i])
-	}
-	for i := 2 + nl; i < len(a); i += 2 {
-		m, ok1 := a[i].(string)
-		at, ok2 := a[i+1].(int64)
-		if !ok1 || !ok2 {
-			return Status{}, fmt.Errorf("%w: status: entry %#v %#v", ErrUnexpectedReply, a[i], a[i+1])
+		n, ok := a[i].(int64)
+		if !ok || n < 0 || i+1+2*int(n) > len(a) {
+			return Status{}, fmt.Errorf("%w: status: set %q: count %#v", ErrUnexpectedReply, s.cat, a[i])
 		}
-		s.Entries = append(s.Entries, Entry{Member: m, At: ms(at)})
+		i++
+		for range n {
+			m, ok1 := a[i].(string)
+			at, ok2 := a[i+1].(int64)
+			if !ok1 || !ok2 {
+				return Status{}, fmt.Errorf("%w: status: entry %#v %#v", ErrUnexpectedReply, a[i], a[i+1])
+			}
+			sets[s.cat] = append(sets[s.cat], Entry{Member: m, At: ms(at)})
+			i += 2
+		}
 	}
-	return s, nil
+	if i != len(a) {
+		return Status{}, fmt.Errorf("%w: status: %d elements left over", ErrUnexpectedReply, len(a)-i)
+	}
+	return l.c.status(sets, x[0], loc), nil
 }

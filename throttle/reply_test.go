@@ -7,11 +7,12 @@ import (
 )
 
 func TestParseRepliesRejectGarbage(t *testing.T) {
-	r, err := newRules(Policy{Limits: []Limit{{N: 3, Window: time.Second}}, MinGap: time.Millisecond})
+	c, err := compile(Policy{Limits: []Limit{{N: 3, Window: time.Second}}, MinGap: time.Millisecond,
+		Categories: map[string]Category{"social": {Limits: []Limit{{N: 1, Window: time.Second}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Redis{r: r}
+	l := &Redis{c: c, r: &c.global}
 	garbage := []struct {
 		name string
 		v    any
@@ -48,12 +49,16 @@ func TestParseRepliesRejectGarbage(t *testing.T) {
 		{"nil", nil},
 		{"short", []any{int64(1), int64(0)}},
 		{"no refusal", []any{int64(1), int64(0), int64(0)}},
-		{"existing 2", []any{int64(1), int64(2), int64(0), ""}},
-		{"string slot", []any{"1", int64(0), int64(0), ""}},
-		{"integer refusal", []any{int64(1), int64(0), int64(0), int64(0)}},
-		{"unknown refusal", []any{int64(1), int64(0), int64(0), "busy"}},
-		{"existing refused", []any{int64(1), int64(1), int64(0), "full"}},
-		{"too long", []any{int64(1), int64(0), int64(0), "", int64(0)}},
+		{"no collapsed", []any{int64(1), int64(0), int64(0), ""}},
+		{"existing 2", []any{int64(1), int64(2), int64(0), "", ""}},
+		{"string slot", []any{"1", int64(0), int64(0), "", ""}},
+		{"integer refusal", []any{int64(1), int64(0), int64(0), int64(0), ""}},
+		{"integer collapsed", []any{int64(1), int64(0), int64(0), "", int64(0)}},
+		{"unknown refusal", []any{int64(1), int64(0), int64(0), "busy", ""}},
+		{"existing refused", []any{int64(1), int64(1), int64(0), "full", ""}},
+		{"existing collapsed another", []any{int64(1), int64(1), int64(0), "", "m"}},
+		{"refused collapsed another", []any{int64(1), int64(0), int64(0), "late", "m"}},
+		{"too long", []any{int64(1), int64(0), int64(0), "", "", int64(0)}},
 	}
 	for _, g := range reservations {
 		t.Run("reservation/"+g.name, func(t *testing.T) {
@@ -67,15 +72,17 @@ func TestParseRepliesRejectGarbage(t *testing.T) {
 		v    any
 	}{
 		{"nil", nil},
-		{"short", []any{int64(1), int64(2)}},
-		{"odd entries", []any{int64(1), int64(2), int64(3), "m"}},
-		{"entry time not an integer", []any{int64(1), int64(2), int64(3), "m", "5"}},
-		{"entry member not a string", []any{int64(1), int64(2), int64(3), int64(4), int64(5)}},
-		{"negative remaining", []any{int64(1), int64(2), int64(-3)}},
+		{"no sets", []any{int64(1)}},
+		{"one set of two", []any{int64(1), int64(0)}},
+		{"count past the end", []any{int64(1), int64(1), "m", int64(5), int64(1)}},
+		{"negative count", []any{int64(1), int64(-1), int64(0)}},
+		{"entry time not an integer", []any{int64(1), int64(1), "m", "5", int64(0)}},
+		{"entry member not a string", []any{int64(1), int64(1), int64(4), int64(5), int64(0)}},
+		{"left over", []any{int64(1), int64(0), int64(0), int64(7)}},
 	}
 	for _, g := range statuses {
 		t.Run("status/"+g.name, func(t *testing.T) {
-			if _, err := l.parseStatus(g.v); !errors.Is(err, ErrUnexpectedReply) {
+			if _, err := l.parseStatus(g.v, nil); !errors.Is(err, ErrUnexpectedReply) {
 				t.Errorf("parseStatus(%#v) error = %v, want ErrUnexpectedReply", g.v, err)
 			}
 		})
@@ -84,12 +91,16 @@ func TestParseRepliesRejectGarbage(t *testing.T) {
 	if d, err := l.parseDecision([]any{int64(0), int64(5), int64(2), int64(1000), int64(1)}); err != nil || d.DeniedBy != "min-gap 1ms" || d.RetryAfter != 5*time.Millisecond {
 		t.Errorf("parseDecision(valid) = %+v, %v", d, err)
 	}
-	for _, refused := range []Refusal{"", RefusedFull, RefusedLate} {
-		if r, err := parseReservation([]any{int64(1005), int64(0), int64(1000), string(refused)}); err != nil || r.Refused != refused || r.Wait != 5*time.Millisecond {
+	for _, refused := range []Refusal{"", RefusedFull, RefusedLate, RefusedCollapsed} {
+		if r, err := parseReservation([]any{int64(1005), int64(0), int64(1000), string(refused), ""}); err != nil || r.Refused != refused || r.Wait != 5*time.Millisecond {
 			t.Errorf("parseReservation(valid, %q) = %+v, %v", refused, r, err)
 		}
 	}
-	if s, err := l.parseStatus([]any{int64(1000), int64(1005), int64(2), "m", int64(990)}); err != nil || len(s.Entries) != 1 || s.Entries[0].Member != "m" {
+	if r, err := parseReservation([]any{int64(1005), int64(0), int64(1000), "", "old"}); err != nil || r.Collapsed != "old" {
+		t.Errorf("parseReservation(valid, collapsed) = %+v, %v", r, err)
+	}
+	if s, err := l.parseStatus([]any{int64(1000), int64(1), "m", int64(990), int64(1), "s", int64(995)}, nil); err != nil ||
+		len(s.Entries) != 1 || s.Entries[0].Member != "m" || len(s.Categories) != 1 || s.Categories[0].Entries[0].Member != "s" {
 		t.Errorf("parseStatus(valid) = %+v, %v", s, err)
 	}
 }

@@ -1,33 +1,172 @@
--- reserve.lua: reserve(L, key, now, member, not_after, max_pending, minttl, r)
--- books the earliest instant at which the user may act, under an
--- idempotency member: a member already booked gets its slot back, whatever
--- the cap and not_after say. Shared by reserve_one.lua (Reserve) and
--- reserve_batch.lua (ReserveBatch). L is lib(), r a policy from read_rules.
+-- reserve.lua: Reserve and ReserveBatch, one or many requests in one
+-- call (appended to lib.lua). Each request books the earliest instant at
+-- which its user may act under an idempotency member, in order, all at
+-- one now (TIME read once). A request's sets are the sorted sets its
+-- booking is kept in: the user's global set and/or its category's set,
+-- the home set (where an existing member is looked for) first; each has
+-- its own rule set.
 --
--- A new member books nothing when
---   max_pending > 0 and the user already holds that many entries after now
---     ('full'), checked with one ZCOUNT before any sweep, so a refusal
---     costs O(log n) however many bookings there are;
---   not_after (ms, nil for none) is before its earliest slot ('late').
---
--- Returns  {slot ms, existing 0|1, now ms, refused}: refused is '' when
---          the member holds the slot, 'full' with slot = the user's
---          earliest entry after now, 'late' with slot = the slot it would
---          have booked.
-local function reserve(L, key, now, member, not_after, max_pending, minttl, r)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - r.horizon)
-  local s = redis.call('ZSCORE', key, member)
-  if s then
-    return {tonumber(s), 1, now, ''}
+-- KEYS     per request, in order: the keys of its sets (nsets of them),
+--          then, when it has a collapse key, the user's collapse hash
+--          ("k:<category>:<collapse key>" -> the member booked last with
+--          it; "x:<member>" -> the member that replaced it).
+-- ARGV[1]  now (ms, or "" for Redis TIME)
+-- ARGV[2]  minttl (ms): the least TTL a written key gets
+-- ARGV[3]  max pending (0: no cap)
+-- ARGV[4]  collapse margin (ms): a held booking at most this far after now
+--          is never collapsed
+-- ARGV[5]  R, the number of rule sets, then R rule sets, each
+--          gap, horizon, count, N1, W1, ..., Ncount, Wcount
+-- then     per request: member, not-after (ms or ""), not-before (ms or
+--          ""), category ("" none), collapse key ("" none), nsets, the
+--          rule set (1..R) of each of its sets, nquiet, then nquiet quiet
+--          intervals start, end (ms, [start, end), sorted, disjoint)
+-- Reply    per request {slot ms, existing 0|1, now ms, refused,
+--          collapsed member or ""}: refused is '' when the member holds
+--          the slot, 'full' with slot = the earliest entry after now of
+--          the set at the cap, 'late' with slot = the slot it would have
+--          booked, 'collapsed' with slot = now; or an error reply when the
+--          request's calls failed (e.g. WRONGTYPE), which stops no other.
+local now = now_ms(ARGV[1])
+local minttl = tonumber(ARGV[2])
+local max_pending = tonumber(ARGV[3])
+local margin = tonumber(ARGV[4])
+local nrules = tonumber(ARGV[5])
+local arg = 6 -- the next ARGV to read
+local rulesets = {}
+for k = 1, nrules do
+  local r = {gap = tonumber(ARGV[arg]), horizon = tonumber(ARGV[arg + 1]), count = tonumber(ARGV[arg + 2]), n = {}, w = {}}
+  arg = arg + 3
+  for i = 1, r.count do
+    r.n[i], r.w[i] = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1])
+    arg = arg + 2
   end
-  if max_pending > 0 and redis.call('ZCOUNT', key, '(' .. now, '+inf') >= max_pending then
-    local first = redis.call('ZRANGEBYSCORE', key, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-    return {tonumber(first[2]), 0, now, 'full'}
-  end
-  local t, _, _, last = L.decide(key, now, r, false)
-  if not_after and t > not_after then
-    return {t, 0, now, 'late'}
-  end
-  L.record(key, now, r, t, member, last, minttl)
-  return {t, 0, now, ''}
+  rulesets[k] = r
 end
+local L = lib()
+
+-- reserve books one request: trim its sets, give an existing member its
+-- slot back, refuse a collapsed member, take out the held booking with
+-- the same collapse key (put back if this request books nothing), check
+-- the cap, seek the slot, refuse it after not-after, record it.
+local function reserve(sets, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
+  for b = 1, #sets do
+    redis.call('ZREMRANGEBYSCORE', sets[b].key, '-inf', now - sets[b].r.horizon)
+  end
+  local home = sets[1].key
+  local s = redis.call('ZSCORE', home, member)
+  if s then
+    return {tonumber(s), 1, now, '', ''}
+  end
+  local old, old_at = nil, nil
+  if ckey then
+    if redis.call('HEXISTS', ckey, 'x:' .. member) == 1 then
+      return {now, 0, now, 'collapsed', ''}
+    end
+    local o = redis.call('HGET', ckey, 'k:' .. category .. ':' .. collapse_key)
+    if o and o ~= member then
+      local at = redis.call('ZSCORE', home, o)
+      if at and tonumber(at) > now + margin then
+        old, old_at = o, tonumber(at)
+        for b = 1, #sets do
+          redis.call('ZREM', sets[b].key, old)
+        end
+      end
+    end
+  end
+  local function put_back()
+    if old then
+      for b = 1, #sets do
+        redis.call('ZADD', sets[b].key, old_at, old)
+      end
+    end
+  end
+  if max_pending > 0 then
+    for b = 1, #sets do
+      if redis.call('ZCOUNT', sets[b].key, '(' .. now, '+inf') >= max_pending then
+        local first = redis.call('ZRANGEBYSCORE', sets[b].key, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+        put_back()
+        return {tonumber(first[2]), 0, now, 'full', ''}
+      end
+    end
+  end
+  local t = now
+  if not_before and not_before > t then t = not_before end
+  local lasts, future = {}, false
+  for b = 1, #sets do
+    local e = redis.call('ZREVRANGE', sets[b].key, 0, 0, 'WITHSCORES')
+    lasts[b] = e[2] and tonumber(e[2])
+    if lasts[b] and lasts[b] > now then future = true end
+  end
+  if not future then
+    -- Every rule's feasible instants are a ray: the latest start wins.
+    for b = 1, #sets do
+      local tb = L.past(sets[b].key, now, sets[b].r, lasts[b])
+      if tb > t then t = tb end
+    end
+    for k = 1, #qs do
+      if qs[k] <= t and t < qe[k] then t = qe[k] end
+    end
+  else
+    local bounds = {}
+    for b = 1, #sets do
+      bounds[b] = {ts = L.entries(sets[b].key, now, sets[b].r), r = sets[b].r}
+    end
+    t = L.sweep(bounds, t, qs, qe, nil)
+  end
+  if not_after and t > not_after then
+    put_back()
+    return {t, 0, now, 'late', ''}
+  end
+  local ttl = minttl
+  for b = 1, #sets do
+    redis.call('ZADD', sets[b].key, t, member)
+    local newest = t
+    if lasts[b] and lasts[b] > newest then newest = lasts[b] end
+    local kt = newest - now + sets[b].r.horizon
+    if kt < minttl then kt = minttl end
+    redis.call('PEXPIRE', sets[b].key, kt)
+    if kt > ttl then ttl = kt end
+  end
+  if ckey then
+    redis.call('HSET', ckey, 'k:' .. category .. ':' .. collapse_key, member)
+    if old then
+      redis.call('HSET', ckey, 'x:' .. old, member)
+    end
+    if redis.call('PTTL', ckey) < ttl then
+      redis.call('PEXPIRE', ckey, ttl)
+    end
+  end
+  return {t, 0, now, '', old or ''}
+end
+
+local out = {}
+local key = 1 -- the next KEYS to read
+while arg <= #ARGV do
+  local member, not_after, not_before = ARGV[arg], tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
+  local category, collapse_key, nsets = ARGV[arg + 3], ARGV[arg + 4], tonumber(ARGV[arg + 5])
+  arg = arg + 6
+  local sets = {}
+  for b = 1, nsets do
+    sets[b] = {key = KEYS[key], r = rulesets[tonumber(ARGV[arg])]}
+    key, arg = key + 1, arg + 1
+  end
+  local ckey
+  if collapse_key ~= '' then
+    ckey, key = KEYS[key], key + 1
+  end
+  local nquiet = tonumber(ARGV[arg])
+  arg = arg + 1
+  local qs, qe = {}, {}
+  for k = 1, nquiet do
+    qs[k], qe[k] = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1])
+    arg = arg + 2
+  end
+  local ok, reply = pcall(reserve, sets, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
+  if ok then
+    out[#out + 1] = reply
+  else
+    out[#out + 1] = error_reply(reply)
+  end
+end
+return out

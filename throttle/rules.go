@@ -6,34 +6,45 @@ import (
 	"time"
 )
 
-// rules is a validated Policy in integer milliseconds, the form both
-// implementations decide with.
+// rules is one validated rule set (the global rules, or a category's own)
+// in integer milliseconds, the form both implementations decide with.
 type rules struct {
 	n, w    []int64
 	gap     int64
-	horizon int64    // max(longest window, gap): older entries cannot matter
+	horizon int64    // max(longest window, gap, 1): older entries cannot matter
 	names   []string // DeniedBy per rule index; the gap is the last one
 }
 
-func newRules(p Policy) (rules, error) {
-	if err := p.Validate(); err != nil {
-		return rules{}, err
-	}
-	r := rules{gap: p.MinGap.Milliseconds(), horizon: p.MinGap.Milliseconds()}
-	for _, l := range p.Limits {
+// newRuleSet compiles limits and gap; prefix goes before every rule's
+// name (a category's "marketing ").
+func newRuleSet(limits []Limit, gap time.Duration, prefix string) rules {
+	r := rules{gap: gap.Milliseconds(), horizon: max(gap.Milliseconds(), 1)}
+	for _, l := range limits {
 		w := l.Window.Milliseconds()
 		r.n = append(r.n, int64(l.N))
 		r.w = append(r.w, w)
-		r.names = append(r.names, l.String())
+		r.names = append(r.names, prefix+l.String())
 		r.horizon = max(r.horizon, w)
 	}
-	r.names = append(r.names, gapName(p.MinGap))
-	return r, nil
+	r.names = append(r.names, prefix+gapName(gap))
+	return r
 }
 
-// copyPolicy returns p with its own Limits slice.
+// copyPolicy returns p with its own Limits slice and Categories map.
 func copyPolicy(p Policy) Policy {
 	p.Limits = slices.Clone(p.Limits)
+	if p.Categories != nil {
+		cats := make(map[string]Category, len(p.Categories))
+		for name, k := range p.Categories {
+			k.Limits = slices.Clone(k.Limits)
+			if k.Quiet != nil {
+				q := *k.Quiet
+				k.Quiet = &q
+			}
+			cats[name] = k
+		}
+		p.Categories = cats
+	}
 	return p
 }
 
@@ -220,6 +231,65 @@ func (r *rules) ok(ts []int64, t int64, i int) bool {
 		}
 	}
 	return true
+}
+
+// bound is one set's entries (sorted times) and the rules decided over
+// them.
+type bound struct {
+	r  *rules
+	ts []int64
+}
+
+// earliestAll returns the smallest t >= start (start >= now) at which
+// every bound keeps its rules and that lies in none of the quiet
+// intervals (sorted, disjoint). This is Reserve's search.
+//
+// With no entry after now in any set, every rule's feasible instants form
+// a ray, so the answer is the latest of start and each set's
+// earliestPast, moved past the quiet interval it lands in. Otherwise the
+// candidates are tested in ascending order: at c, each broken rule's run
+// of broken instants [c, skip) and the quiet interval holding c are
+// skipped at once; their farthest end is the next candidate, and the
+// first candidate nothing skips is the answer.
+func earliestAll(bs []bound, quiet []interval, now, start int64) int64 {
+	past := true
+	for _, b := range bs {
+		if n := len(b.ts); n > 0 && b.ts[n-1] > now {
+			past = false
+		}
+	}
+	if past {
+		t := start
+		for _, b := range bs {
+			ti, _ := b.r.earliestPast(b.ts, now)
+			t = max(t, ti)
+		}
+		for _, q := range quiet {
+			if q.s <= t && t < q.e {
+				t = q.e
+			}
+		}
+		return t
+	}
+	c := start
+	for {
+		lo := c // every t in [c, lo) breaks a rule or is quiet
+		for _, b := range bs {
+			for i := range len(b.r.n) + 1 {
+				if !b.r.ok(b.ts, c, i) {
+					lo = max(lo, b.r.skip(b.ts, c, i))
+				}
+			}
+		}
+		k := sort.Search(len(quiet), func(j int) bool { return quiet[j].e > c })
+		if k < len(quiet) && quiet[k].s <= c {
+			lo = max(lo, quiet[k].e)
+		}
+		if lo == c {
+			return c
+		}
+		c = lo
+	}
 }
 
 // remaining is, per limit, N minus the entries in (now-W, now], floored at 0.

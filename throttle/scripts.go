@@ -17,10 +17,6 @@ var (
 	allowBatchLua string
 	//go:embed reserve.lua
 	reserveLua string
-	//go:embed reserve_one.lua
-	reserveOneLua string
-	//go:embed reserve_batch.lua
-	reserveBatchLua string
 	//go:embed release.lua
 	releaseLua string
 	//go:embed status.lua
@@ -28,20 +24,20 @@ var (
 )
 
 // scripts are built per limiter (redis.Script caches its digest under a
-// lock, so they are not package-level state). The single-user and the batch
-// scripts share their decision code: allow.lua and reserve.lua define it,
-// the *_one.lua and *_batch.lua entry points call it.
+// lock, so they are not package-level state). Allow's single-user and
+// batch scripts share their decision code: allow.lua defines it, the
+// allow_one.lua and allow_batch.lua entry points call it. reserve.lua
+// takes one request or many.
 type scripts struct {
-	allow, allowBatch, reserve, reserveBatch, release, status *redis.Script
+	allow, allowBatch, reserve, release, status *redis.Script
 }
 
 func newScripts() scripts {
 	return scripts{
-		allow:        redis.NewScript(libLua + allowLua + allowOneLua),
-		allowBatch:   redis.NewScript(libLua + allowLua + allowBatchLua),
-		reserve:      redis.NewScript(libLua + reserveLua + reserveOneLua),
-		reserveBatch: redis.NewScript(libLua + reserveLua + reserveBatchLua),
-		release:      redis.NewScript(libLua + releaseLua),
-		status:       redis.NewScript(libLua + statusLua),
+		allow:      redis.NewScript(libLua + allowLua + allowOneLua),
+		allowBatch: redis.NewScript(libLua + allowLua + allowBatchLua),
+		reserve:    redis.NewScript(libLua + reserveLua),
+		release:    redis.NewScript(libLua + releaseLua),
+		status:     redis.NewScript(libLua + statusLua),
 	}
 }

@@ -22,7 +22,7 @@ type limiter interface {
 	Peek(ctx context.Context, user string) (throttle.Decision, error)
 	Reserve(ctx context.Context, user, member string) (throttle.Reservation, error)
 	Release(ctx context.Context, user, member string) (bool, error)
-	Status(ctx context.Context, user string) (throttle.Status, error)
+	Status(ctx context.Context, user string, loc *time.Location) (throttle.Status, error)
 	Reset(ctx context.Context, user string) error
 	AllowBatch(ctx context.Context, users []string) ([]throttle.Decision, error)
 	ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error)
@@ -76,9 +76,20 @@ type step struct {
 }
 
 type status struct {
+	Entries    []entry
+	Remaining  []int
+	Next       int64 // ms after t0
+	Quiet      bool
+	Categories []catStatus
+}
+
+// catStatus is a CategoryStatus folded like status.
+type catStatus struct {
+	Name      string
 	Entries   []entry
 	Remaining []int
-	Next      int64 // ms after t0
+	Next      int64
+	Quiet     bool
 }
 
 // entry is a Status entry with Allow's random member names folded to
@@ -119,21 +130,34 @@ func late(atMs, waitMs int64) throttle.Reservation {
 var equateEmpty = cmpopts.EquateEmpty()
 
 func foldStatus(s throttle.Status, base int64) status {
-	out := status{Remaining: s.Remaining, Next: s.NextAllowed.UnixMilli() - base}
-	for _, e := range s.Entries {
+	out := status{Remaining: s.Remaining, Next: s.NextAllowed.UnixMilli() - base, Quiet: s.Quiet, Entries: foldEntries(s.Entries, base)}
+	for _, c := range s.Categories {
+		out.Categories = append(out.Categories, catStatus{Name: c.Name, Entries: foldEntries(c.Entries, base),
+			Remaining: c.Remaining, Next: c.NextAllowed.UnixMilli() - base, Quiet: c.Quiet})
+	}
+	return out
+}
+
+func foldEntries(es []throttle.Entry, base int64) []entry {
+	var out []entry
+	for _, e := range es {
 		m := e.Member
 		if strings.HasPrefix(m, "allow:") {
 			m = "allow"
 		}
-		out.Entries = append(out.Entries, entry{Member: m, At: e.At.UnixMilli() - base})
+		out = append(out, entry{Member: m, At: e.At.UnixMilli() - base})
 	}
-	slices.SortFunc(out.Entries, func(a, b entry) int {
+	sortEntries(out)
+	return out
+}
+
+func sortEntries(es []entry) {
+	slices.SortFunc(es, func(a, b entry) int {
 		if a.At != b.At {
 			return int(a.At - b.At)
 		}
 		return strings.Compare(a.Member, b.Member)
 	})
-	return out
 }
 
 // testLimiter is the suite both implementations must pass.
@@ -143,6 +167,7 @@ func testLimiter(t *testing.T, newLimiter newLimiterFunc) {
 	t.Run("Batch", func(t *testing.T) { testBatch(t, newLimiter) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, newLimiter) })
 	t.Run("DefaultClock", func(t *testing.T) { testDefaultClock(t, newLimiter) })
+	t.Run("Policies", func(t *testing.T) { testPolicies(t, newLimiter) })
 	t.Run("RandomTraces", func(t *testing.T) { testRandomTraces(t, newLimiter) })
 }
 
@@ -462,7 +487,7 @@ func runStep(ctx context.Context, l limiter, user string, s step) (any, error) {
 	case "release":
 		return l.Release(ctx, user, s.member)
 	case "status":
-		st, err := l.Status(ctx, user)
+		st, err := l.Status(ctx, user, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -536,7 +561,7 @@ func testBatch(t *testing.T, newLimiter newLimiterFunc) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("-want +got:\n%s", diff)
 		}
-		st, err := l.Status(context.Background(), "u")
+		st, err := l.Status(context.Background(), "u", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -573,7 +598,7 @@ func testBadInput(t *testing.T, newLimiter newLimiterFunc) {
 		{"reserve empty member", func() error { _, err := l.Reserve(ctx, "u", ""); return err }, throttle.ErrEmptyMember},
 		{"release empty user", func() error { _, err := l.Release(ctx, "", "m"); return err }, throttle.ErrEmptyUser},
 		{"release empty member", func() error { _, err := l.Release(ctx, "u", ""); return err }, throttle.ErrEmptyMember},
-		{"status empty user", func() error { _, err := l.Status(ctx, ""); return err }, throttle.ErrEmptyUser},
+		{"status empty user", func() error { _, err := l.Status(ctx, "", nil); return err }, throttle.ErrEmptyUser},
 		{"reset empty user", func() error { return l.Reset(ctx, "") }, throttle.ErrEmptyUser},
 		{"allow batch with an empty user", func() error { _, err := l.AllowBatch(ctx, []string{"u", ""}); return err }, throttle.ErrEmptyUser},
 		{"reserve batch with an empty user", func() error {
@@ -593,7 +618,7 @@ func testBadInput(t *testing.T, newLimiter newLimiterFunc) {
 		})
 	}
 	// Nothing was recorded by the rejected calls.
-	st, err := l.Status(ctx, "u")
+	st, err := l.Status(ctx, "u", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,45 @@ type Limit struct {
 }
 
 // Policy is the set of rules a limiter enforces for every user: all Limits
-// at once, plus at least MinGap between two recorded actions.
+// at once, plus at least MinGap between two recorded actions (the global
+// rules), the rules of each category on top of them, and quiet hours.
 type Policy struct {
 	Limits []Limit
 	MinGap time.Duration
+	// Quiet are the quiet hours: Reserve books no slot at an instant whose
+	// wall-clock time in the request's Location falls inside them. The zero
+	// Quiet has none. Allow and Peek do not apply them.
+	Quiet Quiet
+	// Categories are named rule sets a Request may name (Request.Category):
+	// a booking of category c keeps c's rules among the bookings of c, and
+	// the global rules among every booking that keeps them. Names are 1 to
+	// 32 of a-z, 0-9, _ and -.
+	Categories map[string]Category
+}
+
+// Category is the rules of one category: its own Limits and MinGap,
+// counted among the bookings of this category only, whether the global
+// rules apply too, and its quiet hours.
+type Category struct {
+	Limits []Limit
+	MinGap time.Duration
+	// SkipGlobal exempts the category from the global rules: its bookings
+	// neither wait for the global Limits and MinGap nor count toward them.
+	SkipGlobal bool
+	// Quiet, when not nil, replaces the policy's quiet hours for this
+	// category; a pointer to the zero Quiet turns them off.
+	Quiet *Quiet
+}
+
+// Quiet is a daily window of wall-clock time, [From, To), each an offset
+// from midnight (whole milliseconds, under 24 h). From after To wraps
+// midnight: {22h, 8h} is 22:00 to 08:00 the next morning. An instant is
+// quiet when its wall-clock time in a location falls inside the window, so
+// on the nights clocks change the window lasts an hour more or less in
+// real time, and a wall-clock time that does not exist that night is
+// skipped. From == To means no quiet hours.
+type Quiet struct {
+	From, To time.Duration
 }
 
 // Decision is the answer to Allow or Peek. Being limited is a result, not an
@@ -49,6 +84,11 @@ type Reservation struct {
 	// Refused is why nothing was booked for a new member; empty when the
 	// member holds the slot At (booked now or, with Existing, before).
 	Refused Refusal
+	// Collapsed is the member of the held booking this one replaced: the
+	// same user's booking of the same Category and CollapseKey, more than
+	// Options.CollapseMargin ahead, removed by this Reserve. Empty when
+	// none (and always on an Existing answer).
+	Collapsed string
 	// Now is the limiter's clock at the booking.
 	Now time.Time
 }
@@ -68,6 +108,10 @@ const (
 	// RefusedLate: the earliest slot the member could have had is after
 	// Request.NotAfter. At and Wait are that slot.
 	RefusedLate Refusal = "late"
+	// RefusedCollapsed: a newer booking with the same CollapseKey replaced
+	// this member's (see Reservation.Collapsed); it must not be sent. At
+	// is the limiter's now.
+	RefusedCollapsed Refusal = "collapsed"
 )
 
 // Request is one user's part of a batch.
@@ -83,6 +127,18 @@ type Request struct {
 	// The limiter compares it in whole milliseconds (NotAfter's UnixMilli).
 	// Ignored by AllowBatch.
 	NotAfter time.Time
+	// NotBefore, when not zero, is the earliest slot a new member may get
+	// (a scheduled send), in whole milliseconds.
+	NotBefore time.Time
+	// Category names one of Policy.Categories; "" books under the global
+	// rules alone. An unknown category is an error (ErrUnknownCategory).
+	Category string
+	// Location is the user's time zone for the quiet hours (nil: UTC).
+	Location *time.Location
+	// CollapseKey, when set, lets this booking replace the user's held
+	// booking of the same Category and CollapseKey (Reservation.Collapsed)
+	// and be replaced by a later one.
+	CollapseKey string
 }
 
 // Entry is one recorded action or booking in a user's set.
@@ -93,16 +149,39 @@ type Entry struct {
 
 // Status describes one user's state.
 type Status struct {
-	// Entries are the recorded and booked entries still inside the longest
-	// window, oldest first (future bookings included).
+	// Entries are the recorded and booked entries of the global rules still
+	// inside their longest window, oldest first (future bookings
+	// included).
 	Entries []Entry
 	// Remaining is, per Policy.Limits, how many more actions the window
 	// ending now would accept.
 	Remaining []int
-	// NextAllowed is the earliest instant an action would be allowed (Now
-	// when allowed now).
+	// NextAllowed is the earliest instant a booking without a category
+	// would get (Now when it would be allowed now), quiet hours included.
 	NextAllowed time.Time
-	Now         time.Time
+	// Quiet reports whether Now is inside the policy's quiet hours in the
+	// location asked about.
+	Quiet bool
+	// Categories describe each of Policy.Categories, by name.
+	Categories []CategoryStatus
+	Now        time.Time
+}
+
+// CategoryStatus is one category's part of a Status.
+type CategoryStatus struct {
+	Name string
+	// Entries are the category's own entries (empty when it has no rules
+	// of its own and keeps the global ones: its bookings are among the
+	// global Entries).
+	Entries []Entry
+	// Remaining is, per the category's Limits, how many more actions the
+	// window ending now would accept.
+	Remaining []int
+	// NextAllowed is the earliest instant a booking of this category would
+	// get, every rule and its quiet hours included.
+	NextAllowed time.Time
+	// Quiet reports whether Now is inside the category's quiet hours.
+	Quiet bool
 }
 
 // Options configure a limiter.
@@ -121,4 +200,8 @@ type Options struct {
 	// bookings cost every decision; see the package documentation. 0 means
 	// no cap; a negative value is an error.
 	MaxPending int
+	// CollapseMargin: a held booking whose slot is at most this far after
+	// now counts as on its way and is never collapsed (its sender may be
+	// past its last look at the limiter). 0: any booking after now may be.
+	CollapseMargin time.Duration
 }

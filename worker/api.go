@@ -218,7 +218,7 @@ func (w *Worker) getThrottle(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := r.PathValue("id")
-	st, err := w.admin.Status(r.Context(), user)
+	st, err := w.admin.Status(r.Context(), user, nil)
 	if err != nil {
 		w.log.Error("throttle status failed", "err", err)
 		writeError(rw, http.StatusServiceUnavailable, "could not read the limiter, try again")

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,7 +31,7 @@ type pipeLimiter interface {
 
 // ThrottleAdmin shows and clears one user's limiter state for the HTTP API.
 type ThrottleAdmin interface {
-	Status(ctx context.Context, user string) (throttle.Status, error)
+	Status(ctx context.Context, user string, loc *time.Location) (throttle.Status, error)
 	Reset(ctx context.Context, user string) error
 }
 

@@ -22,7 +22,7 @@ func counts(delivered, expired, tokenInvalid, failed int) map[string]int {
 // hasEntry reports whether the limiter holds a booking or send for member.
 func (e *env) hasEntry(user, member string) bool {
 	e.t.Helper()
-	st, err := e.lim.Status(context.Background(), user)
+	st, err := e.lim.Status(context.Background(), user, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestSingleJobReRunGivesBackItsBooking(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the delivered push's entry to age out", func() bool {
-		st, err := e.lim.Status(t.Context(), "u-r")
+		st, err := e.lim.Status(t.Context(), "u-r", nil)
 		return err == nil && len(st.Entries) == 0
 	})
 	if err := e.w.handleJob(t.Context(), task); err != nil {
@@ -74,7 +74,7 @@ func TestSingleJobReRunGivesBackItsBooking(t *testing.T) {
 	if !slices.Contains(released, "rerun/0") {
 		t.Errorf("released %v, want the re-run's booking rerun/0 given back", released)
 	}
-	st, err := e.lim.Status(t.Context(), "u-r")
+	st, err := e.lim.Status(t.Context(), "u-r", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

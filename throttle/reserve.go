@@ -1,0 +1,149 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ReserveBatchWith is ReserveBatch sharing its round trip with the caller's
+// own commands: queue (when not nil) adds them to the pipeline, on the
+// limiter's client, before the bookings, and the caller reads their results
+// from the commands it queued once ReserveBatchWith returns. The limiter
+// does not look at them; a command of theirs that fails does not fail the
+// bookings.
+func (l *Redis) ReserveBatchWith(ctx context.Context, reqs []Request, queue func(redis.Pipeliner)) ([]Reservation, error) {
+	if err := checkRequests(reqs); err != nil {
+		return nil, err
+	}
+	out := make([]Reservation, len(reqs))
+	var failed []error
+	fail := func(i int, err error) {
+		failed = append(failed, fmt.Errorf("throttle: reserve %q: %w", reqs[i].User, err))
+	}
+	// A request with an unknown category fails alone; the rest are booked.
+	var bs []booking
+	for i, q := range reqs {
+		b, err := l.plan(i, q)
+		if err != nil {
+			fail(i, err)
+			continue
+		}
+		bs = append(bs, b)
+	}
+	// One call per chunk of requests where one script may touch any keys,
+	// else one per request (its keys share the user's hash tag).
+	per := 1
+	if l.multiKey {
+		per = batchChunk
+	}
+	var calls []scriptCall
+	var parts [][]booking
+	for from := 0; from < len(bs); from += per {
+		part := bs[from:min(from+per, len(bs))]
+		calls = append(calls, l.reserveCall(part))
+		parts = append(parts, part)
+	}
+	for c, cmd := range l.pipeline(ctx, queue, l.scripts.reserve, calls) {
+		part := parts[c]
+		v, err := cmd.Result()
+		a, ok := v.([]any)
+		if err == nil && (!ok || len(a) != len(part)) {
+			err = fmt.Errorf("%w: reserve: want an array of %d replies, got %#v", ErrUnexpectedReply, len(part), v)
+		}
+		for j, b := range part {
+			switch {
+			case err != nil:
+				fail(b.i, err)
+			case isError(a[j]):
+				fail(b.i, a[j].(error))
+			default:
+				var perr error
+				if out[b.i], perr = parseReservation(a[j]); perr != nil {
+					fail(b.i, perr)
+				}
+			}
+		}
+	}
+	return out, errors.Join(failed...)
+}
+
+func isError(v any) bool {
+	_, ok := v.(error)
+	return ok
+}
+
+// booking is one request ready for reserve.lua: its sets, quiet intervals
+// and bounds in ms.
+type booking struct {
+	i                   int // the request's index
+	q                   Request
+	sets                []set
+	quiet               []interval
+	notAfter, notBefore int64 // ms, 0 none
+}
+
+// plan prepares request i. The quiet intervals start a day before the
+// local clock's view of the earliest slot, so a server clock up to a day
+// off still finds every interval that matters.
+func (l *Redis) plan(i int, q Request) (booking, error) {
+	sets, quiet, err := l.c.plan(q.Category)
+	if err != nil {
+		return booking{}, err
+	}
+	local := time.Now
+	if l.clock != nil {
+		local = l.clock
+	}
+	b := booking{i: i, q: q, sets: sets, notBefore: notAfterMs(q.NotBefore)}
+	start := max(local().UnixMilli(), b.notBefore)
+	b.quiet, b.notAfter = window(quiet, q.Location, start-dayMs, start, notAfterMs(q.NotAfter))
+	return b, nil
+}
+
+// reserveCall is reserve.lua's call for bs: its keys and ARGV in the order
+// the script's header names them.
+func (l *Redis) reserveCall(bs []booking) scriptCall {
+	index := map[*rules]int{} // rule set -> its number in ARGV, from 1
+	var ruleArgs []any
+	for _, b := range bs {
+		for _, s := range b.sets {
+			if _, ok := index[s.r]; ok {
+				continue
+			}
+			index[s.r] = len(index) + 1
+			ruleArgs = append(ruleArgs, s.r.gap, s.r.horizon, len(s.r.n))
+			for k := range s.r.n {
+				ruleArgs = append(ruleArgs, s.r.n[k], s.r.w[k])
+			}
+		}
+	}
+	args := []any{
+		l.now(),      // ARGV[1] now
+		l.minTTL,     // ARGV[2] minttl
+		l.maxPending, // ARGV[3] max pending
+		l.margin,     // ARGV[4] collapse margin
+		len(index),   // ARGV[5] R, then the rule sets
+	}
+	args = append(args, ruleArgs...)
+	var keys []string
+	for _, b := range bs {
+		q := b.q
+		args = append(args, q.Member, msArg(b.notAfter), msArg(b.notBefore), q.Category, q.CollapseKey, len(b.sets))
+		for _, s := range b.sets {
+			keys = append(keys, l.setKey(q.User, s.cat))
+			args = append(args, index[s.r])
+		}
+		if q.CollapseKey != "" {
+			keys = append(keys, l.collapseKey(q.User))
+		}
+		args = append(args, len(b.quiet))
+		for _, iv := range b.quiet {
+			args = append(args, iv.s, iv.e)
+		}
+	}
+	return scriptCall{keys: keys, args: args}
+}

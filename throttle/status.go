@@ -1,0 +1,44 @@
+package throttle
+
+import "time"
+
+// status builds a Status from the entries of each of a user's sets ("" the
+// global set, else a category's; each oldest first, aged-out ones
+// dropped): both implementations read the sets and let this decide, so
+// their Status agree by construction.
+func (c *compiled) status(sets map[string][]Entry, now int64, loc *time.Location) Status {
+	ts := func(cat string) []int64 {
+		out := make([]int64, len(sets[cat]))
+		for i, e := range sets[cat] {
+			out[i] = e.At.UnixMilli()
+		}
+		return out
+	}
+	at := ms(now)
+	s := Status{Now: at, Entries: sets[""], Remaining: c.global.remaining(ts(""), now), Quiet: c.quiet.Contains(at, loc)}
+	s.NextAllowed = ms(c.next("", ts, now, loc))
+	for _, name := range c.names {
+		k := c.cats[name]
+		cs := CategoryStatus{Name: name, Remaining: k.r.remaining(ts(name), now), Quiet: k.quiet.Contains(at, loc)}
+		if k.hasSet() {
+			cs.Entries = sets[name]
+		}
+		cs.NextAllowed = ms(c.next(name, ts, now, loc))
+		s.Categories = append(s.Categories, cs)
+	}
+	return s
+}
+
+// next is the slot a new booking of category cat would get at now.
+func (c *compiled) next(cat string, ts func(string) []int64, now int64, loc *time.Location) int64 {
+	sets, quiet, err := c.plan(cat)
+	if err != nil {
+		return now // cat comes from c itself
+	}
+	bs := make([]bound, len(sets))
+	for i, s := range sets {
+		bs[i] = bound{r: s.r, ts: ts(s.cat)}
+	}
+	qs, _ := window(quiet, loc, now, now, 0)
+	return earliestAll(bs, qs, now, now)
+}
