@@ -31,6 +31,8 @@ var limitValues = map[string]int64{
 	"MaxPayloadBytes":     payload.MaxPayloadBytes,
 	"MaxIDBytes":          payload.MaxIDBytes,
 	"MaxTTL":              int64(payload.MaxTTL),
+	"MaxSendAhead":        int64(payload.MaxSendAhead),
+	"MaxCategoryBytes":    payload.MaxCategoryBytes,
 	"MaxCollapseKeyBytes": payload.MaxCollapseKeyBytes,
 	"MinAPNsTokenLen":     payload.MinAPNsTokenLen,
 	"MaxAPNsTokenLen":     payload.MaxAPNsTokenLen,

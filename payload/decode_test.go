@@ -15,7 +15,7 @@ import (
 const fullJobJSON = `{
   "id": "order-4711-shipped",
   "recipients": [
-    {"user_id": "u-42",
+    {"user_id": "u-42", "timezone": "Europe/Berlin",
      "devices": [{"platform": "apns", "token": "abababababababababababababababababababababababababababababababab"},
                  {"platform": "fcm",  "token": "fGx1:APA91b_token-Example.1"}]}
   ],
@@ -23,7 +23,9 @@ const fullJobJSON = `{
              "image": "https://cdn.example.com/p.jpg", "category": "ORDER", "thread_id": "orders"},
   "data":   {"order": "4711"},
   "priority": "high",
+  "category": "orders",
   "collapse_key": "order-4711",
+  "send_at": "2026-11-21T19:30:00+01:00",
   "ttl": "2h",
   "silent": false
 }`
@@ -35,7 +37,7 @@ func TestDecodeFullJob(t *testing.T) {
 	}
 	want := Job{
 		ID: "order-4711-shipped",
-		Recipients: []Recipient{{UserID: "u-42", Devices: []Device{
+		Recipients: []Recipient{{UserID: "u-42", Timezone: "Europe/Berlin", Devices: []Device{
 			{Platform: APNs, Token: apnsToken},
 			{Platform: FCM, Token: fcmToken},
 		}}},
@@ -44,7 +46,9 @@ func TestDecodeFullJob(t *testing.T) {
 				Image: "https://cdn.example.com/p.jpg", Category: "ORDER", ThreadID: "orders"},
 			Data:        map[string]string{"order": "4711"},
 			Priority:    PriorityHigh,
+			Category:    "orders",
 			CollapseKey: "order-4711",
+			SendAt:      at(30 * time.Minute),
 			TTL:         Duration(2 * time.Hour),
 		},
 	}
@@ -55,8 +59,8 @@ func TestDecodeFullJob(t *testing.T) {
 		t.Errorf("Validate: %v", err)
 	}
 	got.AcceptedAt = time.Date(2026, 11, 21, 17, 0, 0, 0, time.UTC) // as hush stamps it
-	if d := got.Deadline(); !d.Equal(got.AcceptedAt.Add(2 * time.Hour)) {
-		t.Errorf("Deadline = %v, want accepted_at + 2h", d)
+	if d := got.Deadline(); !d.Equal(got.SendAt.Add(2 * time.Hour)) {
+		t.Errorf("Deadline = %v, want send_at + 2h", d)
 	}
 }
 
@@ -64,6 +68,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 	tests := map[string]string{
 		"full":       fullJobJSON,
 		"expires_at": `{"recipients":[{"user_id":"u","devices":[{"platform":"fcm","token":"t"}]}],"alert":{"body":"b"},"expires_at":"2026-11-21T19:30:00+01:00"}`,
+		"send_at":    `{"recipients":[{"user_id":"u","devices":[{"platform":"fcm","token":"t"}]}],"alert":{"body":"b"},"send_at":"2026-11-21T19:30:00.5+01:00","expires_at":"2026-11-22T00:00:00Z"}`,
 		"silent":     `{"recipients":[{"user_id":"u","devices":[{"platform":"fcm","token":"t"}]}],"silent":true,"data":{"k":"v"},"ttl":"90s"}`,
 		"badge zero": `{"recipients":[],"alert":{"title":"t","badge":0}}`,
 		"minimal":    `{"recipients":[]}`,
@@ -135,6 +140,14 @@ func TestDecodeFieldProblems(t *testing.T) {
 		{"ttl a number", `{"ttl":3600}`, []problem{{"ttl", `must be a duration string like "2h", not 3600`}}},
 		{"ttl not a duration", `{"ttl":"2 hours"}`, []problem{{"ttl", `invalid duration "2 hours"`}}},
 		{"expires_at not a time", `{"expires_at":"tomorrow"}`, []problem{{"expires_at", "RFC 3339"}}},
+		{"send_at not a time", `{"send_at":"tomorrow 9am"}`, []problem{{"send_at", `must be an RFC 3339 time like "2026-11-21T18:00:00Z"`}}},
+		{"send_at a number", `{"send_at":1763748000}`, []problem{{"send_at", "RFC 3339"}}},
+		{"send_at without an offset", `{"send_at":"2026-11-21T18:00:00"}`, []problem{{"send_at", "RFC 3339"}}},
+		{"category a number", `{"category":7}`, []problem{{"category", "must be a string, not the number 7"}}},
+		{"timezone an object", `{"recipients":[{"user_id":"u","timezone":{"name":"UTC"}}]}`, []problem{{"recipients[0].timezone", "must be a string, not an object"}}},
+		{"timezone wrong case suggests the name", `{"recipients":[{"user_id":"u","timeZone":"UTC"}]}`, []problem{{"recipients[0].timeZone", `did you mean "timezone"?`}}},
+		{"send_at wrong case suggests the name", `{"Send_At":"2026-11-21T18:00:00Z"}`, []problem{{"Send_At", `did you mean "send_at"?`}}},
+		{"sendAt is unknown", `{"sendAt":"2026-11-21T18:00:00Z"}`, []problem{{"sendAt", "unknown field"}}},
 		{"accepted_at a number", `{"accepted_at":1}`, []problem{{"accepted_at", "RFC 3339"}}},
 		{"wrong container is skipped whole", `{"alert":[{"x":[1]}],"ttl":5}`, []problem{{"alert", "must be an object, not an array"}, {"ttl", "duration string"}}},
 		{"all problems in document order",
@@ -160,7 +173,7 @@ func TestDecodeFieldProblems(t *testing.T) {
 }
 
 func TestDecodeNullsAreZero(t *testing.T) {
-	got, err := Decode(strings.NewReader(`{"id":null,"recipients":null,"alert":null,"data":null,"ttl":null,"expires_at":null,"silent":null}`))
+	got, err := Decode(strings.NewReader(`{"id":null,"recipients":null,"alert":null,"data":null,"category":null,"send_at":null,"ttl":null,"expires_at":null,"silent":null}`))
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
@@ -218,6 +231,10 @@ func TestDeadline(t *testing.T) {
 		{"expires_at", Job{Content: Content{ExpiresAt: at(time.Hour)}, AcceptedAt: accepted}, testNow.Add(time.Hour)},
 		{"ttl from accepted_at", Job{Content: Content{TTL: Duration(time.Minute)}, AcceptedAt: accepted}, testNow.Add(time.Minute)},
 		{"ttl before acceptance", Job{Content: Content{TTL: Duration(time.Minute)}}, time.Time{}},
+		{"send_at alone", Job{Content: Content{SendAt: at(2 * time.Hour)}, AcceptedAt: accepted}, time.Time{}},
+		{"ttl from send_at", Job{Content: Content{SendAt: at(2 * time.Hour), TTL: Duration(time.Minute)}, AcceptedAt: accepted}, testNow.Add(2*time.Hour + time.Minute)},
+		{"ttl from send_at before acceptance", Job{Content: Content{SendAt: at(2 * time.Hour), TTL: Duration(time.Minute)}}, testNow.Add(2*time.Hour + time.Minute)},
+		{"expires_at wins over send_at", Job{Content: Content{SendAt: at(2 * time.Hour), ExpiresAt: at(3 * time.Hour)}, AcceptedAt: accepted}, testNow.Add(3 * time.Hour)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,5 +242,15 @@ func TestDeadline(t *testing.T) {
 				t.Errorf("Deadline = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestNotBefore(t *testing.T) {
+	if got := (&Content{}).NotBefore(); !got.IsZero() {
+		t.Errorf("NotBefore without send_at = %v, want the zero time", got)
+	}
+	c := Content{SendAt: at(time.Hour)}
+	if got := c.NotBefore(); !got.Equal(testNow.Add(time.Hour)) {
+		t.Errorf("NotBefore = %v, want send_at %v", got, testNow.Add(time.Hour))
 	}
 }

@@ -4,14 +4,16 @@
 // JSON body and the FCM v1 message.
 //
 // It imports only the standard library: backends can depend on it without
-// pulling in Redis, Asynq or any provider SDK.
+// pulling in Redis, Asynq or any provider SDK. It embeds the IANA time zone
+// database (time/tzdata), so that a recipient's timezone is checked the
+// same way on every machine.
 //
 // # Decoding
 //
 // Decode is strict: field names match exactly, unknown or duplicate fields
 // and values of the wrong JSON type are field problems, and nothing may
-// follow the job. ttl is a Go duration string ("90s", "2h"); expires_at is
-// RFC 3339.
+// follow the job. ttl is a Go duration string ("90s", "2h"); send_at and
+// expires_at are RFC 3339.
 //
 // # Validation rules
 //
@@ -25,6 +27,9 @@
 //   - recipients[i].user_id: required, at most 256 bytes, valid UTF-8, no
 //     control characters; unique within the job (a duplicate names the index
 //     of the first).
+//   - recipients[i].timezone: empty (the server's default), or an IANA time
+//     zone name that time.LoadLocation knows from the embedded database;
+//     "Local" and other names of the machine's own zone are refused.
 //   - recipients[i].devices: 1 to 10.
 //   - devices[j].platform: "apns" or "fcm".
 //   - devices[j].token: required; apns: 64 to 200 hex characters, an even
@@ -38,9 +43,15 @@
 //     reserved "from", "notification", "message_type" and keys starting with
 //     "google." or "gcm."; "image" is rejected when alert.image is set.
 //   - priority: empty (means normal), "normal", "high" or "critical".
+//   - category: empty, or 1 to 32 of a-z 0-9 _ - (ValidCategory); whether
+//     it is configured is checked by the worker, not here.
 //   - collapse_key: at most 64 bytes (APNs apns-collapse-id).
-//   - ttl: positive, at most 28 days (FCM's maximum); exclusive with expires_at.
-//   - expires_at: not before the time passed to Validate.
+//   - send_at: not before the time passed to Validate, and at most
+//     MaxSendAhead (28 days) after it.
+//   - ttl: positive, at most 28 days (FCM's maximum); exclusive with
+//     expires_at. It counts from send_at when set, else from accepted_at.
+//   - expires_at: not before the time passed to Validate; after send_at
+//     when both are set.
 //   - the rendered APNs body and the rendered FCM message, for the platforms
 //     the job uses, at most 4096 bytes each (reported on "alert", or on
 //     "data" for a silent job).

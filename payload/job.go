@@ -17,16 +17,25 @@ type Job struct {
 	ID         string      `json:"id,omitempty"`
 	Recipients []Recipient `json:"recipients"`
 	Content
-	// AcceptedAt is set by hush when it accepts the job; TTL counts from it.
+	// AcceptedAt is set by hush when it accepts the job; TTL counts from it
+	// unless SendAt is set.
 	AcceptedAt time.Time `json:"accepted_at,omitzero"`
 }
 
 // Content is what every recipient of a job receives.
 type Content struct {
-	Alert       *Alert            `json:"alert,omitempty"`
-	Data        map[string]string `json:"data,omitempty"`
-	Priority    Priority          `json:"priority,omitempty"`
-	CollapseKey string            `json:"collapse_key,omitempty"`
+	Alert    *Alert            `json:"alert,omitempty"`
+	Data     map[string]string `json:"data,omitempty"`
+	Priority Priority          `json:"priority,omitempty"`
+	// Category names the kind of notification ("marketing"). Validate checks
+	// its syntax (ValidCategory); whether the operator configured it
+	// (HUSH_THROTTLE_CATEGORIES) is for the worker to say. It is not
+	// Alert.Category, the APNs action category.
+	Category    string `json:"category,omitempty"`
+	CollapseKey string `json:"collapse_key,omitempty"`
+	// SendAt, when set, is the earliest time the job is sent; TTL counts
+	// from it.
+	SendAt *time.Time `json:"send_at,omitempty"`
 	// TTL is a Go duration ("2h"); exclusive with ExpiresAt.
 	TTL       Duration   `json:"ttl,omitzero"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
@@ -35,8 +44,11 @@ type Content struct {
 
 // Recipient is one user and their devices.
 type Recipient struct {
-	UserID  string   `json:"user_id"`
-	Devices []Device `json:"devices"`
+	UserID string `json:"user_id"`
+	// Timezone is the IANA name of the user's time zone, for quiet hours;
+	// empty means the server's default. See Location.
+	Timezone string   `json:"timezone,omitempty"`
+	Devices  []Device `json:"devices"`
 }
 
 // Device is one push token on one platform.

@@ -15,6 +15,11 @@ const (
 	MaxIDBytes = 256
 	// MaxTTL is the longest ttl, FCM's maximum time to live.
 	MaxTTL = 28 * 24 * time.Hour
+	// MaxSendAhead is how far after submission send_at may be: as far as
+	// the longest ttl.
+	MaxSendAhead = MaxTTL
+	// MaxCategoryBytes bounds a category name (see ValidCategory).
+	MaxCategoryBytes = 32
 	// MaxCollapseKeyBytes is APNs' limit for apns-collapse-id.
 	MaxCollapseKeyBytes = 64
 	// MinAPNsTokenLen and MaxAPNsTokenLen bound an APNs device token in hex

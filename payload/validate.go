@@ -14,7 +14,7 @@ import (
 
 // Validate checks j against the rules listed in the package documentation
 // and returns nil or a *ValidationError with every problem, in document
-// order. now is the reference for expires_at.
+// order. now is the reference for send_at and expires_at.
 func (j *Job) Validate(now time.Time) error {
 	var ps problems
 	checkID(&ps, j.ID)
@@ -55,6 +55,8 @@ func (j *Job) checkRecipients(ps *problems) map[Platform]bool {
 		ps.add("recipients", fmt.Sprintf("%d recipients, limit %d", n, MaxRecipients))
 	}
 	firstIndex := make(map[string]int, len(j.Recipients))
+	// Loading a zone may read a file: each name is loaded once per job.
+	zoneErrs := map[string]error{}
 	for i, r := range j.Recipients {
 		path := "recipients[" + strconv.Itoa(i) + "]"
 		checkUserID(ps, path+".user_id", r.UserID)
@@ -62,6 +64,16 @@ func (j *Job) checkRecipients(ps *problems) map[Platform]bool {
 			ps.add(path+".user_id", fmt.Sprintf("duplicate of recipients[%d].user_id", first))
 		} else {
 			firstIndex[r.UserID] = i
+		}
+		if r.Timezone != "" {
+			err, seen := zoneErrs[r.Timezone]
+			if !seen {
+				_, err = r.Location()
+				zoneErrs[r.Timezone] = err
+			}
+			if err != nil {
+				ps.add(path+".timezone", err.Error())
+			}
 		}
 		checkDevices(ps, path, r.Devices, used)
 	}
@@ -129,8 +141,26 @@ func (c *Content) check(ps *problems, now time.Time) {
 	if !c.Priority.Valid() {
 		ps.add("priority", fmt.Sprintf(`unknown priority %q, want "normal", "high" or "critical"`, c.Priority))
 	}
+	if c.Category != "" && !ValidCategory(c.Category) {
+		ps.add("category", fmt.Sprintf("invalid category %q: want 1 to %d of a-z, 0-9, _ and -", c.Category, MaxCategoryBytes))
+	}
 	if len(c.CollapseKey) > MaxCollapseKeyBytes {
 		ps.add("collapse_key", fmt.Sprintf("is %d bytes, limit %d (apns-collapse-id)", len(c.CollapseKey), MaxCollapseKeyBytes))
+	}
+	c.checkTimes(ps, now)
+}
+
+// checkTimes checks send_at, ttl and expires_at.
+func (c *Content) checkTimes(ps *problems, now time.Time) {
+	if c.SendAt != nil {
+		switch {
+		case c.SendAt.Before(now):
+			ps.add("send_at", fmt.Sprintf("%s is in the past (now %s)",
+				c.SendAt.Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+		case c.SendAt.Sub(now) > MaxSendAhead:
+			ps.add("send_at", fmt.Sprintf("%s is more than the limit of %s (%d days) ahead (now %s)",
+				c.SendAt.Format(time.RFC3339), MaxSendAhead, MaxSendAhead/(24*time.Hour), now.UTC().Format(time.RFC3339)))
+		}
 	}
 	switch ttl := time.Duration(c.TTL); {
 	case ttl < 0:
@@ -145,6 +175,10 @@ func (c *Content) check(ps *problems, now time.Time) {
 		if c.ExpiresAt.Before(now) {
 			ps.add("expires_at", fmt.Sprintf("%s is in the past (now %s)",
 				c.ExpiresAt.Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+		}
+		if c.SendAt != nil && !c.ExpiresAt.After(*c.SendAt) {
+			ps.add("expires_at", fmt.Sprintf("%s is not after send_at (%s)",
+				c.ExpiresAt.Format(time.RFC3339), c.SendAt.Format(time.RFC3339)))
 		}
 	}
 }

@@ -72,8 +72,11 @@ func TestValidate(t *testing.T) {
 		{"valid everything set", func(j *Job) {
 			j.Alert = &Alert{Title: "t", Body: "b", Sound: "default", Badge: intPtr(0), Image: "https://x.example/i.png", Category: "C", ThreadID: "th"}
 			j.Priority = PriorityCritical
+			j.Category = "order_updates-2"
 			j.CollapseKey = strings.Repeat("k", 64)
+			j.SendAt = at(MaxSendAhead)
 			j.TTL = Duration(MaxTTL)
+			j.Recipients[0].Timezone = "Europe/Berlin"
 		}, nil},
 
 		// id
@@ -97,6 +100,36 @@ func TestValidate(t *testing.T) {
 		{"duplicate user_id names both", func(j *Job) {
 			j.Recipients = append(j.Recipients, Recipient{UserID: "u-1", Devices: []Device{{Platform: FCM, Token: "x"}}})
 		}, []problem{{"recipients[2].user_id", "duplicate of recipients[0].user_id"}}},
+
+		// timezone
+		{"timezone empty means the default", func(j *Job) { j.Recipients[1].Timezone = "" }, nil},
+		{"timezone UTC", func(j *Job) { j.Recipients[1].Timezone = "UTC" }, nil},
+		{"timezone three levels", func(j *Job) { j.Recipients[1].Timezone = "America/Argentina/Buenos_Aires" }, nil},
+		{"timezone Etc offset", func(j *Job) { j.Recipients[1].Timezone = "Etc/GMT+5" }, nil},
+		{"timezone unknown", func(j *Job) { j.Recipients[1].Timezone = "Mars/Base" },
+			[]problem{{"recipients[1].timezone", `unknown time zone "Mars/Base" (want an IANA name such as Europe/Berlin)`}}},
+		{"timezone Local", func(j *Job) { j.Recipients[1].Timezone = "Local" },
+			[]problem{{"recipients[1].timezone", `"Local" is the server machine's own zone, meaningless to a client (want an IANA name such as Europe/Berlin)`}}},
+		{"timezone localtime", func(j *Job) { j.Recipients[1].Timezone = "localtime" },
+			[]problem{{"recipients[1].timezone", `"localtime" is the server machine's own zone`}}},
+		{"timezone posix/ only some machines have", func(j *Job) { j.Recipients[1].Timezone = "posix/Europe/Berlin" },
+			[]problem{{"recipients[1].timezone", `unknown time zone "posix/Europe/Berlin"`}}},
+		{"timezone right/ only some machines have", func(j *Job) { j.Recipients[1].Timezone = "right/UTC" },
+			[]problem{{"recipients[1].timezone", `unknown time zone "right/UTC"`}}},
+		{"timezone posixrules", func(j *Job) { j.Recipients[1].Timezone = "posixrules" },
+			[]problem{{"recipients[1].timezone", `unknown time zone "posixrules"`}}},
+		{"timezone a zoneinfo file that is not a zone", func(j *Job) { j.Recipients[1].Timezone = "zone.tab" },
+			[]problem{{"recipients[1].timezone", `unknown time zone "zone.tab"`}}},
+		{"timezone a path", func(j *Job) { j.Recipients[1].Timezone = "/etc/localtime" },
+			[]problem{{"recipients[1].timezone", `unknown time zone "/etc/localtime"`}}},
+		{"timezone climbing out", func(j *Job) { j.Recipients[1].Timezone = "../../../etc/passwd" },
+			[]problem{{"recipients[1].timezone", `unknown time zone "../../../etc/passwd"`}}},
+		{"timezone an offset", func(j *Job) { j.Recipients[1].Timezone = "+01:00" },
+			[]problem{{"recipients[1].timezone", `unknown time zone "+01:00"`}}},
+		{"the same bad timezone twice is reported twice", func(j *Job) {
+			j.Recipients[0].Timezone = "Mars/Base"
+			j.Recipients[1].Timezone = "Mars/Base"
+		}, []problem{{"recipients[0].timezone", "Mars/Base"}, {"recipients[1].timezone", "Mars/Base"}}},
 
 		// devices
 		{"no devices", func(j *Job) { j.Recipients[1].Devices = nil }, []problem{{"recipients[1].devices", "at least one device"}}},
@@ -159,6 +192,22 @@ func TestValidate(t *testing.T) {
 		{"priority wrong case", func(j *Job) { j.Priority = "High" }, []problem{{"priority", `unknown priority "High"`}}},
 		{"collapse_key 65 bytes", func(j *Job) { j.CollapseKey = strings.Repeat("k", 65) }, []problem{{"collapse_key", "65 bytes, limit 64"}}},
 
+		// category
+		{"category one character", func(j *Job) { j.Category = "a" }, nil},
+		{"category 32 characters", func(j *Job) { j.Category = strings.Repeat("c", MaxCategoryBytes) }, nil},
+		{"category with digits, _ and -", func(j *Job) { j.Category = "promo_2026-q4" }, nil},
+		{"category differs from alert.category", func(j *Job) {
+			j.Category = "orders"
+			j.Alert.Category = "ORDER_ACTIONS"
+		}, nil},
+		{"category with space and capital", func(j *Job) { j.Category = "Mar keting" },
+			[]problem{{"category", `invalid category "Mar keting": want 1 to 32 of a-z, 0-9, _ and -`}}},
+		{"category upper case", func(j *Job) { j.Category = "MARKETING" }, []problem{{"category", `invalid category "MARKETING"`}}},
+		{"category 33 characters", func(j *Job) { j.Category = strings.Repeat("c", MaxCategoryBytes+1) },
+			[]problem{{"category", "want 1 to 32 of a-z, 0-9, _ and -"}}},
+		{"category non-ASCII", func(j *Job) { j.Category = "café" }, []problem{{"category", `invalid category "café"`}}},
+		{"category with a dot", func(j *Job) { j.Category = "a.b" }, []problem{{"category", `invalid category "a.b"`}}},
+
 		// ttl, expires_at
 		{"ttl 1s", func(j *Job) { j.TTL = Duration(time.Second) }, nil},
 		{"ttl negative", func(j *Job) { j.TTL = Duration(-time.Hour) }, []problem{{"ttl", "must be positive"}}},
@@ -170,6 +219,43 @@ func TestValidate(t *testing.T) {
 			j.TTL = Duration(time.Hour)
 			j.ExpiresAt = at(time.Hour)
 		}, []problem{{"expires_at", "cannot be combined with ttl"}}},
+
+		// send_at
+		{"send_at in the future", func(j *Job) { j.SendAt = at(time.Hour) }, nil},
+		{"send_at exactly now", func(j *Job) { j.SendAt = at(0) }, nil},
+		{"send_at at the limit", func(j *Job) { j.SendAt = at(MaxSendAhead) }, nil},
+		{"send_at in the past", func(j *Job) { j.SendAt = at(-time.Second) },
+			[]problem{{"send_at", "2026-11-21T17:59:59Z is in the past (now 2026-11-21T18:00:00Z)"}}},
+		{"send_at past the limit", func(j *Job) { j.SendAt = at(MaxSendAhead + time.Second) },
+			[]problem{{"send_at", "2026-12-19T18:00:01Z is more than the limit of 672h0m0s (28 days) ahead (now 2026-11-21T18:00:00Z)"}}},
+		{"send_at in another offset keeps it", func(j *Job) {
+			t := time.Date(2026, 11, 21, 18, 59, 0, 0, time.FixedZone("", 2*3600))
+			j.SendAt = &t
+		}, []problem{{"send_at", "2026-11-21T18:59:00+02:00 is in the past (now 2026-11-21T18:00:00Z)"}}},
+		{"send_at with the longest ttl", func(j *Job) {
+			j.SendAt = at(MaxSendAhead)
+			j.TTL = Duration(MaxTTL)
+		}, nil},
+		{"send_at before expires_at", func(j *Job) {
+			j.SendAt = at(time.Hour)
+			j.ExpiresAt = at(time.Hour + time.Second)
+		}, nil},
+		{"expires_at equal to send_at", func(j *Job) {
+			j.SendAt = at(time.Hour)
+			j.ExpiresAt = at(time.Hour)
+		}, []problem{{"expires_at", "2026-11-21T19:00:00Z is not after send_at (2026-11-21T19:00:00Z)"}}},
+		{"expires_at before send_at", func(j *Job) {
+			j.SendAt = at(2 * time.Hour)
+			j.ExpiresAt = at(time.Hour)
+		}, []problem{{"expires_at", "2026-11-21T19:00:00Z is not after send_at (2026-11-21T20:00:00Z)"}}},
+		{"send_at and expires_at both in the past", func(j *Job) {
+			j.SendAt = at(-2 * time.Hour)
+			j.ExpiresAt = at(-time.Hour)
+		}, []problem{{"send_at", "in the past"}, {"expires_at", "in the past"}}},
+		{"expires_at in the past and before send_at", func(j *Job) {
+			j.SendAt = at(time.Hour)
+			j.ExpiresAt = at(-time.Hour)
+		}, []problem{{"expires_at", "in the past"}, {"expires_at", "not after send_at"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,7 +272,7 @@ func TestValidateReportsEverything(t *testing.T) {
 	j := Job{
 		ID: "has space",
 		Recipients: []Recipient{
-			{UserID: "", Devices: []Device{{Platform: "apns", Token: "nothex"}, {Platform: "sms", Token: "1"}}},
+			{UserID: "", Timezone: "Local", Devices: []Device{{Platform: "apns", Token: "nothex"}, {Platform: "sms", Token: "1"}}},
 			{UserID: "u-1", Devices: nil},
 			{UserID: "u-1", Devices: []Device{{Platform: FCM, Token: "a"}, {Platform: FCM, Token: "a"}}},
 		},
@@ -194,7 +280,9 @@ func TestValidateReportsEverything(t *testing.T) {
 			Alert:       &Alert{Badge: intPtr(-2), Image: "ftp://x"},
 			Data:        map[string]string{"from": "x"},
 			Priority:    "low",
+			Category:    "Promo",
 			CollapseKey: strings.Repeat("c", 100),
+			SendAt:      at(-time.Minute),
 			TTL:         Duration(time.Hour),
 			ExpiresAt:   at(-time.Hour),
 		},
@@ -202,6 +290,7 @@ func TestValidateReportsEverything(t *testing.T) {
 	checkProblems(t, j.Validate(testNow), []problem{
 		{"id", "whitespace"},
 		{"recipients[0].user_id", "required"},
+		{"recipients[0].timezone", `"Local"`},
 		{"recipients[0].devices[0].token", "not hex"},
 		{"recipients[0].devices[1].platform", `unknown platform "sms"`},
 		{"recipients[1].devices", "at least one device"},
@@ -212,9 +301,12 @@ func TestValidateReportsEverything(t *testing.T) {
 		{"alert.image", "https URL"},
 		{`data["from"]`, "reserved by FCM"},
 		{"priority", `"low"`},
+		{"category", `"Promo"`},
 		{"collapse_key", "100 bytes"},
+		{"send_at", "in the past"},
 		{"expires_at", "cannot be combined with ttl"},
 		{"expires_at", "in the past"},
+		{"expires_at", "not after send_at"},
 	})
 }
 
@@ -292,5 +384,54 @@ func TestValidationErrorText(t *testing.T) {
 	fe, ok := errors.AsType[FieldError](err)
 	if !ok || fe.Field != "recipients" {
 		t.Errorf("errors.AsType[FieldError] = %+v, %v; want the recipients problem", fe, ok)
+	}
+}
+
+func TestValidCategory(t *testing.T) {
+	for name, want := range map[string]bool{
+		"marketing":             true,
+		"a":                     true,
+		"0":                     true,
+		"_":                     true,
+		"order-updates_2":       true,
+		strings.Repeat("x", 32): true,
+		"":                      false,
+		strings.Repeat("x", 33): false,
+		"Marketing":             false,
+		"mar keting":            false,
+		"news.letter":           false,
+		"a/b":                   false,
+		"ünicode":               false,
+		"tab\t":                 false,
+		strings.Repeat("é", 16): false, // 32 bytes, not a-z
+	} {
+		if got := ValidCategory(name); got != want {
+			t.Errorf("ValidCategory(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestRecipientLocation(t *testing.T) {
+	loc, err := Recipient{}.Location()
+	if loc != nil || err != nil {
+		t.Errorf("Location of no timezone = %v, %v; want nil, nil (the server's default)", loc, err)
+	}
+	loc, err = Recipient{Timezone: "Europe/Berlin"}.Location()
+	if err != nil || loc == nil || loc.String() != "Europe/Berlin" {
+		t.Fatalf("Location(Europe/Berlin) = %v, %v", loc, err)
+	}
+	// Quiet hours need the zone's rules, not a fixed offset.
+	summer, winter := time.Date(2026, 7, 1, 12, 0, 0, 0, loc), time.Date(2026, 1, 1, 12, 0, 0, 0, loc)
+	if _, s := summer.Zone(); s != 2*3600 {
+		t.Errorf("Europe/Berlin in July is UTC%+d s, want +7200", s)
+	}
+	if _, w := winter.Zone(); w != 3600 {
+		t.Errorf("Europe/Berlin in January is UTC%+d s, want +3600", w)
+	}
+	for _, bad := range []string{"Local", "Mars/Base"} {
+		loc, err := Recipient{Timezone: bad}.Location()
+		if loc != nil || err == nil || !strings.Contains(err.Error(), "IANA") {
+			t.Errorf("Location(%q) = %v, %v; want nil and an error asking for an IANA name", bad, loc, err)
+		}
 	}
 }
