@@ -146,3 +146,43 @@ func testPolicies(t *testing.T, newLimiter newLimiterFunc) {
 		}
 	})
 }
+
+// Explain says what Reserve would book and why, booking nothing: the
+// rules' slot, the quiet hours' share and the rule to blame, a category's
+// rule named with its category.
+func TestMemoryExplain(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evening := time.Date(2026, 11, 23, 21, 59, 59, 0, berlin)
+	now := evening
+	l, err := throttle.NewMemory(throttle.Policy{MinGap: 2 * time.Second, Quiet: throttle.Quiet{From: 22 * time.Hour, To: 8 * time.Hour},
+		Categories: map[string]throttle.Category{"social": {Limits: []throttle.Limit{{N: 1, Window: time.Hour}}}}},
+		throttle.Options{Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "a", Category: "social", Location: berlin}}); err != nil {
+		t.Fatal(err)
+	}
+	q := throttle.Request{User: "u", Category: "social", Location: berlin}
+	got, err := l.Explain(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := throttle.Explanation{At: time.Date(2026, 11, 24, 8, 0, 0, 0, berlin), WithoutQuiet: evening.Add(time.Hour), HeldBy: "social 1/1h", Now: evening}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Errorf("-want +got:\n%s", diff)
+	}
+	q.Category = ""
+	got, _ = l.Explain(ctx, q)
+	if got.HeldBy != "min-gap 2s" || !got.WithoutQuiet.Equal(evening.Add(2*time.Second)) || !got.At.Equal(want.At) {
+		t.Errorf("without a category: %+v", got)
+	}
+	st, _ := l.Status(ctx, "u", berlin)
+	if len(st.Entries) != 1 {
+		t.Errorf("Explain booked something: %+v", st.Entries)
+	}
+}
