@@ -25,6 +25,12 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 )
 
+// CollapseMargin is the limiter's Options.CollapseMargin the worker needs:
+// a held booking less than this from its slot is never collapsed, because
+// its delivery may be past its last look at the limiter (it waits in place
+// up to maxInlineWait, and sends up to lateRebook after its slot).
+const CollapseMargin = 5 * time.Second
+
 // DefaultQueues returns the default queues and weights:
 // critical:6,high:3,normal:1.
 func DefaultQueues() map[string]int {
@@ -41,8 +47,12 @@ type Options struct {
 	// Limiter books delivery slots. Required. When it also implements
 	// ThrottleAdmin, the API serves and resets users' limiter state.
 	Limiter Limiter
-	// Policy is the limiter's policy, used to name rules in the API.
+	// Policy is the limiter's policy: it names rules in the API, and its
+	// Categories are the job categories Enqueue accepts.
 	Policy throttle.Policy
+	// DefaultLocation is the time zone of a recipient without one, for the
+	// quiet hours (nil: UTC).
+	DefaultLocation *time.Location
 	// Senders per platform. A platform without a sender fails its devices
 	// permanently ("no sender configured").
 	Senders map[payload.Platform]Sender
