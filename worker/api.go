@@ -14,6 +14,7 @@ import (
 
 	"github.com/hushpush/hush/docs"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
 )
 
 // Handler returns the HTTP API, described by docs/openapi.yaml (served at
@@ -21,6 +22,7 @@ import (
 //
 //	POST   /v1/notifications        submit a job: 202 {"id"}, duplicate 200 {"id","duplicate":true}
 //	GET    /v1/notifications/{id}   the job's state and counts per delivery state
+//	DELETE /v1/notifications/{id}   cancel the job: nothing of it is sent after the answer
 //	GET    /v1/users/{id}/throttle  the limiter status of one user
 //	DELETE /v1/users/{id}/throttle  clear one user's limiter state
 //	GET    /healthz, /readyz, /metrics, /openapi.yaml
@@ -68,6 +70,7 @@ func (w *Worker) routes() []route {
 	return []route{
 		{http.MethodPost, "/v1/notifications", true, w.postNotification},
 		{http.MethodGet, "/v1/notifications/{id}", true, w.getNotification},
+		{http.MethodDelete, "/v1/notifications/{id}", true, w.deleteNotification},
 		{http.MethodGet, "/v1/users/{id}/throttle", true, w.getThrottle},
 		{http.MethodDelete, "/v1/users/{id}/throttle", true, w.deleteThrottle},
 		{http.MethodGet, "/healthz", false, healthz},
@@ -190,14 +193,56 @@ func (w *Worker) getNotification(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ThrottleStatus is the answer of GET /v1/users/{id}/throttle.
+func (w *Worker) deleteNotification(rw http.ResponseWriter, r *http.Request) {
+	res, err := w.client.Cancel(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(rw, http.StatusNotFound, "no job with this id")
+	case err != nil:
+		w.log.Error("job cancel failed", "err", err)
+		writeError(rw, http.StatusServiceUnavailable, "could not cancel the job, try again (cancelling again is safe)")
+	default:
+		if res.Cancelled {
+			w.log.Info("job cancelled", "job", res.ID, "delivered", res.Counts[stateDelivered], "dropped", res.Recipients-res.Counts[stateDelivered])
+		}
+		writeJSON(rw, http.StatusOK, res)
+	}
+}
+
+// ThrottleStatus is the answer of GET /v1/users/{id}/throttle: the user's
+// global rules, then each category's.
 type ThrottleStatus struct {
 	UserID      string          `json:"user_id"`
 	Now         time.Time       `json:"now"`
 	NextAllowed time.Time       `json:"next_allowed"`
 	Remaining   []RuleRemaining `json:"remaining"`
 	MinGap      string          `json:"min_gap,omitempty"`
-	Entries     []ThrottleEntry `json:"entries"`
+	// Timezone is the zone the quiet hours were read in (?timezone=, else
+	// HUSH_DEFAULT_TIMEZONE); QuietHours the global ones ("" none); Quiet
+	// whether the user is inside them now.
+	Timezone   string `json:"timezone"`
+	QuietHours string `json:"quiet_hours,omitempty"`
+	Quiet      bool   `json:"quiet"`
+	// Held are the bookings after now: pushes held for their slot.
+	Held       []ThrottleEntry    `json:"held"`
+	Entries    []ThrottleEntry    `json:"entries"`
+	Categories []CategoryThrottle `json:"categories,omitempty"`
+}
+
+// CategoryThrottle is one category's part of a ThrottleStatus.
+type CategoryThrottle struct {
+	Name string `json:"name"`
+	// Rules are the category's rules as HUSH_THROTTLE_CATEGORIES writes
+	// them ("2/1d,1/4h@1h global=off").
+	Rules       string          `json:"rules"`
+	Remaining   []RuleRemaining `json:"remaining"`
+	NextAllowed time.Time       `json:"next_allowed"`
+	QuietHours  string          `json:"quiet_hours,omitempty"`
+	Quiet       bool            `json:"quiet"`
+	// Held and Entries are the category's own (empty when it keeps only
+	// the global rules: its pushes are among the global ones).
+	Held    []ThrottleEntry `json:"held"`
+	Entries []ThrottleEntry `json:"entries"`
 }
 
 // RuleRemaining is how many more pushes one rule accepts now.
@@ -218,27 +263,75 @@ func (w *Worker) getThrottle(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := r.PathValue("id")
-	st, err := w.admin.Status(r.Context(), user, nil)
+	loc := w.defaultLoc
+	if name := r.URL.Query().Get("timezone"); name != "" {
+		l, err := (payload.Recipient{Timezone: name}).Location()
+		if err != nil {
+			writeError(rw, http.StatusBadRequest, "timezone: "+err.Error())
+			return
+		}
+		loc = l
+	}
+	st, err := w.admin.Status(r.Context(), user, loc)
 	if err != nil {
 		w.log.Error("throttle status failed", "err", err)
 		writeError(rw, http.StatusServiceUnavailable, "could not read the limiter, try again")
 		return
 	}
-	out := ThrottleStatus{UserID: user, Now: st.Now, NextAllowed: st.NextAllowed, Remaining: []RuleRemaining{}, Entries: []ThrottleEntry{}}
-	for i, n := range st.Remaining {
-		rule := fmt.Sprintf("rule %d", i+1)
-		if i < len(w.policy.Limits) {
-			rule = w.policy.Limits[i].String()
-		}
-		out.Remaining = append(out.Remaining, RuleRemaining{Rule: rule, Remaining: n})
+	out := ThrottleStatus{UserID: user, Now: st.Now, NextAllowed: st.NextAllowed, Remaining: rulesRemaining(w.policy.Limits, st.Remaining),
+		Timezone: loc.String(), Quiet: st.Quiet, Held: held(st.Entries, st.Now), Entries: entries(st.Entries)}
+	if !w.policy.Quiet.Off() {
+		out.QuietHours = w.policy.Quiet.String()
 	}
 	if w.policy.MinGap > 0 {
 		out.MinGap = w.policy.MinGap.String()
 	}
-	for _, e := range st.Entries {
-		out.Entries = append(out.Entries, ThrottleEntry{Member: e.Member, At: e.At})
+	for _, c := range st.Categories {
+		k := w.policy.Categories[c.Name]
+		ct := CategoryThrottle{Name: c.Name, Rules: k.String(), Remaining: rulesRemaining(k.Limits, c.Remaining),
+			NextAllowed: c.NextAllowed, Quiet: c.Quiet, Held: held(c.Entries, st.Now), Entries: entries(c.Entries)}
+		q := w.policy.Quiet
+		if k.Quiet != nil {
+			q = *k.Quiet
+		}
+		if !q.Off() {
+			ct.QuietHours = q.String()
+		}
+		out.Categories = append(out.Categories, ct)
 	}
 	writeJSON(rw, http.StatusOK, out)
+}
+
+// rulesRemaining names remaining's counts after limits.
+func rulesRemaining(limits []throttle.Limit, remaining []int) []RuleRemaining {
+	out := []RuleRemaining{}
+	for i, n := range remaining {
+		rule := fmt.Sprintf("rule %d", i+1)
+		if i < len(limits) {
+			rule = limits[i].String()
+		}
+		out = append(out, RuleRemaining{Rule: rule, Remaining: n})
+	}
+	return out
+}
+
+func entries(es []throttle.Entry) []ThrottleEntry {
+	out := []ThrottleEntry{}
+	for _, e := range es {
+		out = append(out, ThrottleEntry{Member: e.Member, At: e.At})
+	}
+	return out
+}
+
+// held are the entries after now.
+func held(es []throttle.Entry, now time.Time) []ThrottleEntry {
+	out := []ThrottleEntry{}
+	for _, e := range es {
+		if e.At.After(now) {
+			out = append(out, ThrottleEntry{Member: e.Member, At: e.At})
+		}
+	}
+	return out
 }
 
 func (w *Worker) deleteThrottle(rw http.ResponseWriter, r *http.Request) {

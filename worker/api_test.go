@@ -122,7 +122,7 @@ func TestAPIStatus(t *testing.T) {
 	if got.Status != http.StatusOK || got.Body["state"] != jobDone {
 		t.Fatalf("GET job: %d %v, want 200 done", got.Status, got.Body)
 	}
-	want := map[string]any{"delivered": 2.0, "expired": 0.0, "token_invalid": 0.0, "failed": 0.0, "throttle_full": 0.0, "pending": 0.0}
+	want := map[string]any{"delivered": 2.0, "expired": 0.0, "token_invalid": 0.0, "failed": 0.0, "throttle_full": 0.0, "collapsed": 0.0, "cancelled": 0.0, "pending": 0.0}
 	if diff := cmp.Diff(want, got.Body["counts"]); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
@@ -193,7 +193,7 @@ func TestAPIWrongMethod(t *testing.T) {
 	}{
 		{"DELETE", "/v1/notifications", 405, "POST", "method DELETE not allowed on /v1/notifications (allowed: POST)"},
 		{"GET", "/v1/notifications", 405, "POST", "method GET not allowed on /v1/notifications (allowed: POST)"},
-		{"POST", "/v1/notifications/j-1", 405, "GET", "method POST not allowed on /v1/notifications/j-1 (allowed: GET)"},
+		{"POST", "/v1/notifications/j-1", 405, "GET, DELETE", "method POST not allowed on /v1/notifications/j-1 (allowed: GET, DELETE)"},
 		{"PUT", "/v1/users/u-1/throttle", 405, "GET, DELETE", "method PUT not allowed on /v1/users/u-1/throttle (allowed: GET, DELETE)"},
 		{"POST", "/healthz", 405, "GET", "method POST not allowed on /healthz (allowed: GET)"},
 		{"HEAD", "/metrics", 405, "GET", ""},

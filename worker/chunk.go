@@ -44,9 +44,14 @@ func (c *chunk) name() string { return chunkTaskID(c.Job, c.From/chunkSize) }
 func (c *chunk) delivery(i int) delivery {
 	r := c.Recipients[i]
 	return delivery{
-		Job: c.Job, Index: c.From + i, UserID: r.UserID, Devices: r.Devices,
+		Job: c.Job, Index: c.From + i, UserID: r.UserID, Timezone: r.Timezone, Devices: r.Devices,
 		Content: c.Content, Priority: c.Priority, Deadline: c.Deadline, AcceptedAt: c.AcceptedAt,
 	}
+}
+
+// ttl is the TTL of its job's records.
+func (c *chunk) ttl() time.Duration {
+	return ttlFor(retainFrom(c.AcceptedAt, &c.Content), c.Deadline)
 }
 
 // expired reports whether the chunk's deliveries are past their deadline at
@@ -123,17 +128,19 @@ type handoff struct {
 // deliverChunk delivers a chunk in waves of up to w.wave recipients: each
 // wave takes that many of the worker's send permits (w.sends, Concurrency
 // of them: as many provider calls at once as per-recipient tasks would
-// make), books its recipients in one limiter round trip and sends those
-// allowed now at once, concurrently, so every push reaches the provider
-// right after its booking. Each device's answer is recorded as it comes
-// (outcomes.go); the recipients' final states are recorded in one round
-// trip at the end. Every other recipient (held back by the limiter, booked
-// by an earlier run, late for its slot, not delivered to every device, or
-// anything but a fresh first attempt) becomes an ordinary hush:delivery
-// task, which handles every case for one recipient with the same decisions
-// (decide.go). Re-runs are idempotent: final recipients are skipped, and a
-// recipient an earlier run got anywhere with is handed to its delivery
-// task.
+// make), books its recipients in one limiter round trip, which also reads
+// whether the job was cancelled (bookAll), and sends those allowed now at
+// once, concurrently, so every push reaches the provider right after its
+// booking. Each device's answer is recorded as it comes (outcomes.go); the
+// recipients' final states, and which are left held, are recorded in one
+// round trip at the end. Every other recipient (held back by the limiter,
+// booked by an earlier run, late for its slot, not delivered to every
+// device, or anything but a fresh first attempt) becomes an ordinary
+// hush:delivery task, which handles every case for one recipient with the
+// same decisions (decide.go). Re-runs are idempotent: final recipients are
+// skipped, and a recipient an earlier run got anywhere with is handed to
+// its delivery task. A cancelled job's fresh recipients end cancelled here;
+// the rest are dropped by their delivery tasks.
 // st, when not nil, are the chunk's states already read; pre, when not
 // nil, is the first wave already booked (singleJob).
 func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking) error {
@@ -145,7 +152,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	}
 	var handoffs []handoff
 	var rec chunkRecord
-	var todo []int
+	var todo, cancel []int
 	now := time.Now()
 	for i := range c.Recipients {
 		switch {
@@ -160,10 +167,17 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			}
 		case c.expired(now), st.attempts[i] != (attempts{}), slices.ContainsFunc(st.devices[i], func(s string) bool { return s != "" }):
 			handoffs = append(handoffs, handoff{i: i}) // its delivery task knows
+		case st.cancelled:
+			cancel = append(cancel, i)
 		default:
 			todo = append(todo, i)
 		}
 	}
+	if pre != nil && st.cancelled {
+		w.releaseWave(ctx, c, pre)
+		pre = nil
+	}
+	w.cancelled(ctx, c, cancel, &rec)
 	var werr error
 	for len(todo) > 0 && ctx.Err() == nil {
 		wave := todo[:min(w.wave, len(todo))]
@@ -192,15 +206,21 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			break
 		}
 	}
+	for _, h := range handoffs {
+		if h.delay > 0 {
+			d := c.delivery(h.i)
+			rec.held(c.From+h.i, w.deliveryQueue(&d))
+		}
+	}
 	// What was settled is recorded whatever happened, under a context
 	// shutdown does not cancel.
 	recorded, err := w.store.record(ctx, c, &rec)
 	if err != nil {
 		return errors.Join(werr, err)
 	}
-	for k := 1; k < len(rec.finals); k += 2 {
-		if recorded[k/2] {
-			w.m.deliveries.WithLabelValues(rec.finals[k].(string)).Inc()
+	for k := 1; k < len(rec.entries); k += 3 {
+		if recorded[k/3] {
+			w.m.deliveries.WithLabelValues(rec.entries[k].(string)).Inc()
 		}
 	}
 	if werr != nil {
@@ -221,13 +241,39 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	return nil
 }
 
-// booking is a wave booked ahead, with the permits taken for it.
-type booking struct {
-	idx     []int // the recipients booked
-	res     []throttle.Reservation
-	err     error
-	mid     time.Time // the middle of the booking's round trip
-	permits *wavePermits
+// cancelled ends recipients idx of c as cancelled: their dropped events
+// are appended first (at least once, like drop's), then rec records them.
+func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkRecord) {
+	if len(idx) == 0 {
+		return
+	}
+	evs := make([]Event, len(idx))
+	at := time.Now().UTC()
+	for k, i := range idx {
+		evs[k] = Event{Type: EventDropped, Reason: stateCancelled, Job: c.Job, UserID: c.Recipients[i].UserID, At: at}
+		rec.final(c.From+i, stateCancelled)
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := persist(ectx, func(ctx context.Context) error { return w.events.emitAll(ctx, evs) }); err != nil {
+		w.log.Warn("events lost", "job", c.Job, "events", len(evs), "err", err)
+	}
+	w.events.hook(evs)
+	w.log.Info("deliveries dropped: job cancelled", "job", c.Job, "deliveries", len(idx))
+}
+
+// releaseWave gives back the bookings a wave made (new or found) when its
+// job turned out cancelled: nothing will be sent under them.
+func (w *Worker) releaseWave(ctx context.Context, c *chunk, b *booking) {
+	for k, i := range b.idx {
+		if k >= len(b.res) || b.res[k].Refused != "" || b.res[k].Now.IsZero() {
+			continue
+		}
+		d := c.delivery(i)
+		if err := w.release(ctx, &d, 0); err != nil {
+			w.log.Warn("limiter release of a cancelled delivery failed", "delivery", d.member(), "err", err)
+		}
+	}
 }
 
 // deliverWave books (unless booked is not nil) and sends recipients idx of
@@ -235,30 +281,42 @@ type booking struct {
 // returns the recipients left to delivery tasks.
 func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, st *chunkStates, rec *chunkRecord, p *wavePermits, booked *booking) ([]handoff, error) {
 	var handoffs []handoff
-	sendBy := make([]time.Time, len(c.Recipients)) // zero: bypass
+	sendBy := make([]time.Time, len(c.Recipients))
+	bypass := w.bypass[c.Priority]
+	if booked == nil {
+		var reqs []throttle.Request
+		if !bypass {
+			reqs = make([]throttle.Request, len(idx))
+			for k, i := range idx {
+				d := c.delivery(i)
+				reqs[k] = w.requestOf(&d, 0)
+			}
+		}
+		b := w.bookAll(ctx, c.Job, reqs)
+		b.idx = idx
+		booked = &b
+	}
+	if booked.cancelled {
+		// Nothing was sent under the wave's bookings: give them back.
+		if booked.err == nil {
+			w.releaseWave(ctx, c, booked)
+		}
+		p.releaseAll()
+		w.cancelled(ctx, c, idx, rec)
+		return nil, nil
+	}
 	var sendNow []int
-	if w.bypass[c.Priority] {
+	if bypass {
 		w.m.limiter.WithLabelValues("bypass").Add(float64(len(idx)))
 		sendNow = idx
+		for _, i := range idx {
+			sendBy[i] = booked.sendBy(time.Time{})
+		}
 	} else {
-		reqs := make([]throttle.Request, len(idx))
-		for k, i := range idx {
-			d := c.delivery(i)
-			reqs[k] = requestOf(&d, 0)
-		}
-		var res []throttle.Reservation
-		var err error
-		var mid time.Time
-		if booked != nil {
-			res, err, mid = booked.res, booked.err, booked.mid
-		} else {
-			asked := time.Now()
-			res, err = w.limiter.ReserveBatch(ctx, reqs)
-			mid = asked.Add(time.Since(asked) / 2)
-		}
-		if len(res) != len(reqs) {
+		res, err := booked.res, booked.err
+		if len(res) != len(idx) {
 			if err == nil {
-				err = fmt.Errorf("%d answers for %d requests", len(res), len(reqs))
+				err = fmt.Errorf("%d answers for %d requests", len(res), len(idx))
 			}
 			return nil, fmt.Errorf("limiter reserve for %s: %w", c.name(), err)
 		}
@@ -270,20 +328,24 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, st *chunk
 				handoffs = append(handoffs, handoff{i: i})
 				continue
 			}
-			pl := plan(r, mid, time.Now(), c.Deadline, false)
+			d := c.delivery(i)
+			if r.Collapsed != "" {
+				w.collapsedBy(&d, r.Collapsed)
+			}
+			pl := plan(r, booked.mid, time.Now(), c.Deadline, false)
 			w.countPlan(pl, r)
 			switch pl.step {
 			case stepSend:
-				sendBy[i] = pl.slot.Add(lateRebook)
+				sendBy[i] = booked.sendBy(pl.slot.Add(lateRebook))
 				sendNow = append(sendNow, i)
 			case stepDefer:
 				rec.deferrals++
-				d := c.delivery(i)
 				w.logDeferred(&d, pl)
 				handoffs = append(handoffs, handoff{i: i, delay: deferDelay(pl.wait)})
 			default:
-				// Near (its task waits in place), expired or full (dropped
-				// there), or stalled (booked again there).
+				// Near (its task waits in place), expired, full or
+				// collapsed (dropped there), or stalled (booked again
+				// there).
 				handoffs = append(handoffs, handoff{i: i})
 			}
 		}

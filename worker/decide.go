@@ -42,9 +42,12 @@ const (
 	// push (possibly under this booking): book under the next attempt's
 	// member, keeping this one.
 	stepNext
+	// stepCollapsed: a newer push for the user with the same collapse key
+	// took this one's place while it was held: drop.
+	stepCollapsed
 )
 
-var stepNames = [...]string{"send", "wait", "defer", "expire", "full", "rebook", "next"}
+var stepNames = [...]string{"send", "wait", "defer", "expire", "full", "rebook", "next", "collapsed"}
 
 func (s step) String() string { return stepNames[s] }
 
@@ -69,6 +72,8 @@ func plan(r throttle.Reservation, mid, now, deadline time.Time, delivered bool) 
 		return planned{step: stepFull}
 	case throttle.RefusedLate:
 		return planned{step: stepExpire}
+	case throttle.RefusedCollapsed:
+		return planned{step: stepCollapsed}
 	}
 	slot := mid.Add(r.Wait)
 	late := now.Sub(slot)

@@ -33,9 +33,12 @@ const maxLoops = 4
 // delivery is the payload of a hush:delivery task: one recipient of a job,
 // readable JSON for asynqmon.
 type delivery struct {
-	Job      string           `json:"job"`
-	Index    int              `json:"index"`
-	UserID   string           `json:"user_id"`
+	Job    string `json:"job"`
+	Index  int    `json:"index"`
+	UserID string `json:"user_id"`
+	// Timezone is the recipient's time zone for the quiet hours (empty:
+	// the worker's default).
+	Timezone string           `json:"timezone,omitempty"`
 	Devices  []payload.Device `json:"devices"`
 	Content  payload.Content  `json:"content"`
 	Priority payload.Priority `json:"priority"`
@@ -62,6 +65,11 @@ func (d *delivery) check() error {
 		return errors.New("no devices")
 	}
 	return nil
+}
+
+// ttl is the TTL of its job's records.
+func (d *delivery) ttl() time.Duration {
+	return ttlFor(retainFrom(d.AcceptedAt, &d.Content), d.Deadline)
 }
 
 func (d *delivery) expired(at time.Time) bool {
@@ -118,31 +126,45 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, time.Now(), false)
 		return false, w.carryOut(ctx, d, a, v)
 	}
+	if st.cancelled {
+		return false, w.drop(ctx, d, st, stateCancelled)
+	}
 	if d.expired(time.Now()) {
 		return false, w.drop(ctx, d, st, stateExpired)
 	}
-	var sendBy time.Time
+	// Every call starts within cancelWindow of a read of the job's
+	// cancellation: the state just read, or the booking's own.
+	sendBy := st.readAt.Add(cancelWindow)
 	if w.bypass[d.Priority] {
 		w.m.limiter.WithLabelValues("bypass").Inc()
 	} else {
-		res, mid, err := w.book(ctx, d, a.n)
-		if err != nil {
-			return false, err
+		b := w.bookAll(ctx, d.Job, []throttle.Request{w.requestOf(d, a.n)})
+		if b.err != nil {
+			return false, fmt.Errorf("limiter reserve for %s: %w", memberOf(d.Job, d.Index, a.n), b.err)
 		}
-		p := plan(res, mid, time.Now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
+		if b.cancelled {
+			return false, w.drop(ctx, d, st, stateCancelled)
+		}
+		res := b.res[0]
+		if res.Collapsed != "" {
+			w.collapsedBy(d, res.Collapsed)
+		}
+		p := plan(res, b.mid, time.Now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
 		w.countPlan(p, res)
 		switch p.step {
 		case stepFull:
 			return false, w.drop(ctx, d, st, stateThrottleFull)
 		case stepExpire:
 			return false, w.drop(ctx, d, st, stateExpired)
+		case stepCollapsed:
+			return false, w.drop(ctx, d, st, stateCollapsed)
 		case stepRebook:
 			return true, w.release(ctx, d, a.n)
 		case stepNext:
-			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, time.Now(), ttlFor(d.AcceptedAt, d.Deadline))
+			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, time.Now(), d.ttl())
 			return err == nil, err
 		case stepDefer:
-			if err := w.store.countDeferral(ctx, d.Job); err != nil {
+			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d)); err != nil {
 				return false, err
 			}
 			w.logDeferred(d, p)
@@ -158,7 +180,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 				return false, fmt.Errorf("waiting for the slot of %s: %w", d.member(), ctx.Err())
 			}
 		}
-		sendBy = p.slot.Add(lateRebook)
+		sendBy = b.sendBy(p.slot.Add(lateRebook))
 	}
 	results := make([]*providers.Result, len(d.Devices))
 	w.pool.all(w.deviceCalls(ctx, d, st.devices, a.n, sendBy, results, func() {}))
@@ -200,33 +222,6 @@ func (w *Worker) fail(ctx context.Context, d *delivery, state, reason string) er
 	return fmt.Errorf("%s: %w", reason, asynq.SkipRetry)
 }
 
-// book reserves the slot of d's attempt n and returns it with the local
-// instant the limiter most likely read its clock.
-func (w *Worker) book(ctx context.Context, d *delivery, n int) (throttle.Reservation, time.Time, error) {
-	asked := time.Now()
-	res, err := w.limiter.ReserveBatch(ctx, []throttle.Request{requestOf(d, n)})
-	mid := asked.Add(time.Since(asked) / 2)
-	if err == nil && len(res) != 1 {
-		err = fmt.Errorf("%d answers for 1 request", len(res))
-	}
-	if err != nil {
-		return throttle.Reservation{}, mid, fmt.Errorf("limiter reserve for %s: %w", memberOf(d.Job, d.Index, n), err)
-	}
-	return res[0], mid, nil
-}
-
-// requestOf is the limiter request of d's attempt n: refused after d's
-// deadline, and never later than its job's records are kept (less a day),
-// so a slot is never used after the records that stop a second send are
-// gone.
-func requestOf(d *delivery, n int) throttle.Request {
-	notAfter := d.AcceptedAt.Add(recordTTL - 24*time.Hour)
-	if !d.Deadline.IsZero() {
-		notAfter = d.Deadline.Add(-time.Millisecond)
-	}
-	return throttle.Request{User: d.UserID, Member: memberOf(d.Job, d.Index, n), NotAfter: notAfter}
-}
-
 // countPlan counts a booking's plan in hush_limiter_decisions_total and
 // hush_deferral_seconds.
 func (w *Worker) countPlan(p planned, res throttle.Reservation) {
@@ -241,6 +236,8 @@ func (w *Worker) countPlan(p planned, res throttle.Reservation) {
 		w.m.limiter.WithLabelValues("expired").Inc()
 	case stepFull:
 		w.m.limiter.WithLabelValues("full").Inc()
+	case stepCollapsed:
+		w.m.limiter.WithLabelValues("collapsed").Inc()
 	case stepRebook, stepNext:
 		w.m.limiter.WithLabelValues("rebooked").Inc()
 	}
@@ -250,8 +247,10 @@ func (w *Worker) countPlan(p planned, res throttle.Reservation) {
 }
 
 // drop ends d without sending, with reason stateExpired (its deadline
-// passed, or its earliest slot is after it) or stateThrottleFull (the user
-// holds the most bookings allowed). A device that already has the push
+// passed, or its earliest slot is after it), stateThrottleFull (the user
+// holds the most bookings allowed), stateCollapsed (a newer push with its
+// collapse key took its place) or stateCancelled (its job was
+// cancelled). It gives the attempt's booking back. A device that already has the push
 // makes it a delivery. The dropped event is appended before the state is
 // recorded, so it is never lost (a re-run may emit it twice).
 func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reason string) error {

@@ -83,10 +83,13 @@ func (w *Worker) singleJob(ctx context.Context, job *payload.Job, queue string, 
 	defer p.releaseAll()
 	call := w.store.startCall(recordOf(job, queue), true, c)
 	d := c.delivery(0)
-	req := requestOf(&d, 0)
+	req := w.requestOf(&d, 0)
 	asked := time.Now()
 	res, rerr := w.pipe.ReserveBatchWith(ctx, []throttle.Request{req}, func(pipe redis.Pipeliner) { call.queue(ctx, pipe) })
-	b := &booking{idx: []int{0}, res: res, err: rerr, mid: asked.Add(time.Since(asked) / 2), permits: p}
+	b := &booking{idx: []int{0}, res: res, err: rerr, asked: asked, mid: asked.Add(time.Since(asked) / 2), permits: p}
+	if rerr == nil && len(res) != 1 {
+		b.err = fmt.Errorf("%d answers for 1 request", len(res))
+	}
 	owner, _, st, err := call.result(ctx, nil)
 	if err != nil {
 		return err // a re-run finds the booking and hands it to the delivery task
@@ -95,8 +98,10 @@ func (w *Worker) singleJob(ctx context.Context, job *payload.Job, queue string, 
 		w.log.Warn("duplicate job on another queue ignored", "job", job.ID, "queue", queue, "owner", owner)
 		return nil
 	}
+	// start.lua read the cancellation in the booking's round trip.
+	b.cancelled = st.cancelled
 	if st.finals[0] != "" {
-		if rerr == nil && len(res) == 1 && !res[0].Existing {
+		if b.err == nil && !res[0].Existing && res[0].Refused == "" {
 			if _, err := w.limiter.Release(ctx, req.User, req.Member); err != nil {
 				w.log.Warn("limiter release of a settled recipient failed", "delivery", req.Member, "err", err)
 			}
@@ -104,6 +109,12 @@ func (w *Worker) singleJob(ctx context.Context, job *payload.Job, queue string, 
 		return nil
 	}
 	return w.deliverChunk(ctx, c, st, b)
+}
+
+// deliveryQueue is the queue of d's delivery task: its priority's shard
+// for its user.
+func (w *Worker) deliveryQueue(d *delivery) string {
+	return shardQueue(string(d.Priority), d.UserID, w.shards)
 }
 
 // enqueueDelivery creates d's delivery task, to run after delay, on its
@@ -114,7 +125,7 @@ func (w *Worker) enqueueDelivery(ctx context.Context, d *delivery, delay time.Du
 		return fmt.Errorf("encode delivery %s: %w", d.member(), err)
 	}
 	opts := []asynq.Option{
-		asynq.TaskID(deliveryTaskID(d.Job, d.Index)), asynq.Queue(shardQueue(string(d.Priority), d.UserID, w.shards)),
+		asynq.TaskID(deliveryTaskID(d.Job, d.Index)), asynq.Queue(w.deliveryQueue(d)),
 		asynq.MaxRetry(deliveryMaxRetry), asynq.Timeout(deliveryTimeout),
 	}
 	if delay > 0 {

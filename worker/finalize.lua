@@ -1,4 +1,5 @@
--- finalize.lua: record a recipient's final state once and count it.
+-- finalize.lua: record a recipient's final state once and count it; it is
+-- no longer held.
 -- Go side: finalizeArgs in store.go builds ARGV in this order.
 --
 -- KEYS[1] job record hash   hush:job:{<id>}
@@ -6,7 +7,7 @@
 --
 -- ARGV[1] recipient  recipient index
 -- ARGV[2] state      final state (delivered, expired, token_invalid, failed,
---                    throttle_full)
+--                    throttle_full, collapsed, cancelled)
 -- ARGV[3] ttl        TTL of both keys in milliseconds
 --
 -- Reply: 1 when this call recorded the state, 0 when the recipient already
@@ -19,6 +20,7 @@ if redis.call('HSETNX', KEYS[2], recipient, state) == 0 then
   return 0
 end
 redis.call('HINCRBY', KEYS[1], state, 1)
+redis.call('HDEL', KEYS[1], 'h:' .. recipient)
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
 return 1

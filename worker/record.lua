@@ -1,6 +1,8 @@
 -- record.lua: record one chunk's outcomes in one call: each settled
--- recipient's final state once (counted like finalize.lua), and the chunk's
--- deferrals. Go side: recordArgs in store.go builds ARGV in this order.
+-- recipient's final state once (counted like finalize.lua), the recipients
+-- left held to their delivery tasks (so a cancellation can wake them), and
+-- the chunk's deferrals. Go side: recordArgs in store.go builds ARGV in
+-- this order.
 --
 -- Device outcomes are not recorded here: outcomes.go records each device's
 -- state as its provider answers (recorder.write), before this call.
@@ -10,19 +12,26 @@
 --
 -- ARGV[1] ttl        TTL of the keys in milliseconds
 -- ARGV[2] deferrals  deferrals to add to the job's count
--- ARGV[3..] per settled recipient, 2 values each: recipient, state
+-- ARGV[3..] per recipient, 3 values each: recipient, state, queue
+--           (a final state, or "" for a held recipient whose task waits on
+--           queue: field "h:<recipient>" of the job record)
 --
--- Reply: per settled recipient, 1 when this call recorded its state, 0 when
--- the recipient already had one.
+-- Reply: per recipient, 1 when this call recorded its final state, else 0
+-- (it already had one, or it is held).
 local ttl = ARGV[1]
 local deferrals = tonumber(ARGV[2])
 
 local out = {}
 local counted = false
-for i = 3, #ARGV - 1, 2 do
-  local recipient, state = ARGV[i], ARGV[i + 1]
-  if redis.call('HSETNX', KEYS[2], recipient, state) == 1 then
+for i = 3, #ARGV - 2, 3 do
+  local recipient, state, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if state == '' then
+    redis.call('HSET', KEYS[1], 'h:' .. recipient, queue)
+    out[#out + 1] = 0
+    counted = true
+  elseif redis.call('HSETNX', KEYS[2], recipient, state) == 1 then
     redis.call('HINCRBY', KEYS[1], state, 1)
+    redis.call('HDEL', KEYS[1], 'h:' .. recipient)
     out[#out + 1] = 1
     counted = true
   else

@@ -121,9 +121,15 @@ func TestScriptArgs(t *testing.T) {
 		{
 			script: "record.lua",
 			src:    recordSrc,
-			got:    recordArgs(2*time.Hour, 5, []any{7, stateDelivered, 9, stateFailed}),
+			got:    recordArgs(2*time.Hour, 5, []any{7, stateDelivered, "", 9, "", "normal.2"}),
 			fixed:  map[string]any{"ttl": int64(7200000), "deferrals": 5},
-			groups: [][]any{{7, stateDelivered}, {9, stateFailed}},
+			groups: [][]any{{7, stateDelivered, ""}, {9, "", "normal.2"}},
+		},
+		{
+			script: "cancel.lua",
+			src:    cancelSrc,
+			got:    cancelArgs(accepted),
+			fixed:  map[string]any{"at": "2025-03-01T12:00:00Z"},
 		},
 		{
 			script: "finalize.lua",
@@ -202,12 +208,16 @@ func TestStoreRecordScript(t *testing.T) {
 	rec := &chunkRecord{deferrals: 2}
 	rec.final(0, stateDelivered)
 	rec.final(1, stateFailed)
+	rec.held(2, "normal.1")
 	got, err := s.record(ctx, c, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]bool{true, true}, got); diff != "" {
+	if diff := cmp.Diff([]bool{true, true, false}, got); diff != "" {
 		t.Errorf("first record (-want +got):\n%s", diff)
+	}
+	if q := s.rdb.HGet(ctx, jobKey(c.Job), heldPrefix+"2").Val(); q != "normal.1" {
+		t.Errorf("recipient 2 held on %q, want normal.1", q)
 	}
 	rec = &chunkRecord{deferrals: 1}
 	rec.final(1, stateExpired)

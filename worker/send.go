@@ -124,7 +124,7 @@ func (w *Worker) recordAnswer(d *delivery, j int, r providers.Result) {
 	if st == "" {
 		return
 	}
-	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: ttlFor(d.AcceptedAt, d.Deadline)}
+	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: d.ttl()}
 	if r.Outcome == providers.TokenInvalid {
 		dev := d.Devices[j]
 		w.log.Info("token invalid", "delivery", d.member(), "user_id", d.UserID, "platform", dev.Platform, "token", shortToken(dev.Token), "reason", r.Reason)
@@ -173,7 +173,7 @@ func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) 
 		return "", next{}, nil
 	}
 	// actRetry: the next attempt books a slot of its own.
-	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, time.Now(), ttlFor(d.AcceptedAt, d.Deadline)); err != nil {
+	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, time.Now(), d.ttl()); err != nil {
 		return "", next{}, err
 	}
 	w.log.Info("delivery retried", "delivery", d.member(), "user_id", d.UserID, "attempt", a.n+1, "in", v.delay, "cause", v.cause)
@@ -194,7 +194,7 @@ func (w *Worker) release(ctx context.Context, d *delivery, n int) error {
 func (w *Worker) finish(ctx context.Context, d *delivery, state string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, ttlFor(d.AcceptedAt, d.Deadline))
+	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, d.ttl())
 	if err != nil {
 		return err
 	}

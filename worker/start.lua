@@ -18,7 +18,8 @@
 --                      (the chunk the job task delivers itself)
 -- ARGV[8..] per recipient read, 1 value each: devices
 --
--- Reply: {queue that owns the id, cursor or "", then nread final states,
+-- Reply: {queue that owns the id, cursor or "", cancelled_at or "" (the
+-- job was cancelled), then nread final states,
 -- then per recipient in order its device states and its attempt fields
 -- "<i>/a", "<i>/f", "<i>/t" (false when none; see appendRecipientFields)}.
 --
@@ -37,7 +38,7 @@ for i = 1, nread do
   devices[i] = tonumber(ARGV[7 + i])
 end
 
-local head = redis.call('HMGET', KEYS[1], 'queue', 'cursor')
+local head = redis.call('HMGET', KEYS[1], 'queue', 'cursor', 'cancelled_at')
 local owner = head[1]
 if not owner then
   redis.call('HSETNX', KEYS[1], 'queue', queue)
@@ -50,7 +51,7 @@ if owner == queue then
   redis.call('HSET', KEYS[1], 'state', state)
 end
 redis.call('PEXPIRE', KEYS[1], ttl)
-local out = {owner, head[2] or ''}
+local out = {owner, head[2] or '', head[3] or ''}
 if nread == 0 then
   return out
 end

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,13 +24,26 @@ const (
 	// stateThrottleFull: dropped because the user already held the most
 	// bookings the limiter allows (HUSH_THROTTLE_MAX_PENDING).
 	stateThrottleFull = "throttle_full"
+	// stateCollapsed: dropped while held, because a newer push for the
+	// same user with the same collapse key (and category) took its place.
+	stateCollapsed = "collapsed"
+	// stateCancelled: dropped unsent because its job was cancelled.
+	stateCancelled = "cancelled"
 )
 
-var finalStates = []string{stateDelivered, stateExpired, stateTokenInvalid, stateFailed, stateThrottleFull}
+var finalStates = []string{stateDelivered, stateExpired, stateTokenInvalid, stateFailed, stateThrottleFull, stateCollapsed, stateCancelled}
 
 // FinalStates returns the final states a recipient's delivery can reach:
 // the keys of JobStatus.Counts besides "pending". The slice is a copy.
 func FinalStates() []string { return slices.Clone(finalStates) }
+
+// Fields of the job record besides its fixed ones and counters: when the
+// job was cancelled, and per held delivery "h:<index>" -> the queue its
+// task waits on (so a cancellation can wake it).
+const (
+	fieldCancelled = "cancelled_at"
+	heldPrefix     = "h:"
+)
 
 // Job record states.
 const (
@@ -75,10 +89,13 @@ var (
 	recordSrc string
 	//go:embed finalize.lua
 	finalizeSrc string
+	//go:embed cancel.lua
+	cancelSrc string
 
 	startScript    = redis.NewScript(startSrc)
 	recordScript   = redis.NewScript(recordSrc)
 	finalizeScript = redis.NewScript(finalizeSrc)
+	cancelScript   = redis.NewScript(cancelSrc)
 )
 
 // startArgs is start.lua's ARGV: r's fixed fields, the state to set and the
@@ -106,14 +123,22 @@ func startArgs(r recordInfo, state string, ttl time.Duration, first *chunk) []an
 }
 
 // recordArgs is record.lua's ARGV: the keys' ttl, the deferrals to count,
-// then finals (recipient index, final state pairs).
-func recordArgs(ttl time.Duration, deferrals int, finals []any) []any {
-	args := make([]any, 0, 2+len(finals))
+// then entries (recipient index, final state, queue triples: a final state,
+// or "" and the queue a held recipient's task waits on).
+func recordArgs(ttl time.Duration, deferrals int, entries []any) []any {
+	args := make([]any, 0, 2+len(entries))
 	args = append(args,
 		ttl.Milliseconds(), // ARGV[1] ttl
 		deferrals,          // ARGV[2] deferrals
 	)
-	return append(args, finals...) // ARGV[3..] recipient, state
+	return append(args, entries...) // ARGV[3..] recipient, state, queue
+}
+
+// cancelArgs is cancel.lua's ARGV.
+func cancelArgs(at time.Time) []any {
+	return []any{
+		timeField(at), // ARGV[1] at
+	}
 }
 
 // finalizeArgs is finalize.lua's ARGV.
@@ -134,7 +159,16 @@ func timeField(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// ttlFor is the TTL of a job's keys.
+// retainFrom is when a job's records start their recordTTL: its
+// acceptance, or its send_at when that is later.
+func retainFrom(accepted time.Time, c *payload.Content) time.Time {
+	if at := c.NotBefore(); at.After(accepted) {
+		return at
+	}
+	return accepted
+}
+
+// ttlFor is the TTL of a job's keys; accepted is retainFrom's answer.
 func ttlFor(accepted, deadline time.Time) time.Duration {
 	end := accepted.Add(recordTTL)
 	if d := deadline.Add(24 * time.Hour); !deadline.IsZero() && d.After(end) {
@@ -155,6 +189,8 @@ type recordInfo struct {
 	Recipients int
 	AcceptedAt time.Time
 	Deadline   time.Time
+	// Retain is when the record's recordTTL starts (retainFrom).
+	Retain time.Time
 }
 
 // create writes the job record's fixed fields unless they are there and sets
@@ -174,7 +210,7 @@ func (s store) create(ctx context.Context, r recordInfo, state string, force boo
 		} else {
 			p.HSetNX(ctx, k, "state", state)
 		}
-		p.Expire(ctx, k, ttlFor(r.AcceptedAt, r.Deadline))
+		p.Expire(ctx, k, ttlFor(r.Retain, r.Deadline))
 		ownerCmd = p.HGet(ctx, k, "queue")
 		return nil
 	})
@@ -202,11 +238,71 @@ func (s store) finalize(ctx context.Context, id string, recipient int, state str
 	return n == 1, nil
 }
 
-func (s store) countDeferral(ctx context.Context, id string) error {
-	if err := s.rdb.HIncrBy(ctx, jobKey(id), "deferrals", 1).Err(); err != nil {
-		return fmt.Errorf("count deferral of %s: %w", id, err)
+// hold counts a deferral of recipient i of job id and marks it held, its
+// task waiting on queue, in one round trip.
+func (s store) hold(ctx context.Context, id string, i int, queue string) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HIncrBy(ctx, jobKey(id), "deferrals", 1)
+		p.HSet(ctx, jobKey(id), heldPrefix+strconv.Itoa(i), queue)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("count deferral of %s/%d: %w", id, i, err)
 	}
 	return nil
+}
+
+// queueCancelled queues a read of job id's cancellation on p: its answer
+// is the time the job was cancelled, or redis.Nil.
+func queueCancelled(ctx context.Context, p redis.Pipeliner, id string) *redis.StringCmd {
+	return p.HGet(ctx, jobKey(id), fieldCancelled)
+}
+
+// isCancelled reads a queueCancelled answer.
+func isCancelled(c *redis.StringCmd) (bool, error) {
+	switch err := c.Err(); {
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// cancelled is a job's cancellation as cancel.lua answers it.
+type cancelled struct {
+	at    time.Time
+	first bool           // this call cancelled it
+	held  map[int]string // held recipient -> the queue its task waits on
+}
+
+// cancel marks job id cancelled at at (once) and lists its held
+// deliveries; it wraps ErrNotFound for an unknown job.
+func (s store) cancel(ctx context.Context, id string, at time.Time) (cancelled, error) {
+	vals, err := cancelScript.Run(ctx, s.rdb, jobKeys(id)[:1], cancelArgs(at)...).Slice()
+	if err != nil {
+		return cancelled{}, fmt.Errorf("cancel job %s: %w", id, err)
+	}
+	if len(vals) == 0 {
+		return cancelled{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	var c cancelled
+	first, _ := vals[0].(int64)
+	c.first = first == 1
+	if len(vals) < 2 || (len(vals)-2)%2 != 0 {
+		return cancelled{}, fmt.Errorf("cancel job %s: unexpected reply %v", id, vals)
+	}
+	when, _ := vals[1].(string)
+	c.at, _ = time.Parse(time.RFC3339Nano, when)
+	c.held = map[int]string{}
+	for k := 2; k+1 < len(vals); k += 2 {
+		f, _ := vals[k].(string)
+		q, _ := vals[k+1].(string)
+		if i, err := strconv.Atoi(strings.TrimPrefix(f, heldPrefix)); err == nil {
+			c.held[i] = q
+		}
+	}
+	return c, nil
 }
 
 // JobStatus is the state of a job and its counts per delivery state.
@@ -216,7 +312,10 @@ type JobStatus struct {
 	Queue      string    `json:"queue"`
 	AcceptedAt time.Time `json:"accepted_at"`
 	Deadline   time.Time `json:"deadline,omitzero"`
-	Recipients int       `json:"recipients"`
+	// CancelledAt is when the job was cancelled (its State is then
+	// "cancelled"); zero when it was not.
+	CancelledAt time.Time `json:"cancelled_at,omitzero"`
+	Recipients  int       `json:"recipients"`
 	// Counts per final state (FinalStates) plus pending: recipients
 	// without a final state yet.
 	Counts map[string]int `json:"counts"`
@@ -226,7 +325,10 @@ type JobStatus struct {
 }
 
 // Job states reported by JobStatus beyond the record's own.
-const jobDone = "done"
+const (
+	jobDone      = "done"
+	jobCancelled = "cancelled"
+)
 
 // ErrNotFound is returned for an unknown job id.
 var ErrNotFound = errors.New("not found")
@@ -251,7 +353,11 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 		final += n
 	}
 	st.Counts["pending"] = max(st.Recipients-final, 0)
-	if st.State == jobFannedOut && final >= st.Recipients {
+	st.CancelledAt, _ = time.Parse(time.RFC3339Nano, m[fieldCancelled])
+	switch {
+	case !st.CancelledAt.IsZero():
+		st.State = jobCancelled
+	case st.State == jobFannedOut && final >= st.Recipients:
 		st.State = jobDone
 	}
 	return st, nil
@@ -298,16 +404,22 @@ type recipientState struct {
 	final    string
 	devices  []string
 	attempts attempts
+	// cancelled: the job was cancelled; readAt is when the read that said
+	// so (or not) began, on the local clock.
+	cancelled bool
+	readAt    time.Time
 }
 
-// recipient reads recipient i's final state, device states and attempts in
-// one round trip.
+// recipient reads recipient i's final state, device states and attempts,
+// and whether the job was cancelled, in one round trip.
 func (s store) recipient(ctx context.Context, id string, i, devices int) (recipientState, error) {
-	var rc *redis.StringCmd
+	var rc, cc *redis.StringCmd
 	var dc *redis.SliceCmd
+	readAt := time.Now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		rc = p.HGet(ctx, recpKey(id), strconv.Itoa(i))
 		dc = p.HMGet(ctx, devKey(id), appendRecipientFields(nil, i, devices)...)
+		cc = queueCancelled(ctx, p, id)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -317,7 +429,12 @@ func (s store) recipient(ctx context.Context, id string, i, devices int) (recipi
 	if len(vals) != devices+nAttemptFields {
 		return recipientState{}, fmt.Errorf("read state of %s/%d: %d fields for %d devices", id, i, len(vals), devices)
 	}
-	return recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:])}, nil
+	cancelled, err := isCancelled(cc)
+	if err != nil {
+		return recipientState{}, fmt.Errorf("read state of %s/%d: %w", id, i, err)
+	}
+	return recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:]),
+		cancelled: cancelled, readAt: readAt}, nil
 }
 
 // nextAttempt records that recipient i's attempt a.n ended and another

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -22,12 +24,13 @@ func (s store) start(ctx context.Context, r recordInfo, done bool, first *chunk)
 // startCall is one call of start.lua, to run on its own (store.start) or
 // queued in someone else's pipeline (queue, then result).
 type startCall struct {
-	s     store
-	id    string
-	keys  []string
-	args  []any
-	first *chunk
-	cmd   *redis.Cmd
+	s      store
+	id     string
+	keys   []string
+	args   []any
+	first  *chunk
+	cmd    *redis.Cmd
+	readAt time.Time // when the call was made or queued
 }
 
 func (s store) startCall(r recordInfo, done bool, first *chunk) *startCall {
@@ -35,8 +38,8 @@ func (s store) startCall(r recordInfo, done bool, first *chunk) *startCall {
 	if done {
 		state = jobFannedOut
 	}
-	args := startArgs(r, state, ttlFor(r.AcceptedAt, r.Deadline), first)
-	return &startCall{s: s, id: r.ID, keys: jobKeys(r.ID), args: args, first: first}
+	args := startArgs(r, state, ttlFor(r.Retain, r.Deadline), first)
+	return &startCall{s: s, id: r.ID, keys: jobKeys(r.ID), args: args, first: first, readAt: time.Now()}
 }
 
 // queue adds the call to p, to be read with result once p has run.
@@ -59,17 +62,20 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("write job record %s: %w", c.id, err)
 	}
-	if len(vals) < 2 {
+	if len(vals) < 3 {
 		return "", 0, nil, fmt.Errorf("write job record %s: unexpected reply %v", c.id, vals)
 	}
 	owner, _ = vals[0].(string)
 	cur, _ := vals[1].(string)
 	cursor, _ = strconv.Atoi(cur)
+	cancelledAt, _ := vals[2].(string)
+	st = &chunkStates{}
 	if c.first != nil {
-		if st, err = statesOf(c.first, vals[2:]); err != nil {
+		if st, err = statesOf(c.first, vals[3:]); err != nil {
 			return "", 0, nil, fmt.Errorf("write job record %s: %w", c.id, err)
 		}
 	}
+	st.cancelled, st.readAt = cancelledAt != "", c.readAt
 	return owner, cursor, st, nil
 }
 
@@ -78,6 +84,10 @@ type chunkStates struct {
 	finals   []string   // per recipient, "" for none
 	devices  [][]string // per recipient and device, "" for none
 	attempts []attempts // per recipient
+	// cancelled: the job was cancelled; readAt is when the read that said
+	// so (or not) began, on the local clock.
+	cancelled bool
+	readAt    time.Time
 }
 
 // statesOf reads a chunk's states from vals: its recipients' final states,
@@ -115,40 +125,52 @@ func (s store) chunkState(ctx context.Context, c *chunk) (*chunkStates, error) {
 		df = appendRecipientFields(df, c.From+i, len(r.Devices))
 	}
 	var rc, dc *redis.SliceCmd
+	var cc *redis.StringCmd
+	readAt := time.Now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		rc = p.HMGet(ctx, recpKey(c.Job), rf...)
 		dc = p.HMGet(ctx, devKey(c.Job), df...)
+		cc = queueCancelled(ctx, p, c.Job)
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
 	}
 	st, err := statesOf(c, append(rc.Val(), dc.Val()...))
 	if err != nil {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
 	}
+	if st.cancelled, err = isCancelled(cc); err != nil {
+		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
+	}
+	st.readAt = readAt
 	return st, nil
 }
 
 // chunkRecord is what one chunk writes when its sends are done.
 type chunkRecord struct {
-	finals    []any // recipient index, final state pairs
+	entries   []any // recipient index, final state ("": held), queue triples
 	deferrals int
 }
 
 func (r *chunkRecord) final(recipient int, state string) {
-	r.finals = append(r.finals, recipient, state)
+	r.entries = append(r.entries, recipient, state, "")
 }
 
-// record writes a chunk's outcomes (record.lua) and reports, per final
-// state given, whether this call recorded it. It keeps trying while Redis is
+// held records that recipient's delivery task waits on queue.
+func (r *chunkRecord) held(recipient int, queue string) {
+	r.entries = append(r.entries, recipient, "", queue)
+}
+
+// record writes a chunk's outcomes (record.lua) and reports, per entry,
+// whether this call recorded its final state. It keeps trying while Redis is
 // unreachable (persist): the pushes it records were already acknowledged.
 func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, error) {
-	if len(r.finals) == 0 && r.deferrals == 0 {
+	if len(r.entries) == 0 && r.deferrals == 0 {
 		return nil, nil
 	}
 	// Device states were recorded as the answers came (outcomes.go).
-	keys, args := jobKeys(c.Job)[:2], recordArgs(ttlFor(c.AcceptedAt, c.Deadline), r.deferrals, r.finals)
+	keys, args := jobKeys(c.Job)[:2], recordArgs(c.ttl(), r.deferrals, r.entries)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	var vals []int64

@@ -1,6 +1,9 @@
 package worker
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Task ids and limiter members. A job id is any string a client chooses
 // (up to 256 bytes, "/" and ":" included), so every id hush derives from it
@@ -39,4 +42,25 @@ func memberOf(job string, index, attempt int) string {
 		m += "#" + strconv.Itoa(attempt)
 	}
 	return m
+}
+
+// parseMember splits a limiter member made by memberOf into its job,
+// recipient index and attempt.
+func parseMember(m string) (job string, index, attempt int, ok bool) {
+	if i := strings.LastIndexByte(m, '#'); i >= 0 && !strings.Contains(m[i+1:], "/") {
+		a, err := strconv.Atoi(m[i+1:])
+		if err != nil || a <= 0 || strconv.Itoa(a) != m[i+1:] {
+			return "", 0, 0, false
+		}
+		attempt, m = a, m[:i]
+	}
+	i := strings.LastIndexByte(m, '/')
+	if i < 0 {
+		return "", 0, 0, false
+	}
+	index, err := strconv.Atoi(m[i+1:])
+	if err != nil || index < 0 || strconv.Itoa(index) != m[i+1:] {
+		return "", 0, 0, false
+	}
+	return m[:i], index, attempt, true
 }

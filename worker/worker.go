@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -111,33 +113,38 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.DefaultLocation == nil {
+		o.DefaultLocation = time.UTC
+	}
 	return o
 }
 
 // Worker processes hush's Asynq tasks and serves the HTTP API. It does not
 // own the Redis client.
 type Worker struct {
-	rdb      redis.UniversalClient
-	limiter  Limiter
-	admin    ThrottleAdmin // nil when the limiter has no Status/Reset
-	pipe     pipeLimiter   // nil unless the limiter books on rdb itself
-	policy   throttle.Policy
-	senders  map[payload.Platform]Sender
-	queues   map[string]int // priority queues and weights
-	shards   int            // delivery shards per priority
-	conc     int
-	retry    retryPolicy
-	bypass   map[payload.Priority]bool
-	apiToken string
-	maxBody  int64
-	shutdown time.Duration
-	log      *slog.Logger
-	store    store
-	m        *metrics
-	events   *events
-	rec      *recorder // device outcomes as they come
-	client   *Client
-	insp     *asynq.Inspector
+	rdb     redis.UniversalClient
+	limiter Limiter
+	admin   ThrottleAdmin // nil when the limiter has no Status/Reset
+	pipe    pipeLimiter   // nil unless the limiter books on rdb itself
+	policy  throttle.Policy
+	// defaultLoc is the time zone of a recipient without one.
+	defaultLoc *time.Location
+	senders    map[payload.Platform]Sender
+	queues     map[string]int // priority queues and weights
+	shards     int            // delivery shards per priority
+	conc       int
+	retry      retryPolicy
+	bypass     map[payload.Priority]bool
+	apiToken   string
+	maxBody    int64
+	shutdown   time.Duration
+	log        *slog.Logger
+	store      store
+	m          *metrics
+	events     *events
+	rec        *recorder // device outcomes as they come
+	client     *Client
+	insp       *asynq.Inspector
 
 	// halt is cancelled by Run when in-flight provider calls must end: a
 	// while after shutdown began, just before Asynq gives up on handlers.
@@ -164,26 +171,28 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	o = o.withDefaults()
 	m := newMetrics()
 	w := &Worker{
-		rdb:      rdb,
-		limiter:  o.Limiter,
-		policy:   o.Policy,
-		senders:  o.Senders,
-		queues:   o.Queues,
-		shards:   max(1, o.DeliveryShards),
-		conc:     o.Concurrency,
-		retry:    retryPolicy{maxRetry: o.MaxRetry, maxThrottled: o.MaxThrottled},
-		bypass:   map[payload.Priority]bool{},
-		apiToken: o.APIToken,
-		maxBody:  o.MaxBodyBytes,
-		shutdown: o.ShutdownTimeout,
-		log:      o.Logger,
-		store:    store{rdb: rdb},
-		m:        m,
-		client:   NewClient(rdb),
-		insp:     asynq.NewInspectorFromRedisClient(rdb),
-		pool:     newGoPool(),
-		sends:    semaphore.NewWeighted(int64(o.Concurrency)),
-		wave:     min(maxWave, o.Concurrency),
+		rdb:     rdb,
+		limiter: o.Limiter,
+		policy:  o.Policy,
+		senders: o.Senders,
+
+		defaultLoc: o.DefaultLocation,
+		queues:     o.Queues,
+		shards:     max(1, o.DeliveryShards),
+		conc:       o.Concurrency,
+		retry:      retryPolicy{maxRetry: o.MaxRetry, maxThrottled: o.MaxThrottled},
+		bypass:     map[payload.Priority]bool{},
+		apiToken:   o.APIToken,
+		maxBody:    o.MaxBodyBytes,
+		shutdown:   o.ShutdownTimeout,
+		log:        o.Logger,
+		store:      store{rdb: rdb},
+		m:          m,
+		client:     NewClient(rdb),
+		insp:       asynq.NewInspectorFromRedisClient(rdb),
+		pool:       newGoPool(),
+		sends:      semaphore.NewWeighted(int64(o.Concurrency)),
+		wave:       min(maxWave, o.Concurrency),
 	}
 	if a, ok := o.Limiter.(ThrottleAdmin); ok {
 		w.admin = a
@@ -202,6 +211,11 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		w.events.webhook = newWebhook(o.WebhookURL, o.Logger, m)
 	}
 	w.client.m = m
+	if len(o.Policy.Categories) > 0 {
+		WithCategories(slices.Collect(maps.Keys(o.Policy.Categories))...)(w.client)
+	} else {
+		WithCategories()(w.client) // none configured: every category is unknown
+	}
 	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger))
 	return w, nil
 }

@@ -1,0 +1,180 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
+)
+
+// Cancellation and collapse reach deliveries through the records they read
+// before they send, not through messages to the processes holding them:
+//
+//   - A cancelled job's record carries cancelled_at. Every provider call
+//     starts within cancelWindow of a read of it that said no: the read in
+//     the booking's own round trip (bookAll), or, for a priority that
+//     skips the limiter, the read of the recipient's state; a call that
+//     would start later is not made (its sendBy), and the delivery reads
+//     again. Client.Cancel answers cancelGrace after writing cancelled_at,
+//     so no push leaves after its answer.
+//   - A collapsed booking is gone from the limiter, which answers its
+//     member RefusedCollapsed; a booking within worker.CollapseMargin of
+//     its slot (one a delivery may be waiting on in place, up to
+//     maxInlineWait) is never collapsed.
+//
+// Either way the delivery drops itself (drop), giving its booking back and
+// emitting its event; the worker that cancelled or collapsed it only wakes
+// its task (wake) so that this happens now rather than at its slot.
+
+// cancelWindow is the most time between a read of a job's cancellation
+// and the start of a provider call it allowed.
+const cancelWindow = 3 * time.Second
+
+// cancelGrace is how long Client.Cancel waits after writing the
+// cancellation before it answers: every call allowed by an earlier read
+// has started by then.
+const cancelGrace = cancelWindow + 500*time.Millisecond
+
+// booking is a batch of bookings made in one round trip with a read of the
+// job's cancellation (bookAll), or booked ahead with the job's first step
+// (singleJob).
+type booking struct {
+	idx []int // the chunk's recipients booked, in request order
+	res []throttle.Reservation
+	err error
+	// cancelled: the job was cancelled (nothing may be sent).
+	cancelled bool
+	// asked is when the round trip began; mid its middle (where the
+	// limiter most likely read its clock).
+	asked, mid time.Time
+	permits    *wavePermits // set when booked ahead
+}
+
+// sendBy is the latest instant a call under this booking may start: the
+// slot's lateness bound (zero for a bypass priority), and never later
+// than cancelWindow after the cancellation was read.
+func (b *booking) sendBy(slotBy time.Time) time.Time {
+	limit := b.asked.Add(cancelWindow)
+	if slotBy.IsZero() || limit.Before(slotBy) {
+		return limit
+	}
+	return slotBy
+}
+
+// bookAll books reqs (none for a bypass priority) for job in one round
+// trip that also reads whether the job was cancelled: the limiter's own
+// pipeline when it runs on the worker's Redis client, else the read first,
+// then the bookings.
+func (w *Worker) bookAll(ctx context.Context, job string, reqs []throttle.Request) booking {
+	b := booking{asked: time.Now()}
+	var cc *redis.StringCmd
+	switch {
+	case len(reqs) == 0:
+		cc = w.rdb.HGet(ctx, jobKey(job), fieldCancelled)
+	case w.pipe != nil:
+		b.res, b.err = w.pipe.ReserveBatchWith(ctx, reqs, func(p redis.Pipeliner) { cc = queueCancelled(ctx, p, job) })
+	default:
+		cc = w.rdb.HGet(ctx, jobKey(job), fieldCancelled)
+		if cc.Err() == nil || errors.Is(cc.Err(), redis.Nil) {
+			b.res, b.err = w.limiter.ReserveBatch(ctx, reqs)
+		}
+	}
+	b.mid = b.asked.Add(time.Since(b.asked) / 2)
+	cancelled, err := isCancelled(cc)
+	if err != nil {
+		b.err = errors.Join(b.err, fmt.Errorf("read the cancellation of %s: %w", job, err))
+	}
+	b.cancelled = cancelled
+	if b.err == nil && len(b.res) != len(reqs) {
+		b.err = fmt.Errorf("%d answers for %d requests", len(b.res), len(reqs))
+	}
+	return b
+}
+
+// requestOf is the limiter request of d's attempt n: in d's category (the
+// global rules alone when it is not configured: the job was accepted
+// under another configuration), in the recipient's time zone, not before
+// its send_at, with its collapse key; refused after d's deadline, and
+// never later than its job's records are kept (less a day), so a slot is
+// never used after the records that stop a second send are gone.
+func (w *Worker) requestOf(d *delivery, n int) throttle.Request {
+	notAfter := retainFrom(d.AcceptedAt, &d.Content).Add(recordTTL - 24*time.Hour)
+	if !d.Deadline.IsZero() {
+		notAfter = d.Deadline.Add(-time.Millisecond)
+	}
+	q := throttle.Request{User: d.UserID, Member: memberOf(d.Job, d.Index, n), NotAfter: notAfter,
+		NotBefore: d.Content.NotBefore(), CollapseKey: d.Content.CollapseKey, Location: w.location(d.Timezone)}
+	if cat := d.Content.Category; cat != "" {
+		if _, ok := w.policy.Categories[cat]; ok {
+			q.Category = cat
+		} else {
+			w.log.Warn("category not configured: the global rules alone apply", "delivery", d.member(), "category", cat)
+		}
+	}
+	return q
+}
+
+// location is the time zone of a recipient's timezone field (already
+// validated): the default when empty or, after a change of the zone
+// database, unknown.
+func (w *Worker) location(name string) *time.Location {
+	if name == "" {
+		return w.defaultLoc
+	}
+	loc, err := (payload.Recipient{Timezone: name}).Location()
+	if err != nil || loc == nil {
+		return w.defaultLoc
+	}
+	return loc
+}
+
+// wake runs the delivery task of recipient index of job now: a task held
+// for its slot, whose job was cancelled or whose booking was collapsed,
+// then drops itself at once. queues are where its task may wait; a task
+// found in none (not yet created, running, or done) is left to find out
+// on its own.
+func (w *Worker) wake(job string, index int, queues ...string) bool {
+	id := deliveryTaskID(job, index)
+	for _, q := range queues {
+		if err := w.insp.RunTask(q, id); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// collapsedBy handles a booking of d that took the place of member, the
+// user's held push with the same collapse key: the held one's delivery is
+// woken, finds its booking collapsed and drops itself (drop, reason
+// collapsed: event, metric, final state).
+func (w *Worker) collapsedBy(d *delivery, member string) {
+	job, index, _, ok := parseMember(member)
+	if !ok {
+		w.log.Warn("collapsed a booking whose member names no delivery", "delivery", d.member(), "collapsed", member)
+		return
+	}
+	// Its task waits on the user's shard of its priority, which need not
+	// be d's.
+	var queues []string
+	for _, p := range []payload.Priority{d.Priority, payload.PriorityNormal, payload.PriorityHigh, payload.PriorityCritical} {
+		if q := shardQueue(string(p), d.UserID, w.shards); !containsString(queues, q) {
+			queues = append(queues, q)
+		}
+	}
+	woken := w.wake(job, index, queues...)
+	w.log.Info("held push collapsed by a newer one", "delivery", member, "by", d.member(), "user_id", d.UserID, "woken", woken)
+}
+
+func containsString(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
