@@ -37,6 +37,9 @@ type Config struct {
 
 	ThrottleLimits     string        `split_words:"true" desc:"per-user rolling-window caps, N/window comma list"`
 	ThrottleMinGap     time.Duration `split_words:"true" desc:"minimum gap between two pushes to the same user"`
+	ThrottleCategories string        `split_words:"true" desc:"categories a job may name, each with rules of its own (docs/limiter.md): NAME=RULES [global=off] [quiet=HH:MM-HH:MM or quiet=off] items separated by semicolons; RULES are caps and an optional @gap, like 2/1d,1/4h@1h, or none; global=off exempts the category from the global rules; empty: none. Example: marketing=2/1d,1/4h@1h quiet=21:00-09:00; social=10/1h@30s; transactional=none global=off"`
+	QuietHours         string        `split_words:"true" desc:"quiet hours HH:MM-HH:MM in each user's own wall-clock time, e.g. 22:00-08:00: pushes falling inside are held until they end, not dropped (unless they expire); a category's quiet= overrides them, and a category named transactional ignores them unless it says quiet=; empty or off: none"`
+	DefaultTimezone    string        `split_words:"true" desc:"IANA time zone, e.g. Europe/Berlin, of the quiet hours of recipients whose job gives no timezone (empty: UTC); not Local, the machine's own zone, which differs from one server to the next"`
 	ThrottleBypass     []string      `split_words:"true" desc:"priorities that skip the limiter (comma list; empty: none)"`
 	ThrottleMaxPending int           `split_words:"true" desc:"most held (booked, not yet sent) pushes one user may have; a delivery beyond it is dropped with reason throttle_full (0: no cap; a decision for a user holding P bookings costs about 1 to 2 µs of Redis CPU more per booking it holds)"`
 	MaxThrottled       time.Duration `split_words:"true" desc:"most time a delivery may spend throttled by a provider (429 without end) before it is archived; its expiry ends it sooner (0: only its expiry)"`
@@ -151,11 +154,10 @@ func (c Config) Validate() error {
 	if c.MaxRetry < 0 {
 		add(keyErr("HUSH_MAX_RETRY", "must not be negative, got %d", c.MaxRetry))
 	}
-	if c.ThrottleMinGap < 0 {
-		add(keyErr("HUSH_THROTTLE_MIN_GAP", "must not be negative, got %s", c.ThrottleMinGap))
-	} else if _, err := c.policy(); err != nil {
-		add(&KeyError{Key: "HUSH_THROTTLE_LIMITS", Err: err})
-	}
+	add(errOf(c.globalRules()))
+	add(errOf(c.categories()))
+	add(errOf(c.quietHours()))
+	add(errOf(c.defaultLocation()))
 	for _, p := range c.ThrottleBypass {
 		if _, ok := knownPriorities[strings.TrimSpace(p)]; !ok && strings.TrimSpace(p) != "" {
 			add(keyErr("HUSH_THROTTLE_BYPASS", "unknown priority %q (critical, high, normal)", p))
@@ -262,9 +264,76 @@ func (c Config) apnsConfigured() bool { return c.APNSKeyFile != "" || c.APNSCert
 // fcmConfigured reports whether FCM credentials are set.
 func (c Config) fcmConfigured() bool { return c.FCMCredentialsFile != "" }
 
+// policy is the limiter's whole policy: the global rules, the categories
+// and the quiet hours. Each part is checked by its own parser; the error
+// joins one *KeyError per bad key.
 func (c Config) policy() (throttle.Policy, error) {
-	return throttle.ParsePolicy(c.ThrottleLimits, c.ThrottleMinGap.String())
+	p, errRules := c.globalRules()
+	cats, errCats := c.categories()
+	quiet, errQuiet := c.quietHours()
+	if err := errors.Join(errRules, errCats, errQuiet); err != nil {
+		return throttle.Policy{}, err
+	}
+	p.Categories, p.Quiet = cats, quiet
+	return p, nil
 }
+
+// limiterOptions are the limiter's options: the pending cap, and the
+// collapse margin the worker needs.
+func (c Config) limiterOptions() throttle.Options {
+	return throttle.Options{MaxPending: c.ThrottleMaxPending, CollapseMargin: worker.CollapseMargin}
+}
+
+// globalRules are HUSH_THROTTLE_LIMITS and HUSH_THROTTLE_MIN_GAP.
+func (c Config) globalRules() (throttle.Policy, error) {
+	if c.ThrottleMinGap < 0 {
+		return throttle.Policy{}, keyErr("HUSH_THROTTLE_MIN_GAP", "must not be negative, got %s", c.ThrottleMinGap)
+	}
+	p, err := throttle.ParsePolicy(c.ThrottleLimits, c.ThrottleMinGap.String())
+	if err != nil {
+		return throttle.Policy{}, &KeyError{Key: "HUSH_THROTTLE_LIMITS", Err: err}
+	}
+	return p, nil
+}
+
+// categories are HUSH_THROTTLE_CATEGORIES (nil when empty).
+func (c Config) categories() (map[string]throttle.Category, error) {
+	cats, err := throttle.ParseCategories(c.ThrottleCategories)
+	if err != nil {
+		return nil, &KeyError{Key: "HUSH_THROTTLE_CATEGORIES", Err: err}
+	}
+	return cats, nil
+}
+
+// quietHours are HUSH_QUIET_HOURS (the zero Quiet when empty or off).
+func (c Config) quietHours() (throttle.Quiet, error) {
+	q, err := throttle.ParseQuiet(c.QuietHours)
+	if err != nil {
+		return throttle.Quiet{}, &KeyError{Key: "HUSH_QUIET_HOURS", Err: err}
+	}
+	return q, nil
+}
+
+// defaultLocation is HUSH_DEFAULT_TIMEZONE's zone (UTC when empty). A name
+// is checked by the rule a recipient's timezone is (payload's, on the
+// built-in zone database), so the default is valid wherever a job's zone
+// would be; "Local" is refused in a server's words first.
+func (c Config) defaultLocation() (*time.Location, error) {
+	switch name := c.DefaultTimezone; name {
+	case "":
+		return time.UTC, nil
+	case "Local", "localtime":
+		return nil, keyErr("HUSH_DEFAULT_TIMEZONE", "%q is this machine's own zone, which differs from one server to the next (want an IANA name such as Europe/Berlin)", name)
+	}
+	loc, err := payload.Recipient{Timezone: c.DefaultTimezone}.Location()
+	if err != nil {
+		return nil, &KeyError{Key: "HUSH_DEFAULT_TIMEZONE", Err: err}
+	}
+	return loc, nil
+}
+
+// errOf is the error of a (value, error) pair.
+func errOf[T any](_ T, err error) error { return err }
 
 func (c Config) bypass() []payload.Priority {
 	var out []payload.Priority

@@ -32,7 +32,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	want := Config{
 		Concurrency: 50, Queues: map[string]int{"critical": 6, "high": 3, "normal": 1}, DeliveryShards: 1, MaxRetry: 8,
-		ThrottleLimits: "10/1m,100/24h", ThrottleMinGap: 3 * time.Second, ThrottleBypass: []string{"critical"},
+		ThrottleLimits: "10/1m,100/24h", ThrottleMinGap: 3 * time.Second, DefaultTimezone: "UTC", ThrottleBypass: []string{"critical"},
 		ThrottleMaxPending: 100, MaxThrottled: time.Hour,
 		HTTPAddr: ":8080", MaxBodyBytes: 8 << 20, EventsMaxlen: 100000, ShutdownTimeout: 10 * time.Second,
 		LogLevel: "info", LogFormat: "text",
@@ -77,6 +77,18 @@ func TestLoadConfigNamesTheBadKey(t *testing.T) {
 		{"queue syntax", map[string]string{"HUSH_QUEUES": "critical=6"}, "HUSH_QUEUES"},
 		{"negative retries", map[string]string{"HUSH_MAX_RETRY": "-1"}, "HUSH_MAX_RETRY"},
 		{"unknown bypass priority", map[string]string{"HUSH_THROTTLE_BYPASS": "urgent"}, "HUSH_THROTTLE_BYPASS"},
+		{"category window", map[string]string{"HUSH_THROTTLE_CATEGORIES": "marketing=2/1x"}, "HUSH_THROTTLE_CATEGORIES"},
+		{"category name", map[string]string{"HUSH_THROTTLE_CATEGORIES": "Marketing=2/1d"}, "HUSH_THROTTLE_CATEGORIES"},
+		{"category without rules", map[string]string{"HUSH_THROTTLE_CATEGORIES": "marketing"}, "HUSH_THROTTLE_CATEGORIES"},
+		{"category twice", map[string]string{"HUSH_THROTTLE_CATEGORIES": "social=1/1h; social=2/1h"}, "HUSH_THROTTLE_CATEGORIES"},
+		{"category quiet hours", map[string]string{"HUSH_THROTTLE_CATEGORIES": "marketing=2/1d quiet=21:00"}, "HUSH_THROTTLE_CATEGORIES"},
+		{"category option", map[string]string{"HUSH_THROTTLE_CATEGORIES": "marketing=2/1d loud=on"}, "HUSH_THROTTLE_CATEGORIES"},
+		{"quiet hours one time", map[string]string{"HUSH_QUIET_HOURS": "22:00"}, "HUSH_QUIET_HOURS"},
+		{"quiet hours hour 25", map[string]string{"HUSH_QUIET_HOURS": "25:00-08:00"}, "HUSH_QUIET_HOURS"},
+		{"quiet hours empty window", map[string]string{"HUSH_QUIET_HOURS": "08:00-08:00"}, "HUSH_QUIET_HOURS"},
+		{"unknown time zone", map[string]string{"HUSH_DEFAULT_TIMEZONE": "Mars/Base"}, "HUSH_DEFAULT_TIMEZONE"},
+		{"local time zone", map[string]string{"HUSH_DEFAULT_TIMEZONE": "Local"}, "HUSH_DEFAULT_TIMEZONE"},
+		{"time zone abbreviation", map[string]string{"HUSH_DEFAULT_TIMEZONE": "CEST"}, "HUSH_DEFAULT_TIMEZONE"},
 		{"redis url", map[string]string{"HUSH_REDIS_URL": "http://localhost"}, "HUSH_REDIS_URL"},
 		{"apns key without key id", map[string]string{"HUSH_APNS_KEY_FILE": "/k.p8", "HUSH_APNS_TEAM_ID": "T", "HUSH_APNS_TOPIC": "a.b"}, "HUSH_APNS_KEY_ID"},
 		{"apns without topic", map[string]string{"HUSH_APNS_CERT_FILE": "/c.p12"}, "HUSH_APNS_TOPIC"},
@@ -115,7 +127,8 @@ func TestPrintUsageListsEveryKey(t *testing.T) {
 	}
 	for _, key := range []string{
 		"HUSH_REDIS_URL", "HUSH_REDIS_CLUSTER_ADDRS", "HUSH_CONCURRENCY", "HUSH_QUEUES", "HUSH_MAX_RETRY",
-		"HUSH_THROTTLE_LIMITS", "HUSH_THROTTLE_MIN_GAP", "HUSH_THROTTLE_BYPASS",
+		"HUSH_THROTTLE_LIMITS", "HUSH_THROTTLE_MIN_GAP", "HUSH_THROTTLE_CATEGORIES", "HUSH_QUIET_HOURS",
+		"HUSH_DEFAULT_TIMEZONE", "HUSH_THROTTLE_BYPASS",
 		"HUSH_APNS_KEY_FILE", "HUSH_APNS_KEY_ID", "HUSH_APNS_TEAM_ID", "HUSH_APNS_TOPIC",
 		"HUSH_APNS_CERT_FILE", "HUSH_APNS_CERT_PASSWORD", "HUSH_APNS_PRODUCTION", "HUSH_APNS_ENDPOINT", "HUSH_APNS_CA_FILE",
 		"HUSH_FCM_CREDENTIALS_FILE", "HUSH_FCM_PROJECT_ID", "HUSH_FCM_ENDPOINT", "HUSH_DRY_RUN", "HUSH_HTTP_ADDR",

@@ -22,6 +22,7 @@ const (
 	DefaultMaxRetry           = 8
 	DefaultThrottleLimits     = "10/1m,100/24h"
 	DefaultThrottleMinGap     = 3 * time.Second
+	DefaultTimezone           = "UTC"
 	DefaultThrottleMaxPending = 100
 	DefaultMaxThrottled       = time.Hour
 	DefaultHTTPAddr           = ":8080"
@@ -43,6 +44,7 @@ func DefaultConfig() Config {
 		MaxRetry:           DefaultMaxRetry,
 		ThrottleLimits:     DefaultThrottleLimits,
 		ThrottleMinGap:     DefaultThrottleMinGap,
+		DefaultTimezone:    DefaultTimezone,
 		ThrottleBypass:     DefaultThrottleBypass(),
 		ThrottleMaxPending: DefaultThrottleMaxPending,
 		MaxThrottled:       DefaultMaxThrottled,

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hushpush/hush/throttle"
@@ -36,9 +39,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	policy, err := cfg.policy()
 	if err != nil {
-		return &KeyError{Key: "HUSH_THROTTLE_LIMITS", Err: err}
+		return err
 	}
-	limiter, err := throttle.NewRedis(rdb, policy, throttle.Options{MaxPending: cfg.ThrottleMaxPending})
+	loc, err := cfg.defaultLocation()
+	if err != nil {
+		return err
+	}
+	limiter, err := throttle.NewRedis(rdb, policy, cfg.limiterOptions())
 	if err != nil {
 		return fmt.Errorf("limiter: %w", err)
 	}
@@ -51,6 +58,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	w, err := worker.New(rdb, worker.Options{
 		Limiter:         limiter,
 		Policy:          policy,
+		DefaultLocation: loc,
 		Senders:         senders,
 		Queues:          cfg.Queues,
 		DeliveryShards:  cfg.DeliveryShards,
@@ -83,7 +91,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- httpSrv.Serve(ln) }()
 	log.Info("http listening", "addr", ln.Addr().String(),
-		"limits", policy.String(), "bypass", cfg.ThrottleBypass, "api_auth", cfg.APIToken != "")
+		"limits", policy.String(), "categories", strings.Join(slices.Sorted(maps.Keys(policy.Categories)), ","),
+		"quiet_hours", policy.Quiet.String(), "timezone", loc.String(),
+		"bypass", cfg.ThrottleBypass, "api_auth", cfg.APIToken != "")
 
 	runErr := w.Run(ctx)
 

@@ -145,6 +145,30 @@ func TestServeWithProviders(t *testing.T) {
 	}
 }
 
+// TestServeLogsTheLimiterRules: the start's "http listening" line says
+// the categories, the quiet hours and the default zone Serve runs with.
+func TestServeLogsTheLimiterRules(t *testing.T) {
+	_, logs := serveFromEnv(t, map[string]string{
+		"HUSH_THROTTLE_CATEGORIES": "social=10/1h@30s; marketing=2/1d quiet=21:00-09:00; transactional=none global=off",
+		"HUSH_QUIET_HOURS":         "22:00-08:00",
+		"HUSH_DEFAULT_TIMEZONE":    "Europe/Berlin",
+	})
+	var line string // logged once the listener is up, perhaps after /readyz answered
+	testkit.WaitFor(t, 5*time.Second, "the http listening line", func() bool {
+		for l := range strings.Lines(logs.String()) {
+			if strings.Contains(l, `msg="http listening"`) {
+				line = l
+			}
+		}
+		return line != ""
+	})
+	for _, want := range []string{`limits="10/1m,100/24h min-gap 3s"`, "categories=marketing,social,transactional", "quiet_hours=22:00-08:00", "timezone=Europe/Berlin"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("http listening line %q lacks %s", line, want)
+		}
+	}
+}
+
 // TestServeRedisDownNamesTheKey: with nothing listening at HUSH_REDIS_URL,
 // Serve fails with one error that names the key and where it points,
 // without the password.
