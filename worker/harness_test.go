@@ -56,6 +56,11 @@ type envOptions struct {
 	concurrency     int // default 10
 	noRun           bool
 	logs            io.Writer // the worker's JSON logs (default: testLogger)
+	// policy, when set, changes the policy limits and gap make (categories,
+	// quiet hours).
+	policy func(*throttle.Policy)
+	// location is Options.DefaultLocation.
+	location *time.Location
 }
 
 const (
@@ -80,7 +85,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl, err := throttle.NewRedis(rdb, policy, throttle.Options{MaxPending: o.maxPending})
+	if o.policy != nil {
+		o.policy(&policy)
+	}
+	rl, err := throttle.NewRedis(rdb, policy, throttle.Options{MaxPending: o.maxPending, CollapseMargin: CollapseMargin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +116,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		MaxBodyBytes:    o.maxBody,
 		ShutdownTimeout: o.shutdownTimeout,
 		WebhookURL:      o.webhookURL,
+		DefaultLocation: o.location,
 		Logger:          testLogger(t),
 	}
 	if o.logs != nil {
@@ -301,8 +310,11 @@ func (l *recordingLimiter) ReserveBatchWith(ctx context.Context, reqs []throttle
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, r := range rs {
-		if r.Now.IsZero() {
-			continue
+		if r.Now.IsZero() || r.Refused != "" {
+			continue // failed, or refused: nothing booked
+		}
+		if r.Collapsed != "" {
+			delete(l.slots, r.Collapsed) // its booking is gone
 		}
 		m := reqs[i].Member
 		if prev, ok := l.slots[m]; ok && !prev.Equal(r.At) && !l.agedOut(prev, r.Now) {
