@@ -134,7 +134,7 @@ func (l *Redis) replies(ctx context.Context, keys []string, before func(redis.Pi
 // caches it: a second round trip only then.
 func (l *Redis) pipeline(ctx context.Context, before func(redis.Pipeliner), s *redis.Script, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
-	if len(calls) == 0 {
+	if len(calls) == 0 && before == nil {
 		return cmds
 	}
 	pipe := l.rdb.Pipeline()

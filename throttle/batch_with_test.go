@@ -82,3 +82,27 @@ func TestReserveBatchWith(t *testing.T) {
 		t.Error("INCR of a string: no error, want one")
 	}
 }
+
+// The caller's commands run even when no request is left to book (every
+// one named an unknown category): the caller still reads their results.
+func TestReserveBatchWithNothingToBook(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	l, err := throttle.NewRedis(rdb, mustPolicy(t, "1/1m", ""), throttle.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := prefix + "mine"
+	t.Cleanup(func() { rdb.Del(context.Background(), mine) })
+	var set *redis.StatusCmd
+	rs, err := l.ReserveBatchWith(ctx, []throttle.Request{{User: "a", Member: "m", Category: "nope"}},
+		func(p redis.Pipeliner) { set = p.Set(ctx, mine, "x", time.Minute) })
+	if err == nil || len(rs) != 1 || !rs[0].Now.IsZero() {
+		t.Errorf("reservations %+v, error %v: want the request failed", rs, err)
+	}
+	if set == nil || set.Err() != nil || rdb.Get(ctx, mine).Val() != "x" {
+		t.Errorf("the caller's command did not run: %v", set)
+	}
+}
