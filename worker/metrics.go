@@ -30,11 +30,11 @@ func newMetrics() *metrics {
 		}, []string{"platform", "outcome"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_deliveries_total",
-			Help: "Deliveries (one per recipient) that reached a final state: delivered, expired, token_invalid, failed, throttle_full.",
+			Help: "Deliveries (one per recipient) that reached a final state: delivered, expired, token_invalid, failed, throttle_full, collapsed, cancelled.",
 		}, []string{"state"}),
 		limiter: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_limiter_decisions_total",
-			Help: "Limiter decisions for deliveries: allowed (slot now), waited (short wait in the worker), deferred (handed back to the queue until the slot), bypass (priority skips the limiter), expired (slot after the deadline), full (the user holds HUSH_THROTTLE_MAX_PENDING bookings), rebooked (a late booking or a retry booked again).",
+			Help: "Limiter decisions for deliveries: allowed (slot now), waited (short wait in the worker), deferred (handed back to the queue until the slot), bypass (priority skips the limiter), expired (slot after the deadline), full (the user holds HUSH_THROTTLE_MAX_PENDING bookings), collapsed (a newer push with the same collapse key took the booking's place), rebooked (a late booking or a retry booked again).",
 		}, []string{"decision"}),
 		deferral: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hush_deferral_delay_seconds",
