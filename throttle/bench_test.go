@@ -247,12 +247,44 @@ func spreadDesigns() []design {
 				return err
 			}
 		}},
+		// Reserve as the worker books (ReserveBatch, one request per call
+		// or a batch of 100), without a category and with one whose own
+		// rule (the same 10/1m) is decided over a second set.
+		{name: "Reserve", perCall: 1, cmds: []string{"evalsha", "eval"}, build: reserveDesign(1, "")},
+		{name: "ReserveCategory", perCall: 1, cmds: []string{"evalsha", "eval"}, build: reserveDesign(1, benchCategory)},
+		{name: "ReserveBatch100", perCall: batchSize, cmds: []string{"evalsha", "eval"}, build: reserveDesign(batchSize, "")},
+		{name: "ReserveBatch100Category", perCall: batchSize, cmds: []string{"evalsha", "eval"}, build: reserveDesign(batchSize, benchCategory)},
 		{name: "MultiZSet", perCall: 1, cmds: []string{"multi", "exec"}, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 			return one(newMultiZSet(rdb, "bench:multi:", benchLimit(), time.Now).allow, users)
 		}},
 		{name: "SlidingCounter", perCall: 1, cmds: []string{"get", "incr"}, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 			return one(newSlidingCounter(rdb, "bench:counter:", benchLimit(), time.Now).allow, users)
 		}},
+	}
+}
+
+// benchCategory is the category of the Reserve designs that name one.
+const benchCategory = "social"
+
+// reserveDesign books n users per call (ReserveBatch), in category cat
+// ("" none), each booking under a member of its own.
+func reserveDesign(n int, cat string) func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+	return func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+		p := throttle.Policy{Limits: []throttle.Limit{benchLimit()},
+			Categories: map[string]throttle.Category{benchCategory: {Limits: []throttle.Limit{benchLimit()}}}}
+		lim, err := throttle.NewRedis(rdb, p, throttle.Options{Prefix: "bench:reserve:"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(ctx context.Context, i int64) error {
+			reqs := make([]throttle.Request, n)
+			from := (i * int64(n)) % int64(len(users))
+			for k := range reqs {
+				reqs[k] = throttle.Request{User: users[from+int64(k)], Member: "m" + strconv.FormatInt(i*int64(n)+int64(k), 36), Category: cat}
+			}
+			_, err := lim.ReserveBatch(ctx, reqs)
+			return err
+		}
 	}
 }
 

@@ -92,17 +92,30 @@ local function reserve(sets, ckey, member, not_after, not_before, category, coll
   end
   local t = now
   if not_before and not_before > t then t = not_before end
-  local lasts, future = {}, false
-  for b = 1, #sets do
-    local e = redis.call('ZREVRANGE', sets[b].key, 0, 0, 'WITHSCORES')
-    lasts[b] = e[2] and tonumber(e[2])
-    if lasts[b] and lasts[b] > now then future = true end
-  end
+  -- Only the home set's newest entry is read: a second set's entries are
+  -- among the home (global) set's, so it has none after now when the home
+  -- set has none; its own newest entry is read only for its gap.
+  local e = redis.call('ZREVRANGE', sets[1].key, 0, 0, 'WITHSCORES')
+  local last = e[2] and tonumber(e[2])
+  local future = last and last > now
   if not future then
     -- Every rule's feasible instants are a ray: the latest start wins.
     for b = 1, #sets do
-      local tb = L.past(sets[b].key, now, sets[b].r, lasts[b])
-      if tb > t then t = tb end
+      local key, r = sets[b].key, sets[b].r
+      local lb = last
+      if b > 1 and r.gap > 0 then
+        local eb = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
+        lb = eb[2] and tonumber(eb[2])
+      end
+      for i = 1, r.count do
+        local n, w = r.n[i], r.w[i]
+        if redis.call('ZCOUNT', key, '(' .. (now - w), '+inf') >= n then
+          local en = redis.call('ZREVRANGE', key, n - 1, n - 1, 'WITHSCORES')
+          local ti = tonumber(en[2]) + w
+          if ti > t then t = ti end
+        end
+      end
+      if r.gap > 0 and lb and lb + r.gap > t then t = lb + r.gap end
     end
     for k = 1, #qs do
       if qs[k] <= t and t < qe[k] then t = qe[k] end
@@ -118,11 +131,13 @@ local function reserve(sets, ckey, member, not_after, not_before, category, coll
     put_back()
     return {t, 0, now, 'late', ''}
   end
+  -- Each set lives until its newest entry (at most the home set's newest,
+  -- or t) has aged out of its horizon.
+  local newest = t
+  if last and last > newest then newest = last end
   local ttl = minttl
   for b = 1, #sets do
     redis.call('ZADD', sets[b].key, t, member)
-    local newest = t
-    if lasts[b] and lasts[b] > newest then newest = lasts[b] end
     local kt = newest - now + sets[b].r.horizon
     if kt < minttl then kt = minttl end
     redis.call('PEXPIRE', sets[b].key, kt)

@@ -121,15 +121,20 @@ func (w *Worker) requestOf(d *delivery, n int) throttle.Request {
 
 // location is the time zone of a recipient's timezone field (already
 // validated): the default when empty or, after a change of the zone
-// database, unknown.
+// database, unknown. Zones are loaded once per process (loading parses the
+// zone's data); the names are IANA's, a few hundred at most.
 func (w *Worker) location(name string) *time.Location {
 	if name == "" {
 		return w.defaultLoc
+	}
+	if loc, ok := w.zones.Load(name); ok {
+		return loc.(*time.Location)
 	}
 	loc, err := (payload.Recipient{Timezone: name}).Location()
 	if err != nil || loc == nil {
 		return w.defaultLoc
 	}
+	w.zones.Store(name, loc)
 	return loc
 }
 

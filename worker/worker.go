@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -127,8 +128,10 @@ type Worker struct {
 	admin   ThrottleAdmin // nil when the limiter has no Status/Reset
 	pipe    pipeLimiter   // nil unless the limiter books on rdb itself
 	policy  throttle.Policy
-	// defaultLoc is the time zone of a recipient without one.
+	// defaultLoc is the time zone of a recipient without one; zones caches
+	// the others by name (location).
 	defaultLoc *time.Location
+	zones      sync.Map
 	senders    map[payload.Platform]Sender
 	queues     map[string]int // priority queues and weights
 	shards     int            // delivery shards per priority
