@@ -104,8 +104,11 @@ local function reserve(sets, ckey, member, not_after, not_before, category, coll
       local key, r = sets[b].key, sets[b].r
       local lb = last
       if b > 1 and r.gap > 0 then
+        -- (Not "lb = eb[2] and ...": gopher-lua, miniredis's Lua, keeps
+        -- lb's old value when that expression is nil.)
         local eb = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
-        lb = eb[2] and tonumber(eb[2])
+        lb = nil
+        if eb[2] then lb = tonumber(eb[2]) end
       end
       for i = 1, r.count do
         local n, w = r.n[i], r.w[i]
