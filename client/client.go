@@ -90,14 +90,42 @@ func (c *Client) Status(ctx context.Context, id string) (JobStatus, error) {
 	return st, err
 }
 
+// Cancel cancels a job (DELETE /v1/notifications/{id}): every delivery not
+// yet sent ends cancelled, those already sent stay delivered. The server
+// answers once no push of the job can leave any more, about 3.5 s after
+// the cancellation (at once when every delivery was already final), so ctx
+// should allow for that. Cancelling again is safe: CancelResult.Cancelled
+// then is false. An unknown id is a *Error with Status 404.
+func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
+	if id == "" {
+		return CancelResult{}, errors.New("client: Cancel needs a job id")
+	}
+	var res CancelResult
+	err := c.call(ctx, http.MethodDelete, "/v1/notifications/"+url.PathEscape(id), nil, &res)
+	return res, err
+}
+
 // UserThrottle returns what the limiter knows about user (GET
-// /v1/users/{id}/throttle).
+// /v1/users/{id}/throttle), quiet hours read in the server's
+// HUSH_DEFAULT_TIMEZONE.
 func (c *Client) UserThrottle(ctx context.Context, user string) (ThrottleStatus, error) {
+	return c.UserThrottleIn(ctx, user, "")
+}
+
+// UserThrottleIn is UserThrottle with the quiet hours read in timezone, an
+// IANA name such as "Europe/Berlin" (the user's recipients[].timezone;
+// "": the server's default). A zone the server does not know is a *Error
+// with Status 400.
+func (c *Client) UserThrottleIn(ctx context.Context, user, timezone string) (ThrottleStatus, error) {
 	if user == "" {
 		return ThrottleStatus{}, errors.New("client: UserThrottle needs a user id")
 	}
+	path := userPath(user)
+	if timezone != "" {
+		path += "?" + url.Values{"timezone": {timezone}}.Encode()
+	}
 	var st ThrottleStatus
-	err := c.call(ctx, http.MethodGet, userPath(user), nil, &st)
+	err := c.call(ctx, http.MethodGet, path, nil, &st)
 	return st, err
 }
 

@@ -25,11 +25,16 @@ import (
 const token = "s3cret"
 
 // api is a real worker.Handler on a private Redis (Asynq uses fixed key
-// names), not running its tasks: jobs stay queued.
+// names), not running its tasks: jobs stay queued. Its policy has two
+// categories, and quiet hours (quietZone's) that hold now in quietZone and
+// not in UTC.
 type api struct {
 	srv *httptest.Server
 	lim *throttle.Redis
 }
+
+// quietZone is 9 hours ahead of UTC all year round.
+const quietZone = "Asia/Tokyo"
 
 func startAPI(t *testing.T) api {
 	t.Helper()
@@ -38,6 +43,15 @@ func startAPI(t *testing.T) api {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if policy.Categories, err = throttle.ParseCategories("marketing=2/1d,1/4h@1h; transactional=none global=off"); err != nil {
+		t.Fatal(err)
+	}
+	// From 8:30 to 9:30 hours after the current UTC minute, in wall-clock
+	// time: now in Tokyo, not for hours in UTC.
+	const day = 24 * time.Hour
+	now := time.Now().UTC()
+	minute := now.Sub(now.Truncate(day)).Truncate(time.Minute)
+	policy.Quiet = throttle.Quiet{From: (minute + 8*time.Hour + 30*time.Minute) % day, To: (minute + 9*time.Hour + 30*time.Minute) % day}
 	lim, err := throttle.NewRedis(rdb, policy, throttle.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +154,42 @@ func TestSubmitAndStatus(t *testing.T) {
 	sameJSON(t, seen.get(), st)
 }
 
+// TestCancel cancels a queued job (the worker does not run: its recipient
+// stays pending, so the server waits out its grace before answering).
+func TestCancel(t *testing.T) {
+	a := startAPI(t)
+	seen := &lastBody{}
+	c := client.New(a.srv.URL, client.WithToken(token), client.WithHTTPClient(&http.Client{Transport: seen}))
+	ctx := t.Context()
+	if _, err := c.Submit(ctx, job("j-1", "u-1")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Cancel(ctx, "j-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Cancelled || res.State != client.StateCancelled || res.CancelledAt.IsZero() || res.Counts["pending"] != 1 {
+		t.Errorf("cancel %+v: want cancelled by this call, state cancelled, cancelled_at, 1 pending", res)
+	}
+	sameJSON(t, seen.get(), res)
+
+	again, err := c.Cancel(ctx, "j-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Cancelled || !again.CancelledAt.Equal(res.CancelledAt) {
+		t.Errorf("second cancel %+v: want cancelled false and the first cancelled_at %v", again, res.CancelledAt)
+	}
+	st, err := c.Status(ctx, "j-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(res.JobStatus, st); diff != "" {
+		t.Errorf("status after the cancel (-cancel +status):\n%s", diff)
+	}
+	sameJSON(t, seen.get(), st)
+}
+
 func TestUserThrottle(t *testing.T) {
 	a := startAPI(t)
 	seen := &lastBody{}
@@ -155,12 +205,43 @@ func TestUserThrottle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.UserID != user || len(st.Entries) != 2 || !st.NextAllowed.After(st.Now) || st.MinGap != "2s" {
-		t.Errorf("throttle %+v: want %q with 2 entries, next allowed later, min gap 2s", st, user)
+	if st.UserID != user || len(st.Entries) != 2 || len(st.Held) != 1 || !st.NextAllowed.After(st.Now) || st.MinGap != "2s" {
+		t.Errorf("throttle %+v: want %q with 2 entries, the second held, next allowed later, min gap 2s", st, user)
+	}
+	if st.Timezone != "UTC" || st.Quiet || st.QuietHours == "" {
+		t.Errorf("throttle %+v: want the server's zone UTC, quiet hours, not quiet now", st)
 	}
 	// The window ending now holds the first booking only.
 	if diff := cmp.Diff([]client.RuleRemaining{{Rule: "5/1m", Remaining: 4}}, st.Remaining); diff != "" {
 		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+	var names []string
+	for _, k := range st.Categories {
+		names = append(names, k.Name)
+	}
+	if diff := cmp.Diff([]string{"marketing", "transactional"}, names); diff != "" {
+		t.Errorf("categories (-want +got):\n%s", diff)
+	}
+	sameJSON(t, seen.get(), st)
+
+	// In the user's zone, the quiet hours hold now: the global next
+	// allowed instant is their end, and so is marketing's (it keeps the
+	// global ones); transactional ignores them.
+	if _, err := a.lim.ReserveBatch(ctx, []throttle.Request{{User: user, Member: "j-3/0", Category: "marketing"}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err = c.UserThrottleIn(ctx, user, quietZone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Timezone != quietZone || !st.Quiet || st.NextAllowed.Sub(st.Now) < 25*time.Minute {
+		t.Errorf("throttle in %s %+v: want quiet now, next allowed at the quiet hours' end", quietZone, st)
+	}
+	if m := st.Categories[0]; m.Rules != "2/24h,1/4h@1h" || !m.Quiet || m.QuietHours != st.QuietHours || len(m.Entries) != 1 {
+		t.Errorf("marketing %+v: want its rules, the global quiet hours, quiet now, its one booking", m)
+	}
+	if tr := st.Categories[1]; tr.Quiet || tr.QuietHours != "" || !tr.NextAllowed.Equal(st.Now) {
+		t.Errorf("transactional %+v: want no quiet hours, allowed now", tr)
 	}
 	sameJSON(t, seen.get(), st)
 
@@ -220,6 +301,16 @@ func TestErrors(t *testing.T) {
 			name: "unknown job",
 			call: func() error { _, err := c.Status(ctx, "nope"); return err },
 			want: client.Error{Status: 404, Message: "no job with this id"},
+		},
+		{
+			name: "unknown job, cancelled",
+			call: func() error { _, err := c.Cancel(ctx, "nope"); return err },
+			want: client.Error{Status: 404, Message: "no job with this id"},
+		},
+		{
+			name: "unknown time zone",
+			call: func() error { _, err := c.UserThrottleIn(ctx, "u", "Mars/Olympus"); return err },
+			want: client.Error{Status: 400, Message: `timezone: unknown time zone "Mars/Olympus" (want an IANA name such as Europe/Berlin)`},
 		},
 		{
 			name: "wrong token",

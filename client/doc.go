@@ -1,5 +1,5 @@
 // Package client calls hush's HTTP API (docs/openapi.yaml) from Go: submit
-// a job, read its status, show or reset one user's limiter state.
+// a job, read its status, cancel it, show or reset one user's limiter state.
 //
 //	c := client.New("http://hush:8080", client.WithToken(os.Getenv("HUSH_API_TOKEN")))
 //	acc, err := c.Submit(ctx, job)

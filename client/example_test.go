@@ -57,3 +57,40 @@ func Example() {
 	// 400 invalid job
 	//   recipients[0].devices[0].token: not hex (invalid character at position 0)
 }
+
+func ExampleClient_Cancel() {
+	// A stand-in for hush serve: job promo-18 had one of its three
+	// recipients delivered when it was cancelled.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method != http.MethodDelete || r.URL.Path != "/v1/notifications/promo-18" {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"error":{"message":"no job with this id"}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"promo-18","state":"cancelled","queue":"normal","accepted_at":"2026-11-21T10:00:00.12Z",`+
+			`"cancelled_at":"2026-11-21T10:04:12.503Z","recipients":3,"counts":{"delivered":1,"expired":0,"token_invalid":0,`+
+			`"failed":0,"throttle_full":0,"collapsed":0,"cancelled":2,"pending":0},"deferrals":2,"cancelled":true}`)
+	}))
+	defer srv.Close()
+
+	c := client.New(srv.URL, client.WithToken("s3cret"))
+	// The server answers once nothing of the job can be sent any more,
+	// about 3.5 s after the cancellation.
+	res, err := c.Cancel(context.Background(), "promo-18")
+	if err != nil {
+		fmt.Println("cancel:", err)
+		return
+	}
+	fmt.Println(res.State, "by this call:", res.Cancelled)
+	fmt.Println("delivered before:", res.Counts["delivered"], "cancelled:", res.Counts["cancelled"], "still being dropped:", res.Counts["pending"])
+
+	_, err = c.Cancel(context.Background(), "promo-19")
+	if apiErr, ok := errors.AsType[*client.Error](err); ok {
+		fmt.Println(apiErr.Status, apiErr.Message)
+	}
+	// Output:
+	// cancelled by this call: true
+	// delivered before: 1 cancelled: 2 still being dropped: 0
+	// 404 no job with this id
+}

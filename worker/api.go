@@ -198,12 +198,16 @@ func (w *Worker) deleteNotification(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeError(rw, http.StatusNotFound, "no job with this id")
+	case err != nil && r.Context().Err() != nil:
+		// The caller went away during the wait; the cancellation stands.
+		w.log.Info("job cancelled; the caller left before the answer", "job", r.PathValue("id"))
 	case err != nil:
 		w.log.Error("job cancel failed", "err", err)
 		writeError(rw, http.StatusServiceUnavailable, "could not cancel the job, try again (cancelling again is safe)")
 	default:
 		if res.Cancelled {
-			w.log.Info("job cancelled", "job", res.ID, "delivered", res.Counts[stateDelivered], "dropped", res.Recipients-res.Counts[stateDelivered])
+			w.log.Info("job cancelled", "job", res.ID, "delivered", res.Counts[stateDelivered],
+				"cancelled", res.Counts[stateCancelled], "pending", res.Counts["pending"])
 		}
 		writeJSON(rw, http.StatusOK, res)
 	}
@@ -232,8 +236,8 @@ type ThrottleStatus struct {
 // CategoryThrottle is one category's part of a ThrottleStatus.
 type CategoryThrottle struct {
 	Name string `json:"name"`
-	// Rules are the category's rules as HUSH_THROTTLE_CATEGORIES writes
-	// them ("2/1d,1/4h@1h global=off").
+	// Rules are the category's rules in HUSH_THROTTLE_CATEGORIES's
+	// grammar, canonical ("2/24h,1/4h@1h global=off quiet=off").
 	Rules       string          `json:"rules"`
 	Remaining   []RuleRemaining `json:"remaining"`
 	NextAllowed time.Time       `json:"next_allowed"`

@@ -5,11 +5,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/payload"
 )
 
 type apiAnswer struct {
@@ -154,6 +158,101 @@ func TestAPIStatus(t *testing.T) {
 	}
 }
 
+// TestAPICancel cancels a job with one recipient delivered and one held
+// for its slot: the answer comes once nothing can be sent and says so,
+// the held delivery ends cancelled with its booking given back and a
+// dropped event, the delivered one stays delivered; cancelling again
+// changes nothing.
+func TestAPICancel(t *testing.T) {
+	e := newEnv(t, envOptions{limits: "5/1m", gap: "1h"})
+	srv := httptest.NewServer(e.w.Handler())
+	t.Cleanup(srv.Close)
+	e.waitDone(e.submit(alertJob("first", "1", apnsRecipient("u-1", apnsToken("first")))), 10*time.Second)
+	held, sent := apnsToken("held"), apnsToken("sent")
+	// u-1 had a push: its delivery is deferred by the hour's gap.
+	id := e.submit(alertJob("c-1", "c", apnsRecipient("u-1", held), apnsRecipient("u-2", sent)))
+	waitFor(t, 10*time.Second, "u-2 delivered, u-1 held for its slot", func() bool {
+		st, err := e.client.Status(t.Context(), id)
+		if err != nil || st.Counts[stateDelivered] != 1 || st.Deferrals != 1 {
+			return false
+		}
+		// Held: created to run at its slot (or handed back until then).
+		info, err := e.insp.GetTaskInfo(string(payload.PriorityNormal), deliveryTaskID(id, 0))
+		return err == nil && (info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry)
+	})
+	if _, ok := e.lim.slot("c-1/0"); !ok {
+		t.Fatal("the held delivery has no booking")
+	}
+
+	asked := time.Now()
+	got := call(t, srv, http.MethodDelete, "/v1/notifications/"+id, "", "")
+	took := time.Since(asked)
+	if got.Status != http.StatusOK || got.Body["cancelled"] != true || got.Body["state"] != jobCancelled {
+		t.Fatalf("DELETE: %d %v, want 200 cancelled", got.Status, got.Body)
+	}
+	if took < cancelGrace {
+		t.Errorf("DELETE answered after %s, want at least the grace %s (a delivery was pending)", took, cancelGrace)
+	}
+	// The held delivery was woken at once and has most likely dropped
+	// itself by now; the answer may still count it pending.
+	counts, _ := got.Body["counts"].(map[string]any)
+	if counts[stateDelivered] != 1.0 || counts[stateCancelled].(float64)+counts["pending"].(float64) != 1 {
+		t.Errorf("DELETE counts %v, want 1 delivered and 1 cancelled (or still pending)", counts)
+	}
+	cancelledAt, _ := got.Body["cancelled_at"].(string)
+	if at, err := time.Parse(time.RFC3339Nano, cancelledAt); err != nil || at.Before(asked.Add(-time.Second)) || at.After(asked.Add(time.Second)) {
+		t.Errorf("cancelled_at %q, want about %s", cancelledAt, asked.UTC())
+	}
+
+	var st apiAnswer
+	waitFor(t, 10*time.Second, "the held delivery cancelled", func() bool {
+		st = call(t, srv, http.MethodGet, "/v1/notifications/"+id, "", "")
+		c, _ := st.Body["counts"].(map[string]any)
+		return c[stateCancelled] == 1.0
+	})
+	wantCounts := map[string]any{"delivered": 1.0, "expired": 0.0, "token_invalid": 0.0, "failed": 0.0, "throttle_full": 0.0, "collapsed": 0.0, "cancelled": 1.0, "pending": 0.0}
+	if diff := cmp.Diff(wantCounts, st.Body["counts"]); diff != "" {
+		t.Errorf("GET counts (-want +got):\n%s", diff)
+	}
+	if st.Body["state"] != jobCancelled || st.Body["cancelled_at"] != cancelledAt {
+		t.Errorf("GET after the cancel: %v, want state cancelled and cancelled_at %s", st.Body, cancelledAt)
+	}
+
+	again := call(t, srv, http.MethodDelete, "/v1/notifications/"+id, "", "")
+	if again.Status != http.StatusOK || again.Body["cancelled"] != false || again.Body["cancelled_at"] != cancelledAt {
+		t.Errorf("second DELETE: %d %v, want 200, cancelled false, the first cancelled_at", again.Status, again.Body)
+	}
+
+	if n := len(requestsFor(e.apns.Requests(), held)); n != 0 {
+		t.Errorf("the cancelled delivery was sent (%d requests)", n)
+	}
+	if n := len(requestsFor(e.apns.Requests(), sent)); n != 1 {
+		t.Errorf("the delivered recipient got %d requests, want 1", n)
+	}
+	th := call(t, srv, http.MethodGet, "/v1/users/u-1/throttle", "", "")
+	if heldEntries, _ := th.Body["held"].([]any); th.Status != http.StatusOK || len(heldEntries) != 0 {
+		t.Errorf("u-1's throttle after the cancel: %d %v, want no held booking (a cancelled delivery gives its booking back)", th.Status, th.Body)
+	}
+	// Events are at least once: one for u-1, perhaps repeated.
+	var dropped []Event
+	for _, ev := range e.events() {
+		if ev.Type == EventDropped {
+			dropped = append(dropped, ev)
+		}
+	}
+	if len(dropped) == 0 || slices.ContainsFunc(dropped, func(ev Event) bool {
+		return ev.Reason != stateCancelled || ev.Job != id || ev.UserID != "u-1"
+	}) {
+		t.Errorf("dropped events %+v, want u-1's of %s with reason cancelled", dropped, id)
+	}
+
+	unknown := call(t, srv, http.MethodDelete, "/v1/notifications/nope", "", "")
+	want := map[string]any{"error": map[string]any{"message": "no job with this id"}}
+	if diff := cmp.Diff(want, unknown.Body); unknown.Status != http.StatusNotFound || diff != "" {
+		t.Errorf("DELETE of an unknown job: %d, want 404; body (-want +got):\n%s", unknown.Status, diff)
+	}
+}
+
 func TestMetricsEndpoint(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	srv := httptest.NewServer(e.w.Handler())
@@ -194,6 +293,8 @@ func TestAPIWrongMethod(t *testing.T) {
 		{"DELETE", "/v1/notifications", 405, "POST", "method DELETE not allowed on /v1/notifications (allowed: POST)"},
 		{"GET", "/v1/notifications", 405, "POST", "method GET not allowed on /v1/notifications (allowed: POST)"},
 		{"POST", "/v1/notifications/j-1", 405, "GET, DELETE", "method POST not allowed on /v1/notifications/j-1 (allowed: GET, DELETE)"},
+		{"PUT", "/v1/notifications/j-1", 405, "GET, DELETE", "method PUT not allowed on /v1/notifications/j-1 (allowed: GET, DELETE)"},
+		{"PATCH", "/v1/notifications/j-1", 405, "GET, DELETE", "method PATCH not allowed on /v1/notifications/j-1 (allowed: GET, DELETE)"},
 		{"PUT", "/v1/users/u-1/throttle", 405, "GET, DELETE", "method PUT not allowed on /v1/users/u-1/throttle (allowed: GET, DELETE)"},
 		{"POST", "/healthz", 405, "GET", "method POST not allowed on /healthz (allowed: GET)"},
 		{"HEAD", "/metrics", 405, "GET", ""},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -241,12 +242,15 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	return nil
 }
 
-// cancelled ends recipients idx of c as cancelled: their dropped events
-// are appended first (at least once, like drop's), then rec records them.
+// cancelled ends recipients idx of c as cancelled: the first-attempt
+// bookings of those an earlier run of the chunk left held are given back,
+// their dropped events are appended (at least once, like drop's), then rec
+// records them.
 func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkRecord) {
 	if len(idx) == 0 {
 		return
 	}
+	w.releaseHeld(ctx, c, idx)
 	evs := make([]Event, len(idx))
 	at := time.Now().UTC()
 	for k, i := range idx {
@@ -260,6 +264,33 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 	}
 	w.events.hook(evs)
 	w.log.Info("deliveries dropped: job cancelled", "job", c.Job, "deliveries", len(idx))
+}
+
+// releaseHeld gives back the first-attempt bookings of recipients idx of
+// c that the job record marks held (an earlier run of the chunk deferred
+// them): a re-run cancelling them must not leave their slots taken.
+func (w *Worker) releaseHeld(ctx context.Context, c *chunk, idx []int) {
+	if w.bypass[c.Priority] {
+		return
+	}
+	fields := make([]string, len(idx))
+	for k, i := range idx {
+		fields[k] = heldPrefix + strconv.Itoa(c.From+i)
+	}
+	vals, err := w.rdb.HMGet(ctx, jobKey(c.Job), fields...).Result()
+	if err != nil {
+		w.log.Warn("reading held deliveries of a cancelled chunk failed", "chunk", c.name(), "err", err)
+		return
+	}
+	for k, i := range idx {
+		if vals[k] == nil {
+			continue
+		}
+		d := c.delivery(i)
+		if err := w.release(ctx, &d, 0); err != nil {
+			w.log.Warn("limiter release of a cancelled delivery failed", "delivery", d.member(), "err", err)
+		}
+	}
 }
 
 // releaseWave gives back the bookings a wave made (new or found) when its

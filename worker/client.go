@@ -179,24 +179,35 @@ type CancelResult struct {
 
 // Cancel cancels job id: every delivery not yet sent is dropped with
 // reason cancelled and gives its booking back; those already sent stay
-// delivered. It is idempotent. It returns once no push of the job can
+// delivered. It is idempotent, and a job already done is left as it is
+// (Cancelled false, its state done). It returns once no push of the job can
 // leave any more (cancelGrace after the cancellation is written, unless
 // every delivery was already final), with the job's status: its Counts
 // say how many were delivered before, and "pending" how many are still
 // being dropped. An unknown id wraps ErrNotFound.
 func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
-	cx, err := c.store.cancel(ctx, id, c.now())
-	if err != nil {
-		return CancelResult{}, err
-	}
 	st, err := c.store.status(ctx, id)
 	if err != nil {
 		return CancelResult{}, err
 	}
+	if st.State == jobDone {
+		return CancelResult{JobStatus: st}, nil // nothing left to cancel
+	}
+	cx, err := c.store.cancel(ctx, id, c.now())
+	if err != nil {
+		return CancelResult{}, err
+	}
+	if st, err = c.store.status(ctx, id); err != nil {
+		return CancelResult{}, err
+	}
 	if st.Counts["pending"] > 0 {
-		// Wake what waits: the job task of a scheduled job, and every held
-		// delivery (each drops itself now, giving its booking back).
-		_ = c.insp.RunTask(st.Queue, jobTaskID(id))
+		// Wake what waits: the job task of a job not yet started (a
+		// scheduled one; Asynq would run a finished task again, so only
+		// then), and every held delivery (each drops itself now, giving
+		// its booking back).
+		if cx.state == jobQueued {
+			_ = c.insp.RunTask(st.Queue, jobTaskID(id))
+		}
 		for i, q := range cx.held {
 			_ = c.insp.RunTask(q, deliveryTaskID(id, i))
 		}

@@ -113,6 +113,8 @@ type contractCase struct {
 	requestValid bool
 	wantFields   []string // a 400's problem fields, in order
 	before       func()   // runs first
+	// check, when set, checks the answer's body further.
+	check func(t *testing.T, body []byte)
 }
 
 // TestOpenAPIContract builds the real Handler on real Redis and checks
@@ -150,6 +152,8 @@ func TestOpenAPIContract(t *testing.T) {
 	t.Cleanup(plain.Close)
 	down := httptest.NewServer(redisDownWorker(t, token).Handler())
 	t.Cleanup(down.Close)
+	cats := httptest.NewServer(categoriesWorker(t, e.rdb, token, "u-k").Handler())
+	t.Cleanup(cats.Close)
 
 	const id = "contract-1"
 	job := alertJob(id, "contract", apnsRecipient("u-c", apnsToken("contract")))
@@ -162,9 +166,12 @@ func TestOpenAPIContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const submit, status, getThrottle, resetThrottle = "POST /v1/notifications", "GET /v1/notifications/{id}",
-		"GET /v1/users/{id}/throttle", "DELETE /v1/users/{id}/throttle"
+	const submit, status, cancel, getThrottle, resetThrottle = "POST /v1/notifications", "GET /v1/notifications/{id}",
+		"DELETE /v1/notifications/{id}", "GET /v1/users/{id}/throttle", "DELETE /v1/users/{id}/throttle"
 	const jobPath, userPath = "/v1/notifications/" + id, "/v1/users/u-c/throttle"
+	const laterID = "contract-later"
+	const laterPath = "/v1/notifications/" + laterID
+	var cancelledAt any // the first cancellation's cancelled_at
 	cases := []contractCase{
 		{name: "accepted", srv: main, op: submit, token: token, body: string(good), status: 202, requestValid: true},
 		{name: "duplicate", srv: main, op: submit, token: token, body: string(good), status: 200, requestValid: true},
@@ -206,7 +213,93 @@ func TestOpenAPIContract(t *testing.T) {
 		{name: "job status without token", srv: main, op: status, path: jobPath, status: 401},
 		{name: "job status, redis down", srv: down, op: status, path: jobPath, token: token, status: 503, requestValid: true},
 
+		// A job already done is left as it is: the cancellation answers at
+		// once.
+		{
+			name: "cancel a done job", srv: main, op: cancel, path: jobPath, token: token, status: 200, requestValid: true,
+			check: func(t *testing.T, body []byte) {
+				got := fieldsOf(t, body, "state", "cancelled", "cancelled_at")
+				if got["state"] != jobDone || got["cancelled"] != false || got["cancelled_at"] != nil {
+					t.Errorf("cancel of a done job: %s, want state done, cancelled false, no cancelled_at", body)
+				}
+			},
+		},
+		// A job scheduled an hour ahead: cancelled, its job task run at
+		// once (it drops its recipient), answered after the grace.
+		{
+			name: "cancel", srv: main, op: cancel, path: laterPath, token: token, status: 200, requestValid: true,
+			before: func() {
+				at := time.Now().Add(time.Hour)
+				j := alertJob(laterID, "later", apnsRecipient("u-l", apnsToken("later")))
+				j.SendAt = &at
+				e.submit(j)
+			},
+			check: func(t *testing.T, body []byte) {
+				got := fieldsOf(t, body, "state", "cancelled", "cancelled_at")
+				if got["state"] != jobCancelled || got["cancelled"] != true || got["cancelled_at"] == nil {
+					t.Errorf("first cancel: %s, want state cancelled, cancelled true and cancelled_at", body)
+				}
+				cancelledAt = got["cancelled_at"]
+			},
+		},
+		{
+			name: "cancel again", srv: main, op: cancel, path: laterPath, token: token, status: 200, requestValid: true,
+			check: func(t *testing.T, body []byte) {
+				got := fieldsOf(t, body, "state", "cancelled", "cancelled_at")
+				if got["state"] != jobCancelled || got["cancelled"] != false || got["cancelled_at"] != cancelledAt {
+					t.Errorf("second cancel: %s, want state cancelled, cancelled false and the first cancelled_at %v", body, cancelledAt)
+				}
+			},
+		},
+		{
+			name: "cancelled job status", srv: main, op: status, path: laterPath, token: token, status: 200, requestValid: true,
+			check: func(t *testing.T, body []byte) {
+				got := fieldsOf(t, body, "state", "cancelled_at")
+				if got["state"] != jobCancelled || got["cancelled_at"] != cancelledAt {
+					t.Errorf("status after the cancel: %s, want state cancelled and cancelled_at %v", body, cancelledAt)
+				}
+			},
+		},
+		{name: "cancel unknown job", srv: main, op: cancel, path: "/v1/notifications/nope", token: token, status: 404, requestValid: true},
+		{name: "cancel without token", srv: main, op: cancel, path: jobPath, status: 401},
+		{name: "cancel, redis down", srv: down, op: cancel, path: jobPath, token: token, status: 503, requestValid: true},
+
 		{name: "throttle status", srv: main, op: getThrottle, path: userPath, token: token, status: 200, requestValid: true},
+		{
+			name: "throttle status in a time zone", srv: main, op: getThrottle, path: userPath + "?timezone=Europe/Berlin", token: token, status: 200, requestValid: true,
+			check: func(t *testing.T, body []byte) {
+				if got := fieldsOf(t, body, "timezone"); got["timezone"] != "Europe/Berlin" {
+					t.Errorf("timezone %v, want Europe/Berlin", got["timezone"])
+				}
+			},
+		},
+		{
+			name: "throttle status in no time zone", srv: main, op: getThrottle, path: userPath + "?timezone=Mars/Olympus", token: token, status: 400, requestValid: true,
+			check: wantMessage(`timezone: unknown time zone "Mars/Olympus" (want an IANA name such as Europe/Berlin)`),
+		},
+		{
+			name: "throttle status in the server's own zone", srv: main, op: getThrottle, path: userPath + "?timezone=Local", token: token, status: 400, requestValid: true,
+			check: wantMessage(`timezone: "Local" is the server machine's own zone, meaningless to a client (want an IANA name such as Europe/Berlin)`),
+		},
+		{
+			name: "throttle status with categories and quiet hours", srv: cats, op: getThrottle, path: "/v1/users/u-k/throttle?timezone=America/New_York", token: token, status: 200, requestValid: true,
+			check: func(t *testing.T, body []byte) {
+				var st ThrottleStatus
+				if err := json.Unmarshal(body, &st); err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, c := range st.Categories {
+					names = append(names, c.Name)
+				}
+				if st.Timezone != "America/New_York" || st.QuietHours != "22:00-08:00" || !slices.Equal(names, []string{"marketing", "transactional"}) {
+					t.Fatalf("%s: want the zone asked for, the quiet hours 22:00-08:00, categories marketing and transactional", body)
+				}
+				if m := st.Categories[0]; m.Rules != "2/24h,1/4h@1h quiet=21:00-09:00" || m.QuietHours != "21:00-09:00" || len(m.Entries) != 2 || len(m.Held) == 0 {
+					t.Errorf("marketing %+v: want its rules and quiet hours, 2 entries, the second one held", m)
+				}
+			},
+		},
 		{name: "throttle status without token", srv: main, op: getThrottle, path: userPath, status: 401},
 		{name: "throttle status, no admin", srv: plain, op: getThrottle, path: userPath, token: token, status: 501, requestValid: true},
 		{name: "throttle status, redis down", srv: down, op: getThrottle, path: userPath, token: token, status: 503, requestValid: true},
@@ -229,6 +322,9 @@ func TestOpenAPIContract(t *testing.T) {
 				c.before()
 			}
 			body := checkContract(t, api, c)
+			if c.check != nil {
+				c.check(t, body)
+			}
 			hits[c.op] = append(hits[c.op], fmt.Sprint(c.status))
 			if c.op == "GET /openapi.yaml" && !bytes.Equal(body, docs.OpenAPI) {
 				t.Errorf("GET /openapi.yaml is not docs/openapi.yaml")
@@ -371,6 +467,66 @@ func send(t *testing.T, srv *httptest.Server, method, path, token, body string) 
 // with more fields (",\"k\":v") appended.
 func withDevice(platform, token, more string) string {
 	return `{"recipients":[{"user_id":"u","devices":[{"platform":"` + platform + `","token":"` + token + `"}]}],"alert":{"title":"t"}` + more + `}`
+}
+
+// fieldsOf returns the named top-level fields of a JSON object (absent
+// ones are nil).
+func fieldsOf(t *testing.T, body []byte, names ...string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	out := map[string]any{}
+	for _, n := range names {
+		out[n] = m[n]
+	}
+	return out
+}
+
+// wantMessage checks an error answer's message.
+func wantMessage(want string) func(t *testing.T, body []byte) {
+	return func(t *testing.T, body []byte) {
+		t.Helper()
+		var env errorBody
+		if err := json.Unmarshal(body, &env); err != nil {
+			t.Fatal(err)
+		}
+		if env.Error.Message != want {
+			t.Errorf("message %q, want %q", env.Error.Message, want)
+		}
+	}
+}
+
+// categoriesWorker returns a Worker (not running) on rdb whose policy has
+// quiet hours and two categories, with its limiter under a prefix of its
+// own, and user holding two marketing bookings: the second an hour (the
+// category's gap) after the first, held.
+func categoriesWorker(t *testing.T, rdb redis.UniversalClient, token, user string) *Worker {
+	t.Helper()
+	policy, err := throttle.ParsePolicy("5/1m", "1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if policy.Quiet, err = throttle.ParseQuiet("22:00-08:00"); err != nil {
+		t.Fatal(err)
+	}
+	if policy.Categories, err = throttle.ParseCategories("marketing=2/1d,1/4h@1h quiet=21:00-09:00; transactional=none global=off"); err != nil {
+		t.Fatal(err)
+	}
+	lim, err := throttle.NewRedis(rdb, policy, throttle.Options{Prefix: "hush:contract-categories:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := []throttle.Request{{User: user, Member: "k-1/0", Category: "marketing"}, {User: user, Member: "k-2/0", Category: "marketing"}}
+	if _, err := lim.ReserveBatch(t.Context(), reqs); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(rdb, Options{Limiter: lim, Policy: policy, APIToken: token, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // limiterOnly hides every method but Limiter's, as a limiter that cannot

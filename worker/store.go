@@ -273,6 +273,7 @@ func isCancelled(c *redis.StringCmd) (bool, error) {
 type cancelled struct {
 	at    time.Time
 	first bool           // this call cancelled it
+	state string         // the record's own state (jobQueued: the job task has not run)
 	held  map[int]string // held recipient -> the queue its task waits on
 }
 
@@ -289,13 +290,14 @@ func (s store) cancel(ctx context.Context, id string, at time.Time) (cancelled, 
 	var c cancelled
 	first, _ := vals[0].(int64)
 	c.first = first == 1
-	if len(vals) < 2 || (len(vals)-2)%2 != 0 {
+	if len(vals) < 3 || (len(vals)-3)%2 != 0 {
 		return cancelled{}, fmt.Errorf("cancel job %s: unexpected reply %v", id, vals)
 	}
 	when, _ := vals[1].(string)
 	c.at, _ = time.Parse(time.RFC3339Nano, when)
+	c.state, _ = vals[2].(string)
 	c.held = map[int]string{}
-	for k := 2; k+1 < len(vals); k += 2 {
+	for k := 3; k+1 < len(vals); k += 2 {
 		f, _ := vals[k].(string)
 		q, _ := vals[k+1].(string)
 		if i, err := strconv.Atoi(strings.TrimPrefix(f, heldPrefix)); err == nil {
