@@ -1,53 +1,49 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hushpush/hush/throttle"
 )
 
-// ruleSet is one policy to replay a trace against, named as the user wrote
-// it.
-type ruleSet struct {
-	name   string
-	policy throttle.Policy
-}
-
-// parseRuleSet reads "LIMITS[@GAP]": "10/1m,100/24h@3s", "3/10s", "@2s".
-func parseRuleSet(s string) (ruleSet, error) {
-	limits, gap, _ := strings.Cut(s, "@")
-	p, err := throttle.ParsePolicy(limits, gap)
-	if err != nil {
-		return ruleSet{}, fmt.Errorf("rules %q: %w", s, err)
-	}
-	return ruleSet{name: p.String(), policy: p}, nil
-}
-
 // simResult is what one rule set did to a trace. Delays are in
 // milliseconds.
 type simResult struct {
-	Rules    string `json:"rules"`
-	Events   int    `json:"events"`
-	Allowed  int    `json:"allowed_now"`
-	Deferred int    `json:"deferred"`
-	Dropped  int    `json:"dropped_expired"`
+	Rules string `json:"rules"`
+	// QuietHours are the rule set's quiet hours ("off" for none), and
+	// CategoryRules its categories' rules as --categories writes them;
+	// Timezone is the zone of the lines that name none.
+	QuietHours    string            `json:"quiet_hours"`
+	CategoryRules map[string]string `json:"category_rules,omitempty"`
+	Timezone      string            `json:"timezone"`
+	Events        int               `json:"events"`
+	Allowed       int               `json:"allowed_now"`
+	Deferred      int               `json:"deferred"`
+	Dropped       int               `json:"dropped_expired"`
 	// DeferredPct and DroppedPct are shares of Events.
 	DeferredPct float64 `json:"deferred_pct"`
 	DroppedPct  float64 `json:"dropped_pct"`
 	// Delay percentiles over every push that was sent (allowed now counts
-	// as 0), nearest rank.
-	DelayP50 int64 `json:"delay_p50_ms"`
-	DelayP90 int64 `json:"delay_p90_ms"`
-	DelayP99 int64 `json:"delay_p99_ms"`
-	DelayMax int64 `json:"delay_max_ms"`
-	// HeldBy counts deferred and dropped pushes by the rule that held them
-	// back most (the limiter's DeniedBy).
+	// as 0), nearest rank, and their sum.
+	DelayP50   int64 `json:"delay_p50_ms"`
+	DelayP90   int64 `json:"delay_p90_ms"`
+	DelayP99   int64 `json:"delay_p99_ms"`
+	DelayMax   int64 `json:"delay_max_ms"`
+	DelayTotal int64 `json:"delay_total_ms"`
+	// HeldBy counts deferred and dropped pushes by what held them back
+	// most: a rule (throttle.Explanation.HeldBy) or, when they held it
+	// back longer than the rules did, the quiet hours (heldByQuiet).
 	HeldBy map[string]int `json:"held_back_by,omitempty"`
+	// Quiet is what the quiet hours did; nil when the rule set has none.
+	Quiet *quietResult `json:"quiet,omitempty"`
+	// Categories break the figures down by category (the trace's lines
+	// without one under ""), sorted by name; nil when no line names one.
+	Categories []categoryResult `json:"categories,omitempty"`
 	// Users is how many distinct users the trace has; UsersDeferred how many
 	// had at least one push deferred or dropped.
 	Users         int `json:"users"`
@@ -57,6 +53,42 @@ type simResult struct {
 	// Detail is what the HTML report draws beyond these figures; set only
 	// when simOptions.Detail asks for it.
 	Detail *simDetail `json:"-"`
+}
+
+// quietResult is the time quiet hours held pushes beyond the slot the
+// rules alone would give (throttle.Explanation: At - WithoutQuiet, their
+// extra delay).
+type quietResult struct {
+	// Deferred counts the pushes sent whose slot the quiet hours moved;
+	// DeferredPct is them as a share of all events.
+	Deferred    int     `json:"deferred"`
+	DeferredPct float64 `json:"deferred_pct"`
+	// Dropped counts the pushes dropped that the rules alone would have
+	// sent in time (before the ttl).
+	Dropped int `json:"dropped"`
+	// The extra delay of the Deferred pushes: median, longest and sum, and
+	// the sum's share of all the delay of the pushes sent (DelayTotal).
+	DelayP50   int64   `json:"extra_delay_p50_ms"`
+	DelayMax   int64   `json:"extra_delay_max_ms"`
+	DelayTotal int64   `json:"extra_delay_total_ms"`
+	DelayPct   float64 `json:"delay_pct"`
+}
+
+// categoryResult is one category's part of a simResult.
+type categoryResult struct {
+	Category    string  `json:"category"` // "" for the lines without one
+	Events      int     `json:"events"`
+	Allowed     int     `json:"allowed_now"`
+	Deferred    int     `json:"deferred"`
+	Dropped     int     `json:"dropped_expired"`
+	DeferredPct float64 `json:"deferred_pct"`
+	DroppedPct  float64 `json:"dropped_pct"`
+	DelayP50    int64   `json:"delay_p50_ms"`
+	DelayP99    int64   `json:"delay_p99_ms"`
+	DelayMax    int64   `json:"delay_max_ms"`
+	// QuietDeferred counts its pushes sent whose slot the quiet hours
+	// moved.
+	QuietDeferred int `json:"quiet_deferred"`
 }
 
 // simDetail is a replay's distributions: every delay and the outcomes over
@@ -132,8 +164,12 @@ func floorDiv(a, b int64) int64 {
 type simOptions struct {
 	// TTL > 0 drops a push whose slot is at or after its time + TTL.
 	TTL time.Duration
-	// HeldBy asks the limiter (Peek) which rule holds each push back; it
-	// costs about as much again as the booking.
+	// Zone is the time zone of the events that name none (nil: UTC).
+	Zone *time.Location
+	// HeldBy counts what held each push back (simResult.HeldBy). It asks
+	// the limiter to explain every booking, which costs about as much
+	// again as the booking; a rule set with quiet hours is explained
+	// anyway, for simResult.Quiet.
 	HeldBy bool
 	// Step, when not nil, is called after every 1<<16 events with the
 	// number of events done since the previous call.
@@ -142,27 +178,56 @@ type simOptions struct {
 	Detail bool
 }
 
-// simulate replays events through an in-memory limiter with rs's rules, on a
-// clock that reads each event's time. Each event is a push: Reserve books
-// its slot (the wait is its delay) and, with HeldBy, Peek first says which
-// rule would hold it back. With a TTL a push whose slot is at or after its
-// time + TTL is dropped and its booking released, as the worker does.
-func simulate(ctx context.Context, events []traceEvent, rs ruleSet, o simOptions) (simResult, error) {
+// tally accumulates the outcomes of a replay, or of one category's part
+// of it.
+type tally struct {
+	events, allowed, deferred, dropped int
+	quietDeferred, quietDropped        int
+	delays, quietDelays                []int64 // of the pushes sent; quiet hours' extra delay
+}
+
+// simulate replays tr's events through an in-memory limiter with rs's
+// rules, on a clock that reads each event's time. Each event is a push
+// booked as the worker books a delivery: ReserveBatch books its slot (the
+// wait is its delay), refusing one at or after its time + TTL, which is
+// then dropped. Explain first says, booking nothing, what the rules alone
+// would give and which rule holds the push back most, when o.HeldBy asks
+// or rs has quiet hours. The figures are broken down by category when
+// tr's lines name categories.
+func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (simResult, error) {
+	events := tr.events
 	start := time.Now()
 	var now time.Time
 	lim, err := throttle.NewMemory(rs.policy, throttle.Options{Clock: func() time.Time { return now }})
 	if err != nil {
 		return simResult{}, fmt.Errorf("rules %s: %w", rs.name, err)
 	}
-	res := simResult{Rules: rs.name, Events: len(events), HeldBy: map[string]int{}}
-	delays := make([]int64, 0, len(events))
-	users := map[string]bool{} // user -> held back at least once
+	zone := cmp.Or(o.Zone, time.UTC)
+	res := simResult{Rules: rs.name, QuietHours: rs.policy.Quiet.String(), Timezone: zone.String(), Events: len(events)}
+	for c, k := range rs.policy.Categories {
+		if res.CategoryRules == nil {
+			res.CategoryRules = map[string]string{}
+		}
+		res.CategoryRules[c] = k.String()
+	}
+	quiet := hasQuiet(rs.policy)
+	explain := o.HeldBy || quiet
+	if o.HeldBy {
+		res.HeldBy = map[string]int{}
+	}
+	all := tally{delays: make([]int64, 0, len(events))}
+	var cats []tally // by trace.categories
+	if len(tr.categories) > 1 {
+		cats = make([]tally, len(tr.categories))
+	}
+	held := make([]bool, len(tr.users)) // by trace.users: held back at least once
 	ttlMs := o.TTL.Milliseconds()
 	var member []byte
 	var tl outcomeTimeline
 	if o.Detail && len(events) > 0 {
 		tl = newTimeline(events[0].at, events[len(events)-1].at)
 	}
+	reqs := make([]throttle.Request, 1)
 	for i, ev := range events {
 		if i&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -173,86 +238,203 @@ func simulate(ctx context.Context, events []traceEvent, rs ruleSet, o simOptions
 			}
 		}
 		now = time.UnixMilli(ev.at)
-		var deniedBy string
-		if o.HeldBy {
-			d, err := lim.Peek(ctx, ev.user)
-			if err != nil {
+		member = strconv.AppendInt(member[:0], int64(i), 36)
+		q := throttle.Request{User: tr.users[ev.user], Member: string(member), Category: tr.categories[ev.cat],
+			Location: cmp.Or(tr.zones[ev.zone], zone)}
+		if ttlMs > 0 {
+			// Refused when the slot is at or after the push's time + TTL,
+			// as the worker books: its deadline less a millisecond.
+			q.NotAfter = time.UnixMilli(ev.at + ttlMs - 1)
+		}
+		var ex throttle.Explanation
+		if explain {
+			if ex, err = lim.Explain(ctx, q); err != nil {
 				return simResult{}, fmt.Errorf("event %d: %w", i+1, err)
 			}
-			deniedBy = d.DeniedBy
 		}
-		if _, seen := users[ev.user]; !seen {
-			users[ev.user] = false
-		}
-		member = strconv.AppendInt(member[:0], int64(i), 36)
-		r, err := lim.Reserve(ctx, ev.user, string(member))
+		reqs[0] = q
+		booked, err := lim.ReserveBatch(ctx, reqs)
 		if err != nil {
 			return simResult{}, fmt.Errorf("event %d: %w", i+1, err)
 		}
-		wait := r.Wait.Milliseconds()
-		if wait == 0 {
-			res.Allowed++
-			if tl.Bins != nil {
-				tl.bin(ev.at).Allowed++
-			}
-			delays = append(delays, 0)
-			continue
+		var deadline time.Time
+		if ttlMs > 0 {
+			deadline = now.Add(o.TTL)
 		}
-		users[ev.user] = true
-		if o.HeldBy {
-			res.HeldBy[deniedBy]++
+		oc := outcomeOf(booked[0], ex, explain, deadline)
+		all.add(oc)
+		if cats != nil {
+			cats[ev.cat].add(oc)
 		}
-		if ttlMs > 0 && wait >= ttlMs {
-			res.Dropped++
-			if tl.Bins != nil {
-				tl.bin(ev.at).Dropped++
-			}
-			if _, err := lim.Release(ctx, ev.user, string(member)); err != nil {
-				return simResult{}, fmt.Errorf("event %d: %w", i+1, err)
-			}
-			continue
-		}
-		res.Deferred++
 		if tl.Bins != nil {
-			tl.bin(ev.at).Deferred++
+			tl.bin(ev.at).add(oc.kind)
 		}
-		delays = append(delays, wait)
+		if oc.kind == outcomeAllowed {
+			continue
+		}
+		held[ev.user] = true
+		if res.HeldBy != nil {
+			res.HeldBy[oc.heldBy]++
+		}
 	}
-	res.Users = len(users)
-	for _, held := range users {
-		if held {
+	res.Users = len(held)
+	for _, h := range held {
+		if h {
 			res.UsersDeferred++
 		}
 	}
-	if res.Events > 0 {
-		res.DeferredPct = 100 * float64(res.Deferred) / float64(res.Events)
-		res.DroppedPct = 100 * float64(res.Dropped) / float64(res.Events)
+	res.Allowed, res.Deferred, res.Dropped = all.allowed, all.deferred, all.dropped
+	res.DeferredPct, res.DroppedPct = pct(all.deferred, all.events), pct(all.dropped, all.events)
+	slices.Sort(all.delays)
+	res.DelayP50 = percentile(all.delays, 50)
+	res.DelayP90 = percentile(all.delays, 90)
+	res.DelayP99 = percentile(all.delays, 99)
+	res.DelayMax = percentile(all.delays, 100)
+	res.DelayTotal = sum(all.delays)
+	if quiet {
+		slices.Sort(all.quietDelays)
+		q := &quietResult{Deferred: all.quietDeferred, DeferredPct: pct(all.quietDeferred, all.events), Dropped: all.quietDropped,
+			DelayP50: percentile(all.quietDelays, 50), DelayMax: percentile(all.quietDelays, 100), DelayTotal: sum(all.quietDelays)}
+		if res.DelayTotal > 0 {
+			q.DelayPct = 100 * float64(q.DelayTotal) / float64(res.DelayTotal)
+		}
+		res.Quiet = q
 	}
-	slices.Sort(delays)
-	res.DelayP50 = percentile(delays, 50)
-	res.DelayP90 = percentile(delays, 90)
-	res.DelayP99 = percentile(delays, 99)
-	if len(delays) > 0 {
-		res.DelayMax = delays[len(delays)-1]
+	for _, c := range catOrder(tr.categories, cats) {
+		t := &cats[c]
+		slices.Sort(t.delays)
+		res.Categories = append(res.Categories, categoryResult{Category: tr.categories[c], Events: t.events, Allowed: t.allowed,
+			Deferred: t.deferred, Dropped: t.dropped, DeferredPct: pct(t.deferred, t.events), DroppedPct: pct(t.dropped, t.events),
+			DelayP50: percentile(t.delays, 50), DelayP99: percentile(t.delays, 99), DelayMax: percentile(t.delays, 100),
+			QuietDeferred: t.quietDeferred})
 	}
 	if o.Detail {
-		res.Detail = &simDetail{Rules: ruleNames(rs.policy), Delays: delays, Timeline: tl}
+		res.Detail = &simDetail{Rules: ruleNames(rs.policy), Delays: all.delays, Timeline: tl}
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
 
-// ruleNames are p's rules named as Decision.DeniedBy names them: each
-// limit, then the gap when there is one.
-func ruleNames(p throttle.Policy) []string {
-	var names []string
-	for _, l := range p.Limits {
-		names = append(names, l.String())
+// catOrder are the indexes of the categories with events, by name.
+func catOrder(names []string, cats []tally) []int {
+	var out []int
+	for i := range cats {
+		if cats[i].events > 0 {
+			out = append(out, i)
+		}
 	}
-	if p.MinGap > 0 {
-		names = append(names, throttle.Policy{MinGap: p.MinGap}.String())
+	slices.SortFunc(out, func(a, b int) int { return cmp.Compare(names[a], names[b]) })
+	return out
+}
+
+// outcomeKind is what happened to a push.
+type outcomeKind int
+
+const (
+	outcomeAllowed  outcomeKind = iota // sent at its own time
+	outcomeDeferred                    // sent later, in its booked slot
+	outcomeDropped                     // refused: its slot came too late
+)
+
+// outcome is what the replay makes of one push's booking.
+type outcome struct {
+	kind outcomeKind
+	// delay is the push's wait until its slot (deferred; 0 otherwise).
+	delay int64
+	// quietExtra is the part of delay the quiet hours added (deferred).
+	quietExtra int64
+	// quietDropped: dropped, though the rules alone would have given it
+	// a slot before its deadline.
+	quietDropped bool
+	// heldBy is what held it back most (deferred or dropped): the rule
+	// the limiter names, or heldByQuiet when the quiet hours held it back
+	// longer than the rules did.
+	heldBy string
+}
+
+// outcomeOf decides what booking r means for a push: allowed when its
+// slot is now, dropped when the limiter refused it (its slot at or after
+// deadline, or, under quiet hours, too far ahead), else deferred. With
+// explained, ex is the limiter's explanation of the same request just
+// before: At - WithoutQuiet is the quiet hours' share of the wait,
+// WithoutQuiet - Now the rules', and the larger names what held the push
+// back (the rules on a tie). deadline is the push's time + --ttl (zero:
+// none).
+func outcomeOf(r throttle.Reservation, ex throttle.Explanation, explained bool, deadline time.Time) outcome {
+	wait := r.Wait.Milliseconds()
+	if r.Refused == "" && wait == 0 {
+		return outcome{kind: outcomeAllowed}
 	}
-	return names
+	o := outcome{kind: outcomeDeferred, delay: wait}
+	if r.Refused != "" {
+		o = outcome{kind: outcomeDropped}
+	}
+	if !explained {
+		return o
+	}
+	rules := max(0, ex.WithoutQuiet.Sub(ex.Now).Milliseconds())
+	extra := max(0, ex.At.Sub(ex.WithoutQuiet).Milliseconds())
+	o.heldBy = ex.HeldBy
+	if extra > rules {
+		o.heldBy = heldByQuiet
+	}
+	switch o.kind {
+	case outcomeDeferred:
+		o.quietExtra = min(extra, wait)
+	case outcomeDropped:
+		o.quietDropped = extra > 0 && (deadline.IsZero() || ex.WithoutQuiet.Before(deadline))
+	}
+	return o
+}
+
+// add counts o.
+func (t *tally) add(o outcome) {
+	t.events++
+	switch o.kind {
+	case outcomeAllowed:
+		t.allowed++
+		t.delays = append(t.delays, 0)
+	case outcomeDeferred:
+		t.deferred++
+		t.delays = append(t.delays, o.delay)
+		if o.quietExtra > 0 {
+			t.quietDeferred++
+			t.quietDelays = append(t.quietDelays, o.quietExtra)
+		}
+	case outcomeDropped:
+		t.dropped++
+		if o.quietDropped {
+			t.quietDropped++
+		}
+	}
+}
+
+// add counts one push of kind k.
+func (b *outcomes) add(k outcomeKind) {
+	switch k {
+	case outcomeAllowed:
+		b.Allowed++
+	case outcomeDeferred:
+		b.Deferred++
+	case outcomeDropped:
+		b.Dropped++
+	}
+}
+
+// pct is n as a percentage of of (0 when of is 0).
+func pct(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
+
+func sum(xs []int64) int64 {
+	var s int64
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }
 
 // percentile is the nearest-rank p-th percentile of sorted xs (0 when

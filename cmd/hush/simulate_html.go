@@ -24,9 +24,15 @@ type traceInfo struct {
 type htmlPage struct {
 	Title   string
 	Trace   string // what was replayed, one line
+	Setup   string // what every rule set shares (simReport.Setup)
 	Columns []reportColumn
-	Note    string
-	Sets    []htmlSet
+	// QuietColumns head the quiet-hours table (nil when no rule set has
+	// quiet hours).
+	QuietColumns []reportColumn
+	// CategoryColumns head each rule set's table by category.
+	CategoryColumns []reportColumn
+	Note            string
+	Sets            []htmlSet
 	// Compare draws every rule set's delays on one chart; nil with one
 	// rule set.
 	Compare *svgChart
@@ -37,9 +43,21 @@ type htmlSet struct {
 	Index int
 	Class string // colours the rule set (s0..s5)
 	setReport
-	Figures             []htmlFigure // the table's cells, labelled
+	Figures []htmlFigure // the table's cells, labelled
+	// QuietFigures are its row of the quiet-hours table (nil when no
+	// rule set has quiet hours).
+	QuietFigures []htmlFigure
+	// Categories are its table by category, each figure keyed
+	// "cat:NAME:KEY".
+	Categories          []htmlCategory
 	Delay, Held, Time   svgChart
 	HeldNote, TimeWidth string
+}
+
+// htmlCategory is one row of a rule set's table by category.
+type htmlCategory struct {
+	Name    string
+	Figures []htmlFigure
 }
 
 // htmlFigure is a table cell with its column.
@@ -51,7 +69,11 @@ type htmlFigure struct {
 // newHTMLPage lays rep out; charts of different rule sets share their
 // scales, so they compare at a glance.
 func newHTMLPage(rep simReport, tr traceInfo) htmlPage {
-	page := htmlPage{Title: "hush simulate: " + tr.Name, Columns: reportColumns, Note: rep.Note}
+	page := htmlPage{Title: "hush simulate: " + tr.Name, Setup: rep.Setup, Columns: reportColumns,
+		CategoryColumns: categoryColumns, Note: rep.Note}
+	if rep.Quiet {
+		page.QuietColumns = quietColumns
+	}
 	events, users := 0, 0
 	if len(rep.Sets) > 0 {
 		events, users = rep.Sets[0].Result.Events, rep.Sets[0].Result.Users
@@ -65,8 +87,10 @@ func newHTMLPage(rep simReport, tr traceInfo) htmlPage {
 	for i, s := range rep.Sets {
 		hs := htmlSet{Index: i, Class: setClass(i), setReport: s,
 			Delay: delayChart(i, s, lo, hi), Held: heldChart(i, s), Time: timeChart(i, s, yMax)}
-		for k, c := range reportColumns {
-			hs.Figures = append(hs.Figures, htmlFigure{reportColumn: c, Value: s.Cells[k]})
+		hs.Figures = figures(reportColumns, s.Cells, "")
+		hs.QuietFigures = figures(quietColumns, s.QuietCells, "")
+		for _, c := range s.Categories {
+			hs.Categories = append(hs.Categories, htmlCategory{Name: c.Name, Figures: figures(categoryColumns, c.Cells, "cat:"+c.Name+":")})
 		}
 		switch {
 		case !tr.HeldBy:
@@ -84,6 +108,20 @@ func newHTMLPage(rep simReport, tr traceInfo) htmlPage {
 		page.Compare = &c
 	}
 	return page
+}
+
+// figures labels cells (one per column, or none) with cols, each key
+// after prefix.
+func figures(cols []reportColumn, cells []string, prefix string) []htmlFigure {
+	if len(cells) == 0 {
+		return nil
+	}
+	out := make([]htmlFigure, len(cols))
+	for k, c := range cols {
+		c.Key = prefix + c.Key
+		out[k] = htmlFigure{reportColumn: c, Value: cells[k]}
+	}
+	return out
 }
 
 // renderHTML writes page as one self-contained HTML document.

@@ -297,8 +297,15 @@ func heldChart(i int, s setReport) svgChart {
 		return svgChart{}
 	}
 	const rowH, top = 46, 12
-	box := plotBox{L: 112, T: top, R: 330, B: top + rowH*float64(len(rows))}
-	c := svgChart{W: 420, H: box.B + 46, Label: "share of held-back pushes per rule under " + s.Result.Rules}
+	// Room left of the bars for the longest rule's name (a category's
+	// "marketing min-gap 1h"), about 7.5 units a character.
+	longest := 0
+	for _, r := range rows {
+		longest = max(longest, len(ruleLabel(r.Rule)))
+	}
+	left := max(112, 7.5*float64(longest)+16)
+	box := plotBox{L: left, T: top, R: left + 218, B: top + rowH*float64(len(rows))}
+	c := svgChart{W: box.R + 90, H: box.B + 46, Label: "share of held-back pushes per rule under " + s.Result.Rules}
 	for _, f := range []float64{0, 0.5, 1} {
 		x := box.L + f*box.W()
 		c.Grid = append(c.Grid, svgLine{x, box.T, x, box.B})

@@ -56,7 +56,7 @@ func TestSimulateHTMLRendersInChromium(t *testing.T) {
 	bin := chromium(t)
 	start := time.Now()
 	var trace bytes.Buffer
-	if err := writeTrace(&trace, 3000, 60, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), 3); err != nil {
+	if err := writeTrace(&trace, traceGen{n: 3000, users: 60, start: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

@@ -39,88 +39,161 @@ func htmlFigures(t *testing.T, page string) map[string][]string {
 	return got
 }
 
-// textReport splits the text report into its table rows (rules -> the
-// figures after them), the note line and the held-back lines.
-func textReport(t *testing.T, stdout string) (rows map[string][]string, order []string, note string, held []string) {
+// textFigures are the parts of a text report.
+type textFigures struct {
+	setup string
+	// rows are the main table's (rules -> the figures after them), in
+	// order.
+	rows  map[string][]string
+	order []string
+	note  string
+	held  []string
+	// quiet are the quiet-hours table's rows; cats each rule set's table
+	// by category (rules -> category -> figures).
+	quiet map[string][]string
+	cats  map[string]map[string][]string
+}
+
+// textReport splits the text report into its parts. A table's rows are
+// the lines after its header up to a blank line or the note; a row's name
+// may have spaces, so its figures are its last fields, one per column.
+func textReport(t *testing.T, stdout string) textFigures {
 	t.Helper()
-	rows = map[string][]string{}
-	n := len(reportColumns)
+	r := textFigures{rows: map[string][]string{}, quiet: map[string][]string{}, cats: map[string]map[string][]string{}}
+	var table map[string][]string // the table being read (nil: none)
+	n := 0                        // its columns
+	main := false
 	for line := range strings.Lines(stdout) {
 		line = strings.TrimRight(line, "\n")
 		f := strings.Fields(line)
 		switch {
-		case len(f) > n && f[0] == "rules":
+		case strings.HasPrefix(line, "every rule set: "):
+			r.setup = line
+		case len(f) > 0 && (f[0] == "rules" || f[0] == "category") && table != nil && len(table) == 0:
+			// the header of the table just announced
+		case line == "" || strings.HasPrefix(line, "read "):
+			table = nil
 		case strings.HasPrefix(line, "("):
-			note = line
+			r.note, table, main = line, nil, false
 		case strings.Contains(line, ": held back by "):
-			held = append(held, line)
-		case len(f) > n && strings.HasSuffix(f[len(f)-n+3], "%"):
-			// The rule set's name has spaces: the figures are the last n
-			// fields.
+			r.held = append(r.held, line)
+		case line == quietTitle:
+			table, n = r.quiet, len(quietColumns)
+		case strings.HasPrefix(line, "by category under "):
+			rules := strings.TrimSuffix(strings.TrimPrefix(line, "by category under "), ":")
+			r.cats[rules] = map[string][]string{}
+			table, n = r.cats[rules], len(categoryColumns)
+		case r.note == "" && !main && len(f) > 0 && f[0] == "rules":
+			table, n, main = r.rows, len(reportColumns), true
+		case table != nil && len(f) > n:
 			name := strings.Join(f[:len(f)-n], " ")
-			rows[name] = f[len(f)-n:]
-			order = append(order, name)
+			table[name] = f[len(f)-n:]
+			if main {
+				r.order = append(r.order, name)
+			}
+		default:
+			t.Fatalf("cannot read the text report's line %q:\n%s", line, stdout)
 		}
 	}
-	if len(rows) == 0 || note == "" {
+	if len(r.rows) == 0 || r.note == "" {
 		t.Fatalf("cannot read the text report:\n%s", stdout)
 	}
-	return rows, order, note, held
+	return r
 }
 
 // TestSimulateHTMLFiguresMatchText: every figure the HTML page shows (the
-// summary table, each rule set's figures, the percentile marks, the
-// held-back bars and lines) is the text report's, for the same trace and
-// flags; --html leaves standard output as it was; the marks sit at the
-// delays --json reports.
+// summary table, the quiet-hours table, each rule set's figures, the
+// percentile marks, the held-back bars and lines, the tables by category)
+// is the text report's, for the same trace and flags; --html leaves
+// standard output as it was; the marks sit at the delays --json reports.
 func TestSimulateHTMLFiguresMatchText(t *testing.T) {
-	trace := writeFile(t, "trace.csv", twoUsers)
-	args := []string{"simulate", "--limits", "3/10s", "--min-gap", "2s", "--rules", "@1s", "--rules", "2/1m,4/1h", "--ttl", "5s", trace}
-	text, stderr, code := runCmd(t, args...)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	tests := []struct {
+		name  string
+		trace string
+		args  []string
+		// wantKeys are figures the page must have (so the comparison
+		// covered them).
+		wantKeys []string
+	}{
+		{"three rule sets", twoUsers, []string{"--limits", "3/10s", "--min-gap", "2s", "--rules", "@1s", "--rules", "2/1m,4/1h", "--ttl", "5s"},
+			// The three rule sets are all held back by something, and
+			// 2/1m,4/1h shows its never-binding 4/1h.
+			[]string{"0/held_line", "1/held_line", "2/held_line", "0/held:3/10s", "2/held:4/1h"}},
+		{"quiet hours and categories", quietTrace, []string{"--rules", "1/12h", "--rules", "1/12h quiet=off", "--rules", "1/12h; social=1/1h",
+			"--quiet-hours", "22:00-08:00", "--categories", "social=none", "--ttl", "10h"},
+			[]string{"0/held:quiet hours", "0/quiet_moved", "0/quiet_delay_pct", "1/quiet_moved", "2/quiet_dropped",
+				"0/cat:social:p99", "1/cat:(none):events", "2/cat:social:quiet_moved"}},
 	}
-	report := filepath.Join(t.TempDir(), "report.html")
-	withHTML, stderr, code := runCmd(t, append(slices.Clone(args), "--html", report)...)
-	if code != 0 {
-		t.Fatalf("--html: exit %d; stderr:\n%s", code, stderr)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			trace := writeFile(t, "trace.csv", tt.trace)
+			args := append(append([]string{"simulate"}, tt.args...), trace)
+			text, stderr, code := runCmd(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+			}
+			report := filepath.Join(t.TempDir(), "report.html")
+			withHTML, stderr, code := runCmd(t, append(slices.Clone(args), "--html", report)...)
+			if code != 0 {
+				t.Fatalf("--html: exit %d; stderr:\n%s", code, stderr)
+			}
+			if !strings.Contains(stderr, report) {
+				t.Errorf("stderr does not name the report file:\n%s", stderr)
+			}
+			withoutTiming := func(s string) string { return s[:strings.LastIndex(s, "\nread ")] }
+			if diff := cmp.Diff(withoutTiming(text), withoutTiming(withHTML)); diff != "" {
+				t.Errorf("--html changed standard output (-without +with):\n%s", diff)
+			}
+			b, err := os.ReadFile(report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := string(b)
+			got := htmlFigures(t, page)
+			checkHTMLFigures(t, textReport(t, text), page, got, tt.wantKeys)
+			checkHTMLMarks(t, page, args)
+		})
 	}
-	if !strings.Contains(stderr, report) {
-		t.Errorf("stderr does not name the report file:\n%s", stderr)
-	}
-	withoutTiming := func(s string) string { return s[:strings.LastIndex(s, "\nread ")] }
-	if diff := cmp.Diff(withoutTiming(text), withoutTiming(withHTML)); diff != "" {
-		t.Errorf("--html changed standard output (-without +with):\n%s", diff)
-	}
-	b, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
-	got := htmlFigures(t, page)
+}
 
-	rows, order, note, heldLines := textReport(t, text)
-	if len(order) != 3 {
-		t.Fatalf("text report has %d rule sets, want 3:\n%s", len(order), text)
-	}
+// checkHTMLFigures compares the figures of page (got) with the text
+// report's, and checks the page has wantKeys.
+func checkHTMLFigures(t *testing.T, rep textFigures, page string, got map[string][]string, wantKeys []string) {
+	t.Helper()
 	want := map[string][]string{}
-	for i, name := range order {
+	cell := func(cols []reportColumn, cells []string, key string) string {
+		return cells[slices.IndexFunc(cols, func(c reportColumn) bool { return c.Key == key })]
+	}
+	for i, name := range rep.order {
 		set := strconv.Itoa(i)
+		row := rep.rows[name]
 		want[set+"/rules"] = []string{name}
 		for k, c := range reportColumns {
 			// In the summary table and in the rule set's figures.
-			want[set+"/"+c.Key] = []string{rows[name][k], rows[name][k]}
+			want[set+"/"+c.Key] = []string{row[k], row[k]}
 		}
 		// The delay chart marks the percentiles, and the dropped share
 		// when something was dropped.
 		for _, p := range []string{"p50", "p90", "p99"} {
-			want[set+"/"+p] = append(want[set+"/"+p], rows[name][slices.IndexFunc(reportColumns, func(c reportColumn) bool { return c.Key == p })])
+			want[set+"/"+p] = append(want[set+"/"+p], cell(reportColumns, row, p))
 		}
-		if dropped := rows[name][4]; dropped != "0" {
-			want[set+"/dropped_pct"] = append(want[set+"/dropped_pct"], rows[name][5])
+		if cell(reportColumns, row, "dropped") != "0" {
+			want[set+"/dropped_pct"] = append(want[set+"/dropped_pct"], cell(reportColumns, row, "dropped_pct"))
+		}
+		// The quiet-hours table, in the summary and in the figures.
+		if q, ok := rep.quiet[name]; ok {
+			for k, c := range quietColumns {
+				want[set+"/"+c.Key] = []string{q[k], q[k]}
+			}
+		}
+		// The table by category.
+		for cat, cells := range rep.cats[name] {
+			for k, c := range categoryColumns {
+				want[set+"/cat:"+cat+":"+c.Key] = []string{cells[k]}
+			}
 		}
 		// The held-back line, and one bar per rule in it.
-		for _, line := range heldLines {
+		for _, line := range rep.held {
 			rest, ok := strings.CutPrefix(line, name+": held back by ")
 			if !ok {
 				continue
@@ -141,17 +214,23 @@ func TestSimulateHTMLFiguresMatchText(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("HTML figures (-text report +HTML):\n%s", diff)
 	}
-	if !strings.Contains(page, `data-field="note">`+html.EscapeString(note)+"<") {
-		t.Errorf("the page does not show the note %q", note)
+	if !strings.Contains(page, `data-field="note">`+html.EscapeString(rep.note)+"<") {
+		t.Errorf("the page does not show the note %q", rep.note)
 	}
-	// The three rule sets are all held back by something, so the test
-	// above compared bars; and 2/1m,4/1h shows its never-binding 4/1h.
-	for _, key := range []string{"0/held_line", "1/held_line", "2/held_line", "0/held:3/10s", "2/held:4/1h"} {
+	if rep.setup != "" && !strings.Contains(page, `data-field="setup">`+html.EscapeString(rep.setup)+"<") {
+		t.Errorf("the page does not show the setup line %q", rep.setup)
+	}
+	for _, key := range wantKeys {
 		if got[key] == nil {
 			t.Errorf("the page has no %s", key)
 		}
 	}
+}
 
+// checkHTMLMarks: the percentile marks of page sit at the delays --json
+// reports for the same command line.
+func checkHTMLMarks(t *testing.T, page string, args []string) {
+	t.Helper()
 	stdout, _, _ := runCmd(t, append(slices.Clone(args), "--json")...)
 	var results []simResult
 	if err := json.Unmarshal([]byte(stdout), &results); err != nil {
@@ -222,10 +301,11 @@ func TestSimulateHTMLErrors(t *testing.T) {
 // TestSimulateDetail: with Detail the replay keeps every delay and counts
 // every push in exactly one bin, by its own time.
 func TestSimulateDetail(t *testing.T) {
-	events, err := readTrace(strings.NewReader(twoUsers), nil)
+	tr, err := readTrace(strings.NewReader(twoUsers), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	events := tr.events
 	for _, tt := range []struct {
 		rules     string
 		ttl       time.Duration
@@ -236,7 +316,7 @@ func TestSimulateDetail(t *testing.T) {
 		{"@1s", 0, []string{"min-gap 1s"}},
 	} {
 		t.Run(tt.rules, func(t *testing.T) {
-			r, err := simulate(context.Background(), events, mustRuleSet(t, tt.rules), simOptions{TTL: tt.ttl, HeldBy: true, Detail: true})
+			r, err := simulate(context.Background(), tr, mustRuleSet(t, tt.rules), simOptions{TTL: tt.ttl, HeldBy: true, Detail: true})
 			if err != nil {
 				t.Fatal(err)
 			}

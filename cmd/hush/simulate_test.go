@@ -7,9 +7,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +34,7 @@ const fivePushes = `time,user
 
 func mustRuleSet(t testing.TB, s string) ruleSet {
 	t.Helper()
-	rs, err := parseRuleSet(s)
+	rs, err := parseRuleSet(s, sharedRules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func mustRuleSet(t testing.TB, s string) ruleSet {
 }
 
 func TestSimulateHandComputed(t *testing.T) {
-	events, err := readTrace(strings.NewReader(fivePushes), nil)
+	tr, err := readTrace(strings.NewReader(fivePushes), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,15 +58,15 @@ func TestSimulateHandComputed(t *testing.T) {
 		want  simResult
 	}{
 		{"3/10s gap 2s", "3/10s@2s", 0, simResult{
-			Rules: "3/10s min-gap 2s", Events: 5, Allowed: 1, Deferred: 4, DeferredPct: 80,
-			DelayP50: 2000, DelayP90: 8000, DelayP99: 8000, DelayMax: 8000,
+			Rules: "3/10s min-gap 2s", QuietHours: "off", Timezone: "UTC", Events: 5, Allowed: 1, Deferred: 4, DeferredPct: 80,
+			DelayP50: 2000, DelayP90: 8000, DelayP99: 8000, DelayMax: 8000, DelayTotal: 18000,
 			HeldBy: map[string]int{"min-gap 2s": 2, "3/10s": 2}, Users: 1, UsersDeferred: 1,
 		}},
 		// With a 5 s ttl the pushes at 3 s and 4 s (slots 10 s and, once 10
 		// is released, 10 s again) are dropped.
 		{"3/10s gap 2s ttl 5s", "3/10s@2s", 5 * time.Second, simResult{
-			Rules: "3/10s min-gap 2s", Events: 5, Allowed: 1, Deferred: 2, Dropped: 2, DeferredPct: 40, DroppedPct: 40,
-			DelayP50: 1000, DelayP90: 2000, DelayP99: 2000, DelayMax: 2000,
+			Rules: "3/10s min-gap 2s", QuietHours: "off", Timezone: "UTC", Events: 5, Allowed: 1, Deferred: 2, Dropped: 2, DeferredPct: 40, DroppedPct: 40,
+			DelayP50: 1000, DelayP90: 2000, DelayP99: 2000, DelayMax: 2000, DelayTotal: 3000,
 			HeldBy: map[string]int{"min-gap 2s": 2, "3/10s": 2}, Users: 1, UsersDeferred: 1,
 		}},
 		// A slot exactly ttl after the push is dropped too (the worker's
@@ -72,21 +74,21 @@ func TestSimulateHandComputed(t *testing.T) {
 		// Its slot given back, the push at 3 s takes 4 s (1 s wait); the
 		// one at 4 s meets 0,2,4 in the window and would wait 6 s.
 		{"ttl equals the wait", "3/10s@2s", 2 * time.Second, simResult{
-			Rules: "3/10s min-gap 2s", Events: 5, Allowed: 1, Deferred: 2, Dropped: 2, DeferredPct: 40, DroppedPct: 40,
-			DelayP50: 1000, DelayP90: 1000, DelayP99: 1000, DelayMax: 1000,
+			Rules: "3/10s min-gap 2s", QuietHours: "off", Timezone: "UTC", Events: 5, Allowed: 1, Deferred: 2, Dropped: 2, DeferredPct: 40, DroppedPct: 40,
+			DelayP50: 1000, DelayP90: 1000, DelayP99: 1000, DelayMax: 1000, DelayTotal: 2000,
 			HeldBy: map[string]int{"min-gap 2s": 3, "3/10s": 1}, Users: 1, UsersDeferred: 1,
 		}},
 		// A gap of exactly the spacing allows everything.
 		{"gap 1s", "@1s", 0, simResult{
-			Rules: "min-gap 1s", Events: 5, Allowed: 5, HeldBy: map[string]int{}, Users: 1,
+			Rules: "min-gap 1s", QuietHours: "off", Timezone: "UTC", Events: 5, Allowed: 5, HeldBy: map[string]int{}, Users: 1,
 		}},
 		{"5/1m", "5/1m", 0, simResult{
-			Rules: "5/1m", Events: 5, Allowed: 5, HeldBy: map[string]int{}, Users: 1,
+			Rules: "5/1m", QuietHours: "off", Timezone: "UTC", Events: 5, Allowed: 5, HeldBy: map[string]int{}, Users: 1,
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := simulate(context.Background(), events, mustRuleSet(t, tt.rules), simOptions{TTL: tt.ttl, HeldBy: true})
+			got, err := simulate(context.Background(), tr, mustRuleSet(t, tt.rules), simOptions{TTL: tt.ttl, HeldBy: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,20 +99,65 @@ func TestSimulateHandComputed(t *testing.T) {
 	}
 }
 
+// mustZone loads an IANA zone for a test.
+func mustZone(t testing.TB, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+// namedEvent is a traceEvent as a test writes it: names, not indexes ("" for
+// no category and for the default zone).
+type namedEvent struct {
+	At              int64
+	User, Cat, Zone string
+}
+
+// eventsOf are tr's events with their names.
+func eventsOf(tr trace) []namedEvent {
+	var out []namedEvent
+	for _, e := range tr.events {
+		ev := namedEvent{At: e.at, User: tr.users[e.user], Cat: tr.categories[e.cat]}
+		if loc := tr.zones[e.zone]; loc != nil {
+			ev.Zone = loc.String()
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
 func TestReadTrace(t *testing.T) {
 	tests := []struct {
-		name  string
-		input string
-		want  []traceEvent
+		name      string
+		input     string
+		want      []namedEvent
+		wantCats  []string
+		wantLines []int
 	}{
-		{"both time formats, header, comment, blank, quotes", fivePushes, []traceEvent{
-			{1795255200000, "u-1"}, {1795255201000, "u-1"}, {1795255202000, "u-1"},
-			{1795255203000, "u-1"}, {1795255204000, "u-1"},
-		}},
-		{"no header, extra columns ignored", "5,a,x\n7,b,y\n", []traceEvent{{5, "a"}, {7, "b"}}},
-		{"sorted by time, equal times in input order", "9,a\n3,b\n9,c\n1,d\n", []traceEvent{{1, "d"}, {3, "b"}, {9, "a"}, {9, "c"}}},
-		{"fractional seconds", "2026-11-21T10:00:00.250Z,a\n", []traceEvent{{1795255200250, "a"}}},
-		{"empty", "", nil},
+		{"both time formats, header, comment, blank, quotes", fivePushes, []namedEvent{
+			{At: 1795255200000, User: "u-1"}, {At: 1795255201000, User: "u-1"}, {At: 1795255202000, User: "u-1"},
+			{At: 1795255203000, User: "u-1"}, {At: 1795255204000, User: "u-1"},
+		}, []string{""}, []int{0}},
+		{"no header, columns after the fourth ignored", "5,a,,,x\n7,b,,,y\n", []namedEvent{{At: 5, User: "a"}, {At: 7, User: "b"}}, []string{""}, []int{0}},
+		{"sorted by time, equal times in input order", "9,a\n3,b\n9,c\n1,d\n", []namedEvent{
+			{At: 1, User: "d"}, {At: 3, User: "b"}, {At: 9, User: "a"}, {At: 9, User: "c"}}, []string{""}, []int{0}},
+		{"fractional seconds", "2026-11-21T10:00:00.250Z,a\n", []namedEvent{{At: 1795255200250, User: "a"}}, []string{""}, []int{0}},
+		{"categories and zones, empty or missing, quoted", `time,user,category,timezone
+1,a,social,Europe/Berlin
+2,b,,America/New_York
+0,c,marketing
+4,d
+5, "a" , "social" , "Europe/Berlin"
+6,e,,
+`, []namedEvent{
+			{At: 0, User: "c", Cat: "marketing"}, {At: 1, User: "a", Cat: "social", Zone: "Europe/Berlin"},
+			{At: 2, User: "b", Zone: "America/New_York"}, {At: 4, User: "d"},
+			{At: 5, User: "a", Cat: "social", Zone: "Europe/Berlin"}, {At: 6, User: "e"},
+		}, []string{"", "social", "marketing"}, []int{0, 2, 4}},
+		{"empty", "", nil, []string{""}, []int{0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,10 +165,34 @@ func TestReadTrace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(traceEvent{})); diff != "" {
-				t.Errorf("readTrace (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, eventsOf(got)); diff != "" {
+				t.Errorf("readTrace events (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantCats, got.categories); diff != "" {
+				t.Errorf("readTrace categories (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantLines, got.catLines); diff != "" {
+				t.Errorf("readTrace categories' first lines (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReadTraceTables: each user, category and zone is in its table once,
+// whatever the number of lines naming it.
+func TestReadTraceTables(t *testing.T) {
+	tr, err := readTrace(strings.NewReader("1,u-1,marketing,Europe/Berlin\n2,u-2,marketing,Europe/Berlin\n3,u-1,,Europe/Berlin\n4,u-1,marketing\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"u-1", "u-2"}, tr.users); diff != "" {
+		t.Errorf("users (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"", "marketing"}, tr.categories); diff != "" {
+		t.Errorf("categories (-want +got):\n%s", diff)
+	}
+	if len(tr.zones) != 2 || tr.zones[0] != nil || tr.zones[1].String() != "Europe/Berlin" {
+		t.Errorf("zones %v, want [nil Europe/Berlin]", tr.zones)
 	}
 }
 
@@ -136,6 +207,10 @@ func TestReadTraceErrors(t *testing.T) {
 		{"bad date", "1,a\n2026-13-01T00:00:00Z,b\n", traceLineError{Line: 2, Field: "time", Text: "2026-13-01T00:00:00Z"}},
 		{"missing user", "1,a\n# c\n2\n", traceLineError{Line: 3, Field: "user", Text: ""}},
 		{"empty user", "1,a\n2, ,x\n", traceLineError{Line: 2, Field: "user", Text: ""}},
+		{"category not a name", "1,a,marketing\n2,b,Marketing\n", traceLineError{Line: 2, Field: "category", Text: "Marketing"}},
+		{"category too long", "1,a," + strings.Repeat("x", 33) + "\n", traceLineError{Line: 1, Field: "category", Text: strings.Repeat("x", 33)}},
+		{"unknown zone", "time,user,category,timezone\n1,a,,Europe/Berlin\n2,b,,Mars/Olympus\n", traceLineError{Line: 3, Field: "timezone", Text: "Mars/Olympus"}},
+		{"the machine's own zone", "1,a,,Local\n", traceLineError{Line: 1, Field: "timezone", Text: "Local"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,8 +224,8 @@ func TestReadTraceErrors(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(err.Error(), "line ") {
-				t.Errorf("message %q does not name the line", err)
+			if !strings.Contains(err.Error(), "line ") || !strings.Contains(err.Error(), tt.want.Field) {
+				t.Errorf("message %q does not name the line and the field", err)
 			}
 		})
 	}
@@ -209,6 +284,7 @@ func TestSimulateCommandComparesRuleSets(t *testing.T) {
 func TestSimulateCommandErrors(t *testing.T) {
 	good := writeFile(t, "good.csv", "1,a\n")
 	bad := writeFile(t, "bad.csv", "time,user\n1,a\nnoon,b\n")
+	cats := writeFile(t, "cats.csv", "time,user,category\n1,a,marketing\n2,b,promo\n3,c,social\n4,d,promo\n")
 	tests := []struct {
 		name       string
 		args       []string
@@ -221,6 +297,20 @@ func TestSimulateCommandErrors(t *testing.T) {
 		{"two files", []string{"simulate", good, good}, 2, []string{"at most one trace FILE"}},
 		{"missing file", []string{"simulate", filepath.Join(t.TempDir(), "nope.csv")}, 1, []string{"nope.csv"}},
 		{"bad line", []string{"simulate", bad}, 1, []string{"bad.csv", "line 3", `time "noon"`, "RFC 3339"}},
+		{"category no rule set defines", []string{"simulate", "--categories", "marketing=1/1h; social=none", cats}, 1,
+			[]string{"cats.csv", "line 3", `category "promo"`, "does not define it", "marketing, social", "--categories"}},
+		{"category without --categories", []string{"simulate", cats}, 1, []string{"line 2", `category "marketing"`, "it has none"}},
+		{"category one rule set lacks", []string{"simulate", "--rules", "10/1m; marketing=1/1h; promo=none", "--rules", "10/1m; marketing=none", cats}, 1,
+			[]string{"line 3", `category "promo"`, "rule set 10/1m; marketing=none does not define it"}},
+		{"bad categories", []string{"simulate", "--categories", "marketing=1/x", good}, 2, []string{"--categories", `"marketing=1/x"`, `"1/x"`}},
+		{"bad quiet hours", []string{"simulate", "--quiet-hours", "22-08", good}, 2, []string{"--quiet-hours", `"22-08"`, "HH:MM"}},
+		{"bad timezone", []string{"simulate", "--timezone", "Mars/Olympus", good}, 2, []string{"--timezone", `"Mars/Olympus"`, "IANA"}},
+		{"empty timezone", []string{"simulate", "--timezone", "", good}, 2, []string{"--timezone is empty"}},
+		{"the machine's own zone", []string{"simulate", "--timezone", "Local", good}, 2, []string{"--timezone", `"Local"`}},
+		{"bad quiet in --rules", []string{"simulate", "--rules", "10/1m quiet=25:00-07:00", good}, 2, []string{`--rules "10/1m quiet=25:00-07:00"`, "quiet hours"}},
+		{"bad category in --rules", []string{"simulate", "--rules", "10/1m; Promo=1/1h", good}, 2, []string{`--rules "10/1m; Promo=1/1h"`, "Promo"}},
+		{"bad generated category", []string{"simulate", "--generate", "10", "--generate-categories", "ok,Not OK"}, 2, []string{"--generate-categories", `"Not OK"`}},
+		{"bad generated zone", []string{"simulate", "--generate", "10", "--generate-timezones", "Europe/Berlin,Nowhere"}, 2, []string{"--generate-timezones", `"Nowhere"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,8 +337,12 @@ func TestSimulateHelp(t *testing.T) {
 	// The examples as written, whatever the terminal's width broke them
 	// into (a " \" at the end of a line continues it).
 	unwrapped := regexp.MustCompile(` \\\n +`).ReplaceAllString(stdout, " ")
-	for _, w := range []string{"time,user", "hush simulate --limits 10/1m --min-gap 3s < trace.csv", "--rules", "p99", "held back by", "-ttl duration",
-		"--html report.html trace.csv", "hush simulate --generate 1000000 --generate-users 10000 > trace.csv", "--held-by=false --rules"} {
+	for _, w := range []string{"time,user,category,timezone", "u-7,social,Europe/Berlin", "hush simulate --limits 10/1m --min-gap 3s < trace.csv",
+		"--rules", "p99", "held back by", "-ttl duration", "quiet hours", "of delay", "(none)",
+		"--html report.html trace.csv", "hush simulate --generate 1000000 --generate-users 10000 > trace.csv", "--held-by=false --rules",
+		"--rules '10/1m,100/24h@3s quiet=off'", "--rules '10/1m,100/24h@3s; marketing=1/1d,1/4h@1h'",
+		"--categories 'marketing=2/1d,1/4h@1h; social=10/1h@30s' --quiet-hours 22:00-08:00 --timezone Europe/Berlin",
+		"--generate-categories marketing,social, --generate-timezones Europe/Berlin,America/New_York"} {
 		if !strings.Contains(unwrapped, w) {
 			t.Errorf("help does not mention %q", w)
 		}
@@ -264,44 +358,135 @@ func TestSimulateHelp(t *testing.T) {
 			t.Errorf("help's text and examples never mention --%s", f.Name)
 		}
 	})
-	if flags < 9 { // --limits ... --generate-users today
-		t.Errorf("simulate has %d flags, want at least 9", flags)
+	if flags < 14 { // --limits ... --generate-timezones today
+		t.Errorf("simulate has %d flags, want at least 14", flags)
+	}
+	// Every example in the help runs, on a small trace, up to its first
+	// redirection or pipe, --html writing to a temporary directory.
+	trace := writeFile(t, "trace.csv", fivePushes)
+	examples := 0
+	for line := range strings.Lines(unwrapped) {
+		cmdline, ok := strings.CutPrefix(strings.TrimSpace(line), "hush simulate ")
+		if !ok || strings.Contains(cmdline, "[--") || strings.Contains(cmdline, "--generate 1000000") {
+			continue
+		}
+		args := []string{"simulate"}
+		for _, w := range shellWords(cmdline) {
+			if w == "<" || w == ">" || w == "|" {
+				break
+			}
+			switch {
+			case strings.HasSuffix(w, ".csv"):
+				w = trace
+			case strings.HasSuffix(w, ".html"):
+				w = filepath.Join(t.TempDir(), w)
+			}
+			args = append(args, w)
+		}
+		if !slices.Contains(args, trace) && !slices.Contains(args, "--generate") {
+			args = append(args, trace) // "< trace.csv"
+		}
+		examples++
+		if _, stderr, code := runCmd(t, args...); code != 0 {
+			t.Errorf("example %q: exit %d; stderr:\n%s", strings.TrimSpace(line), code, stderr)
+		}
+	}
+	if examples < 8 {
+		t.Errorf("ran %d examples of the help, want at least 8", examples)
 	}
 }
 
+// shellWords splits a command line at spaces, keeping 'single-quoted'
+// words whole (without their quotes).
+func shellWords(s string) []string {
+	var words []string
+	var w strings.Builder
+	quoted, inWord := false, false
+	for _, r := range s {
+		switch {
+		case r == '\'':
+			quoted, inWord = !quoted, true
+		case r == ' ' && !quoted:
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+			}
+			inWord = false
+		default:
+			w.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
+}
+
 func TestGeneratedTraceReadsBack(t *testing.T) {
-	var buf bytes.Buffer
-	if err := writeTrace(&buf, 5000, 100, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), 7); err != nil {
-		t.Fatal(err)
+	start := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		gen       traceGen
+		wantCats  []string
+		wantZones []string
+	}{
+		{"time,user", traceGen{n: 5000, users: 100, start: start, seed: 7}, []string{""}, []string{""}},
+		{"categories", traceGen{n: 5000, users: 100, start: start, seed: 7, categories: []string{"marketing", "social", ""}},
+			[]string{"", "marketing", "social"}, []string{""}},
+		{"zones", traceGen{n: 5000, users: 100, start: start, seed: 7, zones: []string{"Europe/Berlin", "America/New_York"}},
+			[]string{""}, []string{"America/New_York", "Europe/Berlin"}},
+		{"both", traceGen{n: 5000, users: 100, start: start, seed: 7, categories: []string{"social"}, zones: []string{"Asia/Tokyo"}},
+			[]string{"social"}, []string{"Asia/Tokyo"}},
 	}
-	events, err := readTrace(&buf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := map[string]bool{}
-	for _, e := range events {
-		users[e.user] = true
-	}
-	if len(events) != 5000 || len(users) < 50 {
-		t.Errorf("generated %d events over %d users, want 5000 over most of 100", len(events), len(users))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := writeTrace(&buf, tt.gen); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := readTrace(&buf, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			users, cats, zones := map[string]bool{}, map[string]bool{}, map[string]bool{}
+			userZone := map[string]string{}
+			for _, e := range eventsOf(tr) {
+				users[e.User], cats[e.Cat], zones[e.Zone] = true, true, true
+				if z, ok := userZone[e.User]; ok && z != e.Zone {
+					t.Errorf("user %s in two zones, %q and %q", e.User, z, e.Zone)
+				}
+				userZone[e.User] = e.Zone
+			}
+			if len(tr.events) != 5000 || len(users) < 50 {
+				t.Errorf("generated %d events over %d users, want 5000 over most of 100", len(tr.events), len(users))
+			}
+			if diff := cmp.Diff(tt.wantCats, slices.Sorted(maps.Keys(cats))); diff != "" {
+				t.Errorf("categories (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantZones, slices.Sorted(maps.Keys(zones))); diff != "" {
+				t.Errorf("zones (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
 // BenchmarkSimulate replays a generated bursty trace (100k events over 10k
-// users, a day long) under the worker's default rules with a 1h ttl.
+// users, a day long) under the worker's default rules with a 1h ttl, and
+// a few others.
 func BenchmarkSimulate(b *testing.B) {
 	var buf bytes.Buffer
-	if err := writeTrace(&buf, 100_000, 10_000, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), 1); err != nil {
+	if err := writeTrace(&buf, traceGen{n: 100_000, users: 10_000, start: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), seed: 1}); err != nil {
 		b.Fatal(err)
 	}
-	events, err := readTrace(&buf, nil)
+	tr, err := readTrace(&buf, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, bc := range []struct {
 		rules  string
 		heldBy bool
-	}{{"10/1m,100/24h@3s", true}, {"10/1m,100/24h@3s", false}, {"3/10s@2s", true}} {
+	}{{"10/1m,100/24h@3s", true}, {"10/1m,100/24h@3s", false}, {"3/10s@2s", true}, {"10/1m,100/24h@3s quiet=22:00-08:00", true}} {
 		rules, heldBy := bc.rules, bc.heldBy
 		b.Run(fmt.Sprintf("%s/held-by=%t", rules, heldBy), func(b *testing.B) {
 			rs := mustRuleSet(b, rules)
@@ -309,10 +494,10 @@ func BenchmarkSimulate(b *testing.B) {
 			start := time.Now()
 			n := 0
 			for b.Loop() {
-				if _, err := simulate(context.Background(), events, rs, simOptions{TTL: time.Hour, HeldBy: heldBy}); err != nil {
+				if _, err := simulate(context.Background(), tr, rs, simOptions{TTL: time.Hour, HeldBy: heldBy}); err != nil {
 					b.Fatal(err)
 				}
-				n += len(events)
+				n += len(tr.events)
 			}
 			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "events/s")
 		})
@@ -332,6 +517,35 @@ func TestFmtDelay(t *testing.T) {
 			if got := fmtDelay(tt.ms); got != tt.want {
 				t.Errorf("fmtDelay(%d) = %q, want %q", tt.ms, got, tt.want)
 			}
+		})
+	}
+}
+
+// BenchmarkReadTrace reads a generated trace of 100k lines, without and
+// with the category and timezone columns.
+func BenchmarkReadTrace(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		gen  traceGen
+	}{
+		{"time,user", traceGen{}},
+		{"time,user,category,timezone", traceGen{categories: []string{"marketing", "social", ""}, zones: []string{"Europe/Berlin", "America/New_York"}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			g := bc.gen
+			g.n, g.users, g.start, g.seed = 100_000, 10_000, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), 1
+			var buf bytes.Buffer
+			if err := writeTrace(&buf, g); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(buf.Len()))
+			for b.Loop() {
+				if _, err := readTrace(bytes.NewReader(buf.Bytes()), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(g.n)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 		})
 	}
 }
