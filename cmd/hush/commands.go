@@ -26,8 +26,9 @@ func commands() []command {
 	return []command{
 		{"serve", "run the worker, the HTTP API, /healthz, /readyz and /metrics", runServe, noFlags("serve"), nil},
 		{"send", "submit a notification job to a running hush", runSend, flagsOf(sendFlagSet), nil},
+		{"cancel", "cancel a job: drop its pushes not yet sent, say what was delivered", runCancel, flagsOf(cancelFlagSet), nil},
 		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle, flagsOf(throttleFlagSet), throttleCommands},
-		{"simulate", "replay a \"time,user\" trace against the limiter offline and compare rule sets", runSimulate, flagsOf(simulateFlagSet), nil},
+		{"simulate", "replay a \"time,user[,category[,timezone]]\" trace against the limiter offline and compare rule sets", runSimulate, flagsOf(simulateFlagSet), nil},
 		{"demo", "watch the throttle at work: embedded Redis, worker and fake APNs/FCM, a burst and a live timeline", runDemo, flagsOf(demoFlagSet), nil},
 		{"version", "print the version and the commit it was built from (also: hush --version)", runVersion, noFlags("version"), nil},
 	}
@@ -79,6 +80,12 @@ Examples:
   hush send -f job.json
   hush send --user u-42 --fcm "$TOKEN" --title "Shipped" --body "Order 4711 is on its way"
 
+  # A marketing push keeps its category's caps and the user's quiet hours;
+  # call it off while it is held.
+  hush send --id promo-7 --user u-42 --fcm "$TOKEN" --category marketing \
+    --timezone Europe/Berlin --title "20% off today"
+  hush cancel promo-7
+
   # Watch the throttle at work: no setup, no network, about 15 seconds.
   hush demo
 
@@ -86,13 +93,13 @@ Examples:
   hush simulate --rules 10/1m,100/24h@3s --rules 5/1m,50/24h@10s --ttl 1h trace.csv
 
   # Why is u-42 not getting anything? Then start them over.
-  hush throttle status u-42
+  hush throttle status u-42 --timezone Europe/Berlin
   hush throttle reset u-42
 
 serve is configured only by HUSH_* environment variables; 'hush serve --help'
-lists every one with its default. send and throttle talk to a running serve:
---server (default from HUSH_HTTP_ADDR, else http://127.0.0.1:8080) and the
-bearer token in HUSH_API_TOKEN.
+lists every one with its default. send, cancel and throttle talk to a running
+serve: --server (default from HUSH_HTTP_ADDR, else http://127.0.0.1:8080) and
+the bearer token in HUSH_API_TOKEN.
 
 Run 'hush <command> --help' for a command's flags and examples.
 `, nil)

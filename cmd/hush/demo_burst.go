@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
 )
 
 // demoBadAPNsToken is u-2's APNs token; the fake answers 410 Unregistered.
@@ -22,9 +23,24 @@ type demoPush struct {
 	devices  []payload.Device
 	critical bool
 	ttl      time.Duration
-	// late: submitted once the user's other pushes are booked.
-	late bool
+	category string
+	// afterBooked, when positive, holds the push back until that many of
+	// the user's pushes are booked (or three seconds have passed).
+	afterBooked int
+	// at, when positive, holds the push back until that long after the
+	// burst.
+	at time.Duration
 }
+
+// Categories of the burst's pushes, when the demo's categories define
+// them.
+const (
+	demoMarketing     = "marketing"
+	demoTransactional = throttle.TransactionalCategory
+)
+
+// demoMarketingPushes is how many of u-1's pushes are marketing.
+const demoMarketingPushes = 2
 
 func (p *demoPush) platforms() string {
 	names := make([]string, len(p.devices))
@@ -39,9 +55,10 @@ func (p *demoPush) job() payload.Job {
 		ID:         p.id,
 		Recipients: []payload.Recipient{{UserID: p.user, Devices: p.devices}},
 		Content: payload.Content{
-			Alert: &payload.Alert{Title: fmt.Sprintf("Hello %s", p.user), Body: fmt.Sprintf("notification #%d of the demo burst", p.n)},
-			Data:  map[string]string{"demo_push": p.id},
-			TTL:   payload.Duration(p.ttl),
+			Alert:    &payload.Alert{Title: fmt.Sprintf("Hello %s", p.user), Body: fmt.Sprintf("notification #%d of the demo burst", p.n)},
+			Data:     map[string]string{"demo_push": p.id},
+			TTL:      payload.Duration(p.ttl),
+			Category: p.category,
 		},
 	}
 	if p.critical {
@@ -53,8 +70,14 @@ func (p *demoPush) job() payload.Job {
 // planBurst lays out users x pushes: u-1 with APNs and FCM, u-2 the same
 // but with a dead APNs token, u-3 with FCM whose last push expires, u-4
 // with APNs whose last push is critical; further users cycle through the
-// device setups without the special pushes.
-func planBurst(users, pushes int) []*demoPush {
+// device setups without the special pushes. When cats define them, u-1's
+// first pushes are marketing (the others wait until these are booked, so
+// that the category's cap, not the order the worker books them in, sets
+// their slots), and u-1 gets one more push, transactional, transactionalAt
+// after the burst (none when 0).
+func planBurst(users, pushes int, cats map[string]throttle.Category, transactionalAt time.Duration) []*demoPush {
+	_, marketing := cats[demoMarketing]
+	_, transactional := cats[demoTransactional]
 	var out []*demoPush
 	for u := 1; u <= users; u++ {
 		user := fmt.Sprintf("u-%d", u)
@@ -74,13 +97,24 @@ func planBurst(users, pushes int) []*demoPush {
 		for n := 1; n <= pushes; n++ {
 			p := &demoPush{user: user, n: n, id: fmt.Sprintf("demo-%s-%d", user, n), devices: devices}
 			last := n == pushes && pushes > 1
+			switch {
+			case u == 1 && marketing && n <= demoMarketingPushes:
+				p.category = demoMarketing
+			case u == 1 && marketing:
+				p.afterBooked = demoMarketingPushes
+			}
 			if u == 3 && last {
-				p.ttl, p.late = demoExpiringTTL, true
+				p.ttl, p.afterBooked = demoExpiringTTL, n-1
 			}
 			if u == 4 && last {
 				p.critical = true
 			}
 			out = append(out, p)
+		}
+		if u == 1 && transactional && transactionalAt > 0 {
+			n := pushes + 1
+			out = append(out, &demoPush{user: user, n: n, id: fmt.Sprintf("demo-%s-%d", user, n), devices: devices,
+				category: demoTransactional, at: transactionalAt})
 		}
 	}
 	return out

@@ -2,9 +2,14 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
+
+	"github.com/hushpush/hush/throttle"
 )
 
 // demoTotals counts how the pushes of the burst ended.
@@ -104,6 +109,11 @@ func (w *demoWatch) summary() {
 				default:
 					line += "  at once"
 				}
+				note := ""
+				if !s.critical && quietOf(w.policy, s.category).Off() && inQuiet(w.policy.Quiet, t) {
+					note = ": inside the quiet hours, which it does not keep"
+				}
+				line += s.tag(note)
 			case s.final == "expired":
 				line = "dropped: expired before its slot"
 			case s.final == "token_invalid":
@@ -138,20 +148,52 @@ const demoJitter = 100 * time.Millisecond
 // when rules are measured at the provider (docs/delivery.md).
 const ruleTolerance = 250 * time.Millisecond
 
-// checkRules prints what the providers saw against the rules: the closest
-// two limited sends to one user and the most in any window of each rule.
+// checkRules prints what the providers saw against each rule, one line
+// each: the global rules on the pushes that keep them, each category's own
+// rules on its pushes, and the quiet hours.
 func (w *demoWatch) checkRules() {
+	rows := w.checkSet("", w.policy.Limits, w.policy.MinGap, func(s *pushState) bool { return keepsGlobal(w.policy, s.category) })
+	for _, name := range slices.Sorted(maps.Keys(w.policy.Categories)) {
+		k := w.policy.Categories[name]
+		rows = append(rows, w.checkSet(name, k.Limits, k.MinGap, func(s *pushState) bool { return s.category == name })...)
+	}
+	if !w.quiet.off() {
+		rows = append(rows, [2]string{blameQuiet, w.checkQuiet()})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w.out, "as the providers saw it (critical pushes are outside the rules):")
+	tw := tabwriter.NewWriter(w.out, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
+	}
+	_ = tw.Flush()
+	if len(w.policy.Limits) > 0 {
+		fmt.Fprintf(w.out, "(windows are counted %s short: sends reach the fakes a few ms off their booked slots)\n", demoJitter)
+	}
+}
+
+// checkSet checks one set of rules (the global ones, or category cat's)
+// on the sends of the pushes keep says it holds: the closest two to one
+// user against the gap, and the most in any window of each limit. It
+// returns a row (rule, verdict) for each rule some sends bear on.
+func (w *demoWatch) checkSet(cat string, limits []throttle.Limit, gap time.Duration, keep func(*pushState) bool) [][2]string {
+	prefix := ""
+	if cat != "" {
+		prefix = cat + " "
+	}
 	closest := time.Duration(-1)
-	most := make([]int, len(w.policy.Limits))
+	most := make([]int, len(limits))
 	for _, u := range w.usersInOrder() {
-		ts := w.sentTimes(u, nil, time.Now())
+		ts := w.sentTimes(u, nil, time.Now(), keep)
 		slices.SortFunc(ts, time.Time.Compare)
 		for i := 1; i < len(ts); i++ {
 			if d := ts[i].Sub(ts[i-1]); closest < 0 || d < closest {
 				closest = d
 			}
 		}
-		for r, l := range w.policy.Limits {
+		for r, l := range limits {
 			for i := range ts {
 				n := 0
 				for j := i; j < len(ts) && ts[j].Sub(ts[i]) < l.Window-demoJitter; j++ {
@@ -161,39 +203,77 @@ func (w *demoWatch) checkRules() {
 			}
 		}
 	}
-	var parts []string
-	if closest >= 0 && w.policy.MinGap > 0 {
+	var rows [][2]string
+	if closest >= 0 && gap > 0 {
 		verdict := "kept"
 		switch {
-		case closest < w.policy.MinGap-ruleTolerance:
+		case closest < gap-ruleTolerance:
 			verdict = "BROKEN"
-		case closest < w.policy.MinGap:
+		case closest < gap:
 			// Slots are booked exactly min-gap apart; the sends reach the
 			// fakes a few ms either side of them.
-			verdict = fmt.Sprintf("kept: slots %s apart, arrivals within %s of them", w.policy.MinGap, ruleTolerance)
+			verdict = fmt.Sprintf("kept: slots %s apart, arrivals within %s of them", gap, ruleTolerance)
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (closest two sends to one user %.3fs apart)", throttlePolicyGap(w), verdict, closest.Seconds()))
+		rows = append(rows, [2]string{prefix + throttle.Policy{MinGap: gap}.String(),
+			fmt.Sprintf("%s (closest two sends to one user %.3fs apart)", verdict, closest.Seconds())})
 	}
-	note := ""
-	if len(w.policy.Limits) > 0 {
-		note = fmt.Sprintf("\n(windows are counted %s short: sends reach the fakes a few ms off their booked slots)", demoJitter)
-	}
-	for r, l := range w.policy.Limits {
+	for r, l := range limits {
+		if most[r] == 0 {
+			continue
+		}
 		verdict := "kept"
 		if most[r] > l.N {
 			verdict = "BROKEN"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (most in any %s: %d)", l.String(), verdict, l.String()[strings.Index(l.String(), "/")+1:], most[r]))
+		window := strings.TrimPrefix(l.String(), strconv.Itoa(l.N)+"/")
+		rows = append(rows, [2]string{prefix + l.String(), fmt.Sprintf("%s (most in any %s: %d)", verdict, window, most[r])})
 	}
-	if len(parts) > 0 {
-		fmt.Fprintf(w.out, "as the providers saw it: %s%s\n", strings.Join(parts, "; "), note)
-	}
+	return rows
 }
 
-func throttlePolicyGap(w *demoWatch) string {
-	p := w.policy
-	p.Limits = nil
-	return p.String()
+// checkQuiet checks the quiet hours on the providers' arrivals: none of a
+// push that keeps them may arrive inside them, but for ruleTolerance at
+// either end (a send leaves a few ms off its slot, which may be where they
+// end).
+func (w *demoWatch) checkQuiet() string {
+	var broken, edge, exempt int
+	for _, s := range w.pushes {
+		if s.critical {
+			continue
+		}
+		q := quietOf(w.policy, s.category)
+		inside, near, free := false, false, false
+		for _, a := range s.arrivals {
+			switch {
+			case q.Off():
+				free = free || inQuiet(w.policy.Quiet, a.at)
+			case inQuiet(q, a.at.Add(-ruleTolerance)) && inQuiet(q, a.at.Add(ruleTolerance)):
+				inside = true
+			case inQuiet(q, a.at):
+				near = true
+			}
+		}
+		switch {
+		case inside:
+			broken++
+		case near:
+			edge++
+		case free:
+			exempt++
+		}
+	}
+	span := fmt.Sprintf("from %s to %s", w.since(w.quiet.from), w.since(w.quiet.to))
+	if broken > 0 {
+		return fmt.Sprintf("BROKEN: %d of the pushes that keep them arrived %s", broken, span)
+	}
+	verdict := "kept: no push that keeps them arrived " + span
+	if edge > 0 {
+		verdict += fmt.Sprintf(" (but %d within %s of an end, booked there)", edge, ruleTolerance)
+	}
+	if exempt > 0 {
+		verdict += fmt.Sprintf("; %s of a category that keeps none did, as it may", plural(exempt, "push"))
+	}
+	return verdict
 }
 
 func (w *demoWatch) usersInOrder() []string {

@@ -2,12 +2,16 @@ package main
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
 
+// TestDemoRunsTheBurstToTheEnd runs the burst without categories and
+// quiet hours: the global rules alone.
 func TestDemoRunsTheBurstToTheEnd(t *testing.T) {
-	stdout, stderr, code := runCmd(t, "demo", "--limits", "2/1s", "--min-gap", "200ms", "--pushes", "3", "--timeout", "30s")
+	stdout, stderr, code := runCmd(t, "demo", "--limits", "2/1s", "--min-gap", "200ms", "--pushes", "3", "--timeout", "30s",
+		"--categories", "", "--quiet-for", "0")
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
@@ -34,12 +38,71 @@ func TestDemoRunsTheBurstToTheEnd(t *testing.T) {
 		// expires; u-4: 1 and 1, the third is critical.
 		"12 pushes: 4 sent at once, 6 deferred then sent, 1 critical (not limited), 1 dropped as expired\n",
 		"3 provider answers said a token is invalid",
-		"2/1s kept (most in any 1s: 2)",
-		"min-gap 200ms kept",
+		"\n  2/1s           kept (most in any 1s: 2)\n",
+		"\n  min-gap 200ms  kept",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q; stdout:\n%s", want, stdout)
 		}
+	}
+	for _, unwanted := range []string{"categories:", "quiet hours", "[", "BROKEN"} {
+		if strings.Contains(stdout, unwanted) {
+			t.Errorf("output has %q without categories and quiet hours; stdout:\n%s", unwanted, stdout)
+		}
+	}
+	if stderr != "" {
+		t.Errorf("stderr is not quiet without -v:\n%s", stderr)
+	}
+}
+
+// TestDemoCategoriesAndQuietHours runs a scaled-down burst with a
+// marketing cap and quiet hours from 1s to 3s into it: u-1's second
+// marketing push waits for the category's cap, other pushes wait for the
+// quiet hours to end, and u-1's transactional push goes out inside them.
+func TestDemoCategoriesAndQuietHours(t *testing.T) {
+	stdout, stderr, code := runCmd(t, "demo", "--limits", "3/2s", "--min-gap", "500ms", "--pushes", "4", "--timeout", "30s",
+		"--categories", "marketing=1/3s; transactional=none global=off", "--quiet-in", "1s", "--quiet-for", "2s")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
+	}
+	// Every push settles with one timeline line: 4 users x 4, and u-1's
+	// transactional one.
+	settled := regexp.MustCompile(`(?m)^\+\d\d\.\d{3}s  u-\d  +#\d +(sent|dropped|token invalid)`)
+	if got := len(settled.FindAllString(stdout, -1)); got != 17 {
+		t.Errorf("%d settled timeline lines, want 17 (4 users x 4 pushes, and 1 transactional); stdout:\n%s", got, stdout)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^categories: marketing=1/3s; transactional=none global=off quiet=off$`),
+		regexp.MustCompile(`(?m)^quiet hours: \+01\.000s to \+03\.000s \(HUSH_QUIET_HOURS=\d\d:\d\d:\d\d-\d\d:\d\d:\d\d in UTC, HUSH_DEFAULT_TIMEZONE\); u-1 #5, transactional, is submitted at \+02\.000s$`),
+		// Whichever of the two marketing pushes the worker books first.
+		regexp.MustCompile(`(?m)^\+\d\d\.\d{3}s  u-1   #[12]   sent \(apns, fcm\)  \[marketing\]$`),
+		regexp.MustCompile(`(?m)^\+\d\d\.\d{3}s  u-1   #[12]   deferred until \+\d\d\.\d{3}s  \(marketing 1/3s\)  \[marketing\]$`),
+		regexp.MustCompile(`(?m)^\+\d\d\.\d{3}s  u-2   #\d   deferred until \+03\.000s  \(quiet hours\)$`),
+		regexp.MustCompile(`(?m)^\+01\.000s  quiet hours begin: pushes that keep them are held until \+03\.000s$`),
+		regexp.MustCompile(`(?m)^\+0[23]\.\d{3}s  u-1   #5   sent \(apns, fcm\)  \[transactional: keeps no quiet hours\]$`),
+		regexp.MustCompile(`(?m)^\+03\.000s  quiet hours end$`),
+		regexp.MustCompile(`(?m)^  #[12]  sent .*  held back by marketing 1/3s  \[marketing\]$`),
+		regexp.MustCompile(`(?m)^  #\d  sent .*  held back by quiet hours$`),
+		regexp.MustCompile(`(?m)^  #5  sent .*  at once  \[transactional: inside the quiet hours, which it does not keep\]$`),
+		regexp.MustCompile(`(?m)^  3/2s +kept \(most in any 2s: [23]\)$`),
+		regexp.MustCompile(`(?m)^  marketing 1/3s +kept \(most in any 3s: 1\)$`),
+		regexp.MustCompile(`(?m)^  quiet hours +kept: no push that keeps them arrived from \+01\.000s to \+03\.000s.*; 1 push of a category that keeps none did, as it may$`),
+	} {
+		if !want.MatchString(stdout) {
+			t.Errorf("output does not match %s; stdout:\n%s", want, stdout)
+		}
+	}
+	// Nothing that keeps the quiet hours was sent inside them (but for the
+	// contract's 250ms at either end): every send of the timeline between
+	// them is u-1's transactional push.
+	sent := regexp.MustCompile(`(?m)^\+(\d\d\.\d{3})s  (u-\d   #\d)   sent .*$`)
+	for _, m := range sent.FindAllStringSubmatch(stdout, -1) {
+		if at, _ := strconv.ParseFloat(m[1], 64); at > 1.25 && at < 2.75 && m[2] != "u-1   #5" {
+			t.Errorf("a push that keeps the quiet hours was sent inside them: %s", m[0])
+		}
+	}
+	if strings.Contains(stdout, "BROKEN") {
+		t.Errorf("a rule is broken; stdout:\n%s", stdout)
 	}
 	if stderr != "" {
 		t.Errorf("stderr is not quiet without -v:\n%s", stderr)
@@ -55,6 +118,10 @@ func TestDemoUsageErrors(t *testing.T) {
 		{"no users", []string{"demo", "--users", "0"}, "--users"},
 		{"bad limits", []string{"demo", "--limits", "3/ten"}, `--limits "3/ten"`},
 		{"argument", []string{"demo", "now"}, "no arguments"},
+		{"bad categories", []string{"demo", "--categories", "marketing"}, `--categories "marketing"`},
+		{"quiet in parts of a second", []string{"demo", "--quiet-in", "1500ms"}, "--quiet-in must be whole seconds"},
+		{"negative quiet", []string{"demo", "--quiet-for", "-1s"}, "--quiet-for must be whole seconds"},
+		{"quiet all day", []string{"demo", "--quiet-for", "24h"}, "--quiet-for must be whole seconds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,7 +138,8 @@ func TestDemoHelp(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, w := range []string{"fake APNs", "no network", "deferred until", "token invalid", "critical", "hush demo --limits", "-pushes"} {
+	for _, w := range []string{"fake APNs", "no network", "deferred until", "token invalid", "critical", "hush demo --limits", "-pushes",
+		"marketing", "transactional", "HUSH_QUIET_HOURS", "quiet hours begin", "-categories", "-quiet-in", "-quiet-for"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("help does not mention %q", w)
 		}

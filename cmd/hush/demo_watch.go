@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 type demoWatch struct {
 	env    *demoEnv
 	policy throttle.Policy
+	quiet  demoQuiet
 	out    io.Writer
 	pushes []*pushState
 	byID   map[string]*pushState
@@ -31,6 +31,9 @@ type demoWatch struct {
 	seen   map[payload.Platform]int // fake requests already looked at
 	booked map[string]int           // user -> pushes with a limiter entry
 	tick   int
+	// quietBegunSaid, quietEndSaid: the timeline has said the quiet hours
+	// began, ended.
+	quietBegunSaid, quietEndSaid bool
 }
 
 // pushState is what the demo knows about one push.
@@ -61,8 +64,10 @@ func (s *pushState) firstSent() time.Time {
 	return time.Time{}
 }
 
-func newDemoWatch(env *demoEnv, plan []*demoPush, policy throttle.Policy, out io.Writer) *demoWatch {
-	w := &demoWatch{env: env, policy: policy, out: out, byID: map[string]*pushState{},
+// newDemoWatch watches plan, submitted at t0, on env, whose worker keeps
+// policy and the quiet hours quiet.
+func newDemoWatch(env *demoEnv, plan []*demoPush, policy throttle.Policy, quiet demoQuiet, t0 time.Time, out io.Writer) *demoWatch {
+	w := &demoWatch{env: env, policy: policy, quiet: quiet, t0: t0, out: out, byID: map[string]*pushState{},
 		seen: map[payload.Platform]int{}, booked: map[string]int{}}
 	for _, p := range plan {
 		s := &pushState{demoPush: p}
@@ -75,14 +80,24 @@ func newDemoWatch(env *demoEnv, plan []*demoPush, policy throttle.Policy, out io
 // timelineLine is one line of output, printed in time order per poll.
 type timelineLine struct {
 	at   time.Time
-	push *pushState
+	push *pushState // nil for a line about no push (the quiet hours)
 	text string
 }
 
 func (w *demoWatch) run(ctx context.Context) error {
-	w.t0 = time.Now()
+	// The burst starts at t0, when the quiet hours are where they were
+	// planned.
+	if wait := time.Until(w.t0); wait > 0 {
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
 	for _, s := range w.pushes {
-		if !s.late {
+		if s.afterBooked == 0 && s.at == 0 {
 			if err := w.submit(ctx, s); err != nil {
 				return err
 			}
@@ -97,6 +112,10 @@ func (w *demoWatch) run(ctx context.Context) error {
 		}
 		slices.SortStableFunc(lines, func(a, b timelineLine) int { return a.at.Compare(b.at) })
 		for _, l := range lines {
+			if l.push == nil {
+				fmt.Fprintf(w.out, "%s  %s\n", w.since(l.at), l.text)
+				continue
+			}
 			fmt.Fprintf(w.out, "%s  %-4s  #%-2d  %s\n", w.since(l.at), l.push.user, l.push.n, l.text)
 		}
 		if w.settled() == len(w.pushes) {
@@ -157,10 +176,15 @@ func (w *demoWatch) poll(ctx context.Context) ([]timelineLine, error) {
 		}
 		lines = append(lines, ls...)
 	}
-	// A late push goes in once its user's other pushes are booked (or after
-	// three seconds, whichever comes first).
+	lines = append(lines, w.quietLines()...)
+	// A push held back goes in once its user has afterBooked pushes booked
+	// (or after three seconds, whichever comes first), or at its time.
 	for _, s := range w.pushes {
-		if s.late && s.submitted.IsZero() && (w.booked[s.user] >= s.n-1 || time.Since(w.t0) > 3*time.Second) {
+		if !s.submitted.IsZero() {
+			continue
+		}
+		since := time.Since(w.t0)
+		if (s.afterBooked > 0 && (w.booked[s.user] >= s.afterBooked || since > 3*time.Second)) || (s.at > 0 && since >= s.at) {
 			if err := w.submit(ctx, s); err != nil {
 				return nil, err
 			}
@@ -207,17 +231,51 @@ func demoPushID(body []byte) string {
 	return string(rest[:j])
 }
 
-// pollLimiter reads user's limiter entries: a booking in the future is a
-// deferred push.
+// quietLines are the timeline's lines for the quiet hours beginning and
+// ending, once each, when their time has come.
+func (w *demoWatch) quietLines() []timelineLine {
+	if w.quiet.off() {
+		return nil
+	}
+	var lines []timelineLine
+	now := time.Now()
+	if !w.quietBegunSaid && !now.Before(w.quiet.from) {
+		w.quietBegunSaid = true
+		lines = append(lines, timelineLine{at: w.quiet.from,
+			text: "quiet hours begin: pushes that keep them are held until " + w.since(w.quiet.to)})
+	}
+	if !w.quietEndSaid && !now.Before(w.quiet.to) {
+		w.quietEndSaid = true
+		lines = append(lines, timelineLine{at: w.quiet.to, text: "quiet hours end"})
+	}
+	return lines
+}
+
+// pollLimiter reads user's limiter entries, the global rules' and each
+// category's: a booking in the future is a deferred push.
 func (w *demoWatch) pollLimiter(ctx context.Context, user string) ([]timelineLine, error) {
 	st, err := w.env.api.UserThrottle(ctx, user)
 	if err != nil {
 		return nil, fmt.Errorf("limiter status of %s: %w", user, err)
 	}
+	own := map[string][]client.ThrottleEntry{}
+	for _, c := range st.Categories {
+		own[c.Name] = c.Entries
+	}
+	// Every entry once: a push of a category that keeps the global rules
+	// is in both sets.
+	entries := slices.Clone(st.Entries)
+	for _, c := range st.Categories {
+		for _, e := range c.Entries {
+			if !slices.ContainsFunc(entries, func(o client.ThrottleEntry) bool { return o.Member == e.Member }) {
+				entries = append(entries, e)
+			}
+		}
+	}
 	var lines []timelineLine
 	at := time.Now()
 	w.booked[user] = 0
-	for _, e := range st.Entries {
+	for _, e := range entries {
 		id, _, _ := strings.Cut(e.Member, "/")
 		s, ok := w.byID[id]
 		if !ok {
@@ -227,19 +285,23 @@ func (w *demoWatch) pollLimiter(ctx context.Context, user string) ([]timelineLin
 		if !e.At.After(st.Now) || s.final != "" || !s.firstSent().IsZero() || e.At.Equal(s.slot) {
 			continue
 		}
-		others := make([]time.Time, 0, len(st.Entries))
-		for _, o := range st.Entries {
-			if o.Member != e.Member {
-				others = append(others, o.At)
+		others := func(es []client.ThrottleEntry) []time.Time {
+			ts := make([]time.Time, 0, len(es))
+			for _, o := range es {
+				if o.Member != e.Member {
+					ts = append(ts, o.At)
+				}
 			}
+			return ts
 		}
 		verb := "deferred"
 		if !s.slot.IsZero() {
 			verb = "rebooked"
 		}
-		s.deferred, s.slot, s.blame = true, e.At, blameRule(w.policy, e.At, others, 0)
+		s.deferred, s.slot = true, e.At
+		s.blame = blameRule(w.policy, s.category, e.At, others(st.Entries), others(own[s.category]), 0)
 		lines = append(lines, timelineLine{at: at, push: s,
-			text: fmt.Sprintf("%s until %s  (%s)", verb, w.since(e.At), s.blame)})
+			text: fmt.Sprintf("%s until %s  (%s)%s", verb, w.since(e.At), s.blame, s.tag(""))})
 	}
 	return lines, nil
 }
@@ -261,7 +323,7 @@ func (w *demoWatch) pollJob(ctx context.Context, s *pushState) (timelineLine, bo
 	if js.State != client.StateDone {
 		return timelineLine{}, false, nil
 	}
-	for _, state := range []string{"delivered", "expired", "token_invalid", "failed"} {
+	for _, state := range []string{"delivered", "expired", "token_invalid", "failed", "throttle_full", "collapsed", "cancelled"} {
 		if js.Counts[state] > 0 {
 			s.final = state
 		}
@@ -307,11 +369,16 @@ func (w *demoWatch) settleLine(s *pushState, js client.JobStatus) timelineLine {
 			// The booking came and went between two polls: name the rule
 			// from the user's earlier sends.
 			s.deferred = true
-			s.blame = blameRule(w.policy, at, w.sentTimes(s.user, s, at), demoJitter)
+			s.blame = w.blameSent(s, at)
 		}
 		if s.deferred && !s.critical {
 			text += "  (was deferred)"
 		}
+		note := ""
+		if !s.critical && quietOf(w.policy, s.category).Off() && inQuiet(w.policy.Quiet, at) {
+			note = ": keeps no quiet hours"
+		}
+		text += s.tag(note)
 	case "token_invalid":
 		text = "token invalid (" + strings.Join(invalid, ", ") + "): nothing reached the user"
 	case "expired":
@@ -319,19 +386,28 @@ func (w *demoWatch) settleLine(s *pushState, js client.JobStatus) timelineLine {
 		if !s.slot.IsZero() {
 			text += ", its slot was " + w.since(s.slot)
 		}
-		text += ")"
+		text += ")" + s.tag("")
 	default:
 		text = s.final + " (run with -v for the worker's logs)"
 	}
 	return timelineLine{at: at, push: s, text: text}
 }
 
+// tag is the end of a timeline line of a push of a category: the
+// category and note in brackets; "" for a push of none.
+func (s *pushState) tag(note string) string {
+	if s.category == "" {
+		return ""
+	}
+	return "  [" + s.category + note + "]"
+}
+
 // sentTimes are the first send times, before before, of user's limited
-// pushes other than except.
-func (w *demoWatch) sentTimes(user string, except *pushState, before time.Time) []time.Time {
+// pushes other than except for which keep is true.
+func (w *demoWatch) sentTimes(user string, except *pushState, before time.Time, keep func(*pushState) bool) []time.Time {
 	var ts []time.Time
 	for _, s := range w.pushes {
-		if s.user == user && s != except && !s.critical {
+		if s.user == user && s != except && !s.critical && keep(s) {
 			if t := s.firstSent(); !t.IsZero() && t.Before(before) {
 				ts = append(ts, t)
 			}
@@ -340,37 +416,18 @@ func (w *demoWatch) sentTimes(user string, except *pushState, before time.Time) 
 	return ts
 }
 
+// blameSent names the rule that held s, sent at at, back, from the sends
+// before it: the user's pushes that keep the global rules, and those of
+// s's category.
+func (w *demoWatch) blameSent(s *pushState, at time.Time) string {
+	global := w.sentTimes(s.user, s, at, func(o *pushState) bool { return keepsGlobal(w.policy, o.category) })
+	own := w.sentTimes(s.user, s, at, func(o *pushState) bool { return o.category == s.category })
+	return blameRule(w.policy, s.category, at, global, own, demoJitter)
+}
+
 // spacedByRule says whether a send at at sits one rule (a window or the
-// gap) after an earlier send to the same user: it was held back.
+// gap) after an earlier send to the same user, or where the quiet hours
+// end: it was held back.
 func (w *demoWatch) spacedByRule(s *pushState, at time.Time) bool {
-	return blameRule(w.policy, at, w.sentTimes(s.user, s, at), demoJitter) != blameUnknown
+	return w.blameSent(s, at) != blameUnknown
 }
-
-// blameRule names the rule that put a slot at t given the user's other
-// entries: a window rule when some entry is exactly one window before t,
-// else the gap when some entry is exactly the gap before t (within tol).
-// Window rules come first, as in the limiter's DeniedBy on a tie.
-func blameRule(p throttle.Policy, t time.Time, others []time.Time, tol time.Duration) string {
-	near := func(d time.Duration) bool {
-		for _, o := range others {
-			if diff := t.Sub(o.Add(d)); diff <= tol && diff >= -tol {
-				return true
-			}
-		}
-		return false
-	}
-	limits := slices.Clone(p.Limits)
-	slices.SortStableFunc(limits, func(a, b throttle.Limit) int { return cmp.Compare(b.Window, a.Window) })
-	for _, l := range limits {
-		if near(l.Window) {
-			return l.String()
-		}
-	}
-	if p.MinGap > 0 && near(p.MinGap) {
-		return throttle.Policy{MinGap: p.MinGap}.String()
-	}
-	return blameUnknown
-}
-
-// blameUnknown is blameRule's answer when no rule lines up.
-const blameUnknown = "the limiter"

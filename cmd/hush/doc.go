@@ -1,5 +1,5 @@
 // Command hush is the one hush binary: the worker (serve), the operator's
-// tools that talk to a running worker's HTTP API (send, throttle), the
+// tools that talk to a running worker's HTTP API (send, cancel, throttle), the
 // offline replay of a trace through the limiter (simulate) and a
 // self-contained demo (demo).
 //

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -21,8 +23,8 @@ import (
 
 // recordedRequest is what a fake API saw.
 type recordedRequest struct {
-	Method, Path, Auth, ContentType string
-	Body                            []byte
+	Method, Path, Query, Auth, ContentType string
+	Body                                   []byte
 }
 
 // fakeAPI answers every request with status and body and records it.
@@ -38,7 +40,7 @@ func startFakeAPI(t *testing.T, status int, body string) *fakeAPI {
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
-		f.reqs = append(f.reqs, recordedRequest{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), r.Header.Get("Content-Type"), b})
+		f.reqs = append(f.reqs, recordedRequest{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), b})
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -80,7 +82,7 @@ func TestSendBuildsJobFromFlags(t *testing.T) {
 	}
 	req := api.only(t)
 	if diff := cmp.Diff(recordedRequest{Method: "POST", Path: "/v1/notifications", Auth: "Bearer s3cret", ContentType: "application/json"},
-		recordedRequest{req.Method, req.Path, req.Auth, req.ContentType, nil}); diff != "" {
+		recordedRequest{Method: req.Method, Path: req.Path, Auth: req.Auth, ContentType: req.ContentType}); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)
 	}
 	var got map[string]any
@@ -250,5 +252,93 @@ func TestSendAndThrottleAgainstTheRealAPI(t *testing.T) {
 	}
 	if stdout, _, _ := runCmd(t, "throttle", "status", "u-cli", "--server", srv.URL); !strings.Contains(stdout, "recent sends: none") {
 		t.Errorf("after reset: %s", stdout)
+	}
+}
+
+func TestSendCategorySendAtTimezone(t *testing.T) {
+	t.Setenv("HUSH_API_TOKEN", "")
+	api := startFakeAPI(t, http.StatusAccepted, `{"id":"promo-1"}`)
+	stdout, stderr, code := runCmd(t, "send", "--server", api.srv.URL, "--user", "u-42", "--fcm", "tok", "--title", "20% off",
+		"--category", "marketing", "--send-at", "2026-11-22T08:00:00+01:00", "--timezone", "Europe/Berlin", "--ttl", "1h")
+	if code != 0 || stdout != "promo-1\n" {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(api.only(t).Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"recipients": []any{map[string]any{"user_id": "u-42", "timezone": "Europe/Berlin",
+			"devices": []any{map[string]any{"platform": "fcm", "token": "tok"}}}},
+		"alert":    map[string]any{"title": "20% off"},
+		"category": "marketing",
+		"send_at":  "2026-11-22T08:00:00+01:00",
+		"ttl":      "1h0m0s",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("job body (-want +got):\n%s", diff)
+	}
+}
+
+// TestSendWhen: --send-at is taken as written, --send-in counts from now
+// up to a whole second, and the two exclude each other.
+func TestSendWhen(t *testing.T) {
+	now := time.Date(2026, 11, 21, 18, 0, 0, 300_000_000, time.UTC)
+	at := time.Date(2026, 11, 22, 8, 0, 0, 0, time.FixedZone("", 3600))
+	tests := []struct {
+		name    string
+		f       sendFlags
+		want    *time.Time
+		wantErr string
+	}{
+		{"neither", sendFlags{}, nil, ""},
+		{"send-at", sendFlags{sendAt: &at}, &at, ""},
+		{"send-in", sendFlags{sendIn: 10 * time.Minute}, new(time.Date(2026, 11, 21, 18, 10, 1, 0, time.UTC)), ""},
+		{"send-in on a second", sendFlags{sendIn: 700 * time.Millisecond}, new(time.Date(2026, 11, 21, 18, 0, 1, 0, time.UTC)), ""},
+		{"both", sendFlags{sendAt: &at, sendIn: time.Minute}, nil, "--send-at or --send-in, not both"},
+		{"negative", sendFlags{sendIn: -time.Minute}, nil, "must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.f.when(now)
+			if tt.wantErr != "" {
+				if _, ok := errors.AsType[*usageError](err); !ok || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want a usage error saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("send_at (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSendUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad send-at", []string{"--send-at", "tomorrow 8am"}, "not an RFC 3339 time"},
+		{"send-at and send-in", []string{"--send-at", "2026-11-22T08:00:00Z", "--send-in", "1h"}, "--send-at or --send-in, not both"},
+		{"bad send-in", []string{"--send-in", "soon"}, `invalid value "soon" for flag -send-in`},
+		{"file and category", []string{"-f", "job.json", "--category", "marketing"}, "-f cannot be combined with --category"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			api := startFakeAPI(t, http.StatusAccepted, `{"id":"x"}`)
+			args := append([]string{"send", "--server", api.srv.URL, "--user", "u", "--fcm", "t"}, tt.args...)
+			_, stderr, code := runCmd(t, args...)
+			if code != 2 || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, tt.want)
+			}
+			if n := len(api.requests()); n != 0 {
+				t.Errorf("the API got %d requests after a usage error, want none", n)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -24,7 +25,7 @@ func throttleCommands() []command {
 // they do, and the flags both take.
 func throttleHelp() string {
 	return `Usage:
-  hush throttle status USER [--json] [--server URL]
+  hush throttle status USER [--timezone ZONE] [--json] [--server URL]
   hush throttle reset USER [--server URL]
 
 Subcommands:
@@ -32,15 +33,21 @@ Subcommands:
 status shows the sends the limiter recorded for the user inside the longest
 window (and slots booked for deferred deliveries, which lie in the future),
 how many more sends each rule allows right now, and when the next send would
-be allowed.
+be allowed, quiet hours included. It names the time zone the quiet hours are
+read in, --timezone (give the one the user's jobs carry) else the server's
+HUSH_DEFAULT_TIMEZONE, and says whether the user is in them now. Held pushes
+are listed with the slot each waits for. Then, for each category the server
+has (HUSH_THROTTLE_CATEGORIES): its rules, what each of its caps has left,
+when its next push would be allowed, its quiet hours and its held pushes.
 
-reset forgets the user's recorded sends and bookings, so their next
-notification goes out at once. Deliveries already deferred keep their
-wake-up time but are no longer held back when they wake.
+reset forgets the user's recorded sends and bookings, in every category, so
+their next notification goes out at once. Deliveries already deferred keep
+their wake-up time but are no longer held back when they wake.
 
 Examples:
   hush throttle status u-42
-  hush throttle status u-42 --json | jq .remaining
+  hush throttle status u-42 --timezone Europe/Berlin
+  hush throttle status u-42 --json | jq '.categories[].held'
   hush throttle reset u-42
 
 The API token, when the server requires one, is read from HUSH_API_TOKEN.
@@ -68,8 +75,9 @@ func runThrottle(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // throttleFlags are the flags of hush throttle status and reset.
 type throttleFlags struct {
-	server string
-	asJSON bool
+	server   string
+	asJSON   bool
+	timezone string
 }
 
 // throttleFlagSet is the flag set of hush throttle status and reset,
@@ -78,6 +86,7 @@ func throttleFlagSet(f *throttleFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("throttle", flag.ContinueOnError)
 	fs.StringVar(&f.server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
 	fs.BoolVar(&f.asJSON, "json", false, "status: print the API's JSON answer, indented")
+	fs.StringVar(&f.timezone, "timezone", "", "status: read the quiet hours in this IANA time `zone`, the user's (e.g. Europe/Berlin; default: the server's HUSH_DEFAULT_TIMEZONE)")
 	return fs
 }
 
@@ -100,7 +109,7 @@ func runThrottleStatus(ctx context.Context, args []string, stdout, _ io.Writer) 
 	if err != nil {
 		return err
 	}
-	st, err := newClient(f.server).UserThrottle(ctx, user)
+	st, err := newClient(f.server).UserThrottleIn(ctx, user, f.timezone)
 	if err != nil {
 		return fmt.Errorf("throttle status: %w", readable(err))
 	}
@@ -129,44 +138,112 @@ func runThrottleReset(ctx context.Context, args []string, stdout, _ io.Writer) e
 	return nil
 }
 
-// render writes the status for a human: times in UTC with the distance from
-// the limiter's clock, which is the one that counts.
+// renderThrottle writes the status for a human: times in UTC with the
+// distance from the limiter's clock, which is the one that counts; the
+// user's own wall-clock time beside them when the quiet hours are read in
+// another zone.
 func renderThrottle(w io.Writer, s client.ThrottleStatus) {
 	now := s.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	fmt.Fprintf(w, "user %s  (limiter clock %s)\n", s.UserID, now.UTC().Format("2006-01-02 15:04:05.000 MST"))
-	if !s.NextAllowed.After(now) {
-		fmt.Fprintln(w, "next allowed: now")
-	} else {
-		fmt.Fprintf(w, "next allowed: in %s (at %s)\n", roundDur(s.NextAllowed.Sub(now)), s.NextAllowed.UTC().Format("15:04:05.000"))
+	// An older server names no zone and has no quiet hours to report.
+	var loc *time.Location
+	if s.Timezone != "" {
+		zone := "time zone " + s.Timezone
+		if l, err := time.LoadLocation(s.Timezone); err == nil && l.String() != "UTC" {
+			loc = l
+			zone += " (" + now.In(loc).Format("15:04:05") + " there)"
+		}
+		fmt.Fprintln(w, zone)
+		fmt.Fprintln(w, quietText(s.QuietHours, s.Quiet))
 	}
+	renderRules(w, "", now, loc, s.NextAllowed, s.Remaining, s.MinGap, s.Held, s.Entries)
+	for _, c := range s.Categories {
+		fmt.Fprintf(w, "category %s (rules %s)\n", c.Name, c.Rules)
+		if s.Timezone != "" {
+			fmt.Fprintln(w, "  "+quietText(c.QuietHours, c.Quiet))
+		}
+		if len(c.Remaining) > 0 || len(c.Entries) > 0 || len(c.Held) > 0 {
+			renderRules(w, "  ", now, loc, c.NextAllowed, c.Remaining, "", c.Held, c.Entries)
+			continue
+		}
+		switch {
+		case !strings.Contains(c.Rules, "global=off"):
+			fmt.Fprintln(w, "  no rules of its own: its pushes keep the global rules, among the sends above")
+		case c.QuietHours != "":
+			fmt.Fprintln(w, "  no rules: only its quiet hours hold its pushes back")
+		default:
+			fmt.Fprintln(w, "  no rules and no quiet hours: its pushes go out at once")
+		}
+		writeNextAllowed(w, "  ", now, c.NextAllowed)
+	}
+}
+
+// quietText says what the quiet hours are and whether they hold now.
+func quietText(hours string, quiet bool) string {
+	switch {
+	case hours == "":
+		return "quiet hours: none"
+	case quiet:
+		return "quiet hours " + hours + ": quiet now"
+	}
+	return "quiet hours " + hours + ": not quiet now"
+}
+
+// renderRules writes one rule set's part of a status (the global rules', or
+// a category's under indent): when the next push would be allowed, what
+// each rule has left, the held pushes with their slots, and the recorded
+// sends and bookings.
+func renderRules(w io.Writer, indent string, now time.Time, loc *time.Location, next time.Time,
+	remaining []client.RuleRemaining, minGap string, held, entries []client.ThrottleEntry) {
+	writeNextAllowed(w, indent, now, next)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if len(s.Remaining) > 0 {
-		fmt.Fprintln(tw, "remaining:")
-		for _, r := range s.Remaining {
-			fmt.Fprintf(tw, "  %s\t%d more\n", r.Rule, r.Remaining)
+	if len(remaining) > 0 {
+		fmt.Fprintln(tw, indent+"remaining:")
+		for _, r := range remaining {
+			fmt.Fprintf(tw, "%s  %s\t%d more\n", indent, r.Rule, r.Remaining)
 		}
 	}
-	if s.MinGap != "" {
-		fmt.Fprintf(tw, "  min gap\t%s\n", s.MinGap)
+	if minGap != "" {
+		fmt.Fprintf(tw, "%s  min gap\t%s\n", indent, minGap)
 	}
 	_ = tw.Flush()
-	if len(s.Entries) == 0 {
-		fmt.Fprintln(w, "recent sends: none inside the longest window")
+	if len(held) > 0 {
+		fmt.Fprintf(w, "%sheld (%d, each until its slot):\n", indent, len(held))
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, e := range held {
+			local := ""
+			if loc != nil {
+				local = "\t" + e.At.In(loc).Format("15:04:05") + " " + loc.String()
+			}
+			fmt.Fprintf(tw, "%s  %s\tin %s%s\t%s\n", indent, e.At.UTC().Format("15:04:05.000"), roundDur(e.At.Sub(now)), local, e.Member)
+		}
+		_ = tw.Flush()
+	}
+	if len(entries) == 0 {
+		fmt.Fprintln(w, indent+"recent sends: none inside the longest window")
 		return
 	}
-	fmt.Fprintf(w, "recent sends and bookings (%d, oldest first):\n", len(s.Entries))
+	fmt.Fprintf(w, "%srecent sends and bookings (%d, oldest first):\n", indent, len(entries))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, e := range s.Entries {
+	for _, e := range entries {
 		when := roundDur(now.Sub(e.At)).String() + " ago"
 		if e.At.After(now) {
 			when = "in " + roundDur(e.At.Sub(now)).String() + " (booked)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.At.UTC().Format("15:04:05.000"), when, e.Member)
+		fmt.Fprintf(tw, "%s  %s\t%s\t%s\n", indent, e.At.UTC().Format("15:04:05.000"), when, e.Member)
 	}
 	_ = tw.Flush()
+}
+
+func writeNextAllowed(w io.Writer, indent string, now, next time.Time) {
+	if !next.After(now) {
+		fmt.Fprintln(w, indent+"next allowed: now")
+		return
+	}
+	fmt.Fprintf(w, "%snext allowed: in %s (at %s)\n", indent, roundDur(next.Sub(now)), next.UTC().Format("15:04:05.000"))
 }
 
 // roundDur rounds d for display: tenths of a second under a minute, whole

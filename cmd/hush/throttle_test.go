@@ -2,61 +2,26 @@ package main
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
+	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
 )
 
+// statusJSON is an answer of a server with quiet hours and categories, for
+// a user in quiet hours in Europe/Berlin (23:40 there).
 const statusJSON = `{
   "user_id": "u 42",
-  "now": "2026-11-21T22:40:10.000Z",
-  "next_allowed": "2026-11-21T22:40:12.500Z",
-  "remaining": [{"rule": "10/1m", "remaining": 0}, {"rule": "100/24h", "remaining": 88}],
-  "min_gap": "3s",
-  "entries": [
-    {"member": "job-1/0", "at": "2026-11-21T22:39:12.500Z"},
-    {"member": "job-9/3", "at": "2026-11-21T22:40:12.500Z"}
-  ]
-}`
-
-func TestThrottleStatusRendering(t *testing.T) {
-	t.Setenv("HUSH_API_TOKEN", "tok")
-	api := startFakeAPI(t, http.StatusOK, statusJSON)
-	stdout, stderr, code := runCmd(t, "throttle", "status", "u 42", "--server", api.srv.URL)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	want := `user u 42  (limiter clock 2026-11-21 22:40:10.000 UTC)
-next allowed: in 2.5s (at 22:40:12.500)
-remaining:
-  10/1m    0 more
-  100/24h  88 more
-  min gap  3s
-recent sends and bookings (2, oldest first):
-  22:39:12.500  57.5s ago         job-1/0
-  22:40:12.500  in 2.5s (booked)  job-9/3
-`
-	if diff := cmp.Diff(want, stdout); diff != "" {
-		t.Errorf("rendering (-want +got):\n%s", diff)
-	}
-	req := api.only(t)
-	if diff := cmp.Diff(recordedRequest{Method: "GET", Path: "/v1/users/u%2042/throttle", Auth: "Bearer tok"},
-		recordedRequest{Method: req.Method, Path: req.Path, Auth: req.Auth}); diff != "" {
-		t.Errorf("request (-want +got):\n%s", diff)
-	}
-}
-
-func TestThrottleStatusJSON(t *testing.T) {
-	api := startFakeAPI(t, http.StatusOK, statusJSON)
-	stdout, _, code := runCmd(t, "throttle", "status", "--json", "u 42", "--server", api.srv.URL)
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	want := `{
-  "user_id": "u 42",
   "now": "2026-11-21T22:40:10Z",
-  "next_allowed": "2026-11-21T22:40:12.5Z",
+  "next_allowed": "2026-11-22T07:00:03Z",
   "remaining": [
     {
       "rule": "10/1m",
@@ -68,6 +33,15 @@ func TestThrottleStatusJSON(t *testing.T) {
     }
   ],
   "min_gap": "3s",
+  "timezone": "Europe/Berlin",
+  "quiet_hours": "22:00-08:00",
+  "quiet": true,
+  "held": [
+    {
+      "member": "job-9/3",
+      "at": "2026-11-22T07:00:00Z"
+    }
+  ],
   "entries": [
     {
       "member": "job-1/0",
@@ -75,12 +49,151 @@ func TestThrottleStatusJSON(t *testing.T) {
     },
     {
       "member": "job-9/3",
-      "at": "2026-11-21T22:40:12.5Z"
+      "at": "2026-11-22T07:00:00Z"
+    }
+  ],
+  "categories": [
+    {
+      "name": "marketing",
+      "rules": "2/1d,1/4h@1h quiet=21:00-09:00",
+      "remaining": [
+        {
+          "rule": "2/1d",
+          "remaining": 1
+        },
+        {
+          "rule": "1/4h",
+          "remaining": 0
+        }
+      ],
+      "next_allowed": "2026-11-22T12:00:00Z",
+      "quiet_hours": "21:00-09:00",
+      "quiet": true,
+      "held": [
+        {
+          "member": "promo-7/0",
+          "at": "2026-11-22T08:00:00Z"
+        }
+      ],
+      "entries": [
+        {
+          "member": "promo-6/0",
+          "at": "2026-11-21T21:10:00Z"
+        },
+        {
+          "member": "promo-7/0",
+          "at": "2026-11-22T08:00:00Z"
+        }
+      ]
+    },
+    {
+      "name": "social",
+      "rules": "none",
+      "remaining": [],
+      "next_allowed": "2026-11-22T07:00:03Z",
+      "quiet_hours": "22:00-08:00",
+      "quiet": true,
+      "held": [],
+      "entries": []
+    },
+    {
+      "name": "transactional",
+      "rules": "none global=off quiet=off",
+      "remaining": [],
+      "next_allowed": "2026-11-21T22:40:10Z",
+      "quiet": false,
+      "held": [],
+      "entries": []
     }
   ]
 }
 `
+
+func TestThrottleStatusRendering(t *testing.T) {
+	t.Setenv("HUSH_API_TOKEN", "tok")
+	api := startFakeAPI(t, http.StatusOK, statusJSON)
+	stdout, stderr, code := runCmd(t, "throttle", "status", "u 42", "--server", api.srv.URL, "--timezone", "Europe/Berlin")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	want := `user u 42  (limiter clock 2026-11-21 22:40:10.000 UTC)
+time zone Europe/Berlin (23:40:10 there)
+quiet hours 22:00-08:00: quiet now
+next allowed: in 8h19m53s (at 07:00:03.000)
+remaining:
+  10/1m    0 more
+  100/24h  88 more
+  min gap  3s
+held (1, each until its slot):
+  07:00:00.000  in 8h19m50s  08:00:00 Europe/Berlin  job-9/3
+recent sends and bookings (2, oldest first):
+  22:39:12.500  57.5s ago             job-1/0
+  07:00:00.000  in 8h19m50s (booked)  job-9/3
+category marketing (rules 2/1d,1/4h@1h quiet=21:00-09:00)
+  quiet hours 21:00-09:00: quiet now
+  next allowed: in 13h19m50s (at 12:00:00.000)
+  remaining:
+    2/1d  1 more
+    1/4h  0 more
+  held (1, each until its slot):
+    08:00:00.000  in 9h19m50s  09:00:00 Europe/Berlin  promo-7/0
+  recent sends and bookings (2, oldest first):
+    21:10:00.000  1h30m10s ago          promo-6/0
+    08:00:00.000  in 9h19m50s (booked)  promo-7/0
+category social (rules none)
+  quiet hours 22:00-08:00: quiet now
+  no rules of its own: its pushes keep the global rules, among the sends above
+  next allowed: in 8h19m53s (at 07:00:03.000)
+category transactional (rules none global=off quiet=off)
+  quiet hours: none
+  no rules and no quiet hours: its pushes go out at once
+  next allowed: now
+`
 	if diff := cmp.Diff(want, stdout); diff != "" {
+		t.Errorf("rendering (-want +got):\n%s", diff)
+	}
+	req := api.only(t)
+	if diff := cmp.Diff(recordedRequest{Method: "GET", Path: "/v1/users/u%2042/throttle", Query: "timezone=Europe%2FBerlin", Auth: "Bearer tok"},
+		recordedRequest{Method: req.Method, Path: req.Path, Query: req.Query, Auth: req.Auth}); diff != "" {
+		t.Errorf("request (-want +got):\n%s", diff)
+	}
+}
+
+// TestThrottleStatusOlderServer: an answer without the time zone, quiet
+// hours and categories renders as it did before them.
+func TestThrottleStatusOlderServer(t *testing.T) {
+	api := startFakeAPI(t, http.StatusOK, `{
+  "user_id": "u-1", "now": "2026-11-21T22:40:10Z", "next_allowed": "2026-11-21T22:40:12.5Z",
+  "remaining": [{"rule": "10/1m", "remaining": 9}], "min_gap": "3s",
+  "entries": [{"member": "job-1/0", "at": "2026-11-21T22:40:09.5Z"}]}`)
+	stdout, stderr, code := runCmd(t, "throttle", "status", "u-1", "--server", api.srv.URL)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	want := `user u-1  (limiter clock 2026-11-21 22:40:10.000 UTC)
+next allowed: in 2.5s (at 22:40:12.500)
+remaining:
+  10/1m    9 more
+  min gap  3s
+recent sends and bookings (1, oldest first):
+  22:40:09.500  500ms ago  job-1/0
+`
+	if diff := cmp.Diff(want, stdout); diff != "" {
+		t.Errorf("rendering (-want +got):\n%s", diff)
+	}
+	if q := api.only(t).Query; q != "" {
+		t.Errorf("query %q without --timezone, want none", q)
+	}
+}
+
+// TestThrottleStatusJSON: --json prints the API's answer, indented.
+func TestThrottleStatusJSON(t *testing.T) {
+	api := startFakeAPI(t, http.StatusOK, statusJSON)
+	stdout, _, code := runCmd(t, "throttle", "status", "--json", "u 42", "--server", api.srv.URL)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if diff := cmp.Diff(statusJSON, stdout); diff != "" {
 		t.Errorf("--json (-want +got):\n%s", diff)
 	}
 }
@@ -141,7 +254,7 @@ func TestThrottleHelp(t *testing.T) {
 		for _, want := range []string{
 			"hush throttle status USER", "hush throttle reset USER",
 			"Subcommands:\n  status   show", "\n  reset    forget",
-			"-json\n", "-server URL\n", "HUSH_API_TOKEN",
+			"-json\n", "-server URL\n", "-timezone zone\n", "HUSH_API_TOKEN",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s: help lacks %q:\n%s", name, want, out)
@@ -150,5 +263,83 @@ func TestThrottleHelp(t *testing.T) {
 		if strings.HasSuffix(strings.TrimSpace(out), "Flags:") || strings.Contains(out, "Flags:\n\n") {
 			t.Errorf("%s: an empty Flags list:\n%s", name, out)
 		}
+	}
+}
+
+// TestSendAndThrottleStatusWithCategories runs hush send and hush throttle
+// status against the real worker.Handler on a real Redis (not running its
+// tasks), with categories and quiet hours that hold now in Asia/Tokyo and
+// not in UTC: a marketing booking in Tokyo is held until they end.
+func TestSendAndThrottleStatusWithCategories(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	policy, err := throttle.ParsePolicy("5/1m", "2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if policy.Categories, err = throttle.ParseCategories("marketing=1/1h; transactional=none global=off"); err != nil {
+		t.Fatal(err)
+	}
+	// From 8:30 to 9:30 hours after the current UTC minute, in wall-clock
+	// time: now in Tokyo (9 hours ahead of UTC all year), not in UTC.
+	const day = 24 * time.Hour
+	now := time.Now().UTC()
+	minute := now.Sub(now.Truncate(day)).Truncate(time.Minute)
+	policy.Quiet = throttle.Quiet{From: (minute + 8*time.Hour + 30*time.Minute) % day, To: (minute + 9*time.Hour + 30*time.Minute) % day}
+	lim, err := throttle.NewRedis(rdb, policy, throttle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(w.Handler())
+	t.Cleanup(srv.Close)
+	t.Setenv("HUSH_API_TOKEN", "")
+	tok := testkit.APNsToken("cat")
+
+	send := []string{"send", "--server", srv.URL, "--user", "u-cat", "--apns", tok, "--title", "20% off", "--timezone", "Asia/Tokyo"}
+	if stdout, stderr, code := runCmd(t, append(send, "--id", "promo-1", "--category", "marketing", "--send-in", "1m")...); code != 0 || stdout != "promo-1\n" {
+		t.Errorf("send --category marketing: exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	_, stderr, code := runCmd(t, append(send, "--category", "promo")...)
+	if want := "  category: unknown category \"promo\" (configured: marketing, transactional)\n"; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("send --category promo: exit %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+	_, stderr, code = runCmd(t, append(send, "--timezone", "Mars/Base")...)
+	if want := "recipients[0].timezone: unknown time zone \"Mars/Base\""; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("send --timezone Mars/Base: exit %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lim.ReserveBatch(t.Context(), []throttle.Request{{User: "u-cat", Member: "promo-1/0", Category: "marketing", Location: tokyo}})
+	if err != nil || res[0].Wait < 20*time.Minute {
+		t.Fatalf("the marketing booking in quiet hours: %+v, %v; want it held for their end", res, err)
+	}
+	stdout, stderr, code := runCmd(t, "throttle", "status", "u-cat", "--timezone", "Asia/Tokyo", "--server", srv.URL)
+	if code != 0 {
+		t.Fatalf("throttle status: exit %d stderr %q", code, stderr)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^time zone Asia/Tokyo \(\d\d:\d\d:\d\d there\)$`),
+		regexp.MustCompile(`(?m)^quiet hours \d\d:\d\d-\d\d:\d\d: quiet now$`),
+		regexp.MustCompile(`(?m)^held \(1, each until its slot\):\n  \d\d:\d\d:\d\d\.000  in \d+m\d+s  \d\d:\d\d:00 Asia/Tokyo  promo-1/0$`),
+		regexp.MustCompile(`(?m)^category marketing \(rules 1/1h\)\n  quiet hours \d\d:\d\d-\d\d:\d\d: quiet now\n  next allowed: in \S+ \(at [\d:.]+\)\n  remaining:\n    1/1h  1 more\n  held \(1, each until its slot\):\n`),
+		regexp.MustCompile(`(?m)^category transactional \(rules none global=off quiet=off\)\n  quiet hours: none\n  no rules and no quiet hours: its pushes go out at once\n  next allowed: now$`),
+	} {
+		if !want.MatchString(stdout) {
+			t.Errorf("throttle status --timezone Asia/Tokyo does not match %s:\n%s", want, stdout)
+		}
+	}
+	stdout, _, _ = runCmd(t, "throttle", "status", "u-cat", "--server", srv.URL)
+	if !strings.Contains(stdout, "\ntime zone UTC\nquiet hours ") || !strings.Contains(stdout, ": not quiet now\n") {
+		t.Errorf("throttle status in the default zone, UTC, is not quiet now:\n%s", stdout)
+	}
+	_, stderr, code = runCmd(t, "throttle", "status", "u-cat", "--timezone", "Mars/Base", "--server", srv.URL)
+	if code != 1 || !strings.Contains(stderr, "rejected the request (400): timezone: unknown time zone \"Mars/Base\"") {
+		t.Errorf("throttle status --timezone Mars/Base: exit %d, stderr %q", code, stderr)
 	}
 }
