@@ -114,6 +114,33 @@ func redisCmdTime(ctx context.Context, rdb redis.UniversalClient, names []string
 	return total, nil
 }
 
+// redisCalls is the number of commands Redis executed so far, those its
+// scripts called included (INFO commandstats calls), INFO itself aside: a
+// count that does not depend on how busy the machine is.
+func redisCalls(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO commandstats: %w", err)
+	}
+	var total int64
+	for line := range strings.Lines(info) {
+		name, stats, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+		if !ok || name == "info" {
+			continue
+		}
+		for field := range strings.SplitSeq(stats, ",") {
+			if v, ok := strings.CutPrefix(field, "calls="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("INFO commandstats %s: %w", name, err)
+				}
+				total += n
+			}
+		}
+	}
+	return total, nil
+}
+
 // userNames returns n distinct user ids.
 func userNames(n int) []string {
 	users := make([]string, n)
@@ -166,8 +193,9 @@ func (p *pool) stop() error {
 
 // measure runs a for b.Loop() benchmark whose every iteration is one call of
 // perCall decisions, spread over g goroutines, after one untimed warm-up
-// pass of warmCalls calls, and reports decisions/s, redis-cpu-us/decision and
-// redis-cmd-us/decision (the time spent in the commands named cmds).
+// pass of warmCalls calls, and reports decisions/s, redis-cpu-us/decision,
+// redis-cmd-us/decision (the time spent in the commands named cmds) and
+// redis-calls/decision (every command Redis ran, scripts' included).
 func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls int64, cmds []string, call callFunc) {
 	b.Helper()
 	ctx := b.Context()
@@ -185,6 +213,10 @@ func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls 
 		b.Fatal(err)
 	}
 	cpu0, err := redisCPU(ctx, rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls0, err := redisCalls(ctx, rdb)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -208,7 +240,12 @@ func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls 
 	if err != nil {
 		b.Fatal(err)
 	}
+	calls1, err := redisCalls(ctx, rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
 	decisions := float64(calls-warmCalls) * float64(perCall)
+	b.ReportMetric(float64(calls1-calls0)/decisions, "redis-calls/decision")
 	b.ReportMetric(decisions/elapsed.Seconds(), "decisions/s")
 	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/decisions, "redis-cpu-us/decision")
 	b.ReportMetric(float64((cmd1-cmd0).Microseconds())/decisions, "redis-cmd-us/decision")

@@ -43,6 +43,11 @@
 // set is trimmed by its own horizon, except that the global set keeps
 // entries as long as the longest horizon of a category whose bookings it
 // also holds, so a member never lingers in one set after leaving the other.
+// The home set is trimmed before every booking; a second set, whose old
+// entries change no decision (every read is by score range or by rank
+// among the newest), on about one write in eight, and Reserve skips its
+// counts when the home set's counts show its rules cannot deny (its
+// entries within its horizon are among the home set's).
 //
 // Policy.Quiet (or a category's own Quiet) are quiet hours: a daily window
 // of wall-clock time in the Request's Location. Reserve books no instant

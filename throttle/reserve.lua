@@ -45,15 +45,19 @@ for k = 1, nrules do
 end
 local L = lib()
 
--- reserve books one request: trim its sets, give an existing member its
+-- reserve books one request: trim its home set, give an existing member its
 -- slot back, refuse a collapsed member, take out the held booking with
 -- the same collapse key (put back if this request books nothing), check
 -- the cap, seek the slot, refuse it after not-after, record it.
 local function reserve(sets, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
-  for b = 1, #sets do
-    redis.call('ZREMRANGEBYSCORE', sets[b].key, '-inf', now - sets[b].r.horizon)
-  end
+  -- Only the home set must be trimmed before it is read: an existing
+  -- member is looked for there. Entries older than a set's horizon change
+  -- no decision (every read is by score range, or by rank among the
+  -- newest), so a second set is trimmed when written, on about one call
+  -- in eight (now's millisecond a multiple of 8): that bounds its size at
+  -- a fraction of the cost.
   local home = sets[1].key
+  redis.call('ZREMRANGEBYSCORE', home, '-inf', now - sets[1].r.horizon)
   local s = redis.call('ZSCORE', home, member)
   if s then
     return {tonumber(s), 1, now, '', ''}
@@ -99,26 +103,44 @@ local function reserve(sets, ckey, member, not_after, not_before, category, coll
   local last = e[2] and tonumber(e[2])
   local future = last and last > now
   if not future then
-    -- Every rule's feasible instants are a ray: the latest start wins.
+    -- Every rule's feasible instants are a ray: the latest start wins. A
+    -- second set's entries within its horizon are among the home set's,
+    -- so a count of the home set bounds the second set's count in any
+    -- window no longer than the home set's: when it is under the rule's
+    -- N, the rule cannot deny and its ZCOUNT is skipped; likewise its gap
+    -- when the home set's newest entry is a gap away already.
+    local hw, hc = {}, {} -- the home set's windows and counts
     for b = 1, #sets do
       local key, r = sets[b].key, sets[b].r
-      local lb = last
-      if b > 1 and r.gap > 0 then
-        -- (Not "lb = eb[2] and ...": gopher-lua, miniredis's Lua, keeps
-        -- lb's old value when that expression is nil.)
-        local eb = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
-        lb = nil
-        if eb[2] then lb = tonumber(eb[2]) end
-      end
       for i = 1, r.count do
         local n, w = r.n[i], r.w[i]
-        if redis.call('ZCOUNT', key, '(' .. (now - w), '+inf') >= n then
-          local en = redis.call('ZREVRANGE', key, n - 1, n - 1, 'WITHSCORES')
-          local ti = tonumber(en[2]) + w
-          if ti > t then t = ti end
+        local c
+        if b > 1 then
+          for j = 1, #hw do
+            if hw[j] >= w and (c == nil or hc[j] < c) then c = hc[j] end
+          end
+        end
+        if c == nil or c >= n then
+          c = redis.call('ZCOUNT', key, '(' .. (now - w), '+inf')
+          if b == 1 then hw[#hw + 1], hc[#hc + 1] = w, c end
+          if c >= n then
+            local en = redis.call('ZREVRANGE', key, n - 1, n - 1, 'WITHSCORES')
+            local ti = tonumber(en[2]) + w
+            if ti > t then t = ti end
+          end
         end
       end
-      if r.gap > 0 and lb and lb + r.gap > t then t = lb + r.gap end
+      if r.gap > 0 and last and last + r.gap > t then
+        local lb = last
+        if b > 1 then
+          -- (Not "lb = eb[2] and ...": gopher-lua, miniredis's Lua, keeps
+          -- lb's old value when that expression is nil.)
+          local eb = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
+          lb = nil
+          if eb[2] then lb = tonumber(eb[2]) end
+        end
+        if lb and lb + r.gap > t then t = lb + r.gap end
+      end
     end
     for k = 1, #qs do
       if qs[k] <= t and t < qe[k] then t = qe[k] end
@@ -140,6 +162,9 @@ local function reserve(sets, ckey, member, not_after, not_before, category, coll
   if last and last > newest then newest = last end
   local ttl = minttl
   for b = 1, #sets do
+    if b > 1 and now % 8 == 0 then
+      redis.call('ZREMRANGEBYSCORE', sets[b].key, '-inf', now - sets[b].r.horizon)
+    end
     redis.call('ZADD', sets[b].key, t, member)
     local kt = newest - now + sets[b].r.horizon
     if kt < minttl then kt = minttl end
