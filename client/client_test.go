@@ -46,12 +46,9 @@ func startAPI(t *testing.T) api {
 	if policy.Categories, err = throttle.ParseCategories("marketing=2/1d,1/4h@1h; transactional=none global=off"); err != nil {
 		t.Fatal(err)
 	}
-	// From 8:30 to 9:30 hours after the current UTC minute, in wall-clock
-	// time: now in Tokyo, not for hours in UTC.
-	const day = 24 * time.Hour
-	now := time.Now().UTC()
-	minute := now.Sub(now.Truncate(day)).Truncate(time.Minute)
-	policy.Quiet = throttle.Quiet{From: (minute + 8*time.Hour + 30*time.Minute) % day, To: (minute + 9*time.Hour + 30*time.Minute) % day}
+	// Quiet now in Tokyo, not for hours in UTC.
+	from, to := testkit.QuietNowAhead(9)
+	policy.Quiet = throttle.Quiet{From: from, To: to}
 	lim, err := throttle.NewRedis(rdb, policy, throttle.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -3,16 +3,13 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/throttle"
-	"github.com/hushpush/hush/worker"
 )
 
 func TestCancelRendering(t *testing.T) {
@@ -142,37 +139,26 @@ func TestCancelErrors(t *testing.T) {
 // real Redis, not running its tasks: its one recipient stays pending, so
 // the server waits out its grace, and a second cancel changes nothing.
 func TestCancelAgainstTheRealAPI(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
 	policy, err := throttle.ParsePolicy("5/1m", "2s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := throttle.NewRedis(rdb, policy, throttle.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(w.Handler())
-	t.Cleanup(srv.Close)
-	t.Setenv("HUSH_API_TOKEN", "")
-	send := []string{"send", "--server", srv.URL, "--id", "cx-1", "--user", "u-cx", "--apns", testkit.APNsToken("cx"), "--title", "hi"}
+	url, _ := realAPI(t, policy, "")
+	send := []string{"send", "--server", url, "--id", "cx-1", "--user", "u-cx", "--apns", testkit.APNsToken("cx"), "--title", "hi"}
 	if stdout, stderr, code := runCmd(t, send...); code != 0 || stdout != "cx-1\n" {
 		t.Fatalf("send: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
-	stdout, stderr, code := runCmd(t, "cancel", "cx-1", "--server", srv.URL)
+	stdout, stderr, code := runCmd(t, "cancel", "cx-1", "--server", url)
 	if code != 0 || !strings.HasPrefix(stdout, "job cx-1 (1 recipient) cancelled: none of its pushes will be sent from now on\n") ||
 		!strings.Contains(stdout, "\n  pending    1  being dropped now") {
 		t.Errorf("cancel: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
-	stdout, stderr, code = runCmd(t, "cancel", "cx-1", "--json", "--server", srv.URL)
+	stdout, stderr, code = runCmd(t, "cancel", "cx-1", "--json", "--server", url)
 	var res map[string]any
 	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res["cancelled"] != false || res["state"] != "cancelled" {
 		t.Errorf("cancel again --json: exit %d, %v, stdout %s stderr %q", code, err, stdout, stderr)
 	}
-	if _, stderr, code := runCmd(t, "cancel", "cx-2", "--server", srv.URL); code != 1 || !strings.Contains(stderr, `knows no job "cx-2"`) {
+	if _, stderr, code := runCmd(t, "cancel", "cx-2", "--server", url); code != 1 || !strings.Contains(stderr, `knows no job "cx-2"`) {
 		t.Errorf("unknown id: exit %d stderr %q", code, stderr)
 	}
 }

@@ -15,10 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/throttle"
-	"github.com/hushpush/hush/worker"
 )
 
 // recordedRequest is what a fake API saw.
@@ -201,32 +199,21 @@ func TestSendServerDown(t *testing.T) {
 // TestSendAndThrottleAgainstTheRealAPI runs hush send and hush throttle
 // against the real worker.Handler on a real Redis (not running its tasks).
 func TestSendAndThrottleAgainstTheRealAPI(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
 	policy, err := throttle.ParsePolicy("5/1m", "2s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := throttle.NewRedis(rdb, policy, throttle.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy, APIToken: "s3cret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(w.Handler())
-	t.Cleanup(srv.Close)
-	t.Setenv("HUSH_API_TOKEN", "s3cret")
+	url, lim := realAPI(t, policy, "s3cret")
 	tok := testkit.APNsToken("cli")
 
-	send := []string{"send", "--server", srv.URL, "--id", "cli-1", "--user", "u-cli", "--apns", tok, "--title", "hi"}
+	send := []string{"send", "--server", url, "--id", "cli-1", "--user", "u-cli", "--apns", tok, "--title", "hi"}
 	if stdout, stderr, code := runCmd(t, send...); code != 0 || stdout != "cli-1\n" || stderr != "" {
 		t.Fatalf("send: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
 	if stdout, stderr, code := runCmd(t, send...); code != 0 || stdout != "cli-1\n" || !strings.Contains(stderr, "duplicate: job cli-1 was already accepted") {
 		t.Errorf("send again: exit %d stdout %q stderr %q, want the id and the duplicate note", code, stdout, stderr)
 	}
-	_, stderr, code := runCmd(t, "send", "--server", srv.URL, "--user", "u-cli", "--apns", "zz", "--badge", "-1")
+	_, stderr, code := runCmd(t, "send", "--server", url, "--user", "u-cli", "--apns", "zz", "--badge", "-1")
 	want := "hush: send: the server rejected the request (400): invalid job\n" +
 		"  recipients[0].devices[0].token: not hex (invalid character at position 0)\n" +
 		"  alert: a job that is not silent needs alert.title or alert.body\n" +
@@ -238,19 +225,19 @@ func TestSendAndThrottleAgainstTheRealAPI(t *testing.T) {
 	if _, err := lim.ReserveBatch(t.Context(), []throttle.Request{{User: "u-cli", Member: "cli-1/0"}}); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := runCmd(t, "throttle", "status", "u-cli", "--server", srv.URL)
+	stdout, stderr, code := runCmd(t, "throttle", "status", "u-cli", "--server", url)
 	if code != 0 || !strings.Contains(stdout, "user u-cli") || !strings.Contains(stdout, "5/1m     4 more") || !strings.Contains(stdout, "cli-1/0") {
 		t.Errorf("throttle status: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
-	stdout, _, code = runCmd(t, "throttle", "status", "u-cli", "--json", "--server", srv.URL)
+	stdout, _, code = runCmd(t, "throttle", "status", "u-cli", "--json", "--server", url)
 	var st map[string]any
 	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil || st["user_id"] != "u-cli" || st["min_gap"] != "2s" {
 		t.Errorf("throttle status --json: exit %d, %v, %s", code, err, stdout)
 	}
-	if stdout, stderr, code := runCmd(t, "throttle", "reset", "u-cli", "--server", srv.URL); code != 0 || !strings.HasPrefix(stdout, "reset: u-cli's") {
+	if stdout, stderr, code := runCmd(t, "throttle", "reset", "u-cli", "--server", url); code != 0 || !strings.HasPrefix(stdout, "reset: u-cli's") {
 		t.Errorf("throttle reset: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
-	if stdout, _, _ := runCmd(t, "throttle", "status", "u-cli", "--server", srv.URL); !strings.Contains(stdout, "recent sends: none") {
+	if stdout, _, _ := runCmd(t, "throttle", "status", "u-cli", "--server", url); !strings.Contains(stdout, "recent sends: none") {
 		t.Errorf("after reset: %s", stdout)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,10 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/throttle"
-	"github.com/hushpush/hush/worker"
 )
 
 // statusJSON is an answer of a server with quiet hours and categories, for
@@ -271,7 +268,6 @@ func TestThrottleHelp(t *testing.T) {
 // tasks), with categories and quiet hours that hold now in Asia/Tokyo and
 // not in UTC: a marketing booking in Tokyo is held until they end.
 func TestSendAndThrottleStatusWithCategories(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
 	policy, err := throttle.ParsePolicy("5/1m", "2s")
 	if err != nil {
 		t.Fatal(err)
@@ -279,26 +275,13 @@ func TestSendAndThrottleStatusWithCategories(t *testing.T) {
 	if policy.Categories, err = throttle.ParseCategories("marketing=1/1h; transactional=none global=off"); err != nil {
 		t.Fatal(err)
 	}
-	// From 8:30 to 9:30 hours after the current UTC minute, in wall-clock
-	// time: now in Tokyo (9 hours ahead of UTC all year), not in UTC.
-	const day = 24 * time.Hour
-	now := time.Now().UTC()
-	minute := now.Sub(now.Truncate(day)).Truncate(time.Minute)
-	policy.Quiet = throttle.Quiet{From: (minute + 8*time.Hour + 30*time.Minute) % day, To: (minute + 9*time.Hour + 30*time.Minute) % day}
-	lim, err := throttle.NewRedis(rdb, policy, throttle.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(w.Handler())
-	t.Cleanup(srv.Close)
-	t.Setenv("HUSH_API_TOKEN", "")
+	// Quiet now in Tokyo (9 hours ahead of UTC all year), not in UTC.
+	from, to := testkit.QuietNowAhead(9)
+	policy.Quiet = throttle.Quiet{From: from, To: to}
+	url, lim := realAPI(t, policy, "")
 	tok := testkit.APNsToken("cat")
 
-	send := []string{"send", "--server", srv.URL, "--user", "u-cat", "--apns", tok, "--title", "20% off", "--timezone", "Asia/Tokyo"}
+	send := []string{"send", "--server", url, "--user", "u-cat", "--apns", tok, "--title", "20% off", "--timezone", "Asia/Tokyo"}
 	if stdout, stderr, code := runCmd(t, append(send, "--id", "promo-1", "--category", "marketing", "--send-in", "1m")...); code != 0 || stdout != "promo-1\n" {
 		t.Errorf("send --category marketing: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
@@ -319,7 +302,7 @@ func TestSendAndThrottleStatusWithCategories(t *testing.T) {
 	if err != nil || res[0].Wait < 20*time.Minute {
 		t.Fatalf("the marketing booking in quiet hours: %+v, %v; want it held for their end", res, err)
 	}
-	stdout, stderr, code := runCmd(t, "throttle", "status", "u-cat", "--timezone", "Asia/Tokyo", "--server", srv.URL)
+	stdout, stderr, code := runCmd(t, "throttle", "status", "u-cat", "--timezone", "Asia/Tokyo", "--server", url)
 	if code != 0 {
 		t.Fatalf("throttle status: exit %d stderr %q", code, stderr)
 	}
@@ -334,11 +317,11 @@ func TestSendAndThrottleStatusWithCategories(t *testing.T) {
 			t.Errorf("throttle status --timezone Asia/Tokyo does not match %s:\n%s", want, stdout)
 		}
 	}
-	stdout, _, _ = runCmd(t, "throttle", "status", "u-cat", "--server", srv.URL)
+	stdout, _, _ = runCmd(t, "throttle", "status", "u-cat", "--server", url)
 	if !strings.Contains(stdout, "\ntime zone UTC\nquiet hours ") || !strings.Contains(stdout, ": not quiet now\n") {
 		t.Errorf("throttle status in the default zone, UTC, is not quiet now:\n%s", stdout)
 	}
-	_, stderr, code = runCmd(t, "throttle", "status", "u-cat", "--timezone", "Mars/Base", "--server", srv.URL)
+	_, stderr, code = runCmd(t, "throttle", "status", "u-cat", "--timezone", "Mars/Base", "--server", url)
 	if code != 1 || !strings.Contains(stderr, "rejected the request (400): timezone: unknown time zone \"Mars/Base\"") {
 		t.Errorf("throttle status --timezone Mars/Base: exit %d, stderr %q", code, stderr)
 	}

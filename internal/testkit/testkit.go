@@ -58,3 +58,15 @@ func APNsToken(s string) string {
 
 // FCMToken returns a valid-looking FCM registration token derived from s.
 func FCMToken(s string) string { return "fcm-" + s + ":APA91b" + APNsToken(s)[:40] }
+
+// QuietNowAhead returns quiet hours, counted from the current UTC minute,
+// from hours+30m to hours+1h30m of wall-clock time: in a zone `hours`
+// ahead of UTC all year (Asia/Tokyo: 9) they hold now, in UTC they do not
+// for hours.
+func QuietNowAhead(hours int) (from, to time.Duration) {
+	const day = 24 * time.Hour
+	now := time.Now().UTC()
+	minute := now.Sub(now.Truncate(day)).Truncate(time.Minute)
+	h := time.Duration(hours) * time.Hour
+	return (minute + h - 30*time.Minute + day) % day, (minute + h + 30*time.Minute) % day
+}

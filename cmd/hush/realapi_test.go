@@ -1,0 +1,31 @@
+package main
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
+)
+
+// realAPI serves the real worker.Handler for policy on a private Redis
+// (its tasks are not run), with token as the API token ("" none), and
+// returns its URL and its limiter; HUSH_API_TOKEN is set to token for the
+// commands.
+func realAPI(t *testing.T, policy throttle.Policy, token string) (string, *throttle.Redis) {
+	t.Helper()
+	rdb := redistest.Start(t).Client(t)
+	lim, err := throttle.NewRedis(rdb, policy, throttle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy, APIToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(w.Handler())
+	t.Cleanup(srv.Close)
+	t.Setenv("HUSH_API_TOKEN", token)
+	return srv.URL, lim
+}
