@@ -15,6 +15,11 @@
 // providers (the outcome taxonomy only, not the sender packages), Asynq,
 // go-redis and client_golang.
 //
+// Categories, quiet hours, send_at and collapse keys travel with each
+// booking (requestOf in guard.go); cancellation and collapse reach a
+// delivery through what it reads before it sends (guard.go explains how, and
+// why no push leaves after a cancellation's answer).
+//
 // Where things are decided: what a booking means now (send, wait, defer,
 // expire, drop, book again) and what a recipient's device answers mean
 // (done, retry, fail, stop) are plan and judge in decide.go, used by every
@@ -25,8 +30,11 @@
 // hash tag {<id>}, so they live on one Redis Cluster slot):
 //
 //	hush:job:{<id>}       hash: state, accepted_at, recipients, priority,
-//	                      deadline, cursor (fan-out progress), deferrals and
-//	                      one counter per final state (FinalStates)
+//	                      deadline, cursor (fan-out progress), deferrals,
+//	                      one counter per final state (FinalStates),
+//	                      cancelled_at once cancelled, and "h:<index>" ->
+//	                      queue for each delivery held for its slot (so a
+//	                      cancellation can wake it; gone once it is final)
 //	hush:job:{<id>}:r     hash: recipient index -> final state
 //	hush:job:{<id>}:dev   hash: "<recipient>/<device>" -> delivered |
 //	                      token_invalid, and per recipient "<i>/a" (attempts

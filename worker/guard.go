@@ -112,8 +112,8 @@ func (w *Worker) requestOf(d *delivery, n int) throttle.Request {
 	if cat := d.Content.Category; cat != "" {
 		if _, ok := w.policy.Categories[cat]; ok {
 			q.Category = cat
-		} else {
-			w.log.Warn("category not configured: the global rules alone apply", "delivery", d.member(), "category", cat)
+		} else if _, warned := w.unknownCats.LoadOrStore(cat, true); !warned {
+			w.log.Warn("a job names a category this process does not have (HUSH_THROTTLE_CATEGORIES): its pushes keep the global rules alone", "delivery", d.member(), "category", cat)
 		}
 	}
 	return q

@@ -132,22 +132,25 @@ type Worker struct {
 	// the others by name (location).
 	defaultLoc *time.Location
 	zones      sync.Map
-	senders    map[payload.Platform]Sender
-	queues     map[string]int // priority queues and weights
-	shards     int            // delivery shards per priority
-	conc       int
-	retry      retryPolicy
-	bypass     map[payload.Priority]bool
-	apiToken   string
-	maxBody    int64
-	shutdown   time.Duration
-	log        *slog.Logger
-	store      store
-	m          *metrics
-	events     *events
-	rec        *recorder // device outcomes as they come
-	client     *Client
-	insp       *asynq.Inspector
+	// unknownCats are the categories jobs named that the policy lacks,
+	// each warned about once.
+	unknownCats sync.Map
+	senders     map[payload.Platform]Sender
+	queues      map[string]int // priority queues and weights
+	shards      int            // delivery shards per priority
+	conc        int
+	retry       retryPolicy
+	bypass      map[payload.Priority]bool
+	apiToken    string
+	maxBody     int64
+	shutdown    time.Duration
+	log         *slog.Logger
+	store       store
+	m           *metrics
+	events      *events
+	rec         *recorder // device outcomes as they come
+	client      *Client
+	insp        *asynq.Inspector
 
 	// halt is cancelled by Run when in-flight provider calls must end: a
 	// while after shutdown began, just before Asynq gives up on handlers.
