@@ -33,6 +33,7 @@ var limitValues = map[string]int64{
 	"MaxTTL":              int64(payload.MaxTTL),
 	"MaxSendAhead":        int64(payload.MaxSendAhead),
 	"MaxCategoryBytes":    payload.MaxCategoryBytes,
+	"MaxAppBytes":         payload.MaxAppBytes,
 	"MaxCollapseKeyBytes": payload.MaxCollapseKeyBytes,
 	"MinAPNsTokenLen":     payload.MinAPNsTokenLen,
 	"MaxAPNsTokenLen":     payload.MaxAPNsTokenLen,

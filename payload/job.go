@@ -24,6 +24,12 @@ type Job struct {
 
 // Content is what every recipient of a job receives.
 type Content struct {
+	// App names the application the job is for, one the operator
+	// configured (HUSH_APPS_FILE; "default" for the HUSH_APNS_*/HUSH_FCM_*
+	// keys): its credentials send the pushes and its rules throttle them.
+	// Empty: the only app, when there is one. Validate checks its syntax
+	// (ValidApp); whether it is configured is for the worker to say.
+	App      string            `json:"app,omitempty"`
 	Alert    *Alert            `json:"alert,omitempty"`
 	Data     map[string]string `json:"data,omitempty"`
 	Priority Priority          `json:"priority,omitempty"`

@@ -20,6 +20,8 @@ const (
 	MaxSendAhead = MaxTTL
 	// MaxCategoryBytes bounds a category name (see ValidCategory).
 	MaxCategoryBytes = 32
+	// MaxAppBytes bounds an app name (see ValidApp).
+	MaxAppBytes = 32
 	// MaxCollapseKeyBytes is APNs' limit for apns-collapse-id.
 	MaxCollapseKeyBytes = 64
 	// MinAPNsTokenLen and MaxAPNsTokenLen bound an APNs device token in hex

@@ -138,6 +138,9 @@ func tokenProblem(d Device) string {
 func (c *Content) check(ps *problems, now time.Time) {
 	c.checkAlert(ps)
 	c.checkData(ps)
+	if c.App != "" && !ValidApp(c.App) {
+		ps.add("app", fmt.Sprintf("invalid app %q: want 1 to %d of a-z, 0-9, _ and -", c.App, MaxAppBytes))
+	}
 	if !c.Priority.Valid() {
 		ps.add("priority", fmt.Sprintf(`unknown priority %q, want "normal", "high" or "critical"`, c.Priority))
 	}

@@ -193,6 +193,11 @@ func TestValidate(t *testing.T) {
 		{"collapse_key 65 bytes", func(j *Job) { j.CollapseKey = strings.Repeat("k", 65) }, []problem{{"collapse_key", "65 bytes, limit 64"}}},
 
 		// category
+		{"app", func(j *Job) { j.App = "courier-eu_2" }, nil},
+		{"app 32 characters", func(j *Job) { j.App = strings.Repeat("a", MaxAppBytes) }, nil},
+		{"app too long", func(j *Job) { j.App = strings.Repeat("a", MaxAppBytes+1) },
+			[]problem{{"app", "want 1 to 32 of a-z, 0-9, _ and -"}}},
+		{"app with a colon", func(j *Job) { j.App = "a:b" }, []problem{{"app", `invalid app "a:b"`}}},
 		{"category one character", func(j *Job) { j.Category = "a" }, nil},
 		{"category 32 characters", func(j *Job) { j.Category = strings.Repeat("c", MaxCategoryBytes) }, nil},
 		{"category with digits, _ and -", func(j *Job) { j.Category = "promo_2026-q4" }, nil},
