@@ -44,5 +44,8 @@ func checkOptions(o Options) error {
 	if o.MaxPending < 0 {
 		return fmt.Errorf("throttle: Options.MaxPending %d: must not be negative", o.MaxPending)
 	}
+	if o.Scope != "" && !ValidCategory(o.Scope) {
+		return fmt.Errorf("throttle: Options.Scope %q: want 1 to %d of a-z, 0-9, _ and -", o.Scope, MaxCategoryLen)
+	}
 	return nil
 }

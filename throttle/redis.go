@@ -40,6 +40,7 @@ type Redis struct {
 	c          compiled
 	r          *rules // the global rules (Allow, Peek)
 	prefix     string
+	scope      string // Options.Scope
 	clock      func() time.Time
 	minTTL     int64
 	maxPending int   // Options.MaxPending, 0 for no cap
@@ -61,7 +62,7 @@ func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
 	if err := checkOptions(o); err != nil {
 		return nil, err
 	}
-	l := &Redis{rdb: rdb, policy: copyPolicy(p), c: c, r: &c.global, prefix: o.Prefix, clock: o.Clock,
+	l := &Redis{rdb: rdb, policy: copyPolicy(p), c: c, r: &c.global, prefix: o.Prefix, scope: o.Scope, clock: o.Clock,
 		maxPending: o.MaxPending, margin: o.CollapseMargin.Milliseconds(), scripts: newScripts()}
 	_, l.multiKey = rdb.(*redis.Client)
 	if l.prefix == "" {
@@ -81,7 +82,12 @@ func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
 func (l *Redis) Policy() Policy { return copyPolicy(l.policy) }
 
 // Key returns the Redis key holding user's entries under the global rules.
-func (l *Redis) Key(user string) string { return l.prefix + "{" + user + "}" }
+func (l *Redis) Key(user string) string {
+	if l.scope != "" {
+		return l.prefix + "{" + l.scope + ":" + user + "}"
+	}
+	return l.prefix + "{" + user + "}"
+}
 
 // setKey is the key of user's set cat: the global set for "", else
 // Key(user) + ":c:" + cat. A category name has no ":" or "}", so no

@@ -402,3 +402,38 @@ func TestRedisTrimsAgedEntries(t *testing.T) {
 		})
 	}
 }
+
+// A scope puts a user's keys under it: two limiters of different scopes
+// (two apps) keep separate budgets for the same user id; the same scope
+// shares one.
+func TestScopeSeparatesBudgets(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	t.Cleanup(func() { deleteKeys(t, rdb, prefix) })
+	p := mustPolicy(t, "1/1m", "")
+	mk := func(scope string) *throttle.Redis {
+		l, err := throttle.NewRedis(rdb, p, throttle.Options{Prefix: prefix, Scope: scope})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	a, b, a2, none := mk("consumer"), mk("courier"), mk("consumer"), mk("")
+	ctx := context.Background()
+	for _, c := range []struct {
+		l    *throttle.Redis
+		want bool
+	}{{a, true}, {b, true}, {a2, false}, {none, true}} {
+		d, err := c.l.Allow(ctx, "u")
+		if err != nil || d.Allowed != c.want {
+			t.Errorf("%s: allowed %v (%v), want %v", c.l.Key("u"), d.Allowed, err, c.want)
+		}
+	}
+	if a.Key("u") != prefix+"{consumer:u}" || none.Key("u") != prefix+"{u}" {
+		t.Errorf("keys %q and %q", a.Key("u"), none.Key("u"))
+	}
+	if _, err := throttle.NewRedis(rdb, p, throttle.Options{Scope: "a:b"}); err == nil {
+		t.Error("a scope with a colon was accepted")
+	}
+}

@@ -189,6 +189,11 @@ type Options struct {
 	// Prefix is the key prefix; the user's key is Prefix + "{" + user + "}".
 	// Default "hush:throttle:".
 	Prefix string
+	// Scope, when set, puts the user's keys under it: Prefix + "{" +
+	// Scope + ":" + user + "}" (one app's users, or a group of apps that
+	// share one budget per user). 1 to 32 of a-z, 0-9, _ and -, so no
+	// scope's keys can be another's or an unscoped user's.
+	Scope string
 	// Clock, when set, supplies the time of every decision (tests, simulation,
 	// replay). When nil the Redis limiter uses the Redis server's TIME and the
 	// in-memory limiter uses time.Now.
