@@ -129,15 +129,21 @@ func (l *Redis) replies(ctx context.Context, keys []string, before func(redis.Pi
 }
 
 // pipeline runs script once per call with EVALSHA in one pipeline, after
-// the commands before queues. Calls that find the script missing (a fresh or
-// flushed server, a new cluster node) are run again with EVAL, which also
-// caches it: a second round trip only then.
+// the commands before queues (see pipelineScript).
 func (l *Redis) pipeline(ctx context.Context, before func(redis.Pipeliner), s *redis.Script, calls []scriptCall) []*redis.Cmd {
+	return pipelineScript(ctx, l.rdb, before, s, calls)
+}
+
+// pipelineScript runs s once per call with EVALSHA in one pipeline on rdb,
+// after the commands before queues (nil: none). Calls that find the script
+// missing (a fresh or flushed server, a new cluster node) are run again
+// with EVAL, which also caches it: a second round trip only then.
+func pipelineScript(ctx context.Context, rdb rediser, before func(redis.Pipeliner), s *redis.Script, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
 	if len(calls) == 0 && before == nil {
 		return cmds
 	}
-	pipe := l.rdb.Pipeline()
+	pipe := rdb.Pipeline()
 	if before != nil {
 		before(pipe)
 	}
@@ -154,7 +160,7 @@ func (l *Redis) pipeline(ctx context.Context, before func(redis.Pipeliner), s *r
 	if len(again) == 0 {
 		return cmds
 	}
-	pipe = l.rdb.Pipeline()
+	pipe = rdb.Pipeline()
 	for _, i := range again {
 		cmds[i] = s.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
 	}

@@ -174,6 +174,39 @@
 // time instead (tests, simulation, replay); the Memory limiter uses
 // time.Now when it is nil.
 //
+// # Pacer
+//
+// Pacer is a global send rate per key, enforced across every process: at
+// most Rate sends per second on one key (an app's provider quota, such as
+// FCM's per project) from all worker pods together, so a huge fan-out
+// paces itself instead of meeting the provider's 429s. It is GCRA without
+// burst. Each key has a theoretical arrival time (TAT), the first instant
+// not yet granted. A request for N sends starts at start = max(TAT, now,
+// NotBefore), is granted start + i*I for i < N, where I is 1 s / Rate
+// rounded up to a whole nanosecond, and moves TAT to start + N*I. So the
+// requests on one key get runs of times that never overlap, with every two
+// times at least I apart. Times are whole nanoseconds throughout, so no
+// rounding adds up (600/s stays 1,666,667 ns apart). A request for no sends
+// grants nothing and changes nothing. Pace answers with Wait (start - now)
+// and Interval. MemoryPacer has the same semantics in one process.
+//
+// Its key, with K = Options.Prefix (default "hush:rate:") + "{" + name +
+// "}", is a string: the TAT as "<unix seconds>.<nanoseconds, 9 digits>".
+// It expires 1 s after the TAT (at least an hour after now with an
+// injected clock). An absent key is free now. The pacer trusts the same
+// clock as the limiter: the Redis server's TIME, read once per script call,
+// unless Options.Clock is set. MemoryPacer uses time.Now by default.
+//
+// Pace makes one round trip. On a *redis.Client it makes one pacer.lua call
+// per 256 requests. On Redis Cluster or any other client it pipelines one
+// call per key (split by slot). A call runs TIME, then one GET and one SET
+// per key, whatever N and however many of its requests name that key.
+// BenchmarkPacer (a 2-core machine, one goroutine) measured about 60 to 75
+// us of Redis CPU for a call granting 1 send or 25 (2.5 to 3 us per send
+// for 25), 110 to 125 us for 25 one-send requests on one key, and 205 to
+// 255 us for 25 keys (52 commands). Invoking the script and the network I/O
+// dominate, so pace a batch of sends in one call, not each push on its own.
+//
 // # Imports
 //
 // The standard library and github.com/redis/go-redis/v9 only; the package
