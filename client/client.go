@@ -112,30 +112,51 @@ func (c *Client) UserThrottle(ctx context.Context, user string) (ThrottleStatus,
 	return c.UserThrottleIn(ctx, user, "")
 }
 
-// UserThrottleIn is UserThrottle with the quiet hours read in timezone, an
-// IANA name such as "Europe/Berlin" (the user's recipients[].timezone;
-// "": the server's default). A zone the server does not know is a *Error
-// with Status 400.
+// UserThrottleIn is UserThrottle with the quiet hours read in timezone
+// (an IANA name; "" the server's HUSH_DEFAULT_TIMEZONE).
 func (c *Client) UserThrottleIn(ctx context.Context, user, timezone string) (ThrottleStatus, error) {
+	return c.UserThrottleOf(ctx, "", user, timezone)
+}
+
+// UserThrottleOf is UserThrottleIn for the limiter of app ("" the only
+// app, else default): a user's budget is per app, or per group of apps
+// sharing one.
+func (c *Client) UserThrottleOf(ctx context.Context, app, user, timezone string) (ThrottleStatus, error) {
 	if user == "" {
 		return ThrottleStatus{}, errors.New("client: UserThrottle needs a user id")
 	}
-	path := userPath(user)
-	if timezone != "" {
-		path += "?" + url.Values{"timezone": {timezone}}.Encode()
-	}
 	var st ThrottleStatus
-	err := c.call(ctx, http.MethodGet, path, nil, &st)
+	err := c.call(ctx, http.MethodGet, userPath(user)+query("app", app, "timezone", timezone), nil, &st)
 	return st, err
+}
+
+// query is "?k=v&..." for the pairs whose value is not empty, or "".
+func query(kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
 }
 
 // ResetUserThrottle clears user's recorded sends and bookings (DELETE
 // /v1/users/{id}/throttle), so their next notification goes out at once.
 func (c *Client) ResetUserThrottle(ctx context.Context, user string) error {
+	return c.ResetUserThrottleOf(ctx, "", user)
+}
+
+// ResetUserThrottleOf is ResetUserThrottle for the limiter of app ("" the
+// only app, else default).
+func (c *Client) ResetUserThrottleOf(ctx context.Context, app, user string) error {
 	if user == "" {
 		return errors.New("client: ResetUserThrottle needs a user id")
 	}
-	return c.call(ctx, http.MethodDelete, userPath(user), nil, nil)
+	return c.call(ctx, http.MethodDelete, userPath(user)+query("app", app), nil, nil)
 }
 
 // Ready returns nil when the server is ready to work (GET /readyz), else

@@ -56,6 +56,8 @@ type CancelResult struct {
 // rules, then each category's.
 type ThrottleStatus struct {
 	UserID string `json:"user_id"`
+	// App is the app whose limiter this is.
+	App string `json:"app"`
 	// Now is the limiter's clock, the one that counts.
 	Now time.Time `json:"now"`
 	// NextAllowed is the earliest instant a push without a category would

@@ -216,7 +216,9 @@ func (w *Worker) deleteNotification(rw http.ResponseWriter, r *http.Request) {
 // ThrottleStatus is the answer of GET /v1/users/{id}/throttle: the user's
 // global rules, then each category's.
 type ThrottleStatus struct {
-	UserID      string          `json:"user_id"`
+	UserID string `json:"user_id"`
+	// App is the app whose limiter this is (?app=).
+	App         string          `json:"app"`
 	Now         time.Time       `json:"now"`
 	NextAllowed time.Time       `json:"next_allowed"`
 	Remaining   []RuleRemaining `json:"remaining"`
@@ -261,11 +263,29 @@ type ThrottleEntry struct {
 	At     time.Time `json:"at"`
 }
 
+// throttleApp is the app a throttle route asks about (?app=, else the
+// only app or DefaultApp) and its limiter's admin side; it answers the
+// request itself (false) when there is none.
+func (w *Worker) throttleApp(rw http.ResponseWriter, r *http.Request) (*App, ThrottleAdmin, bool) {
+	a, err := w.apps.resolve(r.URL.Query().Get("app"))
+	if err != nil {
+		writeError(rw, http.StatusBadRequest, "app: "+err.Error())
+		return nil, nil, false
+	}
+	admin, ok := a.Limiter.(ThrottleAdmin)
+	if !ok {
+		writeError(rw, http.StatusNotImplemented, "the limiter does not report status or reset")
+		return nil, nil, false
+	}
+	return a, admin, true
+}
+
 func (w *Worker) getThrottle(rw http.ResponseWriter, r *http.Request) {
-	if w.admin == nil {
-		writeError(rw, http.StatusNotImplemented, "the limiter does not report status")
+	a, admin, ok := w.throttleApp(rw, r)
+	if !ok {
 		return
 	}
+	policy := a.Policy
 	user := r.PathValue("id")
 	loc := w.defaultLoc
 	if name := r.URL.Query().Get("timezone"); name != "" {
@@ -276,25 +296,25 @@ func (w *Worker) getThrottle(rw http.ResponseWriter, r *http.Request) {
 		}
 		loc = l
 	}
-	st, err := w.admin.Status(r.Context(), user, loc)
+	st, err := admin.Status(r.Context(), user, loc)
 	if err != nil {
 		w.log.Error("throttle status failed", "err", err)
 		writeError(rw, http.StatusServiceUnavailable, "could not read the limiter, try again")
 		return
 	}
-	out := ThrottleStatus{UserID: user, Now: st.Now, NextAllowed: st.NextAllowed, Remaining: rulesRemaining(w.policy.Limits, st.Remaining),
+	out := ThrottleStatus{UserID: user, App: a.Name, Now: st.Now, NextAllowed: st.NextAllowed, Remaining: rulesRemaining(policy.Limits, st.Remaining),
 		Timezone: loc.String(), Quiet: st.Quiet, Held: held(st.Entries, st.Now), Entries: entries(st.Entries)}
-	if !w.policy.Quiet.Off() {
-		out.QuietHours = w.policy.Quiet.String()
+	if !policy.Quiet.Off() {
+		out.QuietHours = policy.Quiet.String()
 	}
-	if w.policy.MinGap > 0 {
-		out.MinGap = w.policy.MinGap.String()
+	if policy.MinGap > 0 {
+		out.MinGap = policy.MinGap.String()
 	}
 	for _, c := range st.Categories {
-		k := w.policy.Categories[c.Name]
+		k := policy.Categories[c.Name]
 		ct := CategoryThrottle{Name: c.Name, Rules: k.String(), Remaining: rulesRemaining(k.Limits, c.Remaining),
 			NextAllowed: c.NextAllowed, Quiet: c.Quiet, Held: held(c.Entries, st.Now), Entries: entries(c.Entries)}
-		q := w.policy.Quiet
+		q := policy.Quiet
 		if k.Quiet != nil {
 			q = *k.Quiet
 		}
@@ -339,17 +359,17 @@ func held(es []throttle.Entry, now time.Time) []ThrottleEntry {
 }
 
 func (w *Worker) deleteThrottle(rw http.ResponseWriter, r *http.Request) {
-	if w.admin == nil {
-		writeError(rw, http.StatusNotImplemented, "the limiter cannot be reset")
+	a, admin, ok := w.throttleApp(rw, r)
+	if !ok {
 		return
 	}
 	user := r.PathValue("id")
-	if err := w.admin.Reset(r.Context(), user); err != nil {
+	if err := admin.Reset(r.Context(), user); err != nil {
 		w.log.Error("throttle reset failed", "err", err)
 		writeError(rw, http.StatusServiceUnavailable, "could not reset the limiter, try again")
 		return
 	}
-	w.log.Info("throttle reset", "user", user)
+	w.log.Info("throttle reset", "user", user, "app", a.Name)
 	writeJSON(rw, http.StatusOK, map[string]string{"user_id": user, "status": "reset"})
 }
 
@@ -379,8 +399,8 @@ func (w *Worker) notReady(ctx context.Context) []string {
 		w.log.Warn("readiness: redis does not answer", "err", err)
 		problems = append(problems, "redis unavailable")
 	}
-	if last := w.credentialFail.Load(); last != 0 && time.Since(time.Unix(0, last)) < credentialWindow {
-		problems = append(problems, "a provider rejected hush's credentials in the last minute")
+	for _, app := range w.creds.since(time.Now().Add(-credentialWindow)) {
+		problems = append(problems, "a provider rejected app "+app+"'s credentials in the last minute")
 	}
 	return problems
 }

@@ -155,9 +155,14 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	var rec chunkRecord
 	var todo, cancel []int
 	now := time.Now()
+	app, appErr := w.apps.resolve(c.Content.App)
 	for i := range c.Recipients {
 		switch {
 		case st.finals[i] != "":
+		case appErr != nil:
+			// Accepted for an app this process no longer has: each
+			// delivery fails with the reason (and is archived with it).
+			handoffs = append(handoffs, handoff{i: i, failed: appErr.Error()})
 		case !slices.Contains(st.devices[i], ""):
 			// Every device settled by a run that died before the final state.
 			v := judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, false)
@@ -199,7 +204,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		} else {
 			p.held.Store(int64(len(wave)))
 		}
-		hs, err := w.deliverWave(ctx, c, wave, st, &rec, p, booked)
+		hs, err := w.deliverWave(ctx, app, c, wave, st, &rec, p, booked)
 		p.releaseAll()
 		handoffs = append(handoffs, hs...)
 		if err != nil {
@@ -221,7 +226,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	}
 	for k := 1; k < len(rec.entries); k += 3 {
 		if recorded[k/3] {
-			w.m.deliveries.WithLabelValues(rec.entries[k].(string)).Inc()
+			w.m.deliveries.WithLabelValues(appNameOf(&c.Content), rec.entries[k].(string)).Inc()
 		}
 	}
 	if werr != nil {
@@ -254,7 +259,7 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 	evs := make([]Event, len(idx))
 	at := time.Now().UTC()
 	for k, i := range idx {
-		evs[k] = Event{Type: EventDropped, Reason: stateCancelled, Job: c.Job, UserID: c.Recipients[i].UserID, At: at}
+		evs[k] = Event{Type: EventDropped, Reason: stateCancelled, Job: c.Job, App: appNameOf(&c.Content), UserID: c.Recipients[i].UserID, At: at}
 		rec.final(c.From+i, stateCancelled)
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
@@ -310,7 +315,7 @@ func (w *Worker) releaseWave(ctx context.Context, c *chunk, b *booking) {
 // deliverWave books (unless booked is not nil) and sends recipients idx of
 // c, each recipient's first attempt; it adds their final states to rec and
 // returns the recipients left to delivery tasks.
-func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, st *chunkStates, rec *chunkRecord, p *wavePermits, booked *booking) ([]handoff, error) {
+func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int, st *chunkStates, rec *chunkRecord, p *wavePermits, booked *booking) ([]handoff, error) {
 	var handoffs []handoff
 	sendBy := make([]time.Time, len(c.Recipients))
 	bypass := w.bypass[c.Priority]
@@ -320,10 +325,10 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, st *chunk
 			reqs = make([]throttle.Request, len(idx))
 			for k, i := range idx {
 				d := c.delivery(i)
-				reqs[k] = w.requestOf(&d, 0)
+				reqs[k] = w.requestOf(app, &d, 0, time.Time{})
 			}
 		}
-		b := w.bookAll(ctx, c.Job, reqs)
+		b := w.bookAll(ctx, app, c.Job, reqs)
 		b.idx = idx
 		booked = &b
 	}
@@ -337,11 +342,13 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, st *chunk
 		return nil, nil
 	}
 	var sendNow []int
+	slots := make([]time.Time, len(c.Recipients))
 	if bypass {
 		w.m.limiter.WithLabelValues("bypass").Add(float64(len(idx)))
 		sendNow = idx
 		for _, i := range idx {
 			sendBy[i] = booked.sendBy(time.Time{})
+			slots[i] = time.Now()
 		}
 	} else {
 		res, err := booked.res, booked.err
@@ -368,6 +375,7 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, st *chunk
 			switch pl.step {
 			case stepSend:
 				sendBy[i] = booked.sendBy(pl.slot.Add(lateRebook))
+				slots[i] = pl.slot
 				sendNow = append(sendNow, i)
 			case stepDefer:
 				rec.deferrals++
@@ -381,17 +389,59 @@ func (w *Worker) deliverWave(ctx context.Context, c *chunk, idx []int, st *chunk
 			}
 		}
 	}
+	ds := make([]delivery, len(c.Recipients))
+	for _, i := range sendNow {
+		ds[i] = c.delivery(i)
+	}
+	// The app's send rate (pace.go): each recipient is sent at the time
+	// granted, or held: its booking given back, its delivery task booking
+	// again from the time granted.
+	sendAt := make([]time.Time, len(c.Recipients))
+	if len(app.MaxRate) > 0 && len(sendNow) > 0 {
+		items := make([]paceItem, len(sendNow))
+		for k, i := range sendNow {
+			items[k] = paceItem{d: &ds[i], states: st.devices[i], slot: slots[i]}
+		}
+		paced, err := w.pace(ctx, app, items)
+		if err != nil {
+			// Their delivery tasks find their bookings and pace again.
+			for _, i := range sendNow {
+				handoffs = append(handoffs, handoff{i: i})
+			}
+			p.releaseAll()
+			return handoffs, err
+		}
+		held := map[int]time.Time{}
+		kept := sendNow[:0:0]
+		for k, i := range sendNow {
+			if paced[k].hold {
+				held[c.From+i] = paced[k].paced
+				if !bypass {
+					if err := w.release(ctx, &ds[i], 0); err != nil {
+						w.log.Warn("limiter release of a paced delivery failed", "delivery", ds[i].member(), "err", err)
+					}
+				}
+				handoffs = append(handoffs, handoff{i: i})
+				continue
+			}
+			sendAt[i] = later(slots[i], paced[k].sendAt)
+			kept = append(kept, i)
+		}
+		if err := w.store.holdPaced(ctx, c.Job, held, c.ttl()); err != nil {
+			return handoffs, err
+		}
+		w.m.limiter.WithLabelValues("paced").Add(float64(len(held)))
+		sendNow = kept
+	}
 	// The permits of the recipients not sent now go back at once, the
 	// others' as each recipient's sends end, so the next wave need not wait
 	// for this one's slowest answer.
 	p.release(int64(len(idx) - len(sendNow)))
 	results := make([][]*providers.Result, len(c.Recipients))
-	ds := make([]delivery, len(c.Recipients))
 	var calls []func()
 	for _, i := range sendNow {
-		ds[i] = c.delivery(i)
 		results[i] = make([]*providers.Result, len(ds[i].Devices))
-		calls = append(calls, w.deviceCalls(ctx, &ds[i], st.devices[i], 0, sendBy[i], results[i], func() { p.release(1) })...)
+		calls = append(calls, w.deviceCalls(ctx, app, &ds[i], st.devices[i], 0, sendAt[i], sendBy[i], results[i], func() { p.release(1) })...)
 	}
 	w.pool.all(calls)
 	var errs []error

@@ -35,8 +35,10 @@ type Client struct {
 	now   func() time.Time
 	m     *metrics // nil outside a Worker
 	// categories are the job categories accepted; nil: any (the workers
-	// apply the global rules to a category they do not know).
+	// apply the global rules to a category they do not know). A Worker's
+	// Client checks apps instead (nil for a standalone Client).
 	categories map[string]bool
+	apps       *Apps
 }
 
 // ClientOption configures a Client.
@@ -131,36 +133,88 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 	return Accepted{ID: job.ID}, nil
 }
 
-// validate is job.Validate, plus the category: one of the configured ones
-// when the Client knows them.
+// validate is job.Validate, plus what only the deployment knows: the app
+// (a configured one; required when there are several; with credentials
+// for every platform the job's devices use) and the category (one of the
+// app's). An empty app is set to the only one.
 func (c *Client) validate(job *payload.Job, now time.Time) error {
 	err := job.Validate(now)
-	if job.Category == "" || c.categories == nil || c.categories[job.Category] || !payload.ValidCategory(job.Category) {
+	var ve *payload.ValidationError
+	if err != nil && !errors.As(err, &ve) {
 		return err
 	}
-	msg := fmt.Sprintf("unknown category %q: no categories are configured (HUSH_THROTTLE_CATEGORIES)", job.Category)
-	if len(c.categories) > 0 {
-		msg = fmt.Sprintf("unknown category %q (configured: %s)", job.Category, strings.Join(slices.Sorted(maps.Keys(c.categories)), ", "))
+	var ps []payload.FieldError
+	if ve != nil {
+		ps = slices.Clone(ve.Problems)
 	}
-	problem := payload.FieldError{Field: "category", Message: msg}
-	var ve *payload.ValidationError
-	if errors.As(err, &ve) {
-		// In document order: category comes after the recipients, alert,
-		// data and priority, before the rest.
-		ps := slices.Clone(ve.Problems)
-		at := slices.IndexFunc(ps, func(p payload.FieldError) bool { return !categoryBefore(p.Field) })
+	add := func(field, msg string, after ...string) {
+		at := slices.IndexFunc(ps, func(p payload.FieldError) bool { return !fieldIn(p.Field, after) })
 		if at < 0 {
 			at = len(ps)
 		}
-		return &payload.ValidationError{Problems: slices.Insert(ps, at, problem)}
+		ps = slices.Insert(ps, at, payload.FieldError{Field: field, Message: msg})
 	}
-	return &payload.ValidationError{Problems: []payload.FieldError{problem}}
+	// Problems in document order: the app after the recipients, the
+	// category after the alert, data and priority.
+	before := []string{"id", "accepted_at", "recipients"}
+	cats := c.categories
+	if c.apps != nil && (job.App == "" || payload.ValidApp(job.App)) {
+		app, aerr := c.apps.resolve(job.App)
+		switch {
+		case aerr != nil && job.App == "":
+			add("app", "required: this deployment serves the apps "+strings.Join(c.apps.Names(), ", "), before...)
+		case aerr != nil:
+			add("app", aerr.Error(), before...)
+		default:
+			job.App = app.Name
+			for _, m := range missingPlatforms(job, app) {
+				add("app", m, before...)
+			}
+			cats = map[string]bool{}
+			for name := range app.Policy.Categories {
+				cats[name] = true
+			}
+		}
+	}
+	if job.Category != "" && cats != nil && !cats[job.Category] && payload.ValidCategory(job.Category) {
+		msg := fmt.Sprintf("unknown category %q: no categories are configured (HUSH_THROTTLE_CATEGORIES)", job.Category)
+		if len(cats) > 0 {
+			msg = fmt.Sprintf("unknown category %q (configured: %s)", job.Category, strings.Join(slices.Sorted(maps.Keys(cats)), ", "))
+		}
+		add("category", msg, append(before, "app", "alert", "data", "priority")...)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return &payload.ValidationError{Problems: ps}
 }
 
-// categoryBefore reports whether a problem on field comes before one on
-// category in a job's document order.
-func categoryBefore(field string) bool {
-	for _, f := range []string{"id", "accepted_at", "recipients", "alert", "data", "priority"} {
+// missingPlatforms names, per platform the job's devices use that app has
+// no sender for, the problem and the first device using it. An app with no
+// senders at all (a Worker built without them, as tests do) is not
+// checked: its devices fail when sent.
+func missingPlatforms(job *payload.Job, app *App) []string {
+	if len(app.Senders) == 0 {
+		return nil
+	}
+	var out []string
+	seen := map[payload.Platform]bool{}
+	for i, r := range job.Recipients {
+		for k, d := range r.Devices {
+			if _, ok := app.Senders[d.Platform]; ok || seen[d.Platform] || !d.Platform.Valid() {
+				continue
+			}
+			seen[d.Platform] = true
+			out = append(out, fmt.Sprintf("app %q has no %s credentials (recipients[%d].devices[%d] is %s)", app.Name, d.Platform, i, k, d.Platform))
+		}
+	}
+	return out
+}
+
+// fieldIn reports whether a problem's field is one of fields or inside
+// one.
+func fieldIn(field string, fields []string) bool {
+	for _, f := range fields {
 		if field == f || strings.HasPrefix(field, f+"[") || strings.HasPrefix(field, f+".") {
 			return true
 		}

@@ -151,6 +151,9 @@ type attempts struct {
 	// throttledSince is when a provider first throttled the delivery (zero:
 	// never).
 	throttledSince time.Time
+	// paced is the send time a pacer granted the delivery's next send, on
+	// the limiter's clock (zero: none); its booking is made no earlier.
+	paced time.Time
 }
 
 // retryPolicy bounds retries.

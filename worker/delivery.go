@@ -50,6 +50,27 @@ type delivery struct {
 	Failed string `json:"failed,omitempty"`
 }
 
+// appName is the app of the delivery's job as it names it, for metrics,
+// events and logs.
+func (d *delivery) appName() string { return appNameOf(&d.Content) }
+
+// appNameOf is the app a job's content names (DefaultApp when empty: a
+// job accepted before apps, or by a standalone Client).
+func appNameOf(c *payload.Content) string {
+	if c.App == "" {
+		return DefaultApp
+	}
+	return c.App
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // member is the delivery's first attempt's limiter booking id (logs).
 func (d *delivery) member() string { return memberOf(d.Job, d.Index, 0) }
 
@@ -129,16 +150,27 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	if st.cancelled {
 		return false, w.drop(ctx, d, st, stateCancelled)
 	}
+	app, err := w.appOf(d)
+	if err != nil {
+		// The job was accepted for an app this process no longer has.
+		return false, w.fail(ctx, d, failedOr(slices.Contains(st.devices, stateDelivered)), err.Error())
+	}
 	if d.expired(time.Now()) {
 		return false, w.drop(ctx, d, st, stateExpired)
 	}
 	// Every call starts within cancelWindow of a read of the job's
 	// cancellation: the state just read, or the booking's own.
 	sendBy := st.readAt.Add(cancelWindow)
+	slot := time.Now() // a bypass priority's: now, or its paced time
 	if w.bypass[d.Priority] {
 		w.m.limiter.WithLabelValues("bypass").Inc()
+		if wait := time.Until(a.paced); wait > maxInlineWait {
+			return false, &DeferError{Delay: wait}
+		} else if wait > 0 {
+			slot = a.paced
+		}
 	} else {
-		b := w.bookAll(ctx, d.Job, []throttle.Request{w.requestOf(d, a.n)})
+		b := w.bookAll(ctx, app, d.Job, []throttle.Request{w.requestOf(app, d, a.n, a.paced)})
 		if b.err != nil {
 			return false, fmt.Errorf("limiter reserve for %s: %w", memberOf(d.Job, d.Index, a.n), b.err)
 		}
@@ -169,21 +201,40 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 			}
 			w.logDeferred(d, p)
 			return false, &DeferError{Delay: p.wait}
-		case stepWait:
-			timer := time.NewTimer(p.wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				timer.Stop()
-				// Shutdown or timeout: the task goes back to its queue and
-				// gets the same booking on its next run.
-				return false, fmt.Errorf("waiting for the slot of %s: %w", d.member(), ctx.Err())
-			}
 		}
+		slot = p.slot
 		sendBy = b.sendBy(p.slot.Add(lateRebook))
 	}
+	// The app's send rate (pace.go): send at the time granted, or hold
+	// the delivery until it and book again from there.
+	paced, err := w.pace(ctx, app, []paceItem{{d: d, states: st.devices, slot: slot, paced: a.paced}})
+	if err != nil {
+		return false, err
+	}
+	if paced[0].hold {
+		if err := w.store.holdPaced(ctx, d.Job, map[int]time.Time{d.Index: paced[0].paced}, d.ttl()); err != nil {
+			return false, err
+		}
+		w.m.limiter.WithLabelValues("paced").Inc()
+		if w.bypass[d.Priority] {
+			return false, &DeferError{Delay: time.Until(paced[0].sendAt)}
+		}
+		return true, w.release(ctx, d, a.n)
+	}
+	if at := later(slot, paced[0].sendAt); time.Until(at) > 0 {
+		// The slot (stepWait) or the paced time, at most lateRebook later.
+		timer := time.NewTimer(time.Until(at))
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			// Shutdown or timeout: the task goes back to its queue and
+			// gets the same booking on its next run.
+			return false, fmt.Errorf("waiting for the slot of %s: %w", d.member(), ctx.Err())
+		}
+	}
 	results := make([]*providers.Result, len(d.Devices))
-	w.pool.all(w.deviceCalls(ctx, d, st.devices, a.n, sendBy, results, func() {}))
+	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, time.Time{}, sendBy, results, func() {}))
 	v := judge(st.devices, results, a, w.retry, time.Now(), ctx.Err() != nil)
 	if v.act == actRebook {
 		return true, w.release(ctx, d, a.n)
@@ -268,17 +319,17 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	ev := Event{Type: EventDropped, Reason: reason, Job: d.Job, UserID: d.UserID, At: time.Now().UTC()}
+	ev := Event{Type: EventDropped, Reason: reason, Job: d.Job, App: d.appName(), UserID: d.UserID, At: time.Now().UTC()}
 	if err := persist(ectx, func(ctx context.Context) error { return w.events.emit(ctx, ev) }); err != nil {
 		w.log.Warn("event lost", "err", err)
 	}
-	w.log.Info("delivery dropped", "reason", reason, "delivery", d.member(), "user_id", d.UserID, "deadline", d.Deadline)
+	w.log.Info("delivery dropped", "reason", reason, "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "deadline", d.Deadline)
 	return w.finish(ctx, d, reason)
 }
 
 // logDeferred says, at info level, that d waits for its booked slot: the
 // line that shows a user's pacing in the log.
 func (w *Worker) logDeferred(d *delivery, p planned) {
-	w.log.Info("delivery deferred until its slot", "delivery", d.member(), "user_id", d.UserID,
+	w.log.Info("delivery deferred until its slot", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID,
 		"slot", p.slot.UTC().Format(time.RFC3339Nano), "wait", p.wait.Round(time.Millisecond))
 }

@@ -30,11 +30,13 @@ type Event struct {
 	Platform payload.Platform `json:"platform,omitempty"`
 	// Token is the whole device token, so a backend can remove it; logs
 	// never show more than its ends.
-	Token  string    `json:"token,omitempty"`
-	UserID string    `json:"user_id,omitempty"`
-	Reason string    `json:"reason,omitempty"`
-	Job    string    `json:"job,omitempty"`
-	At     time.Time `json:"at"`
+	Token  string `json:"token,omitempty"`
+	UserID string `json:"user_id,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Job    string `json:"job,omitempty"`
+	// App is the app of the event's job.
+	App string    `json:"app,omitempty"`
+	At  time.Time `json:"at"`
 }
 
 // events writes events to the stream and hands them to the webhook.

@@ -40,8 +40,12 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 	queue := string(job.Priority.Effective())
 	n := len(job.Recipients)
 	first := chunkOf(&job, 0)
-	if n == 1 && w.pipe != nil && !w.bypass[job.Priority.Effective()] && !first.expired(time.Now()) {
-		return w.singleJob(ctx, &job, queue, first)
+	if n == 1 && !w.bypass[job.Priority.Effective()] && !first.expired(time.Now()) {
+		if app, err := w.apps.resolve(job.App); err == nil {
+			if pipe := w.pipeOf(app); pipe != nil {
+				return w.singleJob(ctx, app, pipe, &job, queue, first)
+			}
+		}
 	}
 	owner, start, states, err := w.store.start(ctx, recordOf(&job, queue), n <= chunkSize, first)
 	if err != nil {
@@ -74,7 +78,7 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 // submission owns the id its bookings are left to it (it finds them
 // existing, as after a crash). Otherwise the delivery goes on as in
 // deliverChunk with the slot booked.
-func (w *Worker) singleJob(ctx context.Context, job *payload.Job, queue string, c *chunk) error {
+func (w *Worker) singleJob(ctx context.Context, app *App, pipe pipeLimiter, job *payload.Job, queue string, c *chunk) error {
 	if err := w.sends.Acquire(ctx, 1); err != nil {
 		return fmt.Errorf("job %s: waiting for a send permit: %w", job.ID, err)
 	}
@@ -83,9 +87,9 @@ func (w *Worker) singleJob(ctx context.Context, job *payload.Job, queue string, 
 	defer p.releaseAll()
 	call := w.store.startCall(recordOf(job, queue), true, c)
 	d := c.delivery(0)
-	req := w.requestOf(&d, 0)
+	req := w.requestOf(app, &d, 0, time.Time{})
 	asked := time.Now()
-	res, rerr := w.pipe.ReserveBatchWith(ctx, []throttle.Request{req}, func(pipe redis.Pipeliner) { call.queue(ctx, pipe) })
+	res, rerr := pipe.ReserveBatchWith(ctx, []throttle.Request{req}, func(pipe redis.Pipeliner) { call.queue(ctx, pipe) })
 	b := &booking{idx: []int{0}, res: res, err: rerr, asked: asked, mid: asked.Add(time.Since(asked) / 2), permits: p}
 	if rerr == nil && len(res) != 1 {
 		b.err = fmt.Errorf("%d answers for 1 request", len(res))
@@ -102,7 +106,7 @@ func (w *Worker) singleJob(ctx context.Context, job *payload.Job, queue string, 
 	b.cancelled = st.cancelled
 	if st.finals[0] != "" {
 		if b.err == nil && !res[0].Existing && res[0].Refused == "" {
-			if _, err := w.limiter.Release(ctx, req.User, req.Member); err != nil {
+			if _, err := app.Limiter.Release(ctx, req.User, req.Member); err != nil {
 				w.log.Warn("limiter release of a settled recipient failed", "delivery", req.Member, "err", err)
 			}
 		}

@@ -66,22 +66,23 @@ func (b *booking) sendBy(slotBy time.Time) time.Time {
 	return slotBy
 }
 
-// bookAll books reqs (none for a bypass priority) for job in one round
-// trip that also reads whether the job was cancelled: the limiter's own
-// pipeline when it runs on the worker's Redis client, else the read first,
-// then the bookings.
-func (w *Worker) bookAll(ctx context.Context, job string, reqs []throttle.Request) booking {
+// bookAll books reqs (none for a bypass priority) with app a's limiter
+// for job in one round trip that also reads whether the job was
+// cancelled: the limiter's own pipeline when it runs on the worker's Redis
+// client, else the read first, then the bookings.
+func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttle.Request) booking {
 	b := booking{asked: time.Now()}
 	var cc *redis.StringCmd
+	pipe := w.pipeOf(a)
 	switch {
 	case len(reqs) == 0:
 		cc = w.rdb.HGet(ctx, jobKey(job), fieldCancelled)
-	case w.pipe != nil:
-		b.res, b.err = w.pipe.ReserveBatchWith(ctx, reqs, func(p redis.Pipeliner) { cc = queueCancelled(ctx, p, job) })
+	case pipe != nil:
+		b.res, b.err = pipe.ReserveBatchWith(ctx, reqs, func(p redis.Pipeliner) { cc = queueCancelled(ctx, p, job) })
 	default:
 		cc = w.rdb.HGet(ctx, jobKey(job), fieldCancelled)
 		if cc.Err() == nil || errors.Is(cc.Err(), redis.Nil) {
-			b.res, b.err = w.limiter.ReserveBatch(ctx, reqs)
+			b.res, b.err = a.Limiter.ReserveBatch(ctx, reqs)
 		}
 	}
 	b.mid = b.asked.Add(time.Since(b.asked) / 2)
@@ -96,24 +97,28 @@ func (w *Worker) bookAll(ctx context.Context, job string, reqs []throttle.Reques
 	return b
 }
 
-// requestOf is the limiter request of d's attempt n: in d's category (the
+// requestOf is the limiter request of d's attempt n (no earlier than
+// paced, a time the app's send rate granted it): in d's category (the
 // global rules alone when it is not configured: the job was accepted
 // under another configuration), in the recipient's time zone, not before
 // its send_at, with its collapse key; refused after d's deadline, and
 // never later than its job's records are kept (less a day), so a slot is
 // never used after the records that stop a second send are gone.
-func (w *Worker) requestOf(d *delivery, n int) throttle.Request {
+func (w *Worker) requestOf(a *App, d *delivery, n int, paced time.Time) throttle.Request {
 	notAfter := retainFrom(d.AcceptedAt, &d.Content).Add(recordTTL - 24*time.Hour)
 	if !d.Deadline.IsZero() {
 		notAfter = d.Deadline.Add(-time.Millisecond)
 	}
 	q := throttle.Request{User: d.UserID, Member: memberOf(d.Job, d.Index, n), NotAfter: notAfter,
 		NotBefore: d.Content.NotBefore(), CollapseKey: d.Content.CollapseKey, Location: w.location(d.Timezone)}
+	if paced.After(q.NotBefore) {
+		q.NotBefore = paced // the app's send rate granted no earlier send
+	}
 	if cat := d.Content.Category; cat != "" {
-		if _, ok := w.policy.Categories[cat]; ok {
+		if _, ok := a.Policy.Categories[cat]; ok {
 			q.Category = cat
-		} else if _, warned := w.unknownCats.LoadOrStore(cat, true); !warned {
-			w.log.Warn("a job names a category this process does not have (HUSH_THROTTLE_CATEGORIES): its pushes keep the global rules alone", "delivery", d.member(), "category", cat)
+		} else if _, warned := w.unknownCats.LoadOrStore(a.Name+"/"+cat, true); !warned {
+			w.log.Warn("a job names a category its app does not have here: its pushes keep the global rules alone", "delivery", d.member(), "app", a.Name, "category", cat)
 		}
 	}
 	return q

@@ -29,6 +29,12 @@ type pipeLimiter interface {
 	ReserveBatchWith(ctx context.Context, reqs []throttle.Request, queue func(redis.Pipeliner)) ([]throttle.Reservation, error)
 }
 
+// Pacer grants send times at a rate per key across every process
+// (throttle.Pacer), many keys in one round trip.
+type Pacer interface {
+	Pace(ctx context.Context, reqs []throttle.PaceRequest) ([]throttle.Pace, error)
+}
+
 // ThrottleAdmin shows and clears one user's limiter state for the HTTP API.
 type ThrottleAdmin interface {
 	Status(ctx context.Context, user string, loc *time.Location) (throttle.Status, error)

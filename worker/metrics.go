@@ -26,12 +26,12 @@ func newMetrics() *metrics {
 		reg: prometheus.NewRegistry(),
 		deviceSends: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_device_sends_total",
-			Help: "Provider answers per device, by platform and outcome (delivered, token_invalid, throttled, transient, permanent).",
-		}, []string{"platform", "outcome"}),
+			Help: "Provider answers per device, by app, platform and outcome (delivered, token_invalid, throttled, transient, permanent).",
+		}, []string{"app", "platform", "outcome"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_deliveries_total",
-			Help: "Deliveries (one per recipient) that reached a final state: delivered, expired, token_invalid, failed, throttle_full, collapsed, cancelled.",
-		}, []string{"state"}),
+			Help: "Deliveries (one per recipient) that reached a final state, by app: delivered, expired, token_invalid, failed, throttle_full, collapsed, cancelled.",
+		}, []string{"app", "state"}),
 		limiter: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_limiter_decisions_total",
 			Help: "Limiter decisions for deliveries: allowed (slot now), waited (short wait in the worker), deferred (handed back to the queue until the slot), bypass (priority skips the limiter), expired (slot after the deadline), full (the user holds HUSH_THROTTLE_MAX_PENDING bookings), collapsed (a newer push with the same collapse key took the booking's place), rebooked (a late booking or a retry booked again).",
@@ -45,7 +45,7 @@ func newMetrics() *metrics {
 			Name:    "hush_provider_latency_seconds",
 			Help:    "Duration of one provider send, by platform.",
 			Buckets: prometheus.DefBuckets,
-		}, []string{"platform"}),
+		}, []string{"app", "platform"}),
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_jobs_submitted_total",
 			Help: "Jobs submitted through this process, by result (accepted, duplicate, invalid).",

@@ -278,6 +278,14 @@ func TestOpenAPIContract(t *testing.T) {
 			check: wantMessage(`timezone: unknown time zone "Mars/Olympus" (want an IANA name such as Europe/Berlin)`),
 		},
 		{
+			name: "throttle status of an unknown app", srv: main, op: getThrottle, path: userPath + "?app=nope", token: token, status: 400, requestValid: true,
+			check: wantMessage(`app: unknown app "nope" (configured: default)`),
+		},
+		{
+			name: "throttle reset of an unknown app", srv: main, op: resetThrottle, path: userPath + "?app=nope", token: token, status: 400, requestValid: true,
+			check: wantMessage(`app: unknown app "nope" (configured: default)`),
+		},
+		{
 			name: "throttle status in the server's own zone", srv: main, op: getThrottle, path: userPath + "?timezone=Local", token: token, status: 400, requestValid: true,
 			check: wantMessage(`timezone: "Local" is the server machine's own zone, meaningless to a client (want an IANA name such as Europe/Berlin)`),
 		},
@@ -545,7 +553,8 @@ func redisDownWorker(t *testing.T, token string) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(rdb, Options{Limiter: lim, APIToken: token, Logger: testLogger(t)})
+	_, _, senders := startFakes(t) // the job is valid: its submission reaches Redis
+	w, err := New(rdb, Options{Limiter: lim, Senders: senders, APIToken: token, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

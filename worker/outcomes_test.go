@@ -55,7 +55,7 @@ func TestExpiredDeliveryIsDroppedAndGivesItsSlotBack(t *testing.T) {
 	if n := len(requestsFor(e.apns.Requests(), apnsToken("late"))); n != 0 {
 		t.Errorf("the expired delivery was sent %d times", n)
 	}
-	want := []Event{{Type: EventDropped, Reason: "expired", Job: "late", UserID: "u-1"}}
+	want := []Event{{Type: EventDropped, Reason: "expired", Job: "late", App: DefaultApp, UserID: "u-1"}}
 	if diff := cmp.Diff(want, e.events(), cmpopts.IgnoreFields(Event{}, "At")); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -88,7 +88,7 @@ func TestTokenInvalid(t *testing.T) {
 	if diff := cmp.Diff(counts(0, 0, 1, 0), st.Counts); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
-	want := []Event{{Type: EventTokenInvalid, Platform: payload.APNs, Token: dead, UserID: "u-1", Reason: "Unregistered", Job: "ti"}}
+	want := []Event{{Type: EventTokenInvalid, Platform: payload.APNs, Token: dead, UserID: "u-1", Reason: "Unregistered", Job: "ti", App: DefaultApp}}
 	if diff := cmp.Diff(want, e.events(), cmpopts.IgnoreFields(Event{}, "At")); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

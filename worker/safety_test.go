@@ -234,7 +234,8 @@ func (panicSender) Send(context.Context, providers.Push) providers.Result { pani
 // HUSH_MAX_RETRY) instead of killing the process.
 func TestProviderPanicIsATransientOutcome(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
-	e.w.senders[payload.FCM] = panicSender{}
+	app, _ := e.w.apps.Get(DefaultApp)
+	app.Senders[payload.FCM] = panicSender{}
 	e.start()
 	t.Cleanup(e.shutdown)
 	job := alertJob("panics", "p", payload.Recipient{UserID: "u-p", Devices: []payload.Device{{Platform: payload.FCM, Token: fcmToken("p")}}})

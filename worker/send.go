@@ -31,11 +31,12 @@ var errNoSender = errors.New("no sender configured for this platform")
 var notSent = providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: providers.ErrNotSent}
 
 // deviceCalls returns one call per device of d not yet settled (states),
-// each filling results[j]: the provider's answer, recorded (outcomes.go)
-// before the call returns when it settles the device; notSent when the
-// call would leave after sendBy (zero: no limit); nil when shutdown began
-// before it. after runs when the last of d's calls ends.
-func (w *Worker) deviceCalls(ctx context.Context, d *delivery, states []string, attempt int, sendBy time.Time, results []*providers.Result, after func()) []func() {
+// each waiting until sendAt (zero: at once), then filling results[j]: the
+// provider's answer, recorded (outcomes.go) before the call returns when
+// it settles the device; notSent when the call would leave after sendBy
+// (zero: no limit); nil when shutdown began before it. after runs when the
+// last of d's calls ends.
+func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states []string, attempt int, sendAt, sendBy time.Time, results []*providers.Result, after func()) []func() {
 	pending := 0
 	for _, st := range states {
 		if st == "" {
@@ -64,6 +65,16 @@ func (w *Worker) deviceCalls(ctx context.Context, d *delivery, states []string, 
 			// provider's answer and its record.
 			w.calls.add()
 			defer w.calls.done()
+			if wait := time.Until(sendAt); wait > 0 {
+				// The app's send rate's time (at most lateRebook after the
+				// slot).
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+				}
+			}
 			if ctx.Err() != nil {
 				return // shutdown: the delivery goes back as it is
 			}
@@ -71,7 +82,7 @@ func (w *Worker) deviceCalls(ctx context.Context, d *delivery, states []string, 
 				results[j] = &notSent
 				return
 			}
-			r := w.sendOne(ctx, d, j, attempt, sendBy)
+			r := w.sendOne(ctx, app, d, j, attempt, sendBy)
 			results[j] = &r
 			w.recordAnswer(d, j, r)
 		})
@@ -84,9 +95,9 @@ func (w *Worker) deviceCalls(ctx context.Context, d *delivery, states []string, 
 // waiting for: a push the provider accepted is recorded, not sent again),
 // only Run's hard stop and sendTimeout; a panic in a sender is a transient
 // outcome, not a dead process.
-func (w *Worker) sendOne(ctx context.Context, d *delivery, j, attempt int, sendBy time.Time) (r providers.Result) {
+func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt int, sendBy time.Time) (r providers.Result) {
 	dev := d.Devices[j]
-	s, ok := w.senders[dev.Platform]
+	s, ok := app.Senders[dev.Platform]
 	if !ok {
 		return providers.Result{Outcome: providers.Permanent, Reason: "no sender for " + string(dev.Platform), Err: errNoSender}
 	}
@@ -100,10 +111,10 @@ func (w *Worker) sendOne(ctx context.Context, d *delivery, j, attempt int, sendB
 			w.log.Error("provider call panicked", "delivery", d.member(), "platform", dev.Platform, "panic", v)
 			r = providers.Result{Outcome: providers.Transient, Reason: "panic", Err: fmt.Errorf("sender panicked: %v", v)}
 		}
-		w.m.latency.WithLabelValues(string(dev.Platform)).Observe(time.Since(start).Seconds())
-		w.m.deviceSends.WithLabelValues(string(dev.Platform), outcomeNames[r.Outcome]).Inc()
+		w.m.latency.WithLabelValues(app.Name, string(dev.Platform)).Observe(time.Since(start).Seconds())
+		w.m.deviceSends.WithLabelValues(app.Name, string(dev.Platform), outcomeNames[r.Outcome]).Inc()
 		if r.Credential {
-			w.credentialFail.Store(time.Now().UnixNano())
+			w.creds.failed(app.Name, time.Now())
 		}
 	}()
 	return s.Send(ctx, providers.Push{
@@ -127,8 +138,8 @@ func (w *Worker) recordAnswer(d *delivery, j int, r providers.Result) {
 	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: d.ttl()}
 	if r.Outcome == providers.TokenInvalid {
 		dev := d.Devices[j]
-		w.log.Info("token invalid", "delivery", d.member(), "user_id", d.UserID, "platform", dev.Platform, "token", shortToken(dev.Token), "reason", r.Reason)
-		o.event = &Event{Type: EventTokenInvalid, Platform: dev.Platform, Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, At: time.Now().UTC()}
+		w.log.Info("token invalid", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "platform", dev.Platform, "token", shortToken(dev.Token), "reason", r.Reason)
+		o.event = &Event{Type: EventTokenInvalid, Platform: dev.Platform, Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.appName(), At: time.Now().UTC()}
 	}
 	if err := w.rec.record(o); err != nil {
 		// Redis stayed away for recordTimeout: a later run may send to this
@@ -176,14 +187,19 @@ func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) 
 	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, time.Now(), d.ttl()); err != nil {
 		return "", next{}, err
 	}
-	w.log.Info("delivery retried", "delivery", d.member(), "user_id", d.UserID, "attempt", a.n+1, "in", v.delay, "cause", v.cause)
+	w.log.Info("delivery retried", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "attempt", a.n+1, "in", v.delay, "cause", v.cause)
 	return "", next{delay: v.delay, throttled: v.throttled, cause: v.cause}, nil
 }
 
-// release gives the booking of d's attempt n back.
+// release gives the booking of d's attempt n back (with its app's
+// limiter: nothing to give back when the app is gone).
 func (w *Worker) release(ctx context.Context, d *delivery, n int) error {
+	app, err := w.appOf(d)
+	if err != nil {
+		return nil
+	}
 	m := memberOf(d.Job, d.Index, n)
-	if _, err := w.limiter.Release(ctx, d.UserID, m); err != nil {
+	if _, err := app.Limiter.Release(ctx, d.UserID, m); err != nil {
 		return fmt.Errorf("limiter release for %s: %w", m, err)
 	}
 	return nil
@@ -199,7 +215,7 @@ func (w *Worker) finish(ctx context.Context, d *delivery, state string) error {
 		return err
 	}
 	if recorded {
-		w.m.deliveries.WithLabelValues(state).Inc()
+		w.m.deliveries.WithLabelValues(d.appName(), state).Inc()
 	}
 	return nil
 }

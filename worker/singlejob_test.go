@@ -14,7 +14,7 @@ import (
 // the outcome), one push.
 func TestSingleJobBooksWithStart(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
-	if e.w.pipe == nil {
+	if app, _ := e.w.apps.Get(DefaultApp); e.w.pipeOf(app) == nil {
 		t.Fatal("the worker does not book with its own commands: the test would prove nothing")
 	}
 	tok := apnsToken("single")

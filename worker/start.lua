@@ -21,7 +21,8 @@
 -- Reply: {queue that owns the id, cursor or "", cancelled_at or "" (the
 -- job was cancelled), then nread final states,
 -- then per recipient in order its device states and its attempt fields
--- "<i>/a", "<i>/f", "<i>/t" (false when none; see appendRecipientFields)}.
+-- "<i>/a", "<i>/f", "<i>/t", "<i>/p" (false when none; see
+-- appendRecipientFields)}.
 --
 -- The fixed fields are only ever written together (here, or in one MULTI
 -- by the client that accepted the job), so a record with a queue has them
@@ -71,6 +72,7 @@ for i = 0, nread - 1 do
   fields[#fields + 1] = i .. '/a'
   fields[#fields + 1] = i .. '/f'
   fields[#fields + 1] = i .. '/t'
+  fields[#fields + 1] = i .. '/p'
 end
 if #fields > 0 then
   local devs = redis.call('HMGET', KEYS[3], unpack(fields))

@@ -367,8 +367,10 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 
 // A recipient's attempt history lives in its job's device hash beside its
 // device states: "<i>/a" attempts made before the current one, "<i>/f"
-// transient failures, "<i>/t" when a provider first throttled it (Unix ms).
-const nAttemptFields = 3
+// transient failures, "<i>/t" when a provider first throttled it (Unix
+// ms), "<i>/p" the send time a pacer granted its next send (Unix ms on the
+// limiter's clock; see pace.go).
+const nAttemptFields = 4
 
 // appendRecipientFields appends the device hash fields of recipient i with
 // n devices: its device states, then its attempt fields.
@@ -377,7 +379,7 @@ func appendRecipientFields(fields []string, i, n int) []string {
 		fields = append(fields, devField(i, d))
 	}
 	p := strconv.Itoa(i) + "/"
-	return append(fields, p+"a", p+"f", p+"t")
+	return append(fields, p+"a", p+"f", p+"t", p+"p")
 }
 
 // attemptsOf reads the attempt fields (as HMGET answers them).
@@ -388,6 +390,9 @@ func attemptsOf(vals []any) attempts {
 	a.failures, _ = strconv.Atoi(s[1])
 	if ms, err := strconv.ParseInt(s[2], 10, 64); err == nil {
 		a.throttledSince = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(s[3], 10, 64); err == nil {
+		a.paced = time.UnixMilli(ms)
 	}
 	return a
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,8 +45,15 @@ func DefaultQueues() map[string]int {
 // Options configure a Worker. setup.Serve fills them from the environment; tests inject
 // their own limiter and senders.
 type Options struct {
-	// Limiter books delivery slots. Required. When it also implements
-	// ThrottleAdmin, the API serves and resets users' limiter state.
+	// Apps are the applications the worker delivers for. When nil, the
+	// one app DefaultApp is made of Limiter, Policy and Senders.
+	Apps *Apps
+	// Pacer paces the sends of apps with a MaxRate across every process;
+	// required when one has.
+	Pacer Pacer
+	// Limiter books delivery slots of DefaultApp (when Apps is nil:
+	// required then). When it also implements ThrottleAdmin, the API
+	// serves and resets users' limiter state.
 	Limiter Limiter
 	// Policy is the limiter's policy: it names rules in the API, and its
 	// Categories are the job categories Enqueue accepts.
@@ -123,11 +128,9 @@ func (o Options) withDefaults() Options {
 // Worker processes hush's Asynq tasks and serves the HTTP API. It does not
 // own the Redis client.
 type Worker struct {
-	rdb     redis.UniversalClient
-	limiter Limiter
-	admin   ThrottleAdmin // nil when the limiter has no Status/Reset
-	pipe    pipeLimiter   // nil unless the limiter books on rdb itself
-	policy  throttle.Policy
+	rdb   redis.UniversalClient
+	apps  *Apps
+	pacer Pacer // nil: no app has a MaxRate
 	// defaultLoc is the time zone of a recipient without one; zones caches
 	// the others by name (location).
 	defaultLoc *time.Location
@@ -135,7 +138,6 @@ type Worker struct {
 	// unknownCats are the categories jobs named that the policy lacks,
 	// each warned about once.
 	unknownCats sync.Map
-	senders     map[payload.Platform]Sender
 	queues      map[string]int // priority queues and weights
 	shards      int            // delivery shards per priority
 	conc        int
@@ -165,22 +167,35 @@ type Worker struct {
 	sends *semaphore.Weighted // permits for chunks' provider calls
 	wave  int                 // recipients of a chunk booked and sent together
 
-	running        atomic.Bool
-	credentialFail atomic.Int64 // unix nanos of the last credential failure
+	running atomic.Bool
+	creds   credentials // when each app's credentials were last refused
 }
 
 // New returns a Worker using rdb for Asynq, job records and events.
 func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
-	if o.Limiter == nil {
-		return nil, errors.New("worker: Options.Limiter is required")
+	apps := o.Apps
+	if apps == nil {
+		if o.Limiter == nil {
+			return nil, errors.New("worker: Options.Limiter (or Options.Apps) is required")
+		}
+		var err error
+		if apps, err = NewApps(App{Name: DefaultApp, Senders: o.Senders, Limiter: o.Limiter, Policy: o.Policy}); err != nil {
+			return nil, err
+		}
+	}
+	if o.Pacer == nil {
+		for _, name := range apps.Names() {
+			if a, _ := apps.Get(name); len(a.MaxRate) > 0 {
+				return nil, fmt.Errorf("worker: app %q has a max rate: Options.Pacer is required", name)
+			}
+		}
 	}
 	o = o.withDefaults()
 	m := newMetrics()
 	w := &Worker{
-		rdb:     rdb,
-		limiter: o.Limiter,
-		policy:  o.Policy,
-		senders: o.Senders,
+		rdb:   rdb,
+		apps:  apps,
+		pacer: o.Pacer,
 
 		defaultLoc: o.DefaultLocation,
 		queues:     o.Queues,
@@ -200,12 +215,6 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		sends:      semaphore.NewWeighted(int64(o.Concurrency)),
 		wave:       min(maxWave, o.Concurrency),
 	}
-	if a, ok := o.Limiter.(ThrottleAdmin); ok {
-		w.admin = a
-	}
-	if p, ok := o.Limiter.(pipeLimiter); ok && p.Uses(rdb) {
-		w.pipe = p
-	}
 	for _, p := range o.Bypass {
 		w.bypass[p] = true
 	}
@@ -217,12 +226,8 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		w.events.webhook = newWebhook(o.WebhookURL, o.Logger, m)
 	}
 	w.client.m = m
-	if len(o.Policy.Categories) > 0 {
-		WithCategories(slices.Collect(maps.Keys(o.Policy.Categories))...)(w.client)
-	} else {
-		WithCategories()(w.client) // none configured: every category is unknown
-	}
-	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger))
+	w.client.apps = apps
+	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger), apps.reloads)
 	return w, nil
 }
 
