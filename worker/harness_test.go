@@ -61,6 +61,10 @@ type envOptions struct {
 	policy func(*throttle.Policy)
 	// location is Options.DefaultLocation.
 	location *time.Location
+	// apps, when set, are the worker's apps instead of DefaultApp alone,
+	// made from the env's Redis, its default limiter and senders; the
+	// worker then has a Pacer on that Redis.
+	apps func(rdb *redis.Client, lim Limiter, senders map[payload.Platform]Sender) []App
 }
 
 const (
@@ -122,6 +126,14 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.logs != nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(o.logs, nil))
 	}
+	if o.apps != nil {
+		if opts.Apps, err = NewApps(o.apps(rdb, l, senders)...); err != nil {
+			t.Fatal(err)
+		}
+		if opts.Pacer, err = throttle.NewPacer(rdb, throttle.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	w, err := New(rdb, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -148,15 +160,7 @@ func startFakes(tb testing.TB) (*fake.APNs, *fake.FCM, map[payload.Platform]Send
 	if err != nil {
 		tb.Fatal(err)
 	}
-	caFile, err := fa.WriteCA(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	as, err := apns.New(apns.Config{KeyFile: keyFile, KeyID: keyID, TeamID: teamID, Topic: apnsTopic, Endpoint: fa.URL, CAFile: caFile})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(as.Close)
+	as := apnsSenderFor(tb, fa, dir, keyFile, keyID, teamID, apnsTopic)
 
 	ff, err := fake.StartFCM()
 	if err != nil {
@@ -173,6 +177,22 @@ func startFakes(tb testing.TB) (*fake.APNs, *fake.FCM, map[payload.Platform]Send
 	}
 
 	return fa, ff, map[payload.Platform]Sender{payload.APNs: as, payload.FCM: fs}
+}
+
+// apnsSenderFor is the real APNs sender for topic, signing with the key
+// in keyFile, pointed at fa.
+func apnsSenderFor(tb testing.TB, fa *fake.APNs, dir, keyFile, keyID, teamID, topic string) Sender {
+	tb.Helper()
+	caFile, err := fa.WriteCA(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	as, err := apns.New(apns.Config{KeyFile: keyFile, KeyID: keyID, TeamID: teamID, Topic: topic, Endpoint: fa.URL, CAFile: caFile})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(as.Close)
+	return as
 }
 
 // start runs the worker until shutdown.

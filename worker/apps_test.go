@@ -1,0 +1,191 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/throttle"
+)
+
+// otherAPNs starts a second fake APNs and the real sender for topic on it.
+func otherAPNs(t *testing.T, topic string) (*fake.APNs, Sender) {
+	t.Helper()
+	fa, err := fake.StartAPNs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fa.Close)
+	dir := t.TempDir()
+	keyFile, keyID, teamID, err := fake.WriteAPNsKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fa, apnsSenderFor(t, fa, dir, keyFile, keyID, teamID, topic)
+}
+
+// scopedLimiter is a Redis limiter for policy under scope.
+func scopedLimiter(t *testing.T, rdb *redis.Client, policy throttle.Policy, scope string) *throttle.Redis {
+	t.Helper()
+	l, err := throttle.NewRedis(rdb, policy, throttle.Options{Scope: scope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Two apps, each with its own APNs credentials (another topic on another
+// endpoint) and its own budget per user: every push reaches its app's
+// endpoint with its app's topic, the same user id is throttled per app,
+// and a job naming no app, an unknown one or a platform its app has no
+// credentials for is refused, naming the field.
+func TestAppsSendWithTheirOwnCredentialsAndBudgets(t *testing.T) {
+	t.Parallel()
+	var courier *fake.APNs
+	gap := throttle.Policy{MinGap: 3 * time.Second}
+	e := newEnv(t, envOptions{apps: func(rdb *redis.Client, lim Limiter, senders map[payload.Platform]Sender) []App {
+		var cs Sender
+		courier, cs = otherAPNs(t, "com.example.courier")
+		return []App{
+			{Name: "consumer", Senders: senders, Limiter: scopedLimiter(t, rdb, gap, "consumer"), Policy: gap},
+			{Name: "courier", Senders: map[payload.Platform]Sender{payload.APNs: cs}, Limiter: scopedLimiter(t, rdb, gap, "courier"), Policy: gap},
+		}
+	}})
+	a, b := tokenOf("consumer/u"), tokenOf("courier/u")
+	for _, j := range []payload.Job{
+		withApp(alertJob("c1", "c1", apnsRecipient("u", a)), "consumer"),
+		withApp(alertJob("k1", "k1", apnsRecipient("u", b)), "courier"),
+	} {
+		e.submit(j)
+	}
+	e.waitDone("c1", 10*time.Second)
+	e.waitDone("k1", 10*time.Second)
+	ra, rb := requestsFor(e.apns.Requests(), a), requestsFor(courier.Requests(), b)
+	if len(ra) != 1 || len(rb) != 1 || len(requestsFor(e.apns.Requests(), b)) != 0 || len(requestsFor(courier.Requests(), a)) != 0 {
+		t.Fatalf("consumer's endpoint got %d and %d, courier's %d: want each push at its own app's endpoint only", len(ra), len(requestsFor(e.apns.Requests(), b)), len(rb))
+	}
+	if ra[0].Header.Get("apns-topic") != apnsTopic || rb[0].Header.Get("apns-topic") != "com.example.courier" {
+		t.Errorf("topics %q and %q", ra[0].Header.Get("apns-topic"), rb[0].Header.Get("apns-topic"))
+	}
+	if d := ra[0].At.Sub(rb[0].At).Abs(); d > 2*time.Second {
+		t.Errorf("the same user id's pushes of two apps %s apart: want separate budgets (at once), not the 3 s gap", d)
+	}
+	refused := []struct {
+		name  string
+		job   payload.Job
+		field string
+		msg   string
+	}{
+		{"no app", alertJob("x1", "x", apnsRecipient("u", a)), "app", "required: this deployment serves the apps consumer, courier"},
+		{"unknown app", withApp(alertJob("x2", "x", apnsRecipient("u", a)), "brand"), "app", `unknown app "brand" (configured: consumer, courier)`},
+		{"no fcm credentials", withApp(alertJob("x3", "x", payload.Recipient{UserID: "u", Devices: []payload.Device{{Platform: payload.FCM, Token: fcmToken("x")}}}), "courier"),
+			"app", `app "courier" has no fcm credentials (recipients[0].devices[0] is fcm)`},
+	}
+	for _, r := range refused {
+		_, err := e.client.Enqueue(context.Background(), r.job)
+		var ve *payload.ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Field != r.field || ve.Problems[0].Message != r.msg {
+			t.Errorf("%s: %v, want one problem on %s: %s", r.name, err, r.field, r.msg)
+		}
+	}
+}
+
+func withApp(j payload.Job, app string) payload.Job {
+	j.App = app
+	return j
+}
+
+func tokenOf(s string) string { return apnsToken(s) }
+
+// An app's max rate paces its sends across the process: 60 recipients at
+// 20/s take about 3 s, no second holds more than rateTolerance allows, and
+// every push arrives once, the held ones booked again rather than
+// dropped.
+func TestMaxRatePacesAnAppsSends(t *testing.T) {
+	t.Parallel()
+	const rate, n = 20, 60
+	e := newEnv(t, envOptions{concurrency: 25, apps: func(rdb *redis.Client, lim Limiter, senders map[payload.Platform]Sender) []App {
+		p := throttle.Policy{MinGap: time.Second}
+		return []App{{Name: "bulk", Senders: senders, Limiter: scopedLimiter(t, rdb, p, "bulk"), Policy: p,
+			MaxRate: map[payload.Platform]float64{payload.APNs: rate}}}
+	}})
+	var rs []payload.Recipient
+	for i := range n {
+		rs = append(rs, apnsRecipient("p"+string(rune('A'+i)), tokenOf("pace/"+string(rune('A'+i)))))
+	}
+	e.submit(alertJob("fan", "fan", rs...))
+	st := e.waitDone("fan", 30*time.Second)
+	if st.Counts[stateDelivered] != n {
+		t.Fatalf("counts %v, want %d delivered", st.Counts, n)
+	}
+	reqs := e.apns.Requests()
+	if len(reqs) != n {
+		t.Fatalf("%d requests, want %d (each once)", len(reqs), n)
+	}
+	at := make([]time.Time, len(reqs))
+	for i, r := range reqs {
+		at[i] = r.At
+	}
+	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	if span := at[n-1].Sub(at[0]); span < time.Duration(n-1)*time.Second/rate-200*time.Millisecond {
+		t.Errorf("%d sends over %s, want about %s at %d/s", n, span, time.Duration(n-1)*time.Second/rate, rate)
+	}
+	most := 0
+	for i := range at {
+		k := i
+		for k < len(at) && at[k].Sub(at[i]) < time.Second {
+			k++
+		}
+		most = max(most, k-i)
+	}
+	if limit := rateTolerance(rate); most > limit {
+		t.Errorf("%d sends within one second, want at most %d", most, limit)
+	}
+	t.Logf("%d sends at %d/s: spread over %s, most in any second %d", n, rate, at[n-1].Sub(at[0]).Round(time.Millisecond), most)
+}
+
+// Swapping the apps while a send is on its way: the send finishes with the
+// sender it began with, and the next job goes to the new one.
+func TestAppsSwapKeepsSendsUnderWay(t *testing.T) {
+	t.Parallel()
+	var lim Limiter
+	e := newEnv(t, envOptions{apps: func(rdb *redis.Client, l Limiter, senders map[payload.Platform]Sender) []App {
+		lim = l
+		return []App{{Name: DefaultApp, Senders: senders, Limiter: l}}
+	}})
+	e.apns.Script("", fake.OK().WithLatency(time.Second))
+	other, os := otherAPNs(t, apnsTopic)
+	slow := tokenOf("swap/slow")
+	e.submit(alertJob("slow", "slow", apnsRecipient("u1", slow)))
+	waitFor(t, 5*time.Second, "the slow send under way", func() bool { return len(requestsFor(e.apns.Requests(), slow)) == 1 })
+	if err := e.w.apps.Swap(App{Name: DefaultApp, Senders: map[payload.Platform]Sender{payload.APNs: os}, Limiter: lim}); err != nil {
+		t.Fatal(err)
+	}
+	next := tokenOf("swap/next")
+	e.submit(alertJob("next", "next", apnsRecipient("u2", next)))
+	if st := e.waitDone("slow", 10*time.Second); st.Counts[stateDelivered] != 1 {
+		t.Errorf("slow: %v, want delivered by the old sender", st.Counts)
+	}
+	e.waitDone("next", 10*time.Second)
+	if len(requestsFor(e.apns.Requests(), slow)) != 1 || len(requestsFor(other.Requests(), slow)) != 0 {
+		t.Errorf("the send under way was sent again")
+	}
+	if len(requestsFor(other.Requests(), next)) != 1 || len(requestsFor(e.apns.Requests(), next)) != 0 {
+		t.Errorf("the job after the swap did not go to the new sender")
+	}
+}
+
+// rateTolerance is the most sends at rate per second a provider may see
+// in any one second (docs/configuration.md): the rate, one more for the
+// window's two edges, and those of 25 ms either side, the timers' and the
+// network's jitter.
+func rateTolerance(rate float64) int {
+	return int(rate) + 1 + int(math.Ceil(2*rate*0.025))
+}
