@@ -34,6 +34,7 @@ type APNs struct {
 
 	mu      sync.Mutex
 	keys    map[string]*ecdsa.PublicKey
+	verify  bool                // a key was forgotten: signatures are checked even with none trusted
 	bearers map[string]struct{} // bearers already checked and accepted
 	conns   int                 // connections accepted
 }
@@ -90,6 +91,21 @@ func (f *APNs) TrustKey(keyID string, pub *ecdsa.PublicKey) {
 		f.keys = make(map[string]*ecdsa.PublicKey)
 	}
 	f.keys[keyID] = pub
+	clear(f.bearers)
+}
+
+// ForgetKey stops trusting keyID (a rotated key): tokens it signed are
+// refused from then on (403 InvalidProviderToken), even when no trusted key
+// is left. Requests of a topic keep being told apart by their apns-topic
+// header (Request.Header).
+func (f *APNs) ForgetKey(keyID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.keys, keyID)
+	if f.keys == nil {
+		f.keys = make(map[string]*ecdsa.PublicKey)
+	}
+	f.verify = true
 	clear(f.bearers)
 }
 
@@ -172,7 +188,7 @@ func (f *APNs) authenticate(r *http.Request, now time.Time) string {
 	if _, ok := f.bearers[bearer]; ok {
 		return ""
 	}
-	if reason := apnsJWT(bearer, f.keys, now); reason != "" {
+	if reason := apnsJWT(bearer, f.keys, f.verify, now); reason != "" {
 		return reason
 	}
 	f.bearers[bearer] = struct{}{}

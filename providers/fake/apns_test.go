@@ -190,3 +190,30 @@ func (h headerTransport) CloseIdleConnections() {
 		c.CloseIdleConnections()
 	}
 }
+
+// A forgotten key is refused from then on, even when it was the only one
+// trusted; another trusted key still works.
+func TestAPNsForgetKey(t *testing.T) {
+	f := startAPNs(t)
+	old, oldTok := apnsClient(t, f)
+	next, nextTok := apnsClient(t, f)
+	f.TrustKey(oldTok.KeyID, &oldTok.AuthKey.PublicKey)
+	push := func(c *apns2.Client) int {
+		res, err := c.PushWithContext(context.Background(), &apns2.Notification{DeviceToken: "tok", Topic: "t", Payload: []byte(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.StatusCode
+	}
+	if got := push(old); got != 200 {
+		t.Fatalf("trusted key: %d", got)
+	}
+	f.ForgetKey(oldTok.KeyID)
+	if got := push(old); got != 403 {
+		t.Errorf("forgotten key, none left: %d, want 403", got)
+	}
+	f.TrustKey(nextTok.KeyID, &nextTok.AuthKey.PublicKey)
+	if got, gotOld := push(next), push(old); got != 200 || gotOld != 403 {
+		t.Errorf("new key %d, forgotten key %d; want 200, 403", got, gotOld)
+	}
+}
