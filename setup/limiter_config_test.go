@@ -164,7 +164,7 @@ func TestServePolicy(t *testing.T) {
 	if err := got.Validate(); err != nil {
 		t.Errorf("the policy does not validate: %v", err)
 	}
-	if o := c.limiterOptions(); o.MaxPending != 7 || o.CollapseMargin != worker.CollapseMargin {
+	if o := envApp(c).limiterOptions(); o.MaxPending != 7 || o.Scope != "" || o.CollapseMargin != worker.CollapseMargin {
 		t.Errorf("limiter options %+v, want MaxPending 7 and CollapseMargin %s", o, worker.CollapseMargin)
 	}
 

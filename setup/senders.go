@@ -2,6 +2,7 @@ package setup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -18,56 +19,70 @@ import (
 type senderSpec struct {
 	platform payload.Platform
 	// name is the provider's name in log lines and errors: "APNs".
-	name       string
-	configured func(Config) bool
+	name string
+	// block is the provider's block of an app in the apps file: "apns".
+	block      string
+	configured func(appSpec) bool
 	// envKeys are the keys that configure the provider, named when none
 	// is set.
 	envKeys []string
-	// build returns the sender, warmed up, and its close function (nil when
-	// there is nothing to close).
-	build func(ctx context.Context, cfg Config, log *slog.Logger) (worker.Sender, func(), error)
+	// build returns app a's sender, warmed up when warm, and its close
+	// function (nil when there is nothing to close).
+	build func(ctx context.Context, a appSpec, warm bool, log *slog.Logger) (worker.Sender, func(), error)
+	// field is the field of the provider's configuration that err, from
+	// build, is about, and why ("" when err is about no single field).
+	field func(err error) (string, error)
 }
 
 // senderTable lists every platform's sender, in the order they are built.
 //
 // To add a provider: write its sender package under providers/, add its
-// platform to payload's platforms table, then add an entry here saying when
-// it is configured, by which keys, and how to build it (with its warm-up).
+// platform to payload's platforms table, its block to the apps file
+// (appEntry), then add an entry here saying when it is configured, by
+// which keys, and how to build it (with its warm-up).
 var senderTable = []senderSpec{
 	{
 		platform:   payload.APNs,
 		name:       "APNs",
-		configured: Config.apnsConfigured,
+		block:      "apns",
+		configured: func(a appSpec) bool { return a.apns != nil },
 		envKeys:    []string{"HUSH_APNS_KEY_FILE", "HUSH_APNS_CERT_FILE"},
 		build:      buildAPNs,
+		field:      fieldOf[*apns.FieldError](func(e *apns.FieldError) (string, error) { return e.Field, e.Err }),
 	},
 	{
 		platform:   payload.FCM,
 		name:       "FCM",
-		configured: Config.fcmConfigured,
+		block:      "fcm",
+		configured: func(a appSpec) bool { return a.fcm != nil },
 		envKeys:    []string{"HUSH_FCM_CREDENTIALS_FILE"},
 		build:      buildFCM,
+		field:      fieldOf[*fcm.FieldError](func(e *fcm.FieldError) (string, error) { return e.Field, e.Err }),
 	},
 }
 
-// newSenders builds the senders cfg asks for: each provider's when its
-// credentials are set, dry-run for every platform when HUSH_DRY_RUN is set
-// or no credentials are set at all. A platform without credentials while
-// another has them gets no sender: its devices fail permanently with a clear
-// reason rather than being silently "sent" nowhere.
-func newSenders(ctx context.Context, cfg Config, log *slog.Logger) (map[payload.Platform]worker.Sender, func(), error) {
-	if cfg.DryRun || !anyConfigured(cfg) {
-		why := "HUSH_DRY_RUN is set"
-		if !cfg.DryRun {
-			why = "no provider credentials are configured (" + allKeys() + ")"
+// fieldOf reads a provider's field error E with parts.
+func fieldOf[E error](parts func(E) (string, error)) func(error) (string, error) {
+	return func(err error) (string, error) {
+		if e, ok := errors.AsType[E](err); ok {
+			return parts(e)
 		}
-		log.Warn("DRY-RUN: " + why + ": NOTHING IS SENT to " + allNames() + "; pushes are only logged")
-		d := dryrun.New(log)
-		out := make(map[payload.Platform]worker.Sender, len(senderTable))
-		for _, s := range senderTable {
-			out[s.platform] = d
-		}
-		return out, func() {}, nil
+		return "", err
+	}
+}
+
+// newSenders builds app a's senders: each provider's when a has its
+// credentials, dry-run for every platform when dryRun. An app of the apps
+// file has its credentials loaded even in dry-run, so a bad one is found
+// before it is needed. A platform without credentials gets no sender: its
+// devices fail permanently with a clear reason rather than being silently
+// "sent" nowhere (for the HUSH_* keys' app, serve warns).
+//
+// A file app's bad credential is a problem added to ps (the senders are
+// then nil); the error is the HUSH_* keys' app's, naming the keys.
+func newSenders(ctx context.Context, a appSpec, dryRun, warm bool, log *slog.Logger, ps *problems) (map[payload.Platform]worker.Sender, func(), error) {
+	if dryRun && a.label == "" {
+		return dryRunSenders(log), func() {}, nil
 	}
 	out := map[payload.Platform]worker.Sender{}
 	var closers []func()
@@ -76,29 +91,73 @@ func newSenders(ctx context.Context, cfg Config, log *slog.Logger) (map[payload.
 			closers[i]()
 		}
 	}
+	failed := false
 	for _, s := range senderTable {
-		if !s.configured(cfg) {
-			log.Warn(fmt.Sprintf("no %s credentials: deliveries to %s devices will fail (set %s)",
-				s.name, s.platform, strings.Join(s.envKeys, " or ")))
+		if !s.configured(a) {
+			if a.label == "" && !dryRun {
+				log.Warn(fmt.Sprintf("no %s credentials: deliveries to %s devices will fail (set %s)",
+					s.name, s.platform, strings.Join(s.envKeys, " or ")))
+			}
 			continue
 		}
-		sender, closeFn, err := s.build(ctx, cfg, log)
+		sender, closeFn, err := s.build(ctx, a, warm && !dryRun, log)
 		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("%s sender: %w", s.name, err)
+			if a.label == "" {
+				closeAll()
+				return nil, nil, fmt.Errorf("%s sender: %w", s.name, err)
+			}
+			path := a.label + "." + s.block
+			if field, why := s.field(err); field != "" {
+				ps.add(path+"."+field, ps.lines[path+"."+field], why)
+			} else {
+				ps.add(path, ps.lines[path], err)
+			}
+			failed = true
+			continue
 		}
 		out[s.platform] = sender
 		if closeFn != nil {
 			closers = append(closers, closeFn)
 		}
 	}
+	if failed || dryRun {
+		closeAll()
+	}
+	switch {
+	case failed:
+		return nil, func() {}, nil
+	case dryRun:
+		return dryRunSenders(log), func() {}, nil
+	}
 	return out, closeAll, nil
 }
 
-func anyConfigured(cfg Config) bool {
+// dryRunSenders is a dry-run sender for every platform.
+func dryRunSenders(log *slog.Logger) map[payload.Platform]worker.Sender {
+	d := dryrun.New(log)
+	out := make(map[payload.Platform]worker.Sender, len(senderTable))
 	for _, s := range senderTable {
-		if s.configured(cfg) {
-			return true
+		out[s.platform] = d
+	}
+	return out
+}
+
+// warnDryRun says loudly that nothing is sent, and why.
+func warnDryRun(cfg Config, log *slog.Logger) {
+	why := "HUSH_DRY_RUN is set"
+	if !cfg.DryRun {
+		why = "no provider credentials are configured (" + allKeys() + ")"
+	}
+	log.Warn("DRY-RUN: " + why + ": NOTHING IS SENT to " + allNames() + "; pushes are only logged")
+}
+
+// anyConfigured reports whether one of specs has provider credentials.
+func anyConfigured(specs []appSpec) bool {
+	for _, a := range specs {
+		for _, s := range senderTable {
+			if s.configured(a) {
+				return true
+			}
 		}
 	}
 	return false
@@ -127,39 +186,38 @@ func allNames() string {
 	return strings.Join(names[:last], ", ") + " or " + names[last]
 }
 
-func buildAPNs(ctx context.Context, cfg Config, log *slog.Logger) (worker.Sender, func(), error) {
-	s, err := apns.New(apns.Config{
-		KeyFile: cfg.APNSKeyFile, KeyID: cfg.APNSKeyID, TeamID: cfg.APNSTeamID,
-		CertFile: cfg.APNSCertFile, CertPassword: cfg.APNSCertPassword,
-		Topic: cfg.APNSTopic, Production: cfg.APNSProduction,
-		Endpoint: cfg.APNSEndpoint, CAFile: cfg.APNSCaFile,
-	})
+func buildAPNs(ctx context.Context, a appSpec, warm bool, log *slog.Logger) (worker.Sender, func(), error) {
+	s, err := apns.New(*a.apns)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !warm {
+		return s, s.Close, nil
 	}
 	// Connect now: the first pushes of a burst would otherwise wait on
 	// the TLS handshake and reach APNs late for their slots.
 	warmCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	if err := s.Warm(warmCtx); err != nil {
-		log.Warn("APNs not reachable at start; the first sends will connect", "err", err)
+		log.Warn("APNs not reachable at start; the first sends will connect", "app", a.name, "err", err)
 	}
 	cancel()
-	log.Info("APNs sender ready", "topic", cfg.APNSTopic, "production", cfg.APNSProduction, "endpoint", cfg.APNSEndpoint)
+	log.Info("APNs sender ready", "app", a.name, "topic", a.apns.Topic, "production", a.apns.Production, "endpoint", a.apns.Endpoint)
 	return s, s.Close, nil
 }
 
-func buildFCM(ctx context.Context, cfg Config, log *slog.Logger) (worker.Sender, func(), error) {
-	s, err := fcm.New(ctx, fcm.Config{
-		CredentialsFile: cfg.FCMCredentialsFile, ProjectID: cfg.FCMProjectID, Endpoint: cfg.FCMEndpoint,
-	})
+func buildFCM(ctx context.Context, a appSpec, warm bool, log *slog.Logger) (worker.Sender, func(), error) {
+	s, err := fcm.New(ctx, *a.fcm)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !warm {
+		return s, nil, nil
 	}
 	// Fetch the access token now: the first pushes of a burst would
 	// otherwise all wait on it and reach FCM late for their slots.
 	if r := s.Warm(); r.Err != nil {
-		log.Warn("FCM access token not fetched at start; the first sends will try again", "reason", r.Reason, "credential", r.Credential, "err", r.Err)
+		log.Warn("FCM access token not fetched at start; the first sends will try again", "app", a.name, "reason", r.Reason, "credential", r.Credential, "err", r.Err)
 	}
-	log.Info("FCM sender ready", "project", cfg.FCMProjectID, "endpoint", cfg.FCMEndpoint)
+	log.Info("FCM sender ready", "app", a.name, "project", a.fcm.ProjectID, "endpoint", a.fcm.Endpoint)
 	return s, nil, nil
 }

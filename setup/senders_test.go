@@ -13,6 +13,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/dryrun"
+	"github.com/hushpush/hush/worker"
 )
 
 // TestSenderTable: every payload platform has one complete entry in
@@ -41,6 +42,16 @@ func logLines(buf *bytes.Buffer) *slog.Logger {
 			return a
 		},
 	}))
+}
+
+// envSenders builds the senders of the HUSH_* keys' app as Serve does.
+func envSenders(cfg Config, log *slog.Logger) (map[payload.Platform]worker.Sender, func(), error) {
+	a := envApp(cfg)
+	dryRun := cfg.DryRun || !anyConfigured([]appSpec{a})
+	if dryRun {
+		warnDryRun(cfg, log)
+	}
+	return newSenders(context.Background(), a, dryRun, true, log, &problems{lines: map[string]int{}})
 }
 
 func TestNewSenders(t *testing.T) {
@@ -78,7 +89,7 @@ func TestNewSenders(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			got, closeAll, err := newSenders(context.Background(), tc.cfg, logLines(&buf))
+			got, closeAll, err := envSenders(tc.cfg, logLines(&buf))
 			if err != nil {
 				t.Fatalf("newSenders: %v", err)
 			}
@@ -112,7 +123,7 @@ func TestNewSendersError(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			_, _, err := newSenders(context.Background(), tc.cfg, logLines(&buf))
+			_, _, err := envSenders(tc.cfg, logLines(&buf))
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("newSenders: %v, want an error starting %q", err, tc.want)
 			}

@@ -8,8 +8,11 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hushpush/hush/throttle"
@@ -17,10 +20,22 @@ import (
 )
 
 // Serve runs one hush process configured by cfg: the task worker, the HTTP
-// API and /healthz, /readyz, /metrics on cfg.HTTPAddr. It runs until ctx is
-// done, then stops taking work, lets in-flight deliveries finish (or hands
-// them back to their queues) and returns nil after a clean shutdown.
+// API and /healthz, /readyz, /metrics on cfg.HTTPAddr, for the apps of the
+// HUSH_* keys and of HUSH_APPS_FILE. It runs until ctx is done, then stops
+// taking work, lets in-flight deliveries finish (or hands them back to
+// their queues) and returns nil after a clean shutdown. While it runs, a
+// change of the apps file or of a credential file, or SIGHUP, reloads the
+// apps (see reloader).
 func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	return serve(ctx, cfg, log, hup, appsPollInterval)
+}
+
+// serve is Serve with the reload's trigger and poll interval given: tests
+// send on hup rather than signal the process.
+func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Signal, poll time.Duration) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -45,21 +60,26 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	limiter, err := throttle.NewRedis(rdb, policy, cfg.limiterOptions())
-	if err != nil {
-		return fmt.Errorf("limiter: %w", err)
-	}
-	senders, closeSenders, err := newSenders(ctx, cfg, log)
+	gen, err := buildApps(ctx, cfg, rdb, true, true, log)
 	if err != nil {
 		return err
 	}
-	defer closeSenders()
+	apps, err := worker.NewApps(gen.apps...)
+	if err != nil {
+		gen.close()
+		return err
+	}
+	reload := newReloader(cfg, rdb, apps, gen, log)
+	defer reload.close()
+	pacer, err := throttle.NewPacer(rdb, throttle.Options{})
+	if err != nil {
+		return fmt.Errorf("pacer: %w", err)
+	}
 
 	w, err := worker.New(rdb, worker.Options{
-		Limiter:         limiter,
-		Policy:          policy,
+		Apps:            apps,
+		Pacer:           pacer,
 		DefaultLocation: loc,
-		Senders:         senders,
 		Queues:          cfg.Queues,
 		DeliveryShards:  cfg.DeliveryShards,
 		Concurrency:     cfg.Concurrency,
@@ -93,9 +113,17 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	log.Info("http listening", "addr", ln.Addr().String(),
 		"limits", policy.String(), "categories", strings.Join(slices.Sorted(maps.Keys(policy.Categories)), ","),
 		"quiet_hours", policy.Quiet.String(), "timezone", loc.String(),
-		"bypass", cfg.ThrottleBypass, "api_auth", cfg.APIToken != "")
+		"bypass", cfg.ThrottleBypass, "api_auth", cfg.APIToken != "", "apps", apps.Names())
 
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	reloadDone := make(chan struct{})
+	go func() {
+		defer close(reloadDone)
+		reload.run(reloadCtx, poll, hup)
+	}()
 	runErr := w.Run(ctx)
+	stopReload()
+	<-reloadDone
 
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

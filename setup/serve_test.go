@@ -43,6 +43,12 @@ func (l *lockedBuffer) String() string {
 // when the test ends.
 func serveFromEnv(t *testing.T, env map[string]string) (string, *lockedBuffer) {
 	t.Helper()
+	return serveWith(t, env, Serve)
+}
+
+// serveWith is serveFromEnv running run instead of Serve.
+func serveWith(t *testing.T, env map[string]string, run func(context.Context, Config, *slog.Logger) error) (string, *lockedBuffer) {
+	t.Helper()
 	clearEnv(t)
 	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	t.Setenv("HUSH_HTTP_ADDR", addr)
@@ -56,7 +62,7 @@ func serveFromEnv(t *testing.T, env map[string]string) (string, *lockedBuffer) {
 	var logs lockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil))) }()
+	go func() { done <- run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil))) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -28,6 +28,7 @@ func commands() []command {
 		{"send", "submit a notification job to a running hush", runSend, flagsOf(sendFlagSet), nil},
 		{"cancel", "cancel a job: drop its pushes not yet sent, say what was delivered", runCancel, flagsOf(cancelFlagSet), nil},
 		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle, flagsOf(throttleFlagSet), throttleCommands},
+		{"apps", "check an apps file (HUSH_APPS_FILE) offline and list its apps", runApps, noFlags("apps"), appsCommands},
 		{"simulate", "replay a \"time,user[,category[,timezone]]\" trace against the limiter offline and compare rule sets", runSimulate, flagsOf(simulateFlagSet), nil},
 		{"demo", "watch the throttle at work: embedded Redis, worker and fake APNs/FCM, a burst and a live timeline", runDemo, flagsOf(demoFlagSet), nil},
 		{"version", "print the version and the commit it was built from (also: hush --version)", runVersion, noFlags("version"), nil},

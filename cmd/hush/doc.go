@@ -1,7 +1,7 @@
 // Command hush is the one hush binary: the worker (serve), the operator's
-// tools that talk to a running worker's HTTP API (send, cancel, throttle), the
-// offline replay of a trace through the limiter (simulate) and a
-// self-contained demo (demo).
+// tools that talk to a running worker's HTTP API (send, cancel, throttle),
+// the offline replay of a trace through the limiter (simulate), the offline
+// check of an apps file (apps check) and a self-contained demo (demo).
 //
 // main is thin: it parses the command line and calls package worker; it
 // holds no delivery logic. Everything about serve is configured by HUSH_*

@@ -31,6 +31,7 @@ type sendFlags struct {
 	data        multiFlag
 	silent      bool
 	category    string
+	app         string
 	timezone    string
 	// sendAt is --send-at, parsed; sendIn is --send-in, made a time when
 	// the job is built.
@@ -64,6 +65,7 @@ func sendFlagSet(f *sendFlags) *flag.FlagSet {
 	fs.StringVar(&f.collapseKey, "collapse-key", "", "a newer notification with the same `key` replaces an older one on the device")
 	fs.Var(&f.data, "data", "custom data `key=value` delivered to the app; repeatable")
 	fs.BoolVar(&f.silent, "silent", false, "a silent (background, data-only) push")
+	fs.StringVar(&f.app, "app", "", "the `app` the job is for, one of the server's (required when it serves several: HUSH_APPS_FILE)")
 	fs.StringVar(&f.category, "category", "", "the job's category `name`, one of the server's HUSH_THROTTLE_CATEGORIES: its own caps and quiet hours apply")
 	fs.Func("send-at", "send no earlier than this RFC 3339 `time` (e.g. 2026-11-22T08:00:00+01:00); --ttl counts from it", func(v string) error {
 		t, err := time.Parse(time.RFC3339, v)
@@ -200,6 +202,7 @@ func (f *sendFlags) job(now time.Time) (payload.Job, error) {
 		ID:         f.id,
 		Recipients: []payload.Recipient{r},
 		Content: payload.Content{
+			App:         f.app,
 			Priority:    payload.Priority(f.priority),
 			Category:    f.category,
 			CollapseKey: f.collapseKey,

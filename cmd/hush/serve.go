@@ -33,13 +33,19 @@ With HUSH_REDIS_URL unset it starts an embedded in-memory Redis (development
 only: everything is lost on exit); with no provider credentials it runs in
 dry-run and logs what it would send. SIGINT or SIGTERM stop it gracefully:
 in-flight deliveries finish or go back to the queue (a second signal stops
-it at once).
+it at once). SIGHUP reloads the apps file and the credential files at once
+rather than at the next look.
 
 Examples:
   hush serve
   HUSH_REDIS_URL=redis://127.0.0.1:6379/0 HUSH_THROTTLE_LIMITS=10/1m,100/24h \
     HUSH_THROTTLE_MIN_GAP=3s HUSH_DRY_RUN=true hush serve
+  HUSH_REDIS_URL=redis://redis:6379/0 HUSH_APPS_FILE=/etc/hush/apps.yaml \
+    hush serve
 
+Apps (HUSH_APPS_FILE):
+
+` + setup.AppsFileHelp() + `
 Configuration (environment variables only; invalid values stop the start
 with the key and the reason):
 

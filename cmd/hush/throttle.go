@@ -25,8 +25,8 @@ func throttleCommands() []command {
 // they do, and the flags both take.
 func throttleHelp() string {
 	return `Usage:
-  hush throttle status USER [--timezone ZONE] [--json] [--server URL]
-  hush throttle reset USER [--server URL]
+  hush throttle status USER [--app APP] [--timezone ZONE] [--json] [--server URL]
+  hush throttle reset USER [--app APP] [--server URL]
 
 Subcommands:
 ` + commandTable(throttleCommands()) + `
@@ -78,6 +78,7 @@ type throttleFlags struct {
 	server   string
 	asJSON   bool
 	timezone string
+	app      string
 }
 
 // throttleFlagSet is the flag set of hush throttle status and reset,
@@ -86,6 +87,7 @@ func throttleFlagSet(f *throttleFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("throttle", flag.ContinueOnError)
 	fs.StringVar(&f.server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
 	fs.BoolVar(&f.asJSON, "json", false, "status: print the API's JSON answer, indented")
+	fs.StringVar(&f.app, "app", "", "the `app` whose limiter to read or reset: a user's budget is per app (default: the only app, else default)")
 	fs.StringVar(&f.timezone, "timezone", "", "status: read the quiet hours in this IANA time `zone`, the user's (e.g. Europe/Berlin; default: the server's HUSH_DEFAULT_TIMEZONE)")
 	return fs
 }
@@ -109,7 +111,7 @@ func runThrottleStatus(ctx context.Context, args []string, stdout, _ io.Writer) 
 	if err != nil {
 		return err
 	}
-	st, err := newClient(f.server).UserThrottleIn(ctx, user, f.timezone)
+	st, err := newClient(f.server).UserThrottleOf(ctx, f.app, user, f.timezone)
 	if err != nil {
 		return fmt.Errorf("throttle status: %w", readable(err))
 	}
@@ -131,7 +133,7 @@ func runThrottleReset(ctx context.Context, args []string, stdout, _ io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := newClient(f.server).ResetUserThrottle(ctx, user); err != nil {
+	if err := newClient(f.server).ResetUserThrottleOf(ctx, f.app, user); err != nil {
 		return fmt.Errorf("throttle reset: %w", readable(err))
 	}
 	fmt.Fprintf(stdout, "reset: %s's recorded sends and bookings are cleared; their next push goes out at once\n", user)

@@ -17,6 +17,7 @@ import (
 // a user in quiet hours in Europe/Berlin (23:40 there).
 const statusJSON = `{
   "user_id": "u 42",
+  "app": "default",
   "now": "2026-11-21T22:40:10Z",
   "next_allowed": "2026-11-22T07:00:03Z",
   "remaining": [

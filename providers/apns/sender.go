@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,10 +46,10 @@ const requestTimeout = 30 * time.Second
 
 // New builds the sender and checks its credentials can be loaded and used
 // to sign. It does not connect: the first Send does. Errors name the
-// configuration key at fault.
+// configuration key at fault; one about a single field is a *FieldError.
 func New(cfg Config) (*Sender, error) {
 	if cfg.Topic == "" {
-		return nil, errors.New("apns: HUSH_APNS_TOPIC: required (the app's bundle id)")
+		return nil, fieldErr("topic", errors.New("required (the app's bundle id)"))
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	var client *apns2.Client
@@ -64,7 +65,7 @@ func New(cfg Config) (*Sender, error) {
 	case cfg.CertFile != "":
 		cert, err := certificate.FromP12File(cfg.CertFile, cfg.CertPassword)
 		if err != nil {
-			return nil, fmt.Errorf("apns: HUSH_APNS_CERT_FILE: %w", err)
+			return nil, fieldErr("cert_file", err)
 		}
 		client = apns2.NewClient(cert)
 		tlsCfg.Certificates = []tls.Certificate{cert}
@@ -78,14 +79,14 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || u.Scheme != "https" || u.Host == "" {
-			return nil, fmt.Errorf("apns: HUSH_APNS_ENDPOINT: %q is not an https:// URL", cfg.Endpoint)
+			return nil, fieldErr("endpoint", fmt.Errorf("%q is not an https:// URL", cfg.Endpoint))
 		}
 		client.Host = u.Scheme + "://" + u.Host
 	}
 	if cfg.CAFile != "" {
 		pool, err := caPool(cfg.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("apns: HUSH_APNS_CA_FILE: %w", err)
+			return nil, fieldErr("ca_file", err)
 		}
 		tlsCfg.RootCAs = pool
 	}
@@ -93,22 +94,39 @@ func New(cfg Config) (*Sender, error) {
 	return &Sender{client: client, topic: cfg.Topic}, nil
 }
 
+// FieldError is a Config field New cannot use. Field names it as an apps
+// file does ("key_file"); its message names the environment key
+// (HUSH_APNS_KEY_FILE), so a caller that read the field from elsewhere
+// names it its own way from Field and Err.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string {
+	return "apns: HUSH_APNS_" + strings.ToUpper(e.Field) + ": " + e.Err.Error()
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldErr(field string, err error) error { return &FieldError{Field: field, Err: err} }
+
 func loadToken(cfg Config) (*token.Token, error) {
 	switch {
 	case cfg.KeyID == "":
-		return nil, errors.New("apns: HUSH_APNS_KEY_ID: required with HUSH_APNS_KEY_FILE")
+		return nil, fieldErr("key_id", errors.New("required with HUSH_APNS_KEY_FILE"))
 	case cfg.TeamID == "":
-		return nil, errors.New("apns: HUSH_APNS_TEAM_ID: required with HUSH_APNS_KEY_FILE")
+		return nil, fieldErr("team_id", errors.New("required with HUSH_APNS_KEY_FILE"))
 	}
 	key, err := token.AuthKeyFromFile(cfg.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("apns: HUSH_APNS_KEY_FILE: %w", err)
+		return nil, fieldErr("key_file", err)
 	}
 	tok := &token.Token{AuthKey: key, KeyID: cfg.KeyID, TeamID: cfg.TeamID}
 	// apns2 ignores signing errors when it refreshes the token; sign once
 	// here so a bad key fails at start.
 	if _, err := tok.Generate(); err != nil {
-		return nil, fmt.Errorf("apns: HUSH_APNS_KEY_FILE: sign a provider token: %w", err)
+		return nil, fieldErr("key_file", fmt.Errorf("sign a provider token: %w", err))
 	}
 	return tok, nil
 }

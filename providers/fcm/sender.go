@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	firebase "firebase.google.com/go/v4"
@@ -52,25 +53,25 @@ type Sender struct {
 
 // New builds the sender from a service-account JSON. It does not fetch a
 // token or connect: Warm or the first Send does. Errors name the configuration key
-// at fault.
+// at fault; one about a single field is a *FieldError.
 func New(ctx context.Context, cfg Config) (*Sender, error) {
 	if cfg.CredentialsFile == "" {
-		return nil, errors.New("fcm: HUSH_FCM_CREDENTIALS_FILE: required")
+		return nil, fieldErr("credentials_file", errors.New("required"))
 	}
 	data, err := os.ReadFile(cfg.CredentialsFile)
 	if err != nil {
-		return nil, fmt.Errorf("fcm: HUSH_FCM_CREDENTIALS_FILE: %w", err)
+		return nil, fieldErr("credentials_file", err)
 	}
 	jwtCfg, err := google.JWTConfigFromJSON(data, scopeMessaging, scopeCloud)
 	if err != nil {
-		return nil, fmt.Errorf("fcm: HUSH_FCM_CREDENTIALS_FILE: %w", err)
+		return nil, fieldErr("credentials_file", err)
 	}
 	if cfg.ProjectID == "" {
 		var sa struct {
 			ProjectID string `json:"project_id"`
 		}
 		if err := json.Unmarshal(data, &sa); err != nil || sa.ProjectID == "" {
-			return nil, errors.New("fcm: HUSH_FCM_PROJECT_ID: required (the credentials file names no project_id)")
+			return nil, fieldErr("project_id", errors.New("required (the credentials file names no project_id)"))
 		}
 		cfg.ProjectID = sa.ProjectID
 	}
@@ -78,7 +79,7 @@ func New(ctx context.Context, cfg Config) (*Sender, error) {
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("fcm: HUSH_FCM_ENDPOINT: %q is not an http(s):// URL", cfg.Endpoint)
+			return nil, fieldErr("endpoint", fmt.Errorf("%q is not an http(s):// URL", cfg.Endpoint))
 		}
 		opts = append(opts, option.WithEndpoint(cfg.Endpoint))
 	}
@@ -102,6 +103,23 @@ func New(ctx context.Context, cfg Config) (*Sender, error) {
 	}
 	return &Sender{client: client, tokens: tokens, now: time.Now}, nil
 }
+
+// FieldError is a Config field New cannot use. Field names it as an apps
+// file does ("credentials_file"); its message names the environment key
+// (HUSH_FCM_CREDENTIALS_FILE), so a caller that read the field from
+// elsewhere names it its own way from Field and Err.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string {
+	return "fcm: HUSH_FCM_" + strings.ToUpper(e.Field) + ": " + e.Err.Error()
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldErr(field string, err error) error { return &FieldError{Field: field, Err: err} }
 
 // Warm fetches the access token now, so that the first pushes of a burst do
 // not all queue behind one token request (late for their limiter slots), and
