@@ -200,7 +200,12 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 			if throttled == nil || r.RetryAfter > throttled.RetryAfter {
 				throttled = r
 			}
-		case r.Outcome == providers.Transient:
+		case r.Outcome == providers.Transient,
+			r.Outcome == providers.Permanent && r.Credential:
+			// A refused key, token or certificate is retried like a
+			// transient failure: it is what an operator rotates or fixes
+			// while pushes wait, and a reload of the apps heals it
+			// (docs/delivery.md, "Provider outcomes per device").
 			transient = r
 		case r.Outcome == providers.Permanent:
 			permanent = r
@@ -229,7 +234,11 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 		return verdict{act: actRetry, throttled: true, release: called && released && !delivered,
 			delay: retryAfterOr(throttled, a.n), cause: errors.New(reason)}
 	case transient != nil:
-		cause := fmt.Errorf("transient provider failure (%s): %w", reasonOf(transient), errOf(transient))
+		kind := "transient provider failure"
+		if transient.Credential {
+			kind = "credentials refused"
+		}
+		cause := fmt.Errorf("%s (%s): %w", kind, reasonOf(transient), errOf(transient))
 		if a.failures >= p.maxRetry {
 			return verdict{act: actFail, state: failedOr(delivered),
 				cause: fmt.Errorf("giving up after %d retries: %w", a.failures, cause)}

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,7 +176,7 @@ func TestFailuresAreArchivedWithTheReason(t *testing.T) {
 	}{
 		{"transient beyond HUSH_MAX_RETRY", []fake.Answer{fake.Status(500), fake.Status(500), fake.Status(500)}, 2, "giving up after 1 retries: transient provider failure (InternalServerError)", false},
 		{"permanent at once", []fake.Answer{fake.APNsReason(400, "BadTopic")}, 1, "permanent provider failure (BadTopic)", false},
-		{"credential failure fails readiness", []fake.Answer{fake.APNsReason(403, "InvalidProviderToken")}, 1, "permanent provider failure (InvalidProviderToken)", true},
+		{"credential failure retried, then archived, and fails readiness", []fake.Answer{fake.APNsReason(403, "InvalidProviderToken"), fake.APNsReason(403, "InvalidProviderToken"), fake.APNsReason(403, "InvalidProviderToken")}, 2, "giving up after 1 retries: credentials refused (InvalidProviderToken)", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,6 +198,42 @@ func TestFailuresAreArchivedWithTheReason(t *testing.T) {
 				t.Errorf("not ready = %v (%v), want %v", got, e.w.notReady(t.Context()), tt.notReady)
 			}
 		})
+	}
+}
+
+// TestCredentialFailureIsRetried: a key the provider refuses (revoked
+// before the rotated one was loaded) does not lose the push: the delivery
+// retries with the backoff, gives its booking back meanwhile, and goes out
+// once the provider takes the key again; readiness fails in between.
+func TestCredentialFailureIsRetried(t *testing.T) {
+	e := newEnv(t, envOptions{maxRetry: 3})
+	tok := apnsToken("cred")
+	e.apns.Script(tok, fake.APNsReason(403, "ExpiredProviderToken"), fake.APNsReason(403, "InvalidProviderToken"), fake.OK())
+	st := e.waitDone(e.submit(alertJob("cred", "c", apnsRecipient("u-1", tok))), 20*time.Second)
+	if diff := cmp.Diff(counts(1, 0, 0, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	reqs := requestsFor(e.apns.Requests(), tok)
+	var statuses []int
+	for _, r := range reqs {
+		statuses = append(statuses, r.Status)
+	}
+	if !slices.Equal(statuses, []int{403, 403, 200}) {
+		t.Errorf("answers %v, want two refusals for the key and then the push", statuses)
+	}
+	if got := e.w.notReady(t.Context()); len(got) == 0 {
+		t.Errorf("ready right after the provider refused the credentials, want not ready for a minute")
+	}
+	lst, err := e.lim.Status(t.Context(), "u-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var members []string
+	for _, en := range lst.Entries {
+		members = append(members, en.Member)
+	}
+	if len(members) != 1 {
+		t.Errorf("limiter entries %v, want only the delivered attempt's (a refused attempt gives its booking back)", members)
 	}
 }
 
