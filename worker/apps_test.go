@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -107,7 +108,7 @@ func tokenOf(s string) string { return apnsToken(s) }
 // An app's max rate paces its sends across the process: 60 recipients at
 // 20/s take about 3 s, no second holds more than rateTolerance allows, and
 // every push arrives once, the held ones booked again rather than
-// dropped.
+// dropped, by the chunk's waves rather than one task each.
 func TestMaxRatePacesAnAppsSends(t *testing.T) {
 	t.Parallel()
 	const rate, n = 20, 60
@@ -148,7 +149,90 @@ func TestMaxRatePacesAnAppsSends(t *testing.T) {
 	if limit := rateTolerance(rate); most > limit {
 		t.Errorf("%d sends within one second, want at most %d", most, limit)
 	}
-	t.Logf("%d sends at %d/s: spread over %s, most in any second %d", n, rate, at[n-1].Sub(at[0]).Round(time.Millisecond), most)
+	// The recipients the rate held near their turns were booked again and
+	// sent by the chunk's waves, not one delivery task each.
+	tasks := 0
+	queues, err := e.insp.Queues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queues {
+		qi, err := e.insp.GetQueueInfo(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks += qi.Processed
+	}
+	if tasks > n/4 {
+		t.Errorf("%d tasks ran for %d recipients; want the held ones sent by their waves (a few tasks for the job and its chunks)", tasks, n)
+	}
+	t.Logf("%d sends at %d/s: spread over %s, most in any second %d; %d tasks ran", n, rate, at[n-1].Sub(at[0]).Round(time.Millisecond), most, tasks)
+}
+
+// A paced fan-out whose users' own rules hold some of them further than
+// their turns: those recipients are booked again from their turns, found
+// later by the gap, and go to their tasks with that booking; every push
+// arrives once, each user's gap and the app's rate hold.
+func TestMaxRateWithUsersHeldByTheirRules(t *testing.T) {
+	t.Parallel()
+	const rate, gap = 20, 2 * time.Second
+	e := newEnv(t, envOptions{concurrency: 25, apps: func(rdb *redis.Client, lim Limiter, senders map[payload.Platform]Sender) []App {
+		p := throttle.Policy{MinGap: gap}
+		return []App{{Name: "bulk", Senders: senders, Limiter: scopedLimiter(t, rdb, p, "bulk"), Policy: p,
+			MaxRate: map[payload.Platform]float64{payload.APNs: rate}}}
+	}})
+	user := func(i int) string { return fmt.Sprintf("g%02d", i) }
+	var first, second []payload.Recipient
+	for i := range 10 {
+		first = append(first, apnsRecipient(user(i), tokenOf("gap1/"+user(i))))
+	}
+	for i := range 40 {
+		second = append(second, apnsRecipient(user(i), tokenOf("gap2/"+user(i))))
+	}
+	e.submit(alertJob("gap1", "gap1", first...))
+	e.submit(alertJob("gap2", "gap2", second...))
+	for _, id := range []string{"gap1", "gap2"} {
+		if st := e.waitDone(id, 30*time.Second); st.Counts[stateDelivered] != len(map[string][]payload.Recipient{"gap1": first, "gap2": second}[id]) {
+			t.Fatalf("%s: counts %v", id, st.Counts)
+		}
+	}
+	reqs := e.apns.Requests()
+	if len(reqs) != 50 {
+		t.Fatalf("%d requests, want 50 (each push once)", len(reqs))
+	}
+	byUser := map[string][]time.Time{}
+	var at []time.Time
+	for _, r := range reqs {
+		at = append(at, r.At)
+	}
+	for i := range 40 {
+		for _, pre := range []string{"gap1/", "gap2/"} {
+			for _, r := range requestsFor(reqs, tokenOf(pre+user(i))) {
+				byUser[user(i)] = append(byUser[user(i)], r.At)
+			}
+		}
+	}
+	for u, ts := range byUser {
+		slices.SortFunc(ts, time.Time.Compare)
+		for k := 1; k < len(ts); k++ {
+			if d := ts[k].Sub(ts[k-1]); d < gap-50*time.Millisecond {
+				t.Errorf("user %s: pushes %s apart, min gap %s", u, d, gap)
+			}
+		}
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	most := 0
+	for i := range at {
+		k := i
+		for k < len(at) && at[k].Sub(at[i]) < time.Second {
+			k++
+		}
+		most = max(most, k-i)
+	}
+	if limit := rateTolerance(rate); most > limit {
+		t.Errorf("%d sends within one second, want at most %d", most, limit)
+	}
+	t.Logf("50 sends at %d/s, 10 users held 2 s by their gap: spread over %s, most in any second %d", rate, at[len(at)-1].Sub(at[0]).Round(time.Millisecond), most)
 }
 
 // Swapping the apps while a send is on its way: the send finishes with the

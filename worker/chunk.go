@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -412,7 +413,9 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			return handoffs, err
 		}
 		held := map[int]time.Time{}
+		near := map[int]paceResult{} // held, their turn within maxInlineWait
 		kept := sendNow[:0:0]
+		now := time.Now()
 		for k, i := range sendNow {
 			if paced[k].hold {
 				held[c.From+i] = paced[k].paced
@@ -421,17 +424,26 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 						w.log.Warn("limiter release of a paced delivery failed", "delivery", ds[i].member(), "err", err)
 					}
 				}
-				handoffs = append(handoffs, handoff{i: i})
+				if paced[k].sendAt.Sub(now) <= maxInlineWait {
+					near[i] = paced[k]
+				} else {
+					handoffs = append(handoffs, handoff{i: i})
+				}
 				continue
 			}
 			sendAt[i] = later(slots[i], paced[k].sendAt)
 			kept = append(kept, i)
 		}
+		// Recorded first: a held recipient this wave does not send keeps
+		// its turn in its delivery task.
 		if err := w.store.holdPaced(ctx, c.Job, held, c.ttl()); err != nil {
+			for i := range near {
+				handoffs = append(handoffs, handoff{i: i})
+			}
 			return handoffs, err
 		}
 		w.m.limiter.WithLabelValues("paced").Add(float64(len(held)))
-		sendNow = kept
+		sendNow = append(kept, w.rebookNear(ctx, app, c, near, ds, slots, sendAt, sendBy, &handoffs)...)
 	}
 	// The permits of the recipients not sent now go back at once, the
 	// others' as each recipient's sends end, so the next wave need not wait
@@ -465,4 +477,76 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		}
 	}
 	return handoffs, errors.Join(errs...)
+}
+
+// rebookNear books again, in one round trip, the held recipients whose
+// turn at the app's send rate is near (within maxInlineWait: the wave
+// waits for it, as a delivery task would in place), no earlier than their
+// turns, and returns those whose new slot lands on their turn (within
+// lateRebook), with their send times; the wave sends them. The others go
+// to their delivery tasks, with the booking made (found there) or none;
+// their turns are recorded. A recipient's task would make the same
+// booking, one task and one worker slot per recipient: kept in the wave, a
+// paced fan-out keeps the rate instead of waiting for worker slots and
+// missing the turns it was granted.
+func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[int]paceResult, ds []delivery, slots, sendAt, sendBy []time.Time, handoffs *[]handoff) []int {
+	if len(near) == 0 {
+		return nil
+	}
+	idx := slices.Sorted(maps.Keys(near))
+	var kept []int
+	if w.bypass[c.Priority] {
+		// No booking: the send waits for its turn, within the cancellation
+		// window of the wave's read (sendBy, set with its first plan).
+		for _, i := range idx {
+			sendAt[i] = near[i].sendAt
+			kept = append(kept, i)
+		}
+		return kept
+	}
+	reqs := make([]throttle.Request, len(idx))
+	for k, i := range idx {
+		reqs[k] = w.requestOf(app, &ds[i], 0, near[i].paced)
+	}
+	b := w.bookAll(ctx, app, c.Job, reqs)
+	if b.err != nil || b.cancelled {
+		// The delivery tasks find the bookings made, or book, and drop a
+		// cancelled job's.
+		for _, i := range idx {
+			*handoffs = append(*handoffs, handoff{i: i})
+		}
+		return nil
+	}
+	now := time.Now()
+	for k, i := range idx {
+		r := b.res[k]
+		if r.Refused != "" || r.Existing || r.Now.IsZero() {
+			// Full, expired, collapsed or found: its task books again and
+			// says so.
+			*handoffs = append(*handoffs, handoff{i: i})
+			continue
+		}
+		if r.Collapsed != "" {
+			w.collapsedBy(&ds[i], r.Collapsed)
+		}
+		pl := plan(r, b.mid, now, c.Deadline, false)
+		w.countPlan(pl, r)
+		turn := near[i].sendAt
+		if (pl.step != stepSend && pl.step != stepWait) || pl.slot.Sub(turn) > lateRebook {
+			// The user's rules moved the slot past the turn: its task finds
+			// the booking, waits for it and paces again there.
+			h := handoff{i: i}
+			if pl.step == stepDefer {
+				h.delay = deferDelay(pl.wait)
+				w.logDeferred(&ds[i], pl)
+			}
+			*handoffs = append(*handoffs, h)
+			continue
+		}
+		slots[i] = pl.slot
+		sendAt[i] = later(pl.slot, turn)
+		sendBy[i] = b.sendBy(pl.slot.Add(lateRebook))
+		kept = append(kept, i)
+	}
+	return kept
 }

@@ -26,7 +26,11 @@ import (
 //     limiter's NotBefore), so it is deferred, not dropped, and its slot is
 //     moved only because the rate would break it. When the new slot lands
 //     within lateRebook of the paced time, the delivery sends at its slot
-//     without asking the Pacer again: the time granted is its.
+//     without asking the Pacer again: the time granted is its. A chunk's
+//     wave makes that booking itself for the recipients whose time is
+//     within maxInlineWait and sends them (rebookNear): one round trip for
+//     the wave instead of a task and a worker slot per recipient, which
+//     made a paced fan-out miss the times it was granted.
 //
 // A recipient whose devices are on two paced platforms is sent at the
 // later of its two times, so the earlier platform's send may leave up to
