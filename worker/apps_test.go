@@ -235,6 +235,54 @@ func TestMaxRateWithUsersHeldByTheirRules(t *testing.T) {
 	t.Logf("50 sends at %d/s, 10 users held 2 s by their gap: spread over %s, most in any second %d", rate, at[len(at)-1].Sub(at[0]).Round(time.Millisecond), most)
 }
 
+// A shutdown while a paced wave waits for its turns: the wave's held
+// recipients were booked again and are waiting in the chunk when the
+// worker stops (timeout 300 ms); a new worker finishes the job. Every push
+// arrives exactly once, and the rate holds across the restart (the turns
+// granted before it and not used are not used after it either).
+func TestShutdownWhileAPacedWaveWaits(t *testing.T) {
+	t.Parallel()
+	const rate, n = 20, 60
+	e := newEnv(t, envOptions{concurrency: 25, shutdownTimeout: 300 * time.Millisecond, apps: func(rdb *redis.Client, lim Limiter, senders map[payload.Platform]Sender) []App {
+		p := throttle.Policy{MinGap: time.Second}
+		return []App{{Name: "bulk", Senders: senders, Limiter: scopedLimiter(t, rdb, p, "bulk"), Policy: p,
+			MaxRate: map[payload.Platform]float64{payload.APNs: rate}}}
+	}})
+	var rs []payload.Recipient
+	for i := range n {
+		rs = append(rs, apnsRecipient(fmt.Sprintf("s%02d", i), tokenOf(fmt.Sprintf("stop/%02d", i))))
+	}
+	e.submit(alertJob("stop", "stop", rs...))
+	waitFor(t, 10*time.Second, "a third of the paced sends", func() bool { return len(e.apns.Requests()) >= n/3 })
+	e.restart()
+	st := e.waitDone("stop", 30*time.Second)
+	if st.Counts[stateDelivered] != n {
+		t.Errorf("counts %v, want %d delivered", st.Counts, n)
+	}
+	for i := range n {
+		if got := len(requestsFor(e.apns.Requests(), tokenOf(fmt.Sprintf("stop/%02d", i)))); got != 1 {
+			t.Errorf("recipient %d got %d pushes, want exactly 1", i, got)
+		}
+	}
+	var at []time.Time
+	for _, r := range e.apns.Requests() {
+		at = append(at, r.At)
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	most := 0
+	for i := range at {
+		k := i
+		for k < len(at) && at[k].Sub(at[i]) < time.Second {
+			k++
+		}
+		most = max(most, k-i)
+	}
+	if limit := rateTolerance(rate); most > limit {
+		t.Errorf("%d sends within one second across the restart, want at most %d", most, limit)
+	}
+	t.Logf("%d sends at %d/s across a restart: spread over %s, most in any second %d", len(at), rate, at[len(at)-1].Sub(at[0]).Round(time.Millisecond), most)
+}
+
 // Swapping the apps while a send is on its way: the send finishes with the
 // sender it began with, and the next job goes to the new one.
 func TestAppsSwapKeepsSendsUnderWay(t *testing.T) {
