@@ -267,7 +267,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	for _, want := range []string{
 		`hush_device_sends_total{app="default",outcome="delivered",platform="apns"} 1`,
 		`hush_deliveries_total{app="default",state="delivered"} 1`,
-		`hush_limiter_decisions_total{decision="allowed"} 1`,
+		`hush_limiter_decisions_total{app="default",decision="allowed"} 1`,
 		`hush_provider_latency_seconds_count{app="default",platform="apns"} 1`,
 		`hush_queue_tasks{queue="normal",state="pending"} 0`,
 		`hush_jobs_submitted_total{result="accepted"} 1`,

@@ -345,7 +345,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	var sendNow []int
 	slots := make([]time.Time, len(c.Recipients))
 	if bypass {
-		w.m.limiter.WithLabelValues("bypass").Add(float64(len(idx)))
+		w.m.limiter.WithLabelValues(app.Name, "bypass").Add(float64(len(idx)))
 		sendNow = idx
 		for _, i := range idx {
 			sendBy[i] = booked.sendBy(time.Time{})
@@ -372,7 +372,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 				w.collapsedBy(&d, r.Collapsed)
 			}
 			pl := plan(r, booked.mid, time.Now(), c.Deadline, false)
-			w.countPlan(pl, r)
+			w.countPlan(app, pl, r)
 			switch pl.step {
 			case stepSend:
 				sendBy[i] = booked.sendBy(pl.slot.Add(lateRebook))
@@ -442,7 +442,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 			return handoffs, err
 		}
-		w.m.limiter.WithLabelValues("paced").Add(float64(len(held)))
+		w.m.limiter.WithLabelValues(app.Name, "paced").Add(float64(len(held)))
 		sendNow = append(kept, w.rebookNear(ctx, app, c, near, ds, slots, sendAt, sendBy, &handoffs)...)
 	}
 	// The permits of the recipients not sent now go back at once, the
@@ -530,7 +530,7 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 			w.collapsedBy(&ds[i], r.Collapsed)
 		}
 		pl := plan(r, b.mid, now, c.Deadline, false)
-		w.countPlan(pl, r)
+		w.countPlan(app, pl, r)
 		turn := near[i].sendAt
 		if (pl.step != stepSend && pl.step != stepWait) || pl.slot.Sub(turn) > lateRebook {
 			// The user's rules moved the slot past the turn: its task finds

@@ -163,7 +163,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	sendBy := st.readAt.Add(cancelWindow)
 	slot := time.Now() // a bypass priority's: now, or its paced time
 	if w.bypass[d.Priority] {
-		w.m.limiter.WithLabelValues("bypass").Inc()
+		w.m.limiter.WithLabelValues(app.Name, "bypass").Inc()
 		if wait := time.Until(a.paced); wait > maxInlineWait {
 			return false, &DeferError{Delay: wait}
 		} else if wait > 0 {
@@ -182,7 +182,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 			w.collapsedBy(d, res.Collapsed)
 		}
 		p := plan(res, b.mid, time.Now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
-		w.countPlan(p, res)
+		w.countPlan(app, p, res)
 		switch p.step {
 		case stepFull:
 			return false, w.drop(ctx, d, st, stateThrottleFull)
@@ -215,7 +215,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		if err := w.store.holdPaced(ctx, d.Job, map[int]time.Time{d.Index: paced[0].paced}, d.ttl()); err != nil {
 			return false, err
 		}
-		w.m.limiter.WithLabelValues("paced").Inc()
+		w.m.limiter.WithLabelValues(app.Name, "paced").Inc()
 		if w.bypass[d.Priority] {
 			return false, &DeferError{Delay: time.Until(paced[0].sendAt)}
 		}
@@ -275,22 +275,22 @@ func (w *Worker) fail(ctx context.Context, d *delivery, state, reason string) er
 
 // countPlan counts a booking's plan in hush_limiter_decisions_total and
 // hush_deferral_seconds.
-func (w *Worker) countPlan(p planned, res throttle.Reservation) {
+func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
 	switch p.step {
 	case stepSend:
-		w.m.limiter.WithLabelValues("allowed").Inc()
+		w.m.limiter.WithLabelValues(app.Name, "allowed").Inc()
 	case stepWait:
-		w.m.limiter.WithLabelValues("waited").Inc()
+		w.m.limiter.WithLabelValues(app.Name, "waited").Inc()
 	case stepDefer:
-		w.m.limiter.WithLabelValues("deferred").Inc()
+		w.m.limiter.WithLabelValues(app.Name, "deferred").Inc()
 	case stepExpire:
-		w.m.limiter.WithLabelValues("expired").Inc()
+		w.m.limiter.WithLabelValues(app.Name, "expired").Inc()
 	case stepFull:
-		w.m.limiter.WithLabelValues("full").Inc()
+		w.m.limiter.WithLabelValues(app.Name, "full").Inc()
 	case stepCollapsed:
-		w.m.limiter.WithLabelValues("collapsed").Inc()
+		w.m.limiter.WithLabelValues(app.Name, "collapsed").Inc()
 	case stepRebook, stepNext:
-		w.m.limiter.WithLabelValues("rebooked").Inc()
+		w.m.limiter.WithLabelValues(app.Name, "rebooked").Inc()
 	}
 	if !res.Existing && res.Refused == "" && res.Wait > 0 {
 		w.m.deferral.Observe(res.Wait.Seconds())
