@@ -118,7 +118,7 @@ func BenchmarkPipeline(b *testing.B) {
 			row(b, fmt.Sprintf("hush, single-recipient jobs submitted at %.0f/s (80%% of the %s peak)", rate, p.what), r)
 		})
 	}
-	b.Logf("\n| run | deliveries/s | x baseline | Redis CPU µs/delivery | process CPU µs/delivery | round trips/delivery | Redis cmds/delivery | lag p50 | lag p99 |\n|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+	b.Logf("\n| run | deliveries/s | x baseline | Redis CPU µs/delivery | process CPU µs/delivery | round trips/delivery | Redis cmds/delivery | lag p50 | lag p99 | Redis B/job settled |\n|---|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }
 
 // pipelineBench is the shared state of BenchmarkPipeline's runs.
@@ -141,6 +141,9 @@ type benchResult struct {
 	roundTrips int64
 	lags       []time.Duration // sorted; empty when not measured
 	submit     time.Duration   // enqueueing the jobs beforehand
+	// memPerJob is used_memory's growth per job once the run settled
+	// (bench_memory_test.go); 0: not measured.
+	memPerJob float64
 }
 
 func (r benchResult) rate() float64 { return float64(r.deliveries) / r.elapsed.Seconds() }
@@ -167,18 +170,24 @@ func (r benchResult) report(b *testing.B, baseline float64) {
 		b.ReportMetric(float64(r.lag(0.5).Milliseconds()), "p50-lag-ms")
 		b.ReportMetric(float64(r.lag(0.99).Milliseconds()), "p99-lag-ms")
 	}
+	if r.memPerJob > 0 {
+		b.ReportMetric(r.memPerJob, "redis-B/job")
+	}
 }
 
 func (r benchResult) row(name string, baseline float64) string {
-	ratio, p50, p99 := "–", "–", "–"
+	ratio, p50, p99, mem := "–", "–", "–", "–"
+	if r.memPerJob > 0 {
+		mem = fmt.Sprintf("%.0f", r.memPerJob)
+	}
 	if baseline > 0 {
 		ratio = fmt.Sprintf("%.2f", r.rate()/baseline)
 	}
 	if len(r.lags) > 0 {
 		p50, p99 = fmtLag(r.lag(0.5)), fmtLag(r.lag(0.99))
 	}
-	return fmt.Sprintf("| %s | %.0f | %s | %.1f | %.0f | %.2f | %.2f | %s | %s |", name, r.rate(), ratio,
-		r.per(float64(r.redisCPU.Microseconds())), r.per(float64(r.procCPU.Microseconds())), r.per(float64(r.roundTrips)), r.per(float64(r.commands)), p50, p99)
+	return fmt.Sprintf("| %s | %.0f | %s | %.1f | %.0f | %.2f | %.2f | %s | %s | %s |", name, r.rate(), ratio,
+		r.per(float64(r.redisCPU.Microseconds())), r.per(float64(r.procCPU.Microseconds())), r.per(float64(r.roundTrips)), r.per(float64(r.commands)), p50, p99, mem)
 }
 
 func fmtLag(d time.Duration) string {
@@ -399,6 +408,7 @@ func benchJobs(prefix string, jobs, size, users int) ([]payload.Job, map[string]
 // hush runs jobs x size deliveries to users users under p.
 func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users int) benchResult {
 	bb.reset(b)
+	base := bb.usedMemory(b)
 	w, lim := bb.benchWorker(b, p)
 	js, tokens := benchJobs("bench", jobs, size, users)
 	submitStart := time.Now()
@@ -417,6 +427,7 @@ func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users
 	r := m.done(b, n, bb.lastArrival)
 	r.submit = submit
 	stop()
+	r.memPerJob = bb.memoryPerJob(b, jobs, base)
 	for _, req := range bb.apns.Requests() {
 		from := m.start
 		if p.MinGap > 0 {
