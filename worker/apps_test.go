@@ -138,14 +138,7 @@ func TestMaxRatePacesAnAppsSends(t *testing.T) {
 	if span := at[n-1].Sub(at[0]); span < time.Duration(n-1)*time.Second/rate-200*time.Millisecond {
 		t.Errorf("%d sends over %s, want about %s at %d/s", n, span, time.Duration(n-1)*time.Second/rate, rate)
 	}
-	most := 0
-	for i := range at {
-		k := i
-		for k < len(at) && at[k].Sub(at[i]) < time.Second {
-			k++
-		}
-		most = max(most, k-i)
-	}
+	most := mostInOneSecond(at)
 	if limit := rateTolerance(rate); most > limit {
 		t.Errorf("%d sends within one second, want at most %d", most, limit)
 	}
@@ -221,14 +214,7 @@ func TestMaxRateWithUsersHeldByTheirRules(t *testing.T) {
 		}
 	}
 	slices.SortFunc(at, time.Time.Compare)
-	most := 0
-	for i := range at {
-		k := i
-		for k < len(at) && at[k].Sub(at[i]) < time.Second {
-			k++
-		}
-		most = max(most, k-i)
-	}
+	most := mostInOneSecond(at)
 	if limit := rateTolerance(rate); most > limit {
 		t.Errorf("%d sends within one second, want at most %d", most, limit)
 	}
@@ -269,14 +255,7 @@ func TestShutdownWhileAPacedWaveWaits(t *testing.T) {
 		at = append(at, r.At)
 	}
 	slices.SortFunc(at, time.Time.Compare)
-	most := 0
-	for i := range at {
-		k := i
-		for k < len(at) && at[k].Sub(at[i]) < time.Second {
-			k++
-		}
-		most = max(most, k-i)
-	}
+	most := mostInOneSecond(at)
 	if limit := rateTolerance(rate); most > limit {
 		t.Errorf("%d sends within one second across the restart, want at most %d", most, limit)
 	}
@@ -312,6 +291,19 @@ func TestAppsSwapKeepsSendsUnderWay(t *testing.T) {
 	if len(requestsFor(other.Requests(), next)) != 1 || len(requestsFor(e.apns.Requests(), next)) != 0 {
 		t.Errorf("the job after the swap did not go to the new sender")
 	}
+}
+
+// mostInOneSecond is the most instants of at (sorted) within one second.
+func mostInOneSecond(at []time.Time) int {
+	most := 0
+	for i := range at {
+		k := i
+		for k < len(at) && at[k].Sub(at[i]) < time.Second {
+			k++
+		}
+		most = max(most, k-i)
+	}
+	return most
 }
 
 // rateTolerance is the most sends at rate per second a provider may see

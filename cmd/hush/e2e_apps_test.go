@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -380,24 +379,7 @@ func TestE2EAppsBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := c.do(p, http.MethodPost, "/v1/notifications", tt.body, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var doc errorAnswer
-			if r.Status != http.StatusBadRequest || json.Unmarshal(r.Body, &doc) != nil {
-				t.Fatalf("status %d body %s; want 400 with the error envelope", r.Status, r.Body)
-			}
-			msg, ok := doc.problem("app")
-			if !ok {
-				t.Fatalf("400 does not name the field app: %s", r.Body)
-			}
-			for _, w := range tt.reason {
-				if !strings.Contains(msg, w) {
-					t.Errorf("app: %q, want it to say %q", msg, w)
-				}
-			}
-			t.Logf("400: app: %s", msg)
+			t.Logf("400: app: %s", c.assertRefused(t, p, tt.body, "app", tt.reason))
 		})
 	}
 	// A good job of each app still goes through.

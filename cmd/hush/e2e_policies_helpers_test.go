@@ -285,6 +285,31 @@ func (e errorAnswer) problem(field string) (string, bool) {
 	return "", false
 }
 
+// assertRefused posts body as a job to p and checks the answer is 400
+// naming field with a message that says every one of reason; it returns
+// the message.
+func (c *cluster) assertRefused(t *testing.T, p *hushProc, body []byte, field string, reason []string) string {
+	t.Helper()
+	r, err := c.do(p, http.MethodPost, "/v1/notifications", body, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc errorAnswer
+	if r.Status != http.StatusBadRequest || json.Unmarshal(r.Body, &doc) != nil {
+		t.Fatalf("status %d body %s; want 400 with the error envelope", r.Status, r.Body)
+	}
+	msg, ok := doc.problem(field)
+	if !ok {
+		t.Fatalf("400 does not name field %s: %s", field, r.Body)
+	}
+	for _, w := range reason {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%s: %q, want it to say %q", field, msg, w)
+		}
+	}
+	return msg
+}
+
 // serveOnce runs hush serve with env (a later KEY= wins over an earlier
 // one) until it exits, at most 15 s, and returns its exit status and
 // stderr; -1 when it was still running and had to be stopped.

@@ -431,23 +431,7 @@ func TestE2EPoliciesBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := c.do(p, http.MethodPost, "/v1/notifications", tt.body, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var doc errorAnswer
-			if r.Status != http.StatusBadRequest || json.Unmarshal(r.Body, &doc) != nil {
-				t.Fatalf("status %d body %s; want 400 with the error envelope", r.Status, r.Body)
-			}
-			msg, ok := doc.problem(tt.field)
-			if !ok {
-				t.Fatalf("400 does not name field %s: %s", tt.field, r.Body)
-			}
-			for _, w := range tt.reason {
-				if !strings.Contains(msg, w) {
-					t.Errorf("%s: %q, want it to say %q", tt.field, msg, w)
-				}
-			}
+			c.assertRefused(t, p, tt.body, tt.field, tt.reason)
 		})
 	}
 	// The status route checks its zone too.
