@@ -223,6 +223,19 @@ func (m *Memory) Release(ctx context.Context, user, member string) (bool, error)
 	return found, nil
 }
 
+// ReleaseBatch is Release for many bookings.
+func (m *Memory) ReleaseBatch(ctx context.Context, hs []Held) ([]bool, error) {
+	found := make([]bool, len(hs))
+	for i, h := range hs {
+		ok, err := m.Release(ctx, h.User, h.Member)
+		if err != nil {
+			return nil, err
+		}
+		found[i] = ok
+	}
+	return found, nil
+}
+
 // Status describes user's entries, remaining counts, next allowed times
 // and quiet hours per category, with loc (nil: UTC) as the user's time
 // zone.

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -196,6 +197,37 @@ func (l *Redis) Release(ctx context.Context, user, member string) (bool, error) 
 		return false, fmt.Errorf("%w: release: %#v", ErrUnexpectedReply, v)
 	}
 	return n == 1, nil
+}
+
+// ReleaseBatch is Release for many bookings in one round trip (a pipeline
+// of the release script); found[i] says whether hs[i] was there. A
+// booking's error does not stop the others': the first is returned.
+func (l *Redis) ReleaseBatch(ctx context.Context, hs []Held) (found []bool, err error) {
+	calls := make([]scriptCall, len(hs))
+	now := l.now()
+	for i, h := range hs {
+		if err := checkMember(ctx, h.User, h.Member); err != nil {
+			return nil, err
+		}
+		calls[i].keys, calls[i].args = l.userKeys(h.User, now, h.Member)
+	}
+	found = make([]bool, len(hs))
+	for i, c := range l.pipeline(ctx, nil, l.scripts.release, calls) {
+		v, cerr := c.Result()
+		n, ok := v.(int64)
+		switch {
+		case cerr != nil:
+			cerr = fmt.Errorf("throttle: release %q: %w", hs[i].User, cerr)
+		case !ok || (n != 0 && n != 1):
+			cerr = fmt.Errorf("%w: release: %#v", ErrUnexpectedReply, v)
+		}
+		if cerr != nil {
+			err = cmp.Or(err, cerr)
+			continue
+		}
+		found[i] = n == 1
+	}
+	return found, err
 }
 
 // Status describes user's entries, remaining counts, next allowed times

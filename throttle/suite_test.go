@@ -26,6 +26,7 @@ type limiter interface {
 	Reset(ctx context.Context, user string) error
 	AllowBatch(ctx context.Context, users []string) ([]throttle.Decision, error)
 	ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error)
+	ReleaseBatch(ctx context.Context, hs []throttle.Held) ([]bool, error)
 	Policy() throttle.Policy
 }
 
@@ -570,6 +571,34 @@ func testBatch(t *testing.T, newLimiter newLimiterFunc) {
 			t.Errorf("u's entries, -want +got:\n%s", diff)
 		}
 	})
+	t.Run("release batch gives back each booking once", func(t *testing.T) {
+		t.Parallel()
+		clock := newFakeClock()
+		l := newLimiter(t, mustPolicy(t, "2/100ms", "10ms"), throttle.Options{Clock: clock.Now})
+		ctx := context.Background()
+		if _, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "a"}, {User: "u", Member: "b"}, {User: "v", Member: "a"}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.ReleaseBatch(ctx, []throttle.Held{{User: "u", Member: "b"}, {User: "v", Member: "a"}, {User: "u", Member: "c"}, {User: "u", Member: "b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []bool{true, true, false, false}; !slices.Equal(got, want) {
+			t.Errorf("found %v, want %v (a missing or already released booking is not found)", got, want)
+		}
+		for user, want := range map[string][]entry{"u": {{"a", 0}}, "v": nil} {
+			st, err := l.Status(ctx, user, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, foldStatus(st, t0).Entries, equateEmpty); diff != "" {
+				t.Errorf("%s's entries after the release, -want +got:\n%s", user, diff)
+			}
+		}
+		if _, err := l.ReleaseBatch(ctx, []throttle.Held{{User: "u", Member: "a"}, {User: "", Member: "x"}}); !errors.Is(err, throttle.ErrEmptyUser) {
+			t.Errorf("a batch with an empty user: %v, want ErrEmptyUser", err)
+		}
+	})
 	t.Run("empty batches", func(t *testing.T) {
 		t.Parallel()
 		l := newLimiter(t, mustPolicy(t, "1/1m", ""), throttle.Options{Clock: newFakeClock().Now})
@@ -580,6 +609,10 @@ func testBatch(t *testing.T, newLimiter newLimiterFunc) {
 		rs, err := l.ReserveBatch(context.Background(), nil)
 		if err != nil || len(rs) != 0 {
 			t.Errorf("ReserveBatch(nil) = %v, %v; want empty, nil", rs, err)
+		}
+		fs, err := l.ReleaseBatch(context.Background(), nil)
+		if err != nil || len(fs) != 0 {
+			t.Errorf("ReleaseBatch(nil) = %v, %v; want empty, nil", fs, err)
 		}
 	})
 }

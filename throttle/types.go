@@ -141,6 +141,11 @@ type Request struct {
 	CollapseKey string
 }
 
+// Held names one user's booking: what ReleaseBatch gives back.
+type Held struct {
+	User, Member string
+}
+
 // Entry is one recorded action or booking in a user's set.
 type Entry struct {
 	Member string
