@@ -302,14 +302,32 @@ func (w *Worker) releaseHeld(ctx context.Context, c *chunk, idx []int) {
 // releaseWave gives back the bookings a wave made (new or found) when its
 // job turned out cancelled: nothing will be sent under them.
 func (w *Worker) releaseWave(ctx context.Context, c *chunk, b *booking) {
+	var idx []int
 	for k, i := range b.idx {
-		if k >= len(b.res) || b.res[k].Refused != "" || b.res[k].Now.IsZero() {
-			continue
+		if k < len(b.res) && b.res[k].Refused == "" && !b.res[k].Now.IsZero() {
+			idx = append(idx, i)
 		}
-		d := c.delivery(i)
-		if err := w.release(ctx, &d, 0); err != nil {
-			w.log.Warn("limiter release of a cancelled delivery failed", "delivery", d.member(), "err", err)
-		}
+	}
+	w.releaseFirst(ctx, c, idx, "cancelled")
+}
+
+// releaseFirst gives back the first-attempt bookings of recipients idx of
+// c, in one round trip; why names them in the warning a failure logs (a
+// booking left is given back by its delivery task, or ages out).
+func (w *Worker) releaseFirst(ctx context.Context, c *chunk, idx []int, why string) {
+	if len(idx) == 0 {
+		return
+	}
+	app, err := w.apps.resolve(c.Content.App)
+	if err != nil {
+		return
+	}
+	hs := make([]throttle.Held, len(idx))
+	for k, i := range idx {
+		hs[k] = throttle.Held{User: c.Recipients[i].UserID, Member: memberOf(c.Job, c.From+i, 0)}
+	}
+	if _, err := app.Limiter.ReleaseBatch(ctx, hs); err != nil {
+		w.log.Warn("limiter release of "+why+" deliveries failed", "chunk", c.name(), "deliveries", len(hs), "err", err)
 	}
 }
 
@@ -416,14 +434,11 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		near := map[int]paceResult{} // held, their turn within maxInlineWait
 		kept := sendNow[:0:0]
 		now := time.Now()
+		var release []int
 		for k, i := range sendNow {
 			if paced[k].hold {
 				held[c.From+i] = paced[k].paced
-				if !bypass {
-					if err := w.release(ctx, &ds[i], 0); err != nil {
-						w.log.Warn("limiter release of a paced delivery failed", "delivery", ds[i].member(), "err", err)
-					}
-				}
+				release = append(release, i)
 				if paced[k].sendAt.Sub(now) <= maxInlineWait {
 					near[i] = paced[k]
 				} else {
@@ -433,6 +448,9 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 			sendAt[i] = later(slots[i], paced[k].sendAt)
 			kept = append(kept, i)
+		}
+		if !bypass {
+			w.releaseFirst(ctx, c, release, "paced")
 		}
 		// Recorded first: a held recipient this wave does not send keeps
 		// its turn in its delivery task.

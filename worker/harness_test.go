@@ -365,6 +365,16 @@ func (l *recordingLimiter) Release(ctx context.Context, user, member string) (bo
 	return l.Redis.Release(ctx, user, member)
 }
 
+func (l *recordingLimiter) ReleaseBatch(ctx context.Context, hs []throttle.Held) ([]bool, error) {
+	l.mu.Lock()
+	for _, h := range hs {
+		l.released = append(l.released, h.Member)
+		delete(l.slots, h.Member)
+	}
+	l.mu.Unlock()
+	return l.Redis.ReleaseBatch(ctx, hs)
+}
+
 func (l *recordingLimiter) slot(member string) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

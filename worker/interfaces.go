@@ -18,6 +18,8 @@ type Limiter interface {
 	ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error)
 	// Release gives member's booking back.
 	Release(ctx context.Context, user, member string) (bool, error)
+	// ReleaseBatch gives many bookings back in one round trip.
+	ReleaseBatch(ctx context.Context, hs []throttle.Held) ([]bool, error)
 }
 
 // pipeLimiter books a batch in the same round trip as the worker's own
