@@ -69,6 +69,7 @@ type Config struct {
 	EventsMaxlen int64  `split_words:"true" desc:"approximate cap of the hush:events stream"`
 
 	ShutdownTimeout time.Duration `split_words:"true" desc:"how long in-flight deliveries may take to finish on shutdown before they are handed back to the queue"`
+	JobRetention    time.Duration `split_words:"true" desc:"how long a finished job's id answers duplicates and its status stays readable (up to a quarter longer); a finished job then keeps about 100 bytes in Redis, its other records are deleted when it finishes. Every process must use the same: a change forgets the finished jobs kept until then"`
 
 	LogLevel  string `split_words:"true" desc:"debug, info, warn or error"`
 	LogFormat string `split_words:"true" desc:"text or json"`
@@ -186,6 +187,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		add(keyErr("HUSH_SHUTDOWN_TIMEOUT", "must be positive, got %s", c.ShutdownTimeout))
+	}
+	if c.JobRetention < time.Second {
+		add(keyErr("HUSH_JOB_RETENTION", "must be at least 1s, got %s", c.JobRetention))
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		add(&KeyError{Key: "HUSH_LOG_LEVEL", Err: err})

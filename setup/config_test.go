@@ -35,7 +35,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		ThrottleLimits: "10/1m,100/24h", ThrottleMinGap: 3 * time.Second, DefaultTimezone: "UTC", ThrottleBypass: []string{"critical"},
 		ThrottleMaxPending: 100, MaxThrottled: time.Hour,
 		HTTPAddr: ":8080", MaxBodyBytes: 8 << 20, EventsMaxlen: 100000, ShutdownTimeout: 10 * time.Second,
-		LogLevel: "info", LogFormat: "text",
+		JobRetention: 24 * time.Hour, LogLevel: "info", LogFormat: "text",
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -76,6 +76,7 @@ func TestLoadConfigNamesTheBadKey(t *testing.T) {
 		{"queue weight", map[string]string{"HUSH_QUEUES": "critical:0"}, "HUSH_QUEUES"},
 		{"queue syntax", map[string]string{"HUSH_QUEUES": "critical=6"}, "HUSH_QUEUES"},
 		{"negative retries", map[string]string{"HUSH_MAX_RETRY": "-1"}, "HUSH_MAX_RETRY"},
+		{"retention under a second", map[string]string{"HUSH_JOB_RETENTION": "10ms"}, "HUSH_JOB_RETENTION"},
 		{"unknown bypass priority", map[string]string{"HUSH_THROTTLE_BYPASS": "urgent"}, "HUSH_THROTTLE_BYPASS"},
 		{"category window", map[string]string{"HUSH_THROTTLE_CATEGORIES": "marketing=2/1x"}, "HUSH_THROTTLE_CATEGORIES"},
 		{"category name", map[string]string{"HUSH_THROTTLE_CATEGORIES": "Marketing=2/1d"}, "HUSH_THROTTLE_CATEGORIES"},
@@ -133,7 +134,7 @@ func TestPrintUsageListsEveryKey(t *testing.T) {
 		"HUSH_APNS_CERT_FILE", "HUSH_APNS_CERT_PASSWORD", "HUSH_APNS_PRODUCTION", "HUSH_APNS_ENDPOINT", "HUSH_APNS_CA_FILE",
 		"HUSH_FCM_CREDENTIALS_FILE", "HUSH_FCM_PROJECT_ID", "HUSH_FCM_ENDPOINT", "HUSH_DRY_RUN", "HUSH_HTTP_ADDR",
 		"HUSH_API_TOKEN", "HUSH_WEBHOOK_URL", "HUSH_LOG_LEVEL", "HUSH_LOG_FORMAT",
-		"HUSH_MAX_BODY_BYTES", "HUSH_EVENTS_MAXLEN", "HUSH_SHUTDOWN_TIMEOUT",
+		"HUSH_MAX_BODY_BYTES", "HUSH_EVENTS_MAXLEN", "HUSH_SHUTDOWN_TIMEOUT", "HUSH_JOB_RETENTION",
 	} {
 		if !strings.Contains(b.String(), key+"\t") && !strings.Contains(b.String(), key+" ") {
 			t.Errorf("usage lacks %s", key)

@@ -52,6 +52,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:       worker.DefaultMaxBodyBytes,
 		EventsMaxlen:       worker.DefaultEventsMaxLen,
 		ShutdownTimeout:    worker.DefaultShutdownTimeout,
+		JobRetention:       worker.DefaultJobRetention,
 		LogLevel:           DefaultLogLevel,
 		LogFormat:          DefaultLogFormat,
 	}

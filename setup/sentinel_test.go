@@ -47,8 +47,9 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("job before the failover: %v, want delivered", st)
 	}
 	ctx := context.Background()
-	if n, err := sn.Master.Client(t).Exists(ctx, "hush:job:{"+"before"+"}").Result(); err != nil || n != 1 {
-		t.Fatalf("the job record is not on the first master %s: %d %v", sn.Master.Addr, n, err)
+	// The finished job's record is its entry in a done bucket (worker/retire.go).
+	if keys, err := sn.Master.Client(t).Keys(ctx, "hush:done:*").Result(); err != nil || len(keys) != 1 {
+		t.Fatalf("the finished job's record is not on the first master %s: %v %v", sn.Master.Addr, keys, err)
 	}
 
 	oldMaster := sn.Master.Addr
@@ -134,13 +135,23 @@ func TestSentinelFailover(t *testing.T) {
 	// The records and the limiter's state are on the promoted replica.
 	nm := redis.NewClient(&redis.Options{Addr: newMaster})
 	defer nm.Close()
-	keys := []string{"hush:throttle:{u-after}"}
-	for _, id := range ids {
-		keys = append(keys, "hush:job:{"+id+"}")
+	if n, err := nm.Exists(ctx, "hush:throttle:{u-after}").Result(); err != nil || n != 1 {
+		t.Errorf("the user's limiter key is not on the new master %s: %d %v", newMaster, n, err)
 	}
-	for _, k := range keys {
-		if n, err := nm.Exists(ctx, k).Result(); err != nil || n != 1 {
-			t.Errorf("%s is not on the new master %s: %d %v", k, newMaster, n, err)
+	// The finished jobs' records are entries in done buckets (worker/retire.go).
+	done := map[string]bool{}
+	buckets, err := nm.Keys(ctx, "hush:done:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range buckets {
+		for _, id := range nm.HKeys(ctx, k).Val() {
+			done[id] = true
+		}
+	}
+	for _, id := range ids {
+		if !done[id] {
+			t.Errorf("job %s's record is not on the new master %s (done entries: %v)", id, newMaster, done)
 		}
 	}
 }

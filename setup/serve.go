@@ -91,6 +91,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		WebhookURL:      cfg.WebhookURL,
 		EventsMaxLen:    cfg.EventsMaxlen,
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		JobRetention:    cfg.JobRetention,
 		Logger:          log,
 	})
 	if err != nil {

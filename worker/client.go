@@ -16,13 +16,12 @@ import (
 	"github.com/hushpush/hush/payload"
 )
 
-// Task options of a job. Retention keeps a finished job task's id taken for
-// a while, so a duplicate submitted while the job record is being written
-// still conflicts; after that the record (kept for days) answers.
+// Task options of a job. A finished job task is not retained: its record,
+// written before the task can finish, answers duplicates (and, once the
+// job is done, its done-hash entry: retire.go).
 const (
-	jobMaxRetry  = 25
-	jobRetention = time.Hour
-	jobTimeout   = 10 * time.Minute
+	jobMaxRetry = 25
+	jobTimeout  = 10 * time.Minute
 )
 
 // Client validates jobs and enqueues them for the workers. It is what app
@@ -50,6 +49,18 @@ func WithClock(now func() time.Time) ClientOption {
 	return func(c *Client) { c.now = now }
 }
 
+// WithJobRetention sets how long a finished job's id answers duplicates
+// and its status stays readable (default DefaultJobRetention). It must be
+// the workers' HUSH_JOB_RETENTION: the retention names the keys finished
+// jobs are kept under.
+func WithJobRetention(d time.Duration) ClientOption {
+	return func(c *Client) {
+		if d > 0 {
+			c.store.done.retention = d
+		}
+	}
+}
+
 // WithCategories makes Enqueue refuse a job whose category is not one of
 // names (the workers' HUSH_THROTTLE_CATEGORIES). A Worker's own Client
 // has its policy's categories.
@@ -65,7 +76,7 @@ func WithCategories(names ...string) ClientOption {
 // NewClient returns a Client enqueueing through rdb. It does not own rdb.
 func NewClient(rdb redis.UniversalClient, opts ...ClientOption) *Client {
 	c := &Client{rdb: rdb, aq: asynq.NewClientFromRedisClient(rdb), insp: asynq.NewInspectorFromRedisClient(rdb),
-		store: store{rdb: rdb}, now: time.Now}
+		store: newStore(rdb, DefaultJobRetention), now: time.Now}
 	for _, o := range opts {
 		o(c)
 	}
@@ -93,7 +104,9 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 	if job.ID == "" {
 		job.ID = payload.NewID()
 	}
-	job.AcceptedAt = now // Validate refused one set by the caller
+	// Validate refused one set by the caller. Milliseconds: a finished
+	// job's record keeps no finer (retire.go).
+	job.AcceptedAt = now.Truncate(time.Millisecond)
 	dup, err := c.store.exists(ctx, job.ID)
 	if err != nil {
 		return Accepted{}, err
@@ -108,7 +121,7 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 	}
 	queue := string(job.Priority.Effective())
 	opts := []asynq.Option{asynq.TaskID(jobTaskID(job.ID)), asynq.Queue(queue), asynq.MaxRetry(jobMaxRetry),
-		asynq.Retention(jobRetention), asynq.Timeout(jobTimeout)}
+		asynq.Timeout(jobTimeout)}
 	if at := job.NotBefore(); at.Sub(now) > wakeMargin {
 		// A scheduled job books nothing until it is due: its task wakes
 		// shortly before send_at and books from there (the limiter's
@@ -124,10 +137,17 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 		return Accepted{}, fmt.Errorf("enqueue job %s: %w", job.ID, err)
 	}
 	// The record makes the job visible to Status at once and answers
-	// duplicates after the task's retention; the job handler writes the
-	// same fields if this write is lost.
-	if _, err := c.store.create(ctx, recordOf(&job, queue), jobQueued, false); err != nil {
+	// duplicates once the task is gone; the job handler writes the same
+	// fields if this write is lost. A job found retired (finished: the
+	// lookup above reads live records only) is a duplicate; the new task
+	// finds it retired too and does nothing.
+	retired, err := c.store.create(ctx, recordOf(&job, queue), jobQueued)
+	if err != nil {
 		return Accepted{}, err
+	}
+	if retired {
+		c.count("duplicate")
+		return Accepted{ID: job.ID, Duplicate: true}, nil
 	}
 	c.count("accepted")
 	return Accepted{ID: job.ID}, nil
@@ -244,10 +264,15 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 	if err != nil {
 		return CancelResult{}, err
 	}
-	if st.State == jobDone {
+	if st.State == jobDone || st.Counts["pending"] == 0 {
 		return CancelResult{JobStatus: st}, nil // nothing left to cancel
 	}
-	cx, err := c.store.cancel(ctx, id, c.now())
+	cx, err := c.store.cancel(ctx, id, c.now().Truncate(time.Millisecond))
+	if errors.Is(err, ErrNotFound) {
+		// The job finished and retired since the status was read.
+		st, err = c.store.status(ctx, id)
+		return CancelResult{JobStatus: st}, err
+	}
 	if err != nil {
 		return CancelResult{}, err
 	}

@@ -27,7 +27,8 @@
 // task ids and limiter members are made in taskid.go.
 //
 // Redis keys besides Asynq's and the limiter's (each job's keys share the
-// hash tag {<id>}, so they live on one Redis Cluster slot):
+// hash tag {<id>}, so they live on one Redis Cluster slot; an id starting
+// with "}" gets a space before it, jobTag):
 //
 //	hush:job:{<id>}       hash: state, accepted_at, recipients, priority,
 //	                      deadline, cursor (fan-out progress), deferrals,
@@ -40,6 +41,11 @@
 //	                      token_invalid, and per recipient "<i>/a" (attempts
 //	                      made), "<i>/f" (transient failures), "<i>/t" (when
 //	                      a provider first throttled it, Unix ms)
+//	hush:done:{<tag>}:<width>:<bucket>
+//	                      hash: job id -> a finished job's compact status;
+//	                      a job's three keys above are deleted when it
+//	                      finishes, and this entry answers for
+//	                      HUSH_JOB_RETENTION (retire.go)
 //	hush:events           stream of events (capped with MAXLEN ~)
 //
 // The limiter member of a delivery's first attempt is "<job id>/<index>",

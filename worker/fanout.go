@@ -57,6 +57,9 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 		w.log.Warn("duplicate job on another queue ignored", "job", job.ID, "queue", queue, "owner", owner)
 		return nil
 	}
+	if states.retired {
+		return nil // a re-run (or a duplicate) of a job already finished
+	}
 	if n > chunkSize {
 		for from := max(chunkSize, start); from < n; from += chunkSize {
 			if err := w.enqueueChunk(ctx, chunkOf(&job, from)); err != nil {

@@ -52,8 +52,9 @@ type envOptions struct {
 	webhookURL      string
 	shards          int // HUSH_DELIVERY_SHARDS
 	maxThrottled    time.Duration
-	maxPending      int // HUSH_THROTTLE_MAX_PENDING
-	concurrency     int // default 10
+	maxPending      int           // HUSH_THROTTLE_MAX_PENDING
+	concurrency     int           // default 10
+	retention       time.Duration // HUSH_JOB_RETENTION
 	noRun           bool
 	logs            io.Writer // the worker's JSON logs (default: testLogger)
 	// policy, when set, changes the policy limits and gap make (categories,
@@ -121,6 +122,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		ShutdownTimeout: o.shutdownTimeout,
 		WebhookURL:      o.webhookURL,
 		DefaultLocation: o.location,
+		JobRetention:    o.retention,
 		Logger:          testLogger(t),
 	}
 	if o.logs != nil {

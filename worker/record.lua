@@ -9,21 +9,33 @@
 --
 -- KEYS[1] job record hash   hush:job:{<id>}
 -- KEYS[2] recipient states  hush:job:{<id>}:r
+-- KEYS[3] device states     hush:job:{<id>}:dev  (deleted when the job retires)
+-- KEYS[4] done bucket       hush:done:{<tag>}:<width>:<bucket>  (retire.go)
 --
 -- ARGV[1] ttl        TTL of the keys in milliseconds
 -- ARGV[2] deferrals  deferrals to add to the job's count
--- ARGV[3..] per recipient, 3 values each: recipient, state, queue
+-- ARGV[3] expire_at  when the done bucket expires (Unix ms)
+-- ARGV[4..] per recipient, 3 values each: recipient, state, queue
 --           (a final state, or "" for a held recipient whose task waits on
 --           queue: field "h:<recipient>" of the job record)
 --
 -- Reply: per recipient, 1 when this call recorded its final state, else 0
--- (it already had one, or it is held).
+-- (it already had one, or it is held, or the job was retired: its record
+-- is gone and nothing is written). When the last final state is recorded
+-- the job retires (retire.lua).
 local ttl = ARGV[1]
 local deferrals = tonumber(ARGV[2])
+local expire_at = ARGV[3]
 
 local out = {}
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  for _ = 4, #ARGV - 2, 3 do
+    out[#out + 1] = 0
+  end
+  return out
+end
 local counted = false
-for i = 3, #ARGV - 2, 3 do
+for i = 4, #ARGV - 2, 3 do
   local recipient, state, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if state == '' then
     redis.call('HSET', KEYS[1], 'h:' .. recipient, queue)
@@ -45,5 +57,6 @@ end
 if counted then
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
+  retire(KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at)
 end
 return out

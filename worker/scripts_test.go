@@ -100,29 +100,29 @@ func TestScriptArgs(t *testing.T) {
 			script: "start.lua",
 			src:    startSrc,
 			got: startArgs(recordInfo{ID: "j", Queue: "high", Recipients: 250, AcceptedAt: accepted, Deadline: deadline},
-				jobFanning, 90*time.Second, &chunk{Recipients: []payload.Recipient{
+				jobFanning, false, 90*time.Second, &chunk{Recipients: []payload.Recipient{
 					{Devices: make([]payload.Device, 3)}, {Devices: make([]payload.Device, 1)},
 				}}),
 			fixed: map[string]any{
 				"queue": "high", "accepted_at": "2025-03-01T12:00:00Z", "recipients": 250,
-				"deadline": "2025-03-01T18:00:00Z", "state": jobFanning, "ttl": int64(90000), "nread": 2,
+				"deadline": "2025-03-01T18:00:00Z", "state": jobFanning, "keep": int64(0), "ttl": int64(90000), "nread": 2,
 			},
 			groups: [][]any{{3}, {1}},
 		},
 		{
 			script: "start.lua without a chunk to read",
 			src:    startSrc,
-			got:    startArgs(recordInfo{ID: "j", Queue: "low", Recipients: 1, AcceptedAt: accepted}, jobFannedOut, time.Minute, nil),
+			got:    startArgs(recordInfo{ID: "j", Queue: "low", Recipients: 1, AcceptedAt: accepted}, jobQueued, true, time.Minute, nil),
 			fixed: map[string]any{
 				"queue": "low", "accepted_at": "2025-03-01T12:00:00Z", "recipients": 1,
-				"deadline": "", "state": jobFannedOut, "ttl": int64(60000), "nread": 0,
+				"deadline": "", "state": jobQueued, "keep": int64(1), "ttl": int64(60000), "nread": 0,
 			},
 		},
 		{
 			script: "record.lua",
 			src:    recordSrc,
-			got:    recordArgs(2*time.Hour, 5, []any{7, stateDelivered, "", 9, "", "normal.2"}),
-			fixed:  map[string]any{"ttl": int64(7200000), "deferrals": 5},
+			got:    recordArgs(2*time.Hour, 5, 1700000000000, []any{7, stateDelivered, "", 9, "", "normal.2"}),
+			fixed:  map[string]any{"ttl": int64(7200000), "deferrals": 5, "expire_at": int64(1700000000000)},
 			groups: [][]any{{7, stateDelivered, ""}, {9, "", "normal.2"}},
 		},
 		{
@@ -134,8 +134,14 @@ func TestScriptArgs(t *testing.T) {
 		{
 			script: "finalize.lua",
 			src:    finalizeSrc,
-			got:    finalizeArgs(4, stateExpired, 3*time.Second),
-			fixed:  map[string]any{"recipient": 4, "state": stateExpired, "ttl": int64(3000)},
+			got:    finalizeArgs(4, stateExpired, 3*time.Second, 1700000000000),
+			fixed:  map[string]any{"recipient": 4, "state": stateExpired, "ttl": int64(3000), "expire_at": int64(1700000000000)},
+		},
+		{
+			script: "fanned.lua",
+			src:    fannedSrc,
+			got:    fannedArgs(300, 1700000000000),
+			fixed:  map[string]any{"cursor": 300, "expire_at": int64(1700000000000)},
 		},
 	}
 	for _, tt := range tests {
@@ -147,8 +153,14 @@ func TestScriptArgs(t *testing.T) {
 			if len(h.keys) == 0 || len(h.argv) == 0 {
 				t.Fatalf("header names %d KEYS and %d ARGV, want both", len(h.keys), len(h.argv))
 			}
-			if diff := cmp.Diff(jobKeys("<id>")[:min(len(h.keys), 3)], h.keys); diff != "" {
+			n := min(len(h.keys), 3)
+			if diff := cmp.Diff(jobKeys("<id>")[:n], h.keys[:n]); diff != "" {
 				t.Errorf("header KEYS differ from jobKeys (-jobKeys +header):\n%s", diff)
+			}
+			for _, k := range h.keys[n:] {
+				if k != "hush:done:{<tag>}:<width>:<bucket>" {
+					t.Errorf("header names KEYS %q after the job's keys, want done buckets", k)
+				}
 			}
 			var want []any
 			for _, name := range h.argv {
@@ -204,6 +216,7 @@ func TestStoreRecordScript(t *testing.T) {
 	s := store{rdb: redistest.Client(t)}
 	c := &chunk{Job: redistest.Prefix(t) + "rec", AcceptedAt: time.Now()}
 	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(c.Job)...) })
+	s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFanning, "recipients", 3)
 
 	rec := &chunkRecord{deferrals: 2}
 	rec.final(0, stateDelivered)
@@ -233,7 +246,8 @@ func TestStoreRecordScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]string{stateDelivered: "2", stateFailed: "1", "deferrals": "3"}, job); diff != "" {
+	want := map[string]string{"queue": "normal", "state": jobFanning, "recipients": "3", stateDelivered: "2", stateFailed: "1", "deferrals": "3"}
+	if diff := cmp.Diff(want, job); diff != "" {
 		t.Errorf("job record (-want +got):\n%s", diff)
 	}
 	finals, err := s.rdb.HGetAll(ctx, recpKey(c.Job)).Result()

@@ -1,11 +1,20 @@
--- start.lua: a job task's first step: write the job record's fixed fields
--- unless they are there, move its state when this submission owns the id,
--- read the fan-out cursor and the states of the recipients the job task
--- delivers itself. Go side: startArgs in store.go builds ARGV in this order.
+-- start.lua: a job task's first step, and the accepting client's write of
+-- the job record: write the job record's fixed fields unless they are
+-- there, move its state when this submission owns the id, read the fan-out
+-- cursor and the states of the recipients the job task delivers itself.
+-- A job already retired (finished: its records replaced by a done-hash
+-- entry, retire.go) is left as it is. Go side: startArgs in store.go builds
+-- ARGV in this order.
 --
 -- KEYS[1] job record hash   hush:job:{<id>}
 -- KEYS[2] recipient states  hush:job:{<id>}:r    (read when nread > 0)
 -- KEYS[3] device states     hush:job:{<id>}:dev  (read when nread > 0)
+-- KEYS[4] done bucket       hush:done:{<tag>}:<width>:<bucket>  (the oldest a reader looks in)
+-- KEYS[5] done bucket       hush:done:{<tag>}:<width>:<bucket>
+-- KEYS[6] done bucket       hush:done:{<tag>}:<width>:<bucket>
+-- KEYS[7] done bucket       hush:done:{<tag>}:<width>:<bucket>
+-- KEYS[8] done bucket       hush:done:{<tag>}:<width>:<bucket>  (the current one)
+-- KEYS[9] done bucket       hush:done:{<tag>}:<width>:<bucket>  (the next one)
 --
 -- ARGV[1] queue        the queue submitting the job (claims the id when the
 --                      record has none)
@@ -13,15 +22,19 @@
 -- ARGV[3] recipients   how many recipients the job has
 -- ARGV[4] deadline     RFC 3339, "" for none
 -- ARGV[5] state        the record's state when this submission owns the id
--- ARGV[6] ttl          TTL of the record in milliseconds
--- ARGV[7] nread        how many recipients' states to read, from index 0
+-- ARGV[6] keep         "1": set state only when the record has none (the
+--                      accepting client, which may write after the job
+--                      task started)
+-- ARGV[7] ttl          TTL of the record in milliseconds
+-- ARGV[8] nread        how many recipients' states to read, from index 0
 --                      (the chunk the job task delivers itself)
--- ARGV[8..] per recipient read, 1 value each: devices
+-- ARGV[9..] per recipient read, 1 value each: devices
 --
 -- Reply: {queue that owns the id, cursor or "", cancelled_at or "" (the
--- job was cancelled), then nread final states,
--- then per recipient in order its device states and its attempt fields
--- "<i>/a", "<i>/f", "<i>/t", "<i>/p" (false when none; see
+-- job was cancelled), "1" when the job was retired (then nothing follows,
+-- and the cursor is its recipient count) else "", then nread final
+-- states, then per recipient in order its device states and its attempt
+-- fields "<i>/a", "<i>/f", "<i>/t", "<i>/p" (false when none; see
 -- appendRecipientFields)}.
 --
 -- The fixed fields are only ever written together (here, or in one MULTI
@@ -32,27 +45,36 @@ local accepted_at = ARGV[2]
 local recipients = ARGV[3]
 local deadline = ARGV[4]
 local state = ARGV[5]
-local ttl = ARGV[6]
-local nread = tonumber(ARGV[7])
+local keep = ARGV[6]
+local ttl = ARGV[7]
+local nread = tonumber(ARGV[8])
 local devices = {} -- devices[i + 1]: recipient i's device count
 for i = 1, nread do
-  devices[i] = tonumber(ARGV[7 + i])
+  devices[i] = tonumber(ARGV[8 + i])
 end
 
-local head = redis.call('HMGET', KEYS[1], 'queue', 'cursor', 'cancelled_at')
+local head = redis.call('HMGET', KEYS[1], 'queue', 'cursor', 'cancelled_at', 'state')
 local owner = head[1]
 if not owner then
+  local id = string.sub(KEYS[1], 11, -2)
+  for k = 4, 9 do
+    local done = redis.call('HGET', KEYS[k], id)
+    if done then
+      local q, n = string.match(done, '^([^|]*)|[^|]*|([^|]*)|')
+      return {q, n, '', '1'}
+    end
+  end
   redis.call('HSETNX', KEYS[1], 'queue', queue)
   redis.call('HSETNX', KEYS[1], 'accepted_at', accepted_at)
   redis.call('HSETNX', KEYS[1], 'recipients', recipients)
   redis.call('HSETNX', KEYS[1], 'deadline', deadline)
   owner = queue
 end
-if owner == queue then
+if owner == queue and (keep ~= '1' or not head[4]) then
   redis.call('HSET', KEYS[1], 'state', state)
 end
 redis.call('PEXPIRE', KEYS[1], ttl)
-local out = {owner, head[2] or '', head[3] or ''}
+local out = {owner, head[2] or '', head[3] or '', ''}
 if nread == 0 then
   return out
 end

@@ -53,10 +53,23 @@ const (
 )
 
 // recordTTL is how long a job's records outlive its acceptance (or its
-// deadline, when that is later): the id answers duplicates that long.
+// deadline, when that is later) when the job never finishes; a finished
+// job's records are retired at once (retire.go).
 const recordTTL = 7 * 24 * time.Hour
 
-func jobKey(id string) string  { return "hush:job:{" + id + "}" }
+// jobTag is what a job's keys hold between braces, their hash tag: the
+// id, or, for an id starting with "}" (which would leave the braces empty,
+// so that Redis Cluster put each of the job's keys on a slot of its own),
+// the id after a space, which no id starts with. It is also the job's
+// field in its done bucket (retire.go).
+func jobTag(id string) string {
+	if strings.HasPrefix(id, "}") {
+		return " " + id
+	}
+	return id
+}
+
+func jobKey(id string) string  { return "hush:job:{" + jobTag(id) + "}" }
 func recpKey(id string) string { return jobKey(id) + ":r" }
 func devKey(id string) string  { return jobKey(id) + ":dev" }
 
@@ -91,47 +104,65 @@ var (
 	finalizeSrc string
 	//go:embed cancel.lua
 	cancelSrc string
+	//go:embed fanned.lua
+	fannedSrc string
+	//go:embed retire.lua
+	retireSrc string
 
+	// The scripts that record final states end with retire() (retire.lua).
 	startScript    = redis.NewScript(startSrc)
-	recordScript   = redis.NewScript(recordSrc)
-	finalizeScript = redis.NewScript(finalizeSrc)
+	recordScript   = redis.NewScript(retireSrc + recordSrc)
+	finalizeScript = redis.NewScript(retireSrc + finalizeSrc)
+	fannedScript   = redis.NewScript(retireSrc + fannedSrc)
 	cancelScript   = redis.NewScript(cancelSrc)
 )
 
-// startArgs is start.lua's ARGV: r's fixed fields, the state to set and the
-// record's ttl, then the device count of each recipient of first, whose
-// states start.lua reads (none when first is nil).
-func startArgs(r recordInfo, state string, ttl time.Duration, first *chunk) []any {
+// startArgs is start.lua's ARGV: r's fixed fields, the state to set
+// (only when the record has none when keep is set) and the record's ttl,
+// then the device count of each recipient of first, whose states start.lua
+// reads (none when first is nil).
+func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *chunk) []any {
 	var read []payload.Recipient
 	if first != nil {
 		read = first.Recipients
 	}
-	args := make([]any, 0, 7+len(read))
+	args := make([]any, 0, 8+len(read))
 	args = append(args,
 		r.Queue,                 // ARGV[1] queue
 		timeField(r.AcceptedAt), // ARGV[2] accepted_at
 		r.Recipients,            // ARGV[3] recipients
 		timeField(r.Deadline),   // ARGV[4] deadline
 		state,                   // ARGV[5] state
-		ttl.Milliseconds(),      // ARGV[6] ttl
-		len(read),               // ARGV[7] nread
+		b2i(keep),               // ARGV[6] keep
+		ttl.Milliseconds(),      // ARGV[7] ttl
+		len(read),               // ARGV[8] nread
 	)
 	for _, rc := range read {
-		args = append(args, len(rc.Devices)) // ARGV[8..] devices
+		args = append(args, len(rc.Devices)) // ARGV[9..] devices
 	}
 	return args
 }
 
 // recordArgs is record.lua's ARGV: the keys' ttl, the deferrals to count,
-// then entries (recipient index, final state, queue triples: a final state,
-// or "" and the queue a held recipient's task waits on).
-func recordArgs(ttl time.Duration, deferrals int, entries []any) []any {
-	args := make([]any, 0, 2+len(entries))
+// when the done bucket expires, then entries (recipient index, final
+// state, queue triples: a final state, or "" and the queue a held
+// recipient's task waits on).
+func recordArgs(ttl time.Duration, deferrals int, expireAt int64, entries []any) []any {
+	args := make([]any, 0, 3+len(entries))
 	args = append(args,
 		ttl.Milliseconds(), // ARGV[1] ttl
 		deferrals,          // ARGV[2] deferrals
+		expireAt,           // ARGV[3] expire_at
 	)
-	return append(args, entries...) // ARGV[3..] recipient, state, queue
+	return append(args, entries...) // ARGV[4..] recipient, state, queue
+}
+
+// fannedArgs is fanned.lua's ARGV.
+func fannedArgs(cursor int, expireAt int64) []any {
+	return []any{
+		cursor,   // ARGV[1] cursor
+		expireAt, // ARGV[2] expire_at
+	}
 }
 
 // cancelArgs is cancel.lua's ARGV.
@@ -142,11 +173,12 @@ func cancelArgs(at time.Time) []any {
 }
 
 // finalizeArgs is finalize.lua's ARGV.
-func finalizeArgs(recipient int, state string, ttl time.Duration) []any {
+func finalizeArgs(recipient int, state string, ttl time.Duration, expireAt int64) []any {
 	return []any{
 		recipient,          // ARGV[1] recipient
 		state,              // ARGV[2] state
 		ttl.Milliseconds(), // ARGV[3] ttl
+		expireAt,           // ARGV[4] expire_at
 	}
 }
 
@@ -179,7 +211,54 @@ func ttlFor(accepted, deadline time.Time) time.Duration {
 
 // store reads and writes the job records.
 type store struct {
-	rdb redis.UniversalClient
+	rdb  redis.UniversalClient
+	done doneBuckets
+}
+
+func newStore(rdb redis.UniversalClient, retention time.Duration) store {
+	_, single := rdb.(*redis.Client)
+	return store{rdb: rdb, done: doneBuckets{retention: retention, perSlot: !single}}
+}
+
+// retiring are the keys and expiry of a script that may retire job id
+// (record.lua, finalize.lua, fanned.lua): the job's keys and the done
+// bucket to write to.
+func (s store) retiring(id string) (keys []string, expireAt int64) {
+	into, at := s.done.write(id, time.Now())
+	return append(jobKeys(id), into), at
+}
+
+// retired reads job id's done-hash entry: "" when it has none.
+func (s store) retired(ctx context.Context, id string) (string, error) {
+	var cmds []*redis.StringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmds = queueRetired(ctx, p, s.done, id)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("look up finished job %s: %w", id, err)
+	}
+	return retiredOf(cmds), nil
+}
+
+// queueRetired queues the reads of job id's done-hash entry on p.
+func queueRetired(ctx context.Context, p redis.Pipeliner, b doneBuckets, id string) []*redis.StringCmd {
+	keys := b.keys(id, time.Now())
+	cmds := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = p.HGet(ctx, k, jobTag(id))
+	}
+	return cmds
+}
+
+// retiredOf is the entry queueRetired's reads found, "" for none.
+func retiredOf(cmds []*redis.StringCmd) string {
+	for _, c := range cmds {
+		if v := c.Val(); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // recordInfo is what a job record is created with.
@@ -197,29 +276,22 @@ type recordInfo struct {
 // state when the record has none, or when force is set. It reports the queue
 // that first claimed the id (so a concurrent duplicate on another queue can
 // tell it lost).
-func (s store) create(ctx context.Context, r recordInfo, state string, force bool) (owner string, err error) {
-	k := jobKey(r.ID)
-	var ownerCmd *redis.StringCmd
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSetNX(ctx, k, "queue", r.Queue)
-		p.HSetNX(ctx, k, "accepted_at", timeField(r.AcceptedAt))
-		p.HSetNX(ctx, k, "recipients", r.Recipients)
-		p.HSetNX(ctx, k, "deadline", timeField(r.Deadline))
-		if force {
-			p.HSet(ctx, k, "state", state)
-		} else {
-			p.HSetNX(ctx, k, "state", state)
-		}
-		p.Expire(ctx, k, ttlFor(r.Retain, r.Deadline))
-		ownerCmd = p.HGet(ctx, k, "queue")
-		return nil
-	})
+// create writes the job record as the accepting client does: start.lua
+// with the state set only when the record has none. retired reports that
+// the job had finished and was retired (nothing was written).
+func (s store) create(ctx context.Context, r recordInfo, state string) (retired bool, err error) {
+	c := s.startCallWith(r, state, true, nil)
+	_, _, st, err := c.result(ctx, startScript.Run(ctx, s.rdb, c.keys, c.args...))
 	if err != nil {
-		return "", fmt.Errorf("write job record %s: %w", r.ID, err)
+		return false, err
 	}
-	return ownerCmd.Val(), nil
+	return st.retired, nil
 }
 
+// exists reports whether job id has a live record: a job accepted and not
+// finished. (A finished job's id is found by create, which Enqueue calls
+// after enqueueing: a duplicate of a finished job costs one task that does
+// nothing, and every other submission one command less.)
 func (s store) exists(ctx context.Context, id string) (bool, error) {
 	n, err := s.rdb.Exists(ctx, jobKey(id)).Result()
 	if err != nil {
@@ -231,7 +303,8 @@ func (s store) exists(ctx context.Context, id string) (bool, error) {
 // finalize records a recipient's final state once; it reports whether this
 // call recorded it.
 func (s store) finalize(ctx context.Context, id string, recipient int, state string, ttl time.Duration) (bool, error) {
-	n, err := finalizeScript.Run(ctx, s.rdb, jobKeys(id)[:2], finalizeArgs(recipient, state, ttl)...).Int()
+	keys, at := s.retiring(id)
+	n, err := finalizeScript.Run(ctx, s.rdb, keys, finalizeArgs(recipient, state, ttl, at)...).Int()
 	if err != nil {
 		return false, fmt.Errorf("record %s/%d as %s: %w", id, recipient, state, err)
 	}
@@ -250,6 +323,37 @@ func (s store) hold(ctx context.Context, id string, i int, queue string) error {
 		return fmt.Errorf("count deferral of %s/%d: %w", id, i, err)
 	}
 	return nil
+}
+
+// stateRetired is what the job store reads as the final state of every
+// recipient of a retired job (retire.go): it is never recorded.
+const stateRetired = "retired"
+
+// queueHead queues, after reads of job id's recipient states, a read of
+// its record's queue and cancellation, for headOf.
+func queueHead(ctx context.Context, p redis.Pipeliner, id string) *redis.SliceCmd {
+	return p.HMGet(ctx, jobKey(id), "queue", fieldCancelled)
+}
+
+// headOf reads queueHead's answer: whether the job was cancelled, and
+// whether it was retired. A record without its queue is looked up in the
+// done hash (one more round trip, only then): when it is there, the job
+// retired after (or before) the states were read, which then say nothing.
+func (s store) headOf(ctx context.Context, id string, hc *redis.SliceCmd) (cancelled, retired bool, err error) {
+	vals, err := hc.Result()
+	if err != nil {
+		return false, false, err
+	}
+	if len(vals) != 2 {
+		return false, false, fmt.Errorf("job record %s: unexpected reply %v", id, vals)
+	}
+	if vals[0] == nil {
+		v, err := s.retired(ctx, id)
+		if err != nil || v != "" {
+			return false, v != "", err
+		}
+	}
+	return vals[1] != nil, false, nil
 }
 
 // queueCancelled queues a read of job id's cancellation on p: its answer
@@ -336,11 +440,21 @@ const (
 var ErrNotFound = errors.New("not found")
 
 func (s store) status(ctx context.Context, id string) (JobStatus, error) {
-	m, err := s.rdb.HGetAll(ctx, jobKey(id)).Result()
-	if err != nil {
+	var live *redis.MapStringStringCmd
+	var done []*redis.StringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		live = p.HGetAll(ctx, jobKey(id))
+		done = queueRetired(ctx, p, s.done, id)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return JobStatus{}, fmt.Errorf("read job %s: %w", id, err)
 	}
-	if len(m) == 0 {
+	m := live.Val()
+	if m["queue"] == "" {
+		if v := retiredOf(done); v != "" {
+			return compactStatus(id, v)
+		}
 		return JobStatus{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
 	st := JobStatus{ID: id, State: m["state"], Queue: m["queue"], Counts: map[string]int{}}
@@ -420,25 +534,28 @@ type recipientState struct {
 // recipient reads recipient i's final state, device states and attempts,
 // and whether the job was cancelled, in one round trip.
 func (s store) recipient(ctx context.Context, id string, i, devices int) (recipientState, error) {
-	var rc, cc *redis.StringCmd
-	var dc *redis.SliceCmd
+	var rc *redis.StringCmd
+	var dc, hc *redis.SliceCmd
 	readAt := time.Now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		rc = p.HGet(ctx, recpKey(id), strconv.Itoa(i))
 		dc = p.HMGet(ctx, devKey(id), appendRecipientFields(nil, i, devices)...)
-		cc = queueCancelled(ctx, p, id)
+		hc = queueHead(ctx, p, id)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return recipientState{}, fmt.Errorf("read state of %s/%d: %w", id, i, err)
 	}
+	cancelled, retired, err := s.headOf(ctx, id, hc)
+	if err != nil {
+		return recipientState{}, fmt.Errorf("read state of %s/%d: %w", id, i, err)
+	}
+	if retired {
+		return recipientState{final: stateRetired, readAt: readAt}, nil
+	}
 	vals := dc.Val()
 	if len(vals) != devices+nAttemptFields {
 		return recipientState{}, fmt.Errorf("read state of %s/%d: %d fields for %d devices", id, i, len(vals), devices)
-	}
-	cancelled, err := isCancelled(cc)
-	if err != nil {
-		return recipientState{}, fmt.Errorf("read state of %s/%d: %w", id, i, err)
 	}
 	return recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:]),
 		cancelled: cancelled, readAt: readAt}, nil

@@ -38,8 +38,16 @@ func (s store) startCall(r recordInfo, done bool, first *chunk) *startCall {
 	if done {
 		state = jobFannedOut
 	}
-	args := startArgs(r, state, ttlFor(r.Retain, r.Deadline), first)
-	return &startCall{s: s, id: r.ID, keys: jobKeys(r.ID), args: args, first: first, readAt: time.Now()}
+	return s.startCallWith(r, state, false, first)
+}
+
+// startCallWith is a call of start.lua setting state (only when the record
+// has none when keep is set).
+func (s store) startCallWith(r recordInfo, state string, keep bool, first *chunk) *startCall {
+	now := time.Now()
+	args := startArgs(r, state, keep, ttlFor(r.Retain, r.Deadline), first)
+	keys := append(jobKeys(r.ID), s.done.keys(r.ID, now)...)
+	return &startCall{s: s, id: r.ID, keys: keys, args: args, first: first, readAt: now}
 }
 
 // queue adds the call to p, to be read with result once p has run.
@@ -62,16 +70,19 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("write job record %s: %w", c.id, err)
 	}
-	if len(vals) < 3 {
+	if len(vals) < 4 {
 		return "", 0, nil, fmt.Errorf("write job record %s: unexpected reply %v", c.id, vals)
 	}
 	owner, _ = vals[0].(string)
 	cur, _ := vals[1].(string)
 	cursor, _ = strconv.Atoi(cur)
 	cancelledAt, _ := vals[2].(string)
+	if vals[3] == "1" {
+		return owner, cursor, retiredStates(c.first, c.readAt), nil
+	}
 	st = &chunkStates{}
 	if c.first != nil {
-		if st, err = statesOf(c.first, vals[3:]); err != nil {
+		if st, err = statesOf(c.first, vals[4:]); err != nil {
 			return "", 0, nil, fmt.Errorf("write job record %s: %w", c.id, err)
 		}
 	}
@@ -88,6 +99,23 @@ type chunkStates struct {
 	// so (or not) began, on the local clock.
 	cancelled bool
 	readAt    time.Time
+	// retired: the job finished and its records were retired (retire.go);
+	// every recipient's final state reads stateRetired.
+	retired bool
+}
+
+// retiredStates are the states of c's recipients (none when c is nil)
+// once their job has retired.
+func retiredStates(c *chunk, readAt time.Time) *chunkStates {
+	st := &chunkStates{retired: true, readAt: readAt}
+	if c != nil {
+		n := len(c.Recipients)
+		st.finals, st.devices, st.attempts = make([]string, n), make([][]string, n), make([]attempts, n)
+		for i, r := range c.Recipients {
+			st.finals[i], st.devices[i] = stateRetired, make([]string, len(r.Devices))
+		}
+	}
+	return st
 }
 
 // statesOf reads a chunk's states from vals: its recipients' final states,
@@ -124,26 +152,29 @@ func (s store) chunkState(ctx context.Context, c *chunk) (*chunkStates, error) {
 		rf[i] = strconv.Itoa(c.From + i)
 		df = appendRecipientFields(df, c.From+i, len(r.Devices))
 	}
-	var rc, dc *redis.SliceCmd
-	var cc *redis.StringCmd
+	var rc, dc, hc *redis.SliceCmd
 	readAt := time.Now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		rc = p.HMGet(ctx, recpKey(c.Job), rf...)
 		dc = p.HMGet(ctx, devKey(c.Job), df...)
-		cc = queueCancelled(ctx, p, c.Job)
+		hc = queueHead(ctx, p, c.Job)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
 	}
+	cancelled, retired, err := s.headOf(ctx, c.Job, hc)
+	if err != nil {
+		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
+	}
+	if retired {
+		return retiredStates(c, readAt), nil
+	}
 	st, err := statesOf(c, append(rc.Val(), dc.Val()...))
 	if err != nil {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
 	}
-	if st.cancelled, err = isCancelled(cc); err != nil {
-		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
-	}
-	st.readAt = readAt
+	st.cancelled, st.readAt = cancelled, readAt
 	return st, nil
 }
 
@@ -170,7 +201,8 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 		return nil, nil
 	}
 	// Device states were recorded as the answers came (outcomes.go).
-	keys, args := jobKeys(c.Job)[:2], recordArgs(c.ttl(), r.deferrals, r.entries)
+	keys, at := s.retiring(c.Job)
+	args := recordArgs(c.ttl(), r.deferrals, at, r.entries)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	var vals []int64
@@ -191,7 +223,8 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 
 // fannedOut marks a job's every chunk task created.
 func (s store) fannedOut(ctx context.Context, id string, cursor int) error {
-	if err := s.rdb.HSet(ctx, jobKey(id), "cursor", cursor, "state", jobFannedOut).Err(); err != nil {
+	keys, at := s.retiring(id)
+	if err := fannedScript.Run(ctx, s.rdb, keys, fannedArgs(cursor, at)...).Err(); err != nil {
 		return fmt.Errorf("set state of %s: %w", id, err)
 	}
 	return nil

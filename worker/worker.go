@@ -90,6 +90,10 @@ type Options struct {
 	// EventsMaxLen caps hush:events approximately (default
 	// DefaultEventsMaxLen).
 	EventsMaxLen int64
+	// JobRetention is how long a finished job's id answers duplicates and
+	// its status stays readable (default DefaultJobRetention); every
+	// process and Client of a deployment must use the same (retire.go).
+	JobRetention time.Duration
 	// ShutdownTimeout bounds how long in-flight deliveries may take after
 	// Run's context is done (default DefaultShutdownTimeout); the rest are
 	// handed back.
@@ -115,6 +119,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.JobRetention <= 0 {
+		o.JobRetention = DefaultJobRetention
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -207,9 +214,9 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		maxBody:    o.MaxBodyBytes,
 		shutdown:   o.ShutdownTimeout,
 		log:        o.Logger,
-		store:      store{rdb: rdb},
+		store:      newStore(rdb, o.JobRetention),
 		m:          m,
-		client:     NewClient(rdb),
+		client:     NewClient(rdb, WithJobRetention(o.JobRetention)),
 		insp:       asynq.NewInspectorFromRedisClient(rdb),
 		pool:       newGoPool(),
 		sends:      semaphore.NewWeighted(int64(o.Concurrency)),

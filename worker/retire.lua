@@ -1,0 +1,62 @@
+-- retire.lua: defines retire(), which record.lua, finalize.lua and
+-- fanned.lua call after their writes (they are built as this file followed
+-- by theirs). When the job is fanned out and every recipient has a final
+-- state, retire() writes the job's compact status into a done hash and
+-- deletes the job's records; retire.go explains the keys and
+-- compactStatus reads the entry.
+
+-- epoch_ms turns an RFC 3339 instant in UTC as the job record holds it
+-- ("2026-11-23T23:32:34.123456789Z") into Unix milliseconds; "" for none.
+local function epoch_ms(s)
+  if not s or s == '' then
+    return ''
+  end
+  local y, mo, d, h, mi, sec = string.match(s, '^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)')
+  if not y then
+    return ''
+  end
+  local frac = string.match(s, '^%.(%d+)', 20) or ''
+  y, mo = tonumber(y), tonumber(mo)
+  if mo <= 2 then
+    y = y - 1
+  end
+  -- days from 1970-01-01 (Howard Hinnant's days_from_civil)
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + tonumber(d) - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  local days = era * 146097 + doe - 719468
+  local secs = ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60 + tonumber(sec)
+  return string.format('%.0f', secs * 1000 + tonumber(string.sub(frac .. '000', 1, 3)))
+end
+
+-- retire: job, recp, dev are the job's keys, into the done bucket to add
+-- to and expire_at when that bucket expires (Unix ms). Returns 1 when it
+-- retired the job.
+local function retire(job, recp, dev, into, expire_at)
+  local h = redis.call('HMGET', job, 'state', 'recipients', 'queue', 'accepted_at', 'deadline', 'cancelled_at',
+    'deferrals', 'delivered', 'expired', 'token_invalid', 'failed', 'throttle_full', 'collapsed', 'cancelled')
+  local n = tonumber(h[2])
+  if h[1] ~= 'fanned_out' or not n then
+    return 0
+  end
+  local counts, final, last = {}, 0, 0
+  for i = 8, 14 do
+    local c = tonumber(h[i]) or 0
+    counts[#counts + 1] = string.format('%d', c)
+    final = final + c
+    if c > 0 then
+      last = #counts
+    end
+  end
+  if final < n then
+    return 0
+  end
+  local entry = table.concat({h[3] or '', epoch_ms(h[4]), h[2], epoch_ms(h[5]), epoch_ms(h[6]), h[7] or '0',
+    table.concat(counts, ',', 1, last)}, '|')
+  redis.call('HSET', into, string.sub(job, 11, -2), entry)
+  redis.call('PEXPIREAT', into, expire_at)
+  redis.call('DEL', job, recp, dev)
+  return 1
+end
+

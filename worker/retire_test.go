@@ -1,0 +1,317 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/payload"
+)
+
+// doneEntries returns every done-hash entry in e's Redis: job id -> entry.
+func (e *env) doneEntries() map[string]string {
+	e.t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	keys, err := e.rdb.Keys(ctx, "hush:done:*").Result()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, k := range keys {
+		m, err := e.rdb.HGetAll(ctx, k).Result()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for id, v := range m {
+			out[id] = v
+		}
+	}
+	return out
+}
+
+// liveKeys returns which of job id's records exist.
+func (e *env) liveKeys(id string) []string {
+	e.t.Helper()
+	var out []string
+	for _, k := range jobKeys(id) {
+		if e.rdb.Exists(context.Background(), k).Val() == 1 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// TestFinishedJobLeavesOneCompactEntry: once a job is done, its records
+// and its Asynq task are gone and one done-hash entry answers its status
+// and duplicates; re-runs of its job, chunk and delivery tasks (an Asynq
+// retry after a lost acknowledgement) send nothing and write nothing back.
+func TestFinishedJobLeavesOneCompactEntry(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	solo := alertJob("solo/1", "s", apnsRecipient("u-solo", apnsToken("solo")))
+	wide := fanJob("wide}2", 250) // "}" ends the key's hash tag early
+	for _, j := range []payload.Job{solo, wide} {
+		e.submit(j)
+	}
+	for id, n := range map[string]int{solo.ID: 1, wide.ID: 250} {
+		st := e.waitDone(id, 20*time.Second)
+		if st.Recipients != n || st.Counts[stateDelivered] != n || st.Counts["pending"] != 0 || st.Queue != "normal" {
+			t.Errorf("status of %s: %+v, want %d delivered on normal", id, st, n)
+		}
+		if st.AcceptedAt.IsZero() || time.Since(st.AcceptedAt) > time.Minute {
+			t.Errorf("status of %s: accepted at %v", id, st.AcceptedAt)
+		}
+		if live := e.liveKeys(id); len(live) > 0 {
+			t.Errorf("job %s done, its records %v are still there", id, live)
+		}
+		if _, err := e.insp.GetTaskInfo("normal", jobTaskID(id)); !errors.Is(err, asynq.ErrTaskNotFound) {
+			t.Errorf("job %s done, its Asynq task is still there (err %v)", id, err)
+		}
+	}
+	entries := e.doneEntries()
+	if len(entries) != 2 || entries[solo.ID] == "" || entries[wide.ID] == "" {
+		t.Fatalf("done entries %v, want one per job", entries)
+	}
+	sent := len(e.apns.Requests())
+
+	for _, j := range []payload.Job{solo, wide} {
+		acc, err := e.client.Enqueue(t.Context(), j)
+		if err != nil || !acc.Duplicate {
+			t.Errorf("submitting %s again: %+v, %v; want a duplicate", j.ID, acc, err)
+		}
+	}
+	// Re-runs of every task of both jobs, as Asynq would run them after a
+	// crash between the handler's end and its acknowledgement.
+	e.shutdown()
+	w, err := New(e.rdb, e.opts) // a process that has not run yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []payload.Job{solo, wide} {
+		j.AcceptedAt = time.Now()
+		if err := w.handleJob(t.Context(), jobTask(t, j)); err != nil {
+			t.Errorf("re-run of job %s: %v", j.ID, err)
+		}
+		for from := 0; from < len(j.Recipients); from += chunkSize {
+			c := chunkOf(&j, from)
+			b, err := json.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.handleChunk(t.Context(), asynq.NewTask(TypeChunk, b)); err != nil {
+				t.Errorf("re-run of chunk %s: %v", c.name(), err)
+			}
+			d := c.delivery(0)
+			if b, err = json.Marshal(d); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.handleDelivery(t.Context(), asynq.NewTask(TypeDelivery, b)); err != nil {
+				t.Errorf("re-run of delivery %s: %v", d.member(), err)
+			}
+		}
+		if live := e.liveKeys(j.ID); len(live) > 0 {
+			t.Errorf("re-runs of %s wrote its records %v back", j.ID, live)
+		}
+	}
+	if got := len(e.apns.Requests()); got != sent {
+		t.Errorf("%d pushes after the duplicates and re-runs, want %d", got, sent)
+	}
+	// The duplicates were answered as such, and each left a job task
+	// (Enqueue looks up live records only; create found them finished):
+	// it does nothing. The re-runs left no task.
+	tasks, err := e.insp.ListPendingTasks("normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ti := range tasks {
+		if ti.Type != TypeJob {
+			t.Errorf("the re-runs left task %s", ti.ID)
+			continue
+		}
+		if err := w.handleJob(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil {
+			t.Errorf("duplicate's task %s: %v", ti.ID, err)
+		}
+	}
+	if n, err := e.insp.GetQueueInfo("normal"); err == nil && n.Scheduled > 0 {
+		t.Errorf("the re-runs left %d scheduled tasks", n.Scheduled)
+	}
+	if st, err := e.client.Status(t.Context(), wide.ID); err != nil || st.State != jobDone || st.Counts[stateDelivered] != 250 {
+		t.Errorf("status of %s after the re-runs: %+v, %v", wide.ID, st, err)
+	}
+	cr, err := e.client.Cancel(t.Context(), solo.ID)
+	if err != nil || cr.Cancelled || cr.State != jobDone {
+		t.Errorf("cancelling the finished %s: %+v, %v; want it left done", solo.ID, cr, err)
+	}
+}
+
+// TestRetentionEndsDuplicateDetection: a finished job's id answers
+// duplicates for HUSH_JOB_RETENTION (up to a quarter more), then is
+// forgotten: its status is not found and the same id is a new job.
+func TestRetentionEndsDuplicateDetection(t *testing.T) {
+	const retention = 2 * time.Second
+	e := newEnv(t, envOptions{retention: retention})
+	tok := apnsToken("again")
+	job := alertJob("again", "a", apnsRecipient("u-again", tok))
+	e.submit(job)
+	e.waitDone(job.ID, 10*time.Second)
+	finished := time.Now()
+	if acc, err := e.client.Enqueue(t.Context(), job); err != nil || !acc.Duplicate {
+		t.Fatalf("submitting it again at once: %+v, %v; want a duplicate", acc, err)
+	}
+	waitFor(t, 10*time.Second, "the finished job to be forgotten", func() bool {
+		_, err := e.client.Status(t.Context(), job.ID)
+		return errors.Is(err, ErrNotFound)
+	})
+	if kept := time.Since(finished); kept < retention-200*time.Millisecond {
+		t.Errorf("forgotten %v after it finished, want at least the retention %v", kept, retention)
+	}
+	if acc, err := e.client.Enqueue(t.Context(), job); err != nil || acc.Duplicate {
+		t.Fatalf("submitting it after the retention: %+v, %v; want a new job", acc, err)
+	}
+	e.waitDone(job.ID, 10*time.Second)
+	if got := len(requestsFor(e.apns.Requests(), tok)); got != 2 {
+		t.Errorf("%d pushes, want 2 (one per acceptance)", got)
+	}
+}
+
+// TestRetiredStatusKeepsTheRecord: the compact entry retire.lua writes
+// (instants turned into Unix ms in Lua) reads back as the status the live
+// record gave, to the millisecond, across leap days, month ends and
+// centuries, cancelled or not.
+func TestRetiredStatusKeepsTheRecord(t *testing.T) {
+	ctx := context.Background()
+	s := store{rdb: redistest.Client(t), done: doneBuckets{retention: time.Hour}}
+	prefix := redistest.Prefix(t)
+	instants := []time.Time{
+		time.Unix(0, 0), time.Date(1999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2000, 2, 29, 12, 0, 0, 500_000_000, time.UTC), time.Date(2024, 3, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(2100, 2, 28, 23, 0, 0, 0, time.UTC), time.Date(2100, 3, 1, 0, 0, 0, 0, time.UTC),
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100 {
+		instants = append(instants, time.Unix(0, rng.Int64N(5_000_000_000*int64(time.Second))).UTC())
+	}
+	for k, at := range instants {
+		id := fmt.Sprintf("%sst%d", prefix, k)
+		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
+		want := JobStatus{ID: id, State: jobDone, Queue: "high", Recipients: 7, Deferrals: k,
+			AcceptedAt: at.Truncate(time.Millisecond),
+			Counts:     map[string]int{"pending": 0, stateDelivered: 3, stateCollapsed: 4}}
+		fields := []any{"queue", "high", "accepted_at", timeField(at), "recipients", 7, "deadline", "",
+			"state", jobFanning, stateDelivered, 3, stateCollapsed, 4, "deferrals", k}
+		if k%2 == 1 {
+			dl := at.Add(time.Duration(k) * time.Hour)
+			want.Deadline = dl.Truncate(time.Millisecond)
+			fields[7] = timeField(dl)
+		}
+		if k%3 == 1 {
+			want.State, want.CancelledAt = jobCancelled, at.Add(time.Second).Truncate(time.Millisecond)
+			fields = append(fields, fieldCancelled, timeField(at.Add(time.Second)))
+		}
+		for _, f := range finalStates {
+			if _, ok := want.Counts[f]; !ok {
+				want.Counts[f] = 0
+			}
+		}
+		if err := s.rdb.HSet(ctx, jobKey(id), fields...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.fannedOut(ctx, id, 7); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.status(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("status of a job accepted at %s after it retired (-want +got):\n%s", timeField(at), diff)
+		}
+		if n := s.rdb.Exists(ctx, jobKeys(id)...).Val(); n != 0 {
+			t.Fatalf("%d of the job's records left after it retired", n)
+		}
+	}
+}
+
+// TestRetireCountsInFinalStatesOrder: retire.lua reads the counters in
+// FinalStates' order, which compactStatus reads them back in.
+func TestRetireCountsInFinalStatesOrder(t *testing.T) {
+	m := regexp.MustCompile(`'deferrals',((?:\s*'\w+',?)+)\)`).FindStringSubmatch(retireSrc)
+	if m == nil {
+		t.Fatal("retire.lua's HMGET of the counters not found")
+	}
+	var got []string
+	for _, f := range strings.Split(m[1], ",") {
+		if f = strings.Trim(strings.TrimSpace(f), "'"); f != "" {
+			got = append(got, f)
+		}
+	}
+	if diff := cmp.Diff(finalStates, got); diff != "" {
+		t.Errorf("retire.lua's counters differ from FinalStates (-FinalStates +retire.lua):\n%s", diff)
+	}
+}
+
+// TestDoneBucketsShareTheJobsSlot: on a real 3-master Redis Cluster, each
+// job's done buckets are on its records' slot, whatever its id holds, so
+// retiring (one script over both) and reading both in one pipeline work
+// there; and every slot has a short tag.
+func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
+	if got := crc16("123456789"); got != 0x31C3 {
+		t.Fatalf("crc16 = %#x, want 0x31c3 (CRC16/XMODEM)", got)
+	}
+	for slot := range 16384 {
+		if tag := slotTag(slot); tag == "" || len(tag) > 3 || keySlot("{"+tag+"}") != slot {
+			t.Fatalf("slot %d has tag %q", slot, tag)
+		}
+	}
+	c := redistest.StartCluster(t, 3)
+	rdb := c.Client(t)
+	ctx := context.Background()
+	s := newStore(rdb, time.Hour)
+	for _, id := range []string{"plain", "a/b", "a}b", "}x", "{y}", "ünï-€", "x{", strings.Repeat("z", 256)} {
+		want, err := rdb.ClusterKeySlot(ctx, jobKey(id)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range s.done.keys(id, time.Now()) {
+			if got := rdb.ClusterKeySlot(ctx, k).Val(); got != want {
+				t.Errorf("id %q: done bucket %s on slot %d, its records on %d", id, k, got, want)
+			}
+		}
+		if int64(keySlot(jobKey(id))) != want {
+			t.Errorf("id %q: keySlot %d, Redis says %d", id, keySlot(jobKey(id)), want)
+		}
+		r := recordInfo{ID: id, Queue: "normal", Recipients: 2, AcceptedAt: time.Now(), Retain: time.Now()}
+		if _, err := s.create(ctx, r, jobQueued); err != nil {
+			t.Fatalf("id %q: %v", id, err)
+		}
+		ch := &chunk{Job: id, AcceptedAt: r.AcceptedAt}
+		rec := &chunkRecord{}
+		rec.final(0, stateDelivered)
+		rec.final(1, stateExpired)
+		if _, err := s.record(ctx, ch, rec); err != nil {
+			t.Fatalf("id %q: %v", id, err)
+		}
+		if err := s.fannedOut(ctx, id, 2); err != nil {
+			t.Fatalf("id %q: %v", id, err)
+		}
+		st, err := s.status(ctx, id)
+		if err != nil || st.State != jobDone || st.Counts[stateExpired] != 1 {
+			t.Errorf("id %q: status %+v, %v; want done, retired", id, st, err)
+		}
+		if retired, err := s.create(ctx, r, jobQueued); err != nil || !retired {
+			t.Errorf("id %q: creating its record again: retired %v, %v; want retired", id, retired, err)
+		}
+		if n := rdb.Exists(ctx, jobKey(id)).Val(); n != 0 {
+			t.Errorf("id %q: its record is still there", id)
+		}
+	}
+}
