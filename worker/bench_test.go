@@ -118,7 +118,7 @@ func BenchmarkPipeline(b *testing.B) {
 			row(b, fmt.Sprintf("hush, single-recipient jobs submitted at %.0f/s (80%% of the %s peak)", rate, p.what), r)
 		})
 	}
-	b.Logf("\n| run | deliveries/s | x baseline | Redis CPU µs/delivery | process CPU µs/delivery | round trips/delivery | Redis cmds/delivery | lag p50 | lag p99 | Redis B/job settled |\n|---|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+	b.Logf("\n| run | deliveries/s | x baseline | Redis CPU µs/delivery | process CPU µs/delivery | round trips/delivery | Redis cmds/delivery | lag p50 | lag p99 | Redis B/job settled / retained |\n|---|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }
 
 // pipelineBench is the shared state of BenchmarkPipeline's runs.
@@ -141,9 +141,10 @@ type benchResult struct {
 	roundTrips int64
 	lags       []time.Duration // sorted; empty when not measured
 	submit     time.Duration   // enqueueing the jobs beforehand
-	// memPerJob is used_memory's growth per job once the run settled
+	// memPerJob is used_memory's growth per job once the run settled,
+	// retainedPerJob the same without the limiter's keys
 	// (bench_memory_test.go); 0: not measured.
-	memPerJob float64
+	memPerJob, retainedPerJob float64
 }
 
 func (r benchResult) rate() float64 { return float64(r.deliveries) / r.elapsed.Seconds() }
@@ -172,13 +173,14 @@ func (r benchResult) report(b *testing.B, baseline float64) {
 	}
 	if r.memPerJob > 0 {
 		b.ReportMetric(r.memPerJob, "redis-B/job")
+		b.ReportMetric(r.retainedPerJob, "retained-B/job")
 	}
 }
 
 func (r benchResult) row(name string, baseline float64) string {
 	ratio, p50, p99, mem := "–", "–", "–", "–"
 	if r.memPerJob > 0 {
-		mem = fmt.Sprintf("%.0f", r.memPerJob)
+		mem = fmt.Sprintf("%.0f / %.0f", r.memPerJob, r.retainedPerJob)
 	}
 	if baseline > 0 {
 		ratio = fmt.Sprintf("%.2f", r.rate()/baseline)
@@ -427,7 +429,7 @@ func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users
 	r := m.done(b, n, bb.lastArrival)
 	r.submit = submit
 	stop()
-	r.memPerJob = bb.memoryPerJob(b, jobs, base)
+	r.memPerJob, r.retainedPerJob = bb.memoryPerJob(b, jobs, base)
 	for _, req := range bb.apns.Requests() {
 		from := m.start
 		if p.MinGap > 0 {
