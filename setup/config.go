@@ -32,7 +32,7 @@ type Config struct {
 
 	Concurrency    int            `desc:"concurrent deliveries per process"`
 	Queues         map[string]int `desc:"queues to serve and their weights; queues are named after priorities (critical, high, normal)"`
-	DeliveryShards int            `split_words:"true" desc:"spread each priority's delivery and chunk tasks over this many queues (<priority>.0 ...) by user hash, so that on Redis Cluster one queue's node is not the ceiling; 1: no shard queues"`
+	DeliveryShards int            `split_words:"true" desc:"spread each priority's job, chunk and delivery tasks over this many queues (<priority>.0 ...) by job id and user hash, so that on Redis Cluster one queue's node is not the ceiling; 1: no shard queues"`
 	MaxRetry       int            `split_words:"true" desc:"retries for transient provider failures before a delivery is archived"`
 
 	ThrottleLimits     string        `split_words:"true" desc:"per-user rolling-window caps, N/window comma list"`

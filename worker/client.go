@@ -38,6 +38,9 @@ type Client struct {
 	// Client checks apps instead (nil for a standalone Client).
 	categories map[string]bool
 	apps       *Apps
+	// shards spreads job tasks over each priority's shard queues
+	// (WithShards); 1: the priority queue alone.
+	shards int
 }
 
 // ClientOption configures a Client.
@@ -61,6 +64,15 @@ func WithJobRetention(d time.Duration) ClientOption {
 	}
 }
 
+// WithShards makes Enqueue put each job's task on one of its priority's
+// shard queues (by job id), as the workers' HUSH_DELIVERY_SHARDS do with
+// the tasks jobs create, so that on Redis Cluster no one queue's node takes
+// every submission. Use the workers' value: they serve the shard queues
+// (and the priority queues, so a Client without it still works).
+func WithShards(n int) ClientOption {
+	return func(c *Client) { c.shards = max(1, n) }
+}
+
 // WithCategories makes Enqueue refuse a job whose category is not one of
 // names (the workers' HUSH_THROTTLE_CATEGORIES). A Worker's own Client
 // has its policy's categories.
@@ -76,7 +88,7 @@ func WithCategories(names ...string) ClientOption {
 // NewClient returns a Client enqueueing through rdb. It does not own rdb.
 func NewClient(rdb redis.UniversalClient, opts ...ClientOption) *Client {
 	c := &Client{rdb: rdb, aq: asynq.NewClientFromRedisClient(rdb), insp: asynq.NewInspectorFromRedisClient(rdb),
-		store: newStore(rdb, DefaultJobRetention), now: time.Now}
+		store: newStore(rdb, DefaultJobRetention), now: time.Now, shards: 1}
 	for _, o := range opts {
 		o(c)
 	}
@@ -120,7 +132,7 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 		return Accepted{}, fmt.Errorf("encode job %s: %w", job.ID, err)
 	}
 	queue := string(job.Priority.Effective())
-	opts := []asynq.Option{asynq.TaskID(jobTaskID(job.ID)), asynq.Queue(queue), asynq.MaxRetry(jobMaxRetry),
+	opts := []asynq.Option{asynq.TaskID(jobTaskID(job.ID)), asynq.Queue(shardQueue(queue, jobTaskID(job.ID), c.shards)), asynq.MaxRetry(jobMaxRetry),
 		asynq.Timeout(jobTimeout)}
 	if at := job.NotBefore(); at.Sub(now) > wakeMargin {
 		// A scheduled job books nothing until it is due: its task wakes
@@ -285,7 +297,11 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 		// then), and every held delivery (each drops itself now, giving
 		// its booking back).
 		if cx.state == jobQueued {
-			_ = c.insp.RunTask(st.Queue, jobTaskID(id))
+			// On its shard queue, or on the priority queue when a Client
+			// without shards enqueued it.
+			if c.insp.RunTask(shardQueue(st.Queue, jobTaskID(id), c.shards), jobTaskID(id)) != nil {
+				_ = c.insp.RunTask(st.Queue, jobTaskID(id))
+			}
 		}
 		for i, q := range cx.held {
 			_ = c.insp.RunTask(q, deliveryTaskID(id, i))

@@ -13,9 +13,10 @@ import (
 // Delivery shards spread the tasks a job creates over several Asynq queues
 // per priority, so that on Redis Cluster (where Asynq keeps each queue
 // under one hash tag, asynq:{<queue>}:..., on one node) no single queue's
-// node carries every delivery. With S shards (HUSH_DELIVERY_SHARDS), a
-// priority p has the queues p (jobs, and everything when S is 1) and p.0 to
-// p.<S-1>: a hush:delivery task goes to p.<fnv32a(user id) mod S>, a
+// node carries every submission or delivery. With S shards
+// (HUSH_DELIVERY_SHARDS), a priority p has the queues p (everything when S
+// is 1; jobs a Client without WithShards submits) and p.0 to p.<S-1>: a
+// hush:delivery task goes to p.<fnv32a(user id) mod S>, a hush:job or
 // hush:chunk task to p.<fnv32a(task id) mod S>. All of them are plain
 // Asynq queues that asynqmon and the asynq CLI list.
 

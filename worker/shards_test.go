@@ -186,3 +186,59 @@ func TestLeftoverShardQueueIsDrained(t *testing.T) {
 		return len(requestsFor(e.apns.Requests(), tok)) == 1
 	})
 }
+
+// TestShardedJobs: with shards, a worker's Client puts each job's task on
+// one of its priority's shard queues (by job id, so a duplicate meets its
+// first task there), the priority queue gets none, a cancellation wakes a
+// scheduled job on its shard queue, and the workers deliver them all.
+func TestShardedJobs(t *testing.T) {
+	const shards = 4
+	e := newEnv(t, envOptions{shards: shards, noRun: true})
+	var ids []string
+	used := map[string]bool{}
+	for i := range 40 {
+		id := e.submit(alertJob(fmt.Sprintf("sj-%d", i), "s", apnsRecipient(fmt.Sprintf("u-%d", i), apnsToken(fmt.Sprint("sj", i)))))
+		q := shardQueue("normal", jobTaskID(id), shards)
+		if _, err := e.insp.GetTaskInfo(q, jobTaskID(id)); err != nil {
+			t.Fatalf("job %s's task is not on its shard queue %s: %v", id, q, err)
+		}
+		used[q] = true
+		ids = append(ids, id)
+	}
+	if len(used) < 2 {
+		t.Errorf("40 jobs used the shard queues %v, want them spread", used)
+	}
+	if info, err := e.insp.GetQueueInfo("normal"); err == nil && info.Size > 0 {
+		t.Errorf("the priority queue holds %d tasks, want none", info.Size)
+	}
+	if acc, err := e.client.Enqueue(t.Context(), alertJob("sj-0", "again", apnsRecipient("u-0", apnsToken("x")))); err != nil || !acc.Duplicate {
+		t.Errorf("a duplicate of a queued job: %+v, %v", acc, err)
+	}
+
+	later := alertJob("sj-later", "l", apnsRecipient("u-later", apnsToken("sj-later")))
+	at := time.Now().Add(time.Hour)
+	later.SendAt = &at
+	e.submit(later)
+	q := shardQueue("normal", jobTaskID(later.ID), shards)
+	if ti, err := e.insp.GetTaskInfo(q, jobTaskID(later.ID)); err != nil || ti.State != asynq.TaskStateScheduled {
+		t.Fatalf("the scheduled job on %s: %+v, %v", q, ti, err)
+	}
+	if _, err := e.client.Cancel(t.Context(), later.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ti, err := e.insp.GetTaskInfo(q, jobTaskID(later.ID)); err != nil || ti.State != asynq.TaskStatePending {
+		t.Errorf("the cancelled scheduled job was not woken on %s: %+v, %v", q, ti, err)
+	}
+
+	e.start()
+	t.Cleanup(e.shutdown)
+	for _, id := range ids {
+		e.waitDone(id, 10*time.Second)
+	}
+	if st, err := e.client.Status(t.Context(), later.ID); err != nil || st.State != jobCancelled || st.Counts[stateCancelled] != 1 {
+		t.Errorf("the cancelled job: %+v, %v", st, err)
+	}
+	if got := len(e.apns.Requests()); got != len(ids) {
+		t.Errorf("%d pushes, want %d", got, len(ids))
+	}
+}

@@ -216,7 +216,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		log:        o.Logger,
 		store:      newStore(rdb, o.JobRetention),
 		m:          m,
-		client:     NewClient(rdb, WithJobRetention(o.JobRetention)),
+		client:     NewClient(rdb, WithJobRetention(o.JobRetention), WithShards(o.DeliveryShards)),
 		insp:       asynq.NewInspectorFromRedisClient(rdb),
 		pool:       newGoPool(),
 		sends:      semaphore.NewWeighted(int64(o.Concurrency)),
