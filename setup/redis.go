@@ -28,6 +28,13 @@ import (
 // go-redis's failover URL (redis.ParseFailoverURL) is not accepted: its
 // userinfo means the Sentinels' credentials where HUSH_REDIS_URL's means the
 // data nodes', and it carries the data password in a query parameter.
+// OpenRedis opens the Redis that cfg's HUSH_REDIS_* keys name, as Serve
+// does, without pinging it; the function closes it (and an embedded Redis).
+// hush bench uses it to measure the Redis a deployment would use.
+func OpenRedis(cfg Config, log *slog.Logger) (redis.UniversalClient, func(), error) {
+	return openRedis(cfg, log)
+}
+
 func openRedis(cfg Config, log *slog.Logger) (redis.UniversalClient, func(), error) {
 	// Asynq, the limiter and every in-flight delivery share the pool.
 	pool := cfg.Concurrency + 30
@@ -116,4 +123,12 @@ func (c Config) redisKey() (key, where string) {
 		where = u.Redacted()
 	}
 	return "HUSH_REDIS_URL", where
+}
+
+// RedisTarget names the Redis that cfg's HUSH_REDIS_* keys point at, for a
+// message: the cluster or Sentinel addresses, or HUSH_REDIS_URL without its
+// password; empty for the embedded development Redis.
+func (c Config) RedisTarget() string {
+	_, where := c.redisKey()
+	return where
 }

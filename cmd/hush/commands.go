@@ -31,6 +31,7 @@ func commands() []command {
 		{"apps", "check an apps file (HUSH_APPS_FILE) offline and list its apps", runApps, noFlags("apps"), appsCommands},
 		{"simulate", "replay a \"time,user[,category[,timezone]]\" trace against the limiter offline and compare rule sets", runSimulate, flagsOf(simulateFlagSet), nil},
 		{"demo", "watch the throttle at work: embedded Redis, worker and fake APNs/FCM, a burst and a live timeline", runDemo, flagsOf(demoFlagSet), nil},
+		{"bench", "measure deliveries/s and Redis CPU per delivery on a Redis you choose, with fake APNs, to size a deployment", runBench, flagsOf(benchFlagSet), nil},
 		{"version", "print the version and the commit it was built from (also: hush --version)", runVersion, noFlags("version"), nil},
 	}
 }

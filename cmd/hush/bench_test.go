@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
+)
+
+// benchOutput is hush bench --json's output.
+type benchOutput struct {
+	Redis string     `json:"redis"`
+	Runs  []benchRun `json:"runs"`
+}
+
+// runBenchJSON runs hush bench --json with args and decodes its output.
+func runBenchJSON(t *testing.T, args ...string) benchOutput {
+	t.Helper()
+	stdout, stderr, code := runCmd(t, append([]string{"bench", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("hush bench: exit status %d; stderr:\n%s", code, stderr)
+	}
+	var out benchOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("hush bench --json: %v; stdout:\n%s", err, stdout)
+	}
+	if !strings.Contains(stderr, "deleted the") {
+		t.Errorf("bench did not report its cleanup; stderr:\n%s", stderr)
+	}
+	return out
+}
+
+// checkBenchRun checks one run's figures are measured, not left at zero.
+func checkBenchRun(t *testing.T, r benchRun, jobs, deliveries, masters int) {
+	t.Helper()
+	if r.Jobs != jobs || r.Deliveries != deliveries {
+		t.Errorf("%s: %d jobs, %d deliveries, want %d and %d", r.Name, r.Jobs, r.Deliveries, jobs, deliveries)
+	}
+	if r.PerSecond <= 0 || r.Seconds <= 0 || r.RedisCPUus <= 0 || r.CeilingPerSec <= 0 {
+		t.Errorf("%s: figures not measured: %+v", r.Name, r)
+	}
+	// A delivery costs hush at least a booking, a start and a record:
+	// fewer commands than that per delivery means the counters missed them.
+	if r.RedisCmds < 2 {
+		t.Errorf("%s: %.2f Redis commands per delivery, want at least 2", r.Name, r.RedisCmds)
+	}
+	if len(r.Masters) != masters {
+		t.Fatalf("%s: %d masters reported, want %d", r.Name, len(r.Masters), masters)
+	}
+	for _, m := range r.Masters {
+		if m.Commands <= 0 {
+			t.Errorf("%s: master %s handled no command", r.Name, m.Addr)
+		}
+	}
+}
+
+// benchKeys lists rdb's hush:* and asynq:* keys (every master's on a
+// cluster).
+func benchKeys(t *testing.T, rdb redis.UniversalClient) []string {
+	t.Helper()
+	ctx := context.Background()
+	masters, err := benchMasters(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, m := range masters {
+		for _, p := range benchKeyPatterns {
+			ks, err := scanAll(ctx, m, p, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, ks...)
+		}
+	}
+	return keys
+}
+
+// TestBenchMeasuresAndCleansUp runs hush bench on a private Redis holding
+// another application's key: both runs deliver every push, their figures
+// are measured, and bench leaves no key of its own behind and the other
+// application's untouched.
+func TestBenchMeasuresAndCleansUp(t *testing.T) {
+	unsetHushEnv(t)
+	srv := redistest.Start(t)
+	if !srv.Real() {
+		t.Skip("hush bench reads INFO cpu: needs a real redis-server")
+	}
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	if err := rdb.Set(ctx, "other-app:key", "kept", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HUSH_REDIS_URL", srv.URL())
+	out := runBenchJSON(t, "--jobs", "300", "--fanout", "2", "--recipients", "150")
+	if len(out.Runs) != 2 {
+		t.Fatalf("%d runs, want 2: %+v", len(out.Runs), out)
+	}
+	checkBenchRun(t, out.Runs[0], 300, 300, 1)
+	checkBenchRun(t, out.Runs[1], 2, 300, 1)
+	if out.Runs[0].BusiestShare != 1 {
+		t.Errorf("one server's share is %.2f, want 1", out.Runs[0].BusiestShare)
+	}
+	if keys := benchKeys(t, rdb); len(keys) > 0 {
+		t.Errorf("bench left %d keys, e.g. %q", len(keys), keys[0])
+	}
+	if v, err := rdb.Get(ctx, "other-app:key").Result(); err != nil || v != "kept" {
+		t.Errorf("another application's key: %q, %v; want it untouched", v, err)
+	}
+}
+
+// TestBenchRefusesADatabaseInUse: a database already holding hush's or
+// Asynq's keys may be a deployment's, whose keys bench's cleanup would
+// delete: bench refuses it, names a key, and deletes nothing.
+func TestBenchRefusesADatabaseInUse(t *testing.T) {
+	unsetHushEnv(t)
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	for _, key := range []string{"asynq:{normal}:pending", "hush:throttle:{u-1}"} {
+		if err := rdb.FlushDB(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Set(ctx, key, "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("HUSH_REDIS_URL", srv.URL())
+		_, stderr, code := runCmd(t, "bench", "--jobs", "10", "--fanout", "0")
+		if code != 1 || !strings.Contains(stderr, key) || !strings.Contains(stderr, "database of its own") {
+			t.Errorf("a database holding %s: exit %d, stderr:\n%s\nwant 1 and a message naming the key", key, code, stderr)
+		}
+		if n, err := rdb.Exists(ctx, key).Result(); err != nil || n != 1 {
+			t.Errorf("%s after the refusal: exists %d, %v; want it kept", key, n, err)
+		}
+	}
+}
+
+// TestBenchNeedsARealRedis: with no HUSH_REDIS_* key bench would measure
+// the embedded development Redis, which is not what anyone sizes.
+func TestBenchNeedsARealRedis(t *testing.T) {
+	unsetHushEnv(t)
+	_, stderr, code := runCmd(t, "bench")
+	if code != 2 || !strings.Contains(stderr, "HUSH_REDIS_URL") {
+		t.Errorf("exit %d, stderr:\n%s\nwant 2 and a message naming HUSH_REDIS_URL", code, stderr)
+	}
+}
+
+// TestBenchOnACluster runs bench on three masters with shard queues: every
+// master takes part and bench cleans every one of them.
+func TestBenchOnACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	unsetHushEnv(t)
+	c := redistest.StartCluster(t, 3)
+	t.Setenv("HUSH_REDIS_CLUSTER_ADDRS", strings.Join(c.Addrs(), ","))
+	t.Setenv("HUSH_DELIVERY_SHARDS", "3")
+	out := runBenchJSON(t, "--jobs", "300", "--fanout", "1", "--recipients", "300")
+	if len(out.Runs) != 2 {
+		t.Fatalf("%d runs, want 2", len(out.Runs))
+	}
+	checkBenchRun(t, out.Runs[0], 300, 300, 3)
+	checkBenchRun(t, out.Runs[1], 1, 300, 3)
+	for _, r := range out.Runs {
+		if r.BusiestShare <= 0 || r.BusiestShare >= 1 {
+			t.Errorf("%s: busiest master's share %.2f, want between 0 and 1", r.Name, r.BusiestShare)
+		}
+	}
+	if keys := benchKeys(t, c.Client(t)); len(keys) > 0 {
+		t.Errorf("bench left %d keys, e.g. %q", len(keys), keys[0])
+	}
+}
