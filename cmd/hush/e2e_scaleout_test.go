@@ -17,17 +17,20 @@ import (
 )
 
 // TestE2EScaleOutSpreadsTheWork: does a 3-master Redis Cluster share
-// hush's work, so that it can carry about 3 times one server's
-// deliveries? On 2 shared cores that cannot be timed, so it is counted: 3
-// processes run a burst of single-recipient jobs and two fan-out jobs, and
+// hush's work evenly enough for it to carry about 3 times what one master
+// can? On 2 shared cores that cannot be timed, so it is counted: 3
+// processes run a burst of single-recipient jobs and a fan-out job, and
 // each master's commands (INFO commandstats) and CPU (INFO cpu) over the
 // burst are compared, and every command each master ran (MONITOR) is
 // counted by the key it touched. No master may take more than 45 % of the
-// commands or the CPU, and no key more than 5 % of the commands; and the
-// busiest master's share must leave the cluster at least 2.5 times one
-// server's ceiling (a share of at most 40 %: the cluster saturates when
-// its busiest master does). The figures, and the ceilings they imply (1 s
-// over the Redis CPU per delivery), are logged for the README.
+// commands or the CPU, no key more than 5 % of the commands, and the
+// busiest master at most 40 % of either (the cluster saturates when its
+// busiest master does: 40 % leaves it 2.5 times its own per-master work).
+// This checks the spread only: a cluster also costs more Redis CPU per
+// delivery than one server (scripts cannot batch across slots, Asynq
+// probes more queues), which hush bench measures (README, "Sizing a
+// deployment"). The figures, and the ceilings they imply (1 s over the
+// Redis CPU per delivery), are logged.
 func TestE2EScaleOutSpreadsTheWork(t *testing.T) {
 	const masters, shards = 3, 8
 	const maxMasterShare, maxKeyShare, minScale = 0.45, 0.05, 2.5
@@ -90,13 +93,13 @@ func TestE2EScaleOutSpreadsTheWork(t *testing.T) {
 		}
 	}
 	if 1/busiest < minScale {
-		t.Errorf("the busiest master took %.1f %% of the commands or CPU: the cluster carries %.2fx one server, want at least %.1fx", 100*busiest, 1/busiest, minScale)
+		t.Errorf("the busiest master took %.1f %% of the commands or CPU, want at most %.0f %% (the cluster's own work spread for a %.1fx ceiling, want %.1fx)", 100*busiest, 100/minScale, 1/busiest, minScale)
 	}
 	perDelivery := totalCPU / float64(deliveries) // seconds of Redis CPU per delivery, all masters
 	t.Logf("scale-out: %d deliveries (%d pushes) over %d processes on %d masters, %d shard queues per priority:\n  %s\n  busiest keys: %s",
 		deliveries, len(want), c.opts.procs, masters, shards, strings.Join(lines, "\n  "), strings.Join(top, ", "))
 	t.Logf("scale-out: Redis CPU per delivery %.0f µs over all masters (MONITOR included); one master's ceiling 1 s / that = %.0f deliveries/s; "+
-		"the cluster's, limited by its busiest master (%.1f %% of the commands or CPU), %.0f deliveries/s (%.2fx)",
+		"the cluster's, limited by its busiest master (%.1f %% of the commands or CPU), %.0f deliveries/s (%.2fx one master at this cost per delivery)",
 		1e6*perDelivery, 1/perDelivery, 100*busiest, 1/(perDelivery*busiest), 1/busiest)
 }
 
@@ -113,24 +116,8 @@ func masterStats(t *testing.T, cc *redis.ClusterClient) map[string]masterStat {
 		if err != nil {
 			return err
 		}
-		var s masterStat
-		for line := range strings.SplitSeq(info, "\r\n") {
-			if rest, ok := strings.CutPrefix(line, "cmdstat_"); ok {
-				_, fields, _ := strings.Cut(rest, ":")
-				for f := range strings.SplitSeq(fields, ",") {
-					if v, ok := strings.CutPrefix(f, "calls="); ok {
-						n, _ := strconv.ParseFloat(v, 64)
-						s.calls += n
-					}
-				}
-			}
-			for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-				if v, ok := strings.CutPrefix(line, k); ok {
-					n, _ := strconv.ParseFloat(v, 64)
-					s.cpu += n
-				}
-			}
-		}
+		b := parseBenchInfo(info) // hush bench's reading
+		s := masterStat{calls: float64(b.commands), cpu: b.cpu}
 		mu.Lock()
 		out[node.Options().Addr] = s
 		mu.Unlock()
