@@ -399,7 +399,17 @@ func benchJobs(prefix string, jobs, size, users int) ([]payload.Job, map[string]
 		for i := range rs {
 			g := j*size + i
 			tok := fmt.Sprintf("%064x", g)
-			rs[i] = payload.Recipient{UserID: "u-" + strconv.Itoa(g%users), Devices: []payload.Device{{Platform: payload.APNs, Token: tok}}}
+			// A user's single-recipient jobs are adjacent (user g*users/jobs),
+			// so that under pressure they are deferred however fast the run
+			// is: spread g%users, a user's 4 jobs lay 5,000 jobs apart and a
+			// machine slower than 5,000 jobs per gap of 3 s deferred none.
+			// A fan-out job's recipients are users g%users: every job of a
+			// run reaches the users the others do.
+			u := g % users
+			if size == 1 {
+				u = g * users / jobs
+			}
+			rs[i] = payload.Recipient{UserID: "u-" + strconv.Itoa(u), Devices: []payload.Device{{Platform: payload.APNs, Token: tok}}}
 			tokens[tok] = id + "/" + strconv.Itoa(i)
 		}
 		out[j] = payload.Job{ID: id, Recipients: rs, Content: payload.Content{Alert: &payload.Alert{Title: "bench", Body: "a benchmark push"}}}
