@@ -33,6 +33,7 @@ type benchFlags struct {
 	jobs       int
 	fanout     int
 	recipients int
+	perUser    int
 	limits     string
 	minGap     time.Duration
 	timeout    time.Duration
@@ -49,6 +50,7 @@ func benchFlagSet(f *benchFlags) *flag.FlagSet {
 	fs.IntVar(&f.jobs, "jobs", 5000, "single-recipient jobs in the first run (0: skip it)")
 	fs.IntVar(&f.fanout, "fanout", 5, "fan-out jobs in the second run (0: skip it)")
 	fs.IntVar(&f.recipients, "recipients", 1000, "recipients per fan-out job")
+	fs.IntVar(&f.perUser, "per-user", 1, "pushes per user in each run (a user's single-recipient jobs are adjacent); with --min-gap or --limits, more than 1 measures deferral")
 	fs.StringVar(&f.limits, "limits", benchLooseLimits, "per-user rolling-window caps, `N/W` comma list (the default defers nothing)")
 	fs.DurationVar(&f.minGap, "min-gap", 0, "minimum gap between two pushes to one user")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up on a run whose pushes have not all arrived by then")
@@ -58,7 +60,7 @@ func benchFlagSet(f *benchFlags) *flag.FlagSet {
 }
 
 const benchHelp = `Usage:
-  HUSH_REDIS_URL=redis://HOST:6379/DB hush bench [--jobs N] [--fanout N] [--recipients N] [--limits N/W,...] [--min-gap D] [--timeout D] [--json] [-v]
+  HUSH_REDIS_URL=redis://HOST:6379/DB hush bench [--jobs N] [--fanout N] [--recipients N] [--per-user N] [--limits N/W,...] [--min-gap D] [--timeout D] [--json] [-v]
   HUSH_REDIS_CLUSTER_ADDRS=HOST:PORT,... hush bench ...
 
 Measures what hush costs the Redis you point it at, so you can size a
@@ -91,7 +93,7 @@ Examples:
   HUSH_REDIS_URL=redis://127.0.0.1:6379/15 hush bench
   HUSH_REDIS_URL=redis://127.0.0.1:6379/15 HUSH_CONCURRENCY=100 hush bench --jobs 20000 --fanout 0
   HUSH_REDIS_CLUSTER_ADDRS=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 HUSH_DELIVERY_SHARDS=3 hush bench --json
-  HUSH_REDIS_URL=redis://127.0.0.1:6379/15 hush bench --limits 4/1m --min-gap 1s --fanout 0   # under pressure
+  HUSH_REDIS_URL=redis://127.0.0.1:6379/15 hush bench --per-user 4 --min-gap 3s   # 3 of 4 pushes deferred
 `
 
 // benchRun is one run's result.
@@ -134,6 +136,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErrorf("bench: --jobs and --fanout are both 0: nothing to run")
 	case f.fanout > 0 && (f.recipients < 1 || f.recipients > payload.MaxRecipients):
 		return usageErrorf("bench: --recipients must be between 1 and %d, got %d", payload.MaxRecipients, f.recipients)
+	case f.perUser < 1:
+		return usageErrorf("bench: --per-user must be 1 or more, got %d", f.perUser)
+	case f.fanout > 0 && f.perUser > f.fanout:
+		return usageErrorf("bench: --per-user %d needs at least %d fan-out jobs (--fanout), since a job names each user once", f.perUser, f.perUser)
 	case f.timeout <= 0:
 		return usageErrorf("bench: --timeout must be positive")
 	}
@@ -155,8 +161,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer b.close()
-	fmt.Fprintf(stderr, "bench: Redis %s (%s), concurrency %d, %s, rules %s min-gap %s\n",
-		cfg.RedisTarget(), plural(len(b.masters), "master"), cfg.Concurrency, plural(cfg.DeliveryShards, "shard"), f.limits, f.minGap)
+	fmt.Fprintf(stderr, "bench: Redis %s (%s), concurrency %d, %s, rules %s min-gap %s, %s per user\n",
+		cfg.RedisTarget(), plural(len(b.masters), "master"), cfg.Concurrency, plural(cfg.DeliveryShards, "shard"), f.limits, f.minGap, plural(f.perUser, "push"))
 
 	var runs []benchRun
 	if f.jobs > 0 {
@@ -181,7 +187,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"redis": cfg.RedisTarget(), "concurrency": cfg.Concurrency,
-			"delivery_shards": cfg.DeliveryShards, "limits": f.limits, "min_gap": f.minGap.String(), "runs": runs})
+			"delivery_shards": cfg.DeliveryShards, "per_user": f.perUser, "limits": f.limits, "min_gap": f.minGap.String(), "runs": runs})
 	}
 	printBench(stdout, runs)
 	return nil
@@ -403,16 +409,23 @@ func parseBenchInfo(info string) benchSnapshot {
 	return s
 }
 
-// benchJobs are jobs of size recipients with one APNs device each; users
-// and tokens are unique within the run.
-func benchJobs(run string, jobs, size int) []payload.Job {
+// benchJobs are jobs of size recipients with one APNs device each, tokens
+// unique within the run. Each user gets perUser pushes: a user's
+// single-recipient jobs are adjacent, a fan-out's recipients are users
+// g % users, so that every fan-out job reaches the users the others do.
+func benchJobs(run string, jobs, size, perUser int) []payload.Job {
 	out := make([]payload.Job, jobs)
+	users := max(1, (jobs*size+perUser-1)/perUser)
 	for j := range out {
 		rs := make([]payload.Recipient, size)
 		for i := range rs {
 			g := j*size + i
+			u := g % users
+			if size == 1 {
+				u = g / perUser
+			}
 			rs[i] = payload.Recipient{
-				UserID:  fmt.Sprintf("bench-%s-%d", run, g),
+				UserID:  fmt.Sprintf("bench-%s-%d", run, u),
 				Devices: []payload.Device{{Platform: payload.APNs, Token: fmt.Sprintf("%064x", g)}},
 			}
 		}
@@ -433,7 +446,7 @@ func (b *bencher) run(ctx context.Context, name string, jobs, size int) (benchRu
 	if size > 1 {
 		tag = "f"
 	}
-	js := benchJobs(tag, jobs, size)
+	js := benchJobs(tag, jobs, size, b.f.perUser)
 	client := worker.NewClient(b.rdb, worker.WithShards(b.cfg.DeliveryShards), worker.WithJobRetention(b.cfg.JobRetention))
 	start := time.Now()
 	if err := b.submit(ctx, client, js); err != nil {

@@ -174,3 +174,27 @@ func TestBenchOnACluster(t *testing.T) {
 		t.Errorf("bench left %d keys, e.g. %q", len(keys), keys[0])
 	}
 }
+
+// TestBenchPerUserDefers: with --per-user 3 and a 1 s gap, each user's
+// three pushes cannot all go out at once, so the run lasts at least the
+// two gaps; with the loose default they go out together.
+func TestBenchPerUserDefers(t *testing.T) {
+	unsetHushEnv(t)
+	srv := redistest.Start(t)
+	if !srv.Real() {
+		t.Skip("hush bench reads INFO cpu: needs a real redis-server")
+	}
+	t.Setenv("HUSH_REDIS_URL", srv.URL())
+	out := runBenchJSON(t, "--jobs", "30", "--fanout", "3", "--recipients", "10", "--per-user", "3", "--min-gap", "1s")
+	if len(out.Runs) != 2 {
+		t.Fatalf("%d runs, want 2", len(out.Runs))
+	}
+	for _, r := range out.Runs {
+		if r.Deliveries != 30 {
+			t.Errorf("%s: %d deliveries, want 30", r.Name, r.Deliveries)
+		}
+		if r.Seconds < 2 {
+			t.Errorf("%s: 3 pushes per user with a 1 s gap took %.2f s, want at least 2 s", r.Name, r.Seconds)
+		}
+	}
+}
