@@ -34,9 +34,6 @@ func TestDemoRunsTheBurstToTheEnd(t *testing.T) {
 		"u-3 (fcm): 2 of 3 sent",
 		"held back by min-gap 200ms",
 		"held back by 2/1s",
-		// u-1 and u-2: 1 at once, 2 deferred; u-3: 1 and 1, the third
-		// expires; u-4: 1 and 1, the third is critical.
-		"12 pushes: 4 sent at once, 6 deferred then sent, 1 critical (not limited), 1 dropped as expired\n",
 		"3 provider answers said a token is invalid",
 		"\n  2/1s           kept (most in any 1s: 2)\n",
 		"\n  min-gap 200ms  kept",
@@ -44,6 +41,17 @@ func TestDemoRunsTheBurstToTheEnd(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q; stdout:\n%s", want, stdout)
 		}
+	}
+	// Usually u-1 and u-2: 1 at once, 2 deferred; u-3: 1 and 1, the third
+	// expires; u-4: 1 and 1, the third is critical: 4 at once and 6
+	// deferred. On a loaded machine a held push can wake past its slot and
+	// be booked again after a later push of its user that found the slot
+	// free (seen in CI: 5 and 5), so the split may move, not the total.
+	tally := regexp.MustCompile(`12 pushes: (\d+) sent at once, (\d+) deferred then sent, 1 critical \(not limited\), 1 dropped as expired\n`)
+	if m := tally.FindStringSubmatch(stdout); m == nil {
+		t.Errorf("output lacks the tally of 12 pushes with 1 critical and 1 expired; stdout:\n%s", stdout)
+	} else if now, later := atoi(t, m[1]), atoi(t, m[2]); now+later != 10 || now < 4 || later < 2 {
+		t.Errorf("tally: %d at once and %d deferred, want 10 in all, at least 4 at once (each user's first) and 2 deferred; stdout:\n%s", now, later, stdout)
 	}
 	for _, unwanted := range []string{"categories:", "quiet hours", "[", "BROKEN"} {
 		if strings.Contains(stdout, unwanted) {
@@ -144,4 +152,14 @@ func TestDemoHelp(t *testing.T) {
 			t.Errorf("help does not mention %q", w)
 		}
 	}
+}
+
+// atoi is strconv.Atoi for a string a regexp matched as digits.
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
