@@ -350,6 +350,10 @@ func (w *demoWatch) settleLine(s *pushState, js client.JobStatus) timelineLine {
 			invalid = append(invalid, string(a.platform))
 		}
 	}
+	// The fakes' answers can be seen in either order, one poll apart: name
+	// the platforms in one order (seen in CI: "sent (fcm, apns)").
+	slices.Sort(sent)
+	slices.Sort(invalid)
 	if t := s.firstSent(); !t.IsZero() {
 		at = t
 	} else if n := len(s.arrivals); n > 0 {
