@@ -116,7 +116,14 @@ func writeFile(t *testing.T, path, text string) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+	// Written aside and renamed into place, as a Kubernetes secret volume
+	// swaps its files: the reload tests poll every 20 ms, and a poll
+	// between os.WriteFile's truncate and its write would read half a file.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
 }

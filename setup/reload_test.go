@@ -146,6 +146,25 @@ func swapped(t *testing.T, apps *worker.Apps, app string, old *worker.App) *work
 	return cur
 }
 
+// swappedToKey waits until app is not old any more and its sender
+// delivers signed by keyID, and returns it. A rotation that changes the key
+// file and then the apps file can be seen half done by a poll in between
+// (the new key under the old id, which the fake refuses); the next poll
+// swaps in the whole of it.
+func swappedToKey(t *testing.T, fa *fake.APNs, apps *worker.Apps, app string, old *worker.App, keyID string) *worker.App {
+	t.Helper()
+	var cur *worker.App
+	testkit.WaitFor(t, 15*time.Second, "the apps to be reloaded with key "+keyID, func() bool {
+		cur, _ = apps.Get(app)
+		if cur == old {
+			return false
+		}
+		res, kid := pushVia(t, fa, cur.Senders[payload.APNs])
+		return res.Outcome == providers.Delivered && kid == keyID
+	})
+	return cur
+}
+
 func wantDelivered(t *testing.T, fa *fake.APNs, s worker.Sender, keyID, what string) {
 	t.Helper()
 	res, kid := pushVia(t, fa, s)
@@ -183,7 +202,7 @@ func TestReloadRotatesCredentials(t *testing.T) {
 	idB, _, pubB := writeAPNsKey(t, rot.keyFile)
 	rot.trust(idB, pubB)
 	rot.writeApps(t, idB)
-	third := swapped(t, apps, "courier", second)
+	third := swappedToKey(t, rot.fa, apps, "courier", second, idB)
 	wantDelivered(t, rot.fa, third.Senders[payload.APNs], idB, "after the new key id")
 	wantDelivered(t, rot.fa, second.Senders[payload.APNs], idA, "the replaced sender, for the sends under way")
 
@@ -202,7 +221,7 @@ func TestReloadRotatesCredentials(t *testing.T) {
 
 	// Fixed again: swapped in.
 	idC := rot.newKey(t, "")
-	fourth := swapped(t, apps, "courier", third)
+	fourth := swappedToKey(t, rot.fa, apps, "courier", third, idC)
 	wantDelivered(t, rot.fa, fourth.Senders[payload.APNs], idC, "after the fix")
 	if n := strings.Count(logs.String(), "apps reload refused"); n != 1 {
 		t.Errorf("the corrupt key was refused %d times, want once (until it changed again):\n%s", n, logs)
