@@ -255,15 +255,9 @@ func newBencher(ctx context.Context, cfg setup.Config, f benchFlags, stderr io.W
 	}
 	for _, m := range b.masters {
 		for _, pattern := range benchKeyPatterns {
-			keys, _, err := m.Scan(ctx, 0, pattern, 1000).Result()
+			keys, err := scanAll(ctx, m, pattern, 1)
 			if err != nil {
 				return nil, fmt.Errorf("look for existing keys on %s: %w", m.Options().Addr, err)
-			}
-			if len(keys) == 0 {
-				keys, err = scanAll(ctx, m, pattern, 1)
-				if err != nil {
-					return nil, fmt.Errorf("look for existing keys on %s: %w", m.Options().Addr, err)
-				}
 			}
 			if len(keys) > 0 {
 				return nil, fmt.Errorf("%s (master %s) already holds %s keys (%q): bench needs a database of its own, as it deletes every hush:* and asynq:* key when it ends; "+
