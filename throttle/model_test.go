@@ -487,6 +487,11 @@ var dstChanges = []int64{
 // hours of its own, none or inherited; and every reserve and status op
 // takes two more bytes: a category (or none), a zone, a collapse key (or
 // none) and a NotBefore (or none, 0-63 ms after its instant).
+//
+// A first byte from 128 on also makes the caps large (8-17), the windows
+// longer (4-240 ms), the gap shorter (0-3 ms) and the members many
+// (m0-m23): the Redis limiter reads only a user's newest 8 entries when
+// it can, and counts past them another way.
 func decodeTrace(b []byte) trace {
 	next := func() int {
 		if len(b) == 0 {
@@ -498,16 +503,24 @@ func decodeTrace(b []byte) trace {
 	}
 	var tr trace
 	first := next()
+	large := first >= 128
 	limits := func(n int) []throttle.Limit {
 		var out []throttle.Limit
 		for range n {
-			out = append(out, throttle.Limit{N: 1 + next()%4, Window: time.Duration(1+next()%60) * time.Millisecond})
+			n, w := 1+next()%4, 1+next()%60
+			if large {
+				n, w = 5+n*3, 4*w
+			}
+			out = append(out, throttle.Limit{N: n, Window: time.Duration(w) * time.Millisecond})
 		}
 		return out
 	}
 	tr.policy.Limits = limits(first % 3)
 	g := next()
 	tr.policy.MinGap = time.Duration(g%31) * time.Millisecond
+	if large {
+		tr.policy.MinGap = tr.policy.MinGap / 10 / time.Millisecond * time.Millisecond
+	}
 	if g >= 160 {
 		tr.maxPending = g/32 - 4
 	}
@@ -524,6 +537,9 @@ func decodeTrace(b []byte) trace {
 		for i := range next() % 3 {
 			name := fmt.Sprintf("c%d", i)
 			k := throttle.Category{Limits: limits(next() % 3), MinGap: time.Duration(next()%31) * time.Millisecond}
+			if large {
+				k.MinGap = k.MinGap / 10 / time.Millisecond * time.Millisecond
+			}
 			flags := next()
 			k.SkipGlobal = flags&1 != 0
 			switch flags / 2 % 3 {
@@ -542,7 +558,11 @@ func decodeTrace(b []byte) trace {
 	}
 	for len(b) >= 3 && len(tr.ops) < 200 {
 		k, dt, m := next(), next(), next()
-		op := traceOp{kind: opKinds[k%len(opKinds)], member: fmt.Sprintf("m%d", m%5), notBefore: -1}
+		members := 5
+		if large {
+			members = 24
+		}
+		op := traceOp{kind: opKinds[k%len(opKinds)], member: fmt.Sprintf("m%d", m%members), notBefore: -1}
 		if op.kind == "reserve" && m >= 150 {
 			op.by, op.notAfter = true, int64((m-150)/2-3)
 		}
@@ -761,14 +781,16 @@ func describe(ops []traceOp) string {
 }
 
 // randomSeeds is how many random traces each implementation replays in a
-// normal test run, of each kind (plain and extended).
+// normal test run, of each kind (plain, extended, and extended with large
+// caps).
 const randomSeeds = 150
 
 func testRandomTraces(t *testing.T, newLimiter newLimiterFunc) {
 	for _, kind := range []struct {
-		name string
-		ext  bool
-	}{{"plain", false}, {"policies", true}} {
+		name  string
+		ext   bool
+		large bool
+	}{{"plain", false, false}, {"policies", true, false}, {"large", true, true}} {
 		for seed := range uint64(randomSeeds) {
 			t.Run(fmt.Sprint(kind.name, "/", seed), func(t *testing.T) {
 				t.Parallel()
@@ -780,6 +802,9 @@ func testRandomTraces(t *testing.T, newLimiter newLimiterFunc) {
 				b[0] %= 3
 				if kind.ext {
 					b[0] += 3
+				}
+				if kind.large {
+					b[0] += 128
 				}
 				tr := decodeTrace(b)
 				clock := newFakeClock()
