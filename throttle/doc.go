@@ -43,11 +43,13 @@
 // set is trimmed by its own horizon, except that the global set keeps
 // entries as long as the longest horizon of a category whose bookings it
 // also holds, so a member never lingers in one set after leaving the other.
-// The home set is trimmed before every booking; a second set, whose old
-// entries change no decision (every read is by score range or by rank
-// among the newest), on about one write in eight, and Reserve skips its
-// counts when the home set's counts show its rules cannot deny (its
-// entries within its horizon are among the home set's).
+// Entries older than a set's horizon change no decision (every read is by
+// score range after now - horizon, or by rank among the newest entries
+// when enough of them lie inside a window), and a member whose entry is
+// that old holds no slot (booking it again moves it), so Reserve trims a
+// set on about one write in eight rather than before reading it. Reserve
+// skips a second set's counts when the home set's counts show its rules
+// cannot deny (its entries within its horizon are among the home set's).
 //
 // Policy.Quiet (or a category's own Quiet) are quiet hours: a daily window
 // of wall-clock time in the Request's Location. Reserve books no instant
@@ -74,17 +76,20 @@
 // the old booking's slot satisfied every rule, the new one's slot is at it
 // or earlier, unless its own NotBefore or quiet hours say otherwise.
 //
-// Reserve's steps, in order: trim the request's sets; an existing member
-// in the home set gets its slot back; a collapsed member is refused; the
-// held booking with the same collapse key is taken out; the cap
-// (MaxPending, each set counted); the search; NotAfter; the booking.
+// Reserve's steps, in order: an existing member in the home set gets its
+// slot back; a collapsed member is refused; the held booking with the same
+// collapse key is taken out; the cap (MaxPending, each set counted); the
+// search; NotAfter; the booking. (Without a collapse key, the existing
+// member is looked for by the booking's ZADD NX, and before a refusal:
+// the order of the answers is the same.)
 //
 // DeniedBy names, among the rules that deny now, the one that on its own
 // would be satisfied latest (the first such rule on a tie, limits in order
 // before the gap): the rule to blame for most of the wait.
 //
 // Entries at or before now - max(longest window, MinGap) are trimmed when a
-// user's set is written; they can no longer affect any decision. Time is
+// user's set is written (by Reserve, on about one write in eight); they
+// can no longer affect any decision. Time is
 // expected to move forward per user; an injected clock that goes backwards
 // sees only what trimming left.
 //
@@ -118,7 +123,13 @@
 // the last entry instead when there is a gap), a ZCOUNT per rule, and when a
 // rule denies a ZREVRANGE by index for its N-th most recent entry; when it
 // records, ZADD and PEXPIRE, with ZREMRANGEBYSCORE only when ZCARD shows
-// entries outside the horizon. Only when bookings lie after now does a
+// entries outside the horizon. A Reserve with no entry after now, no
+// collapse key and no cap costs the same kind of calls: a ZCOUNT for
+// entries after now, a ZCOUNT per rule (a ZREVRANGE by index when it
+// denies), a ZREVRANGE 0 0 for the last entry only when there is a gap and
+// no window at least as long is empty, then ZADD NX and PEXPIRE (a ZSCORE
+// when the member was there), with ZREMRANGEBYSCORE on about one booking
+// in eight. Only when bookings lie after now does a
 // script read the user's recent entries; it then sweeps
 // the instants each rule rules out (for N entries less than W apart,
 // (last-W, first+W); around each entry, (e-MinGap, e+MinGap)) in one pass
@@ -149,9 +160,8 @@
 // which the rules bound (at most the N of the longest window's limit; one
 // when the gap is the longest). So each of those decisions reads and sweeps
 // at most P + N entries, O((P + N) x rules), whatever the caller asks for.
-// A Reserve refused by the cap costs O(log n): a ZREMRANGEBYSCORE of
-// aged-out entries, a ZSCORE, a ZCOUNT over (now, +inf] and one
-// ZRANGEBYSCORE ... LIMIT 0 1. One refused for NotAfter has sought its
+// A Reserve refused by the cap costs O(log n): a ZCOUNT over (now, +inf],
+// a ZSCORE and one ZRANGEBYSCORE ... LIMIT 0 1. One refused for NotAfter has sought its
 // slot, so it costs what a booking does, less the write. Entries booked
 // before the cap was set or lowered still count until they come due. (The
 // bound, like every other, assumes time moves forward per user.)

@@ -403,6 +403,135 @@ func TestRedisTrimsAgedEntries(t *testing.T) {
 	}
 }
 
+// Reserve does not trim a set before reading it (it reads only entries in
+// the horizon) but on about one booking in eight as it writes: a user
+// booked again and again keeps a set of a few dozen entries at most, not
+// one per booking.
+func TestRedisReserveTrimsAgedEntries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	t.Cleanup(func() { deleteKeys(t, rdb, prefix) })
+	clock := newFakeClock()
+	l, err := throttle.NewRedis(rdb, mustPolicy(t, "3/10ms", ""), throttle.Options{Prefix: prefix, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, every := range []int64{10, 8, 16, 4} {
+		user := fmt.Sprintf("every-%d", every)
+		most := int64(0)
+		for i := range int64(400) {
+			clock.Set(1000 + i*every)
+			r, err := l.Reserve(ctx, user, fmt.Sprintf("r%d", i))
+			if err != nil || r.Existing || r.Refused != "" {
+				t.Fatalf("every %d ms, booking %d: %+v, %v", every, i, r, err)
+			}
+			n, err := rdb.ZCard(ctx, l.Key(user)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			most = max(most, n)
+		}
+		if most > 50 {
+			t.Errorf("every %d ms: the set held up to %d entries after 400 bookings, want at most 50", every, most)
+		}
+	}
+}
+
+// commandCalls reads how many times Redis ran each command (INFO
+// commandstats), scripts' commands included.
+func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int64{}
+	for line := range strings.Lines(info) {
+		name, stats, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+		if !ok {
+			continue
+		}
+		for field := range strings.SplitSeq(stats, ",") {
+			if v, ok := strings.CutPrefix(field, "calls="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("INFO commandstats %s: %v", name, err)
+				}
+				calls[name] = n
+			}
+		}
+	}
+	return calls
+}
+
+// A booking's commands inside reserve.lua, counted by a private Redis: a
+// user with nothing in the window costs ZCOUNT, ZADD NX and PEXPIRE; one
+// with past entries, one ZCOUNT more; and a held push asking for its slot
+// again among many bookings after now gets it from ZSCORE without reading
+// them (what a woken delivery does under pressure).
+func TestRedisReserveCommands(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	if !srv.Real() {
+		t.Skip("needs a real redis-server for INFO commandstats")
+	}
+	ctx := context.Background()
+	rdb := srv.Client(t)
+	clock := newFakeClock()
+	l, err := throttle.NewRedis(rdb, mustPolicy(t, "10/1m", ""), throttle.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// commands books member for user at ms and returns the commands the
+	// script ran (trims left out: they come on about one booking in eight)
+	// and which.
+	commands := func(user, member string, at int64) (int64, map[string]int64, throttle.Reservation) {
+		t.Helper()
+		clock.Set(at)
+		before := commandCalls(t, rdb)
+		r, err := l.Reserve(ctx, user, member)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := commandCalls(t, rdb)
+		ran := map[string]int64{}
+		var n int64
+		for name, c := range after {
+			switch {
+			case name == "info" || name == "hello" || name == "evalsha" || name == "eval" || name == "zremrangebyscore",
+				strings.HasPrefix(name, "client|"), strings.HasPrefix(name, "script|"):
+				continue
+			}
+			if d := c - before[name]; d > 0 {
+				ran[name] = d
+				n += d
+			}
+		}
+		return n, ran, r
+	}
+	if n, ran, _ := commands("fresh", "a", 0); n != 3 || ran["zadd"] != 1 || ran["pexpire"] != 1 || ran["zcount"] != 1 {
+		t.Errorf("a fresh user's booking ran %d commands %v, want ZCOUNT, ZADD, PEXPIRE", n, ran)
+	}
+	if n, ran, _ := commands("fresh", "b", 1000); n != 4 || ran["zcount"] != 2 {
+		t.Errorf("a booking after a past one ran %d commands %v, want 2 ZCOUNT, ZADD, PEXPIRE", n, ran)
+	}
+	// 40 bookings at once: 10 now, 30 held in the next minutes.
+	for i := range 40 {
+		if _, _, r := commands("busy", fmt.Sprint("m", i), 0); r.Existing || r.Refused != "" {
+			t.Fatalf("booking %d: %+v", i, r)
+		}
+	}
+	n, ran, r := commands("busy", "m35", 10)
+	if !r.Existing || r.At.Before(at(3*60_000)) {
+		t.Fatalf("m35 asked again: %+v, want its held slot back", r)
+	}
+	if n > 3 || ran["zrangebyscore"] != 0 || ran["zscore"] != 1 {
+		t.Errorf("a held push asking for its slot again ran %d commands %v, want at most 2 ZCOUNT and a ZSCORE, no read of the bookings", n, ran)
+	}
+}
+
 // A scope puts a user's keys under it: two limiters of different scopes
 // (two apps) keep separate budgets for the same user id; the same scope
 // shares one.

@@ -32,38 +32,85 @@ local minttl = tonumber(ARGV[2])
 local max_pending = tonumber(ARGV[3])
 local margin = tonumber(ARGV[4])
 local nrules = tonumber(ARGV[5])
+-- Scores are whole ms, so an exclusive bound (x is x + 1; bounds travel
+-- as numbers, which Redis formats for the command far faster than Lua's
+-- '(' .. x does.
+local after_now = now + 1
 local arg = 6 -- the next ARGV to read
+-- A rule set, with what every request of this call reads it with (they
+-- share now): cut = now - horizon, for each rule the first instant of its
+-- window, from = now - W + 1, and short, the rule with the shortest
+-- window (nil without rules).
 local rulesets = {}
 for k = 1, nrules do
-  local r = {gap = tonumber(ARGV[arg]), horizon = tonumber(ARGV[arg + 1]), count = tonumber(ARGV[arg + 2]), n = {}, w = {}}
+  local r = {gap = tonumber(ARGV[arg]), horizon = tonumber(ARGV[arg + 1]), count = tonumber(ARGV[arg + 2]),
+    n = {}, w = {}, from = {}}
   arg = arg + 3
   for i = 1, r.count do
-    r.n[i], r.w[i] = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1])
+    local w = tonumber(ARGV[arg + 1])
+    r.n[i], r.w[i], r.from[i] = tonumber(ARGV[arg]), w, now - w + 1
+    if r.short == nil or w < r.w[r.short] then r.short = i end
     arg = arg + 2
   end
+  r.cut = now - r.horizon
   rulesets[k] = r
 end
-local L = lib()
+local L -- lib(), built the first time a request needs it
+local tick = 0 -- requests seen, to spread the trims over a batch
 
--- reserve books one request: trim its home set, give an existing member its
--- slot back, refuse a collapsed member, take out the held booking with
--- the same collapse key (put back if this request books nothing), check
--- the cap, seek the slot, refuse it after not-after, record it.
-local function reserve(sets, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
-  -- Only the home set must be trimmed before it is read: an existing
-  -- member is looked for there. Entries older than a set's horizon change
-  -- no decision (every read is by score range, or by rank among the
-  -- newest), so a second set is trimmed when written, on about one call
-  -- in eight (now's millisecond a multiple of 8): that bounds its size at
-  -- a fraction of the cost.
-  local home = sets[1].key
-  redis.call('ZREMRANGEBYSCORE', home, '-inf', now - sets[1].r.horizon)
-  local s = redis.call('ZSCORE', home, member)
+-- held returns the slot member holds in key, or nil: a member whose entry
+-- is at or before cut (older than the set's horizon) holds none.
+local function held(key, member, cut)
+  local s = redis.call('ZSCORE', key, member)
   if s then
-    return {tonumber(s), 1, now, '', ''}
+    s = tonumber(s)
+    if s > cut then return s end
   end
+  return nil
+end
+
+-- put_back restores old (a held booking taken out for a collapse) in keys.
+local function put_back(keys, old, old_at)
+  if old then
+    for b = 1, #keys do
+      redis.call('ZADD', keys[b], old_at, old)
+    end
+  end
+end
+
+-- newest returns the score of key's newest entry, or nil.
+local function newest(key)
+  local e = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
+  if e[2] then return tonumber(e[2]) end
+  return nil
+end
+
+-- reserve books one request: give an existing member its slot back,
+-- refuse a collapsed member, take out the held booking with the same
+-- collapse key (put back if this request books nothing), check the cap,
+-- seek the slot, refuse it after not-after, record it. keys[b] is a set's
+-- key, rs[b] its rule set; keys[1] is the home set, where an existing
+-- member is looked for.
+--
+-- No set is trimmed before it is read, and the common case reads only
+-- integers (replies holding members and scores cost a script several
+-- times more to read): every read is a count by score range after now -
+-- horizon, or a rank among the newest entries when at least that many lie
+-- inside a window, so entries older than a set's horizon change no
+-- decision, and a member booked that long ago holds no slot (booking it
+-- again overwrites its score). Sets are trimmed when written, on about one
+-- request in eight, which bounds their size at a fraction of the cost.
+-- Without a collapse key, an existing member is looked for before a
+-- sweep or a refusal, else found by the ZADD NX that records a new one.
+local function reserve(keys, rs, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
+  local home, hr = keys[1], rs[1]
+  local s
   local old, old_at = nil, nil
   if ckey then
+    s = held(home, member, hr.cut)
+    if s then
+      return {s, 1, now, '', ''}
+    end
     if redis.call('HEXISTS', ckey, 'x:' .. member) == 1 then
       return {now, 0, now, 'collapsed', ''}
     end
@@ -72,103 +119,163 @@ local function reserve(sets, ckey, member, not_after, not_before, category, coll
       local at = redis.call('ZSCORE', home, o)
       if at and tonumber(at) > now + margin then
         old, old_at = o, tonumber(at)
-        for b = 1, #sets do
-          redis.call('ZREM', sets[b].key, old)
+        for b = 1, #keys do
+          redis.call('ZREM', keys[b], old)
         end
       end
     end
   end
-  local function put_back()
-    if old then
-      for b = 1, #sets do
-        redis.call('ZADD', sets[b].key, old_at, old)
-      end
-    end
+  -- The home set's entries after now (a second set's are among them):
+  -- none when a rule's window is empty, as it counts them too, so the
+  -- shortest window is counted first (the cap needs the count itself).
+  local hc = {} -- the home set's count per rule, once counted
+  local fut
+  if max_pending == 0 and hr.short then
+    local c = redis.call('ZCOUNT', home, hr.from[hr.short], '+inf')
+    hc[hr.short] = c
+    if c == 0 then fut = 0 end
+  end
+  if fut == nil then
+    fut = redis.call('ZCOUNT', home, after_now, '+inf')
   end
   if max_pending > 0 then
-    for b = 1, #sets do
-      if redis.call('ZCOUNT', sets[b].key, '(' .. now, '+inf') >= max_pending then
-        local first = redis.call('ZRANGEBYSCORE', sets[b].key, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-        put_back()
+    for b = 1, #keys do
+      local c = fut
+      if b > 1 then c = redis.call('ZCOUNT', keys[b], after_now, '+inf') end
+      if c >= max_pending then
+        if not ckey then
+          s = held(home, member, hr.cut)
+          if s then
+            return {s, 1, now, '', ''}
+          end
+        end
+        local first = redis.call('ZRANGEBYSCORE', keys[b], after_now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+        put_back(keys, old, old_at)
         return {tonumber(first[2]), 0, now, 'full', ''}
       end
     end
   end
   local t = now
   if not_before and not_before > t then t = not_before end
-  -- Only the home set's newest entry is read: a second set's entries are
-  -- among the home (global) set's, so it has none after now when the home
-  -- set has none; its own newest entry is read only for its gap.
-  local e = redis.call('ZREVRANGE', sets[1].key, 0, 0, 'WITHSCORES')
-  local last = e[2] and tonumber(e[2])
-  local future = last and last > now
-  if not future then
+  local last -- the home set's newest entry, when read
+  if fut == 0 then
     -- Every rule's feasible instants are a ray: the latest start wins. A
-    -- second set's entries within its horizon are among the home set's,
-    -- so a count of the home set bounds the second set's count in any
-    -- window no longer than the home set's: when it is under the rule's
-    -- N, the rule cannot deny and its ZCOUNT is skipped; likewise its gap
-    -- when the home set's newest entry is a gap away already.
-    local hw, hc = {}, {} -- the home set's windows and counts
-    for b = 1, #sets do
-      local key, r = sets[b].key, sets[b].r
-      for i = 1, r.count do
-        local n, w = r.n[i], r.w[i]
-        local c
-        if b > 1 then
-          for j = 1, #hw do
-            if hw[j] >= w and (c == nil or hc[j] < c) then c = hc[j] end
+    -- rule whose window holds fewer than N entries from now - W on cannot
+    -- deny any instant from now on. A second set's entries within its
+    -- horizon are among the home set's, so a count of the home set bounds
+    -- the second set's count in any window no longer than the home
+    -- set's: when it is under the rule's N, the rule cannot deny and its
+    -- ZCOUNT is skipped. A gap needs the newest entry only when no window
+    -- at least that long is empty.
+    for i = 1, hr.count do
+      local n = hr.n[i]
+      local c = hc[i]
+      if c == nil then
+        c = redis.call('ZCOUNT', home, hr.from[i], '+inf')
+        hc[i] = c
+      end
+      if c >= n then
+        local ti = tonumber(redis.call('ZREVRANGE', home, n - 1, n - 1, 'WITHSCORES')[2]) + hr.w[i]
+        if ti > t then t = ti end
+      end
+    end
+    -- empty_for tells whether the home set is known to hold no entry in
+    -- (now - d, now] from its counts.
+    local function empty_for(d)
+      for i = 1, hr.count do
+        if hr.w[i] >= d and hc[i] == 0 then return true end
+      end
+      return false
+    end
+    local read_last = false
+    for b = 1, #keys do
+      local key, r = keys[b], rs[b]
+      if b > 1 then
+        for i = 1, r.count do
+          local n, w = r.n[i], r.w[i]
+          local c
+          for j = 1, hr.count do
+            if hr.w[j] >= w and (c == nil or hc[j] < c) then c = hc[j] end
           end
-        end
-        if c == nil or c >= n then
-          c = redis.call('ZCOUNT', key, '(' .. (now - w), '+inf')
-          if b == 1 then hw[#hw + 1], hc[#hc + 1] = w, c end
-          if c >= n then
-            local en = redis.call('ZREVRANGE', key, n - 1, n - 1, 'WITHSCORES')
-            local ti = tonumber(en[2]) + w
-            if ti > t then t = ti end
+          if c == nil or c >= n then
+            c = redis.call('ZCOUNT', key, r.from[i], '+inf')
+            if c >= n then
+              local ti = tonumber(redis.call('ZREVRANGE', key, n - 1, n - 1, 'WITHSCORES')[2]) + w
+              if ti > t then t = ti end
+            end
           end
         end
       end
-      if r.gap > 0 and last and last + r.gap > t then
-        local lb = last
-        if b > 1 then
-          -- (Not "lb = eb[2] and ...": gopher-lua, miniredis's Lua, keeps
-          -- lb's old value when that expression is nil.)
-          local eb = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
-          lb = nil
-          if eb[2] then lb = tonumber(eb[2]) end
+      if r.gap > 0 and not empty_for(r.gap) then
+        if not read_last then
+          last, read_last = newest(home), true
         end
-        if lb and lb + r.gap > t then t = lb + r.gap end
+        if last and last + r.gap > t then
+          local lb = last
+          if b > 1 then lb = newest(key) end
+          if lb and lb + r.gap > t then t = lb + r.gap end
+        end
       end
     end
     for k = 1, #qs do
       if qs[k] <= t and t < qe[k] then t = qe[k] end
     end
   else
-    local bounds = {}
-    for b = 1, #sets do
-      bounds[b] = {ts = L.entries(sets[b].key, now, sets[b].r), r = sets[b].r}
+    -- The member may hold one of the bookings after now (a held push
+    -- woken to check its slot): look before sweeping them all.
+    if not ckey then
+      s = held(home, member, hr.cut)
+      if s then
+        return {s, 1, now, '', ''}
+      end
     end
+    L = L or lib()
+    local bounds = {}
+    for b = 1, #keys do
+      bounds[b] = {ts = L.entries(keys[b], now, rs[b]), r = rs[b]}
+    end
+    last = bounds[1].ts[#bounds[1].ts]
     t = L.sweep(bounds, t, qs, qe, nil)
   end
   if not_after and t > not_after then
-    put_back()
+    if not ckey then
+      s = held(home, member, hr.cut)
+      if s then
+        return {s, 1, now, '', ''}
+      end
+    end
+    put_back(keys, old, old_at)
     return {t, 0, now, 'late', ''}
   end
-  -- Each set lives until its newest entry (at most the home set's newest,
-  -- or t) has aged out of its horizon.
-  local newest = t
-  if last and last > newest then newest = last end
-  local ttl = minttl
-  for b = 1, #sets do
-    if b > 1 and now % 8 == 0 then
-      redis.call('ZREMRANGEBYSCORE', sets[b].key, '-inf', now - sets[b].r.horizon)
+  local trim = (now + tick + (string.byte(member, -1) or 0)) % 8 == 0
+  if trim then
+    redis.call('ZREMRANGEBYSCORE', home, '-inf', hr.cut)
+  end
+  if redis.call('ZADD', home, 'NX', t, member) == 0 then
+    -- The member was there: it holds its slot, unless its entry is older
+    -- than the horizon (then it is booked again at t).
+    s = held(home, member, hr.cut)
+    if s then
+      return {s, 1, now, '', ''}
     end
-    redis.call('ZADD', sets[b].key, t, member)
-    local kt = newest - now + sets[b].r.horizon
+    redis.call('ZADD', home, t, member)
+  end
+  -- Each set lives until its newest entry (at most the home set's newest,
+  -- or t) has aged out of its horizon. With no entry after now, t is the
+  -- newest.
+  local newest_at = t
+  if last and last > newest_at then newest_at = last end
+  local ttl = minttl
+  for b = 1, #keys do
+    if b > 1 then
+      if trim then
+        redis.call('ZREMRANGEBYSCORE', keys[b], '-inf', rs[b].cut)
+      end
+      redis.call('ZADD', keys[b], t, member)
+    end
+    local kt = newest_at - now + rs[b].horizon
     if kt < minttl then kt = minttl end
-    redis.call('PEXPIRE', sets[b].key, kt)
+    redis.call('PEXPIRE', keys[b], kt)
     if kt > ttl then ttl = kt end
   end
   if ckey then
@@ -185,13 +292,14 @@ end
 
 local out = {}
 local key = 1 -- the next KEYS to read
-while arg <= #ARGV do
+local nargv = #ARGV
+while arg <= nargv do
   local member, not_after, not_before = ARGV[arg], tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
   local category, collapse_key, nsets = ARGV[arg + 3], ARGV[arg + 4], tonumber(ARGV[arg + 5])
   arg = arg + 6
-  local sets = {}
+  local keys, rs = {}, {}
   for b = 1, nsets do
-    sets[b] = {key = KEYS[key], r = rulesets[tonumber(ARGV[arg])]}
+    keys[b], rs[b] = KEYS[key], rulesets[tonumber(ARGV[arg])]
     key, arg = key + 1, arg + 1
   end
   local ckey
@@ -205,7 +313,8 @@ while arg <= #ARGV do
     qs[k], qe[k] = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1])
     arg = arg + 2
   end
-  local ok, reply = pcall(reserve, sets, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
+  tick = tick + 1
+  local ok, reply = pcall(reserve, keys, rs, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
   if ok then
     out[#out + 1] = reply
   else
