@@ -118,27 +118,43 @@ func redisCmdTime(ctx context.Context, rdb redis.UniversalClient, names []string
 // scripts called included (INFO commandstats calls), INFO itself aside: a
 // count that does not depend on how busy the machine is.
 func redisCalls(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	calls, err := commandCalls(ctx, rdb)
 	if err != nil {
-		return 0, fmt.Errorf("INFO commandstats: %w", err)
+		return 0, err
 	}
 	var total int64
+	for name, n := range calls {
+		if name != "info" {
+			total += n
+		}
+	}
+	return total, nil
+}
+
+// commandCalls is how many times Redis ran each command so far (INFO
+// commandstats calls), scripts' commands included.
+func commandCalls(ctx context.Context, rdb redis.UniversalClient) (map[string]int64, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, fmt.Errorf("INFO commandstats: %w", err)
+	}
+	calls := map[string]int64{}
 	for line := range strings.Lines(info) {
 		name, stats, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
-		if !ok || name == "info" {
+		if !ok {
 			continue
 		}
 		for field := range strings.SplitSeq(stats, ",") {
 			if v, ok := strings.CutPrefix(field, "calls="); ok {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return 0, fmt.Errorf("INFO commandstats %s: %w", name, err)
+					return nil, fmt.Errorf("INFO commandstats %s: %w", name, err)
 				}
-				total += n
+				calls[name] = n
 			}
 		}
 	}
-	return total, nil
+	return calls, nil
 }
 
 // userNames returns n distinct user ids.

@@ -439,33 +439,6 @@ func TestRedisReserveTrimsAgedEntries(t *testing.T) {
 	}
 }
 
-// commandCalls reads how many times Redis ran each command (INFO
-// commandstats), scripts' commands included.
-func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := map[string]int64{}
-	for line := range strings.Lines(info) {
-		name, stats, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
-		if !ok {
-			continue
-		}
-		for field := range strings.SplitSeq(stats, ",") {
-			if v, ok := strings.CutPrefix(field, "calls="); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					t.Fatalf("INFO commandstats %s: %v", name, err)
-				}
-				calls[name] = n
-			}
-		}
-	}
-	return calls
-}
-
 // A booking's commands inside reserve.lua, counted by a private Redis: a
 // user with nothing in the window costs ZCOUNT, ZADD NX and PEXPIRE; one
 // with past entries, one ZCOUNT more; and a held push asking for its slot
@@ -490,12 +463,18 @@ func TestRedisReserveCommands(t *testing.T) {
 	commands := func(user, member string, at int64) (int64, map[string]int64, throttle.Reservation) {
 		t.Helper()
 		clock.Set(at)
-		before := commandCalls(t, rdb)
+		before, err := commandCalls(ctx, rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
 		r, err := l.Reserve(ctx, user, member)
 		if err != nil {
 			t.Fatal(err)
 		}
-		after := commandCalls(t, rdb)
+		after, err := commandCalls(ctx, rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ran := map[string]int64{}
 		var n int64
 		for name, c := range after {
