@@ -105,6 +105,7 @@ end
 local function reserve(keys, rs, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
   local home, hr = keys[1], rs[1]
   local s
+  local looked = ckey ~= nil -- whether the member was looked for already
   local old, old_at = nil, nil
   if ckey then
     s = held(home, member, hr.cut)
@@ -143,7 +144,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
       local c = fut
       if b > 1 then c = redis.call('ZCOUNT', keys[b], after_now, '+inf') end
       if c >= max_pending then
-        if not ckey then
+        if not looked then
           s = held(home, member, hr.cut)
           if s then
             return {s, 1, now, '', ''}
@@ -223,8 +224,8 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
   else
     -- The member may hold one of the bookings after now (a held push
     -- woken to check its slot): look before sweeping them all.
-    if not ckey then
-      s = held(home, member, hr.cut)
+    if not looked then
+      looked, s = true, held(home, member, hr.cut)
       if s then
         return {s, 1, now, '', ''}
       end
@@ -238,7 +239,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
     t = L.sweep(bounds, t, qs, qe, nil)
   end
   if not_after and t > not_after then
-    if not ckey then
+    if not looked then
       s = held(home, member, hr.cut)
       if s then
         return {s, 1, now, '', ''}
