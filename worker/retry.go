@@ -51,14 +51,20 @@ func (e *retryError) Unwrap() error { return e.cause }
 
 // wakeMargin is how much earlier than its slot a deferred delivery asks
 // Asynq to wake it. Asynq stores retry times in whole seconds (truncated: up
-// to 1 s early), moves due tasks every delayedCheck and a worker polls an
-// empty queue every 125-375 ms, so the delivery wakes between wakeMargin+1 s
-// before its slot and about 0.1 s before it, and sleeps the rest in the
-// handler.
+// to 1 s early), moves due tasks every delayedCheck, and a worker polls
+// when all its queues are empty every 125-375 ms (taskCheckInterval) and
+// spares a queue found empty for up to idleMax (dequeue.go), so the
+// delivery wakes between wakeMargin+1 s before its slot and about 0.1 s
+// before it, and sleeps the rest in the handler.
 const wakeMargin = time.Second
 
 // delayedCheck is Asynq's DelayedTaskCheckInterval.
 const delayedCheck = 500 * time.Millisecond
+
+// taskCheckInterval is Asynq's TaskCheckInterval: a worker that found every
+// queue empty waits half of it to one and a half times it before asking
+// again.
+const taskCheckInterval = 250 * time.Millisecond
 
 // maxInlineWait is the longest wait done inside the handler instead of
 // deferring through Asynq; it covers the wake-up window above.

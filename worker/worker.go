@@ -271,7 +271,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	queues := servedQueues(w.queues, w.shards, existing)
 
-	srv := asynq.NewServerFromRedisClient(w.rdb, asynq.Config{
+	// Asynq runs on the shared client through the gate that spares its
+	// dequeues the queues it just found empty (dequeue.go).
+	srv := asynq.NewServerFromRedisClient(newDequeueGate(w.rdb), asynq.Config{
 		Concurrency:              w.conc,
 		BaseContext:              func() context.Context { return baseCtx },
 		Queues:                   queues,
@@ -280,7 +282,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		ErrorHandler:             asynq.ErrorHandlerFunc(w.handleError),
 		ShutdownTimeout:          w.shutdown + haltAfter + 500*time.Millisecond,
 		DelayedTaskCheckInterval: delayedCheck,
-		TaskCheckInterval:        250 * time.Millisecond,
+		TaskCheckInterval:        taskCheckInterval,
 		Logger:                   asynqLogger{w.log},
 		LogLevel:                 asynq.WarnLevel,
 	})
