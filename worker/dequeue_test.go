@@ -263,3 +263,63 @@ func TestDequeuePausesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestDequeueGateKeepsPriority: a critical task that reaches its queue
+// after the gate found it empty, while normal is flooded, is still taken
+// ahead of the normal backlog (within a pause or so), not after it.
+func TestDequeueGateKeepsPriority(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const backlog = 3000
+	var normal atomic.Int64
+	tookCritical := make(chan int64, 1)
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("work", func(ctx context.Context, task *asynq.Task) error {
+		if q, _ := asynq.GetQueueName(ctx); q == "critical" {
+			tookCritical <- normal.Load()
+			return nil
+		}
+		time.Sleep(2 * time.Millisecond) // a backlog that lasts: at least 600 ms at concurrency 10
+		normal.Add(1)
+		return nil
+	})
+	aq := asynq.NewClientFromRedisClient(rdb)
+	for i := range backlog {
+		if _, err := aq.Enqueue(asynq.NewTask("work", nil), asynq.Queue("normal"), asynq.TaskID(fmt.Sprint("n", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := newDequeueGate(rdb)
+	asrv := asynq.NewServerFromRedisClient(gate, asynq.Config{
+		Concurrency:       10,
+		Queues:            map[string]int{"critical": 6, "high": 3, "normal": 1},
+		TaskCheckInterval: taskCheckInterval,
+		LogLevel:          asynq.WarnLevel,
+	})
+	if err := asrv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(asrv.Shutdown)
+	waitFor(t, 30*time.Second, "critical found empty long enough to be spared the longest pause", func() bool {
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		iq := gate.idle["critical"]
+		return iq != nil && iq.wait == idleMax
+	})
+	if _, err := aq.Enqueue(asynq.NewTask("work", nil), asynq.Queue("critical")); err != nil {
+		t.Fatal(err)
+	}
+	enqueuedAt := normal.Load()
+	select {
+	case at := <-tookCritical:
+		t.Logf("critical taken after %d normal tasks (%d when it was enqueued, of %d)", at, enqueuedAt, backlog)
+		if enqueuedAt > backlog/4 {
+			t.Fatalf("the backlog was mostly done (%d of %d) before critical was enqueued: the test proves nothing", enqueuedAt, backlog)
+		}
+		if at > backlog/2 {
+			t.Errorf("critical taken after %d of %d normal tasks: it waited behind the backlog", at, backlog)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the critical task was not taken")
+	}
+}
