@@ -27,7 +27,10 @@ if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HSETNX', KEYS[2], recipient
 end
 redis.call('HINCRBY', KEYS[1], state, 1)
 redis.call('HDEL', KEYS[1], 'h:' .. recipient)
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('PEXPIRE', KEYS[2], ttl)
-retire(KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at)
+-- A job that retires has its records deleted: only one that goes on has
+-- their TTLs renewed.
+if retire(KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at) == 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[2], ttl)
+end
 return 1

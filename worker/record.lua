@@ -54,9 +54,10 @@ if deferrals > 0 then
   redis.call('HINCRBY', KEYS[1], 'deferrals', deferrals)
   counted = true
 end
-if counted then
+-- A job that retires has its records deleted: only one that goes on has
+-- their TTLs renewed.
+if counted and retire(KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at) == 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
-  retire(KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at)
 end
 return out

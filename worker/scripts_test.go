@@ -263,3 +263,46 @@ func TestStoreRecordScript(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreFinalizeScript: finalize.lua records a recipient's final state
+// once and counts it; while the job goes on its records' TTLs are renewed,
+// and the last final state retires the job (its records deleted, its
+// done-hash entry written) without renewing them first.
+func TestStoreFinalizeScript(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(redistest.Client(t), DefaultJobRetention)
+	id := redistest.Prefix(t) + "fin"
+	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
+	s.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 2,
+		"accepted_at", "2026-11-25T10:00:00Z", "h:0", "normal")
+
+	for range 2 { // the second call records nothing
+		if _, err := s.finalize(ctx, id, 0, stateDelivered, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := s.rdb.HGetAll(ctx, jobKey(id)).Val()
+	if job[stateDelivered] != "1" || job["h:0"] != "" {
+		t.Errorf("after recipient 0: job record %v, want delivered 1 and no longer held", job)
+	}
+	for _, k := range jobKeys(id)[:2] {
+		if ttl := s.rdb.PTTL(ctx, k).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+			t.Errorf("%s has TTL %v, want the hour given", k, ttl)
+		}
+	}
+
+	recorded, err := s.finalize(ctx, id, 1, stateExpired, time.Hour)
+	if err != nil || !recorded {
+		t.Fatalf("recipient 1: recorded %v, err %v", recorded, err)
+	}
+	if n := s.rdb.Exists(ctx, jobKeys(id)...).Val(); n != 0 {
+		t.Errorf("%d of the job's records left after its last final state, want none", n)
+	}
+	st, err := s.status(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != jobDone || st.Counts[stateDelivered] != 1 || st.Counts[stateExpired] != 1 {
+		t.Errorf("retired status %+v, want done with 1 delivered and 1 expired", st)
+	}
+}
