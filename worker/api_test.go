@@ -271,6 +271,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		`hush_provider_latency_seconds_count{app="default",platform="apns"} 1`,
 		`hush_queue_tasks{queue="normal",state="pending"} 0`,
 		`hush_jobs_submitted_total{result="accepted"} 1`,
+		`hush_dequeues_total{queue="normal",result="task"} 1`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -29,6 +29,9 @@ import (
 type dequeueGate struct {
 	redis.UniversalClient
 	now func() time.Time
+	// count, when set, counts each dequeue by queue and result: task,
+	// empty, spared (answered here) or error (hush_dequeues_total).
+	count func(queue, result string)
 
 	mu   sync.Mutex
 	idle map[string]*idleQueue // by queue name
@@ -71,13 +74,28 @@ func (g *dequeueGate) gate(ctx context.Context, keys []string, call func() *redi
 		return call()
 	}
 	if !g.admit(q) {
+		g.counted(q, "spared")
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(redis.Nil) // what the script answers for an empty queue
 		return cmd
 	}
 	cmd := call()
 	g.answered(q, cmd.Err())
+	switch err := cmd.Err(); {
+	case err == nil:
+		g.counted(q, "task")
+	case errors.Is(err, redis.Nil):
+		g.counted(q, "empty")
+	case !redis.HasErrorPrefix(err, "NOSCRIPT"): // run again with its source
+		g.counted(q, "error")
+	}
 	return cmd
+}
+
+func (g *dequeueGate) counted(q, result string) {
+	if g.count != nil {
+		g.count(q, result)
+	}
 }
 
 // admit reports whether a dequeue of queue q goes to Redis now.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
@@ -111,7 +112,9 @@ func TestDequeueGatePauses(t *testing.T) {
 	}
 }
 
-// dequeueProbes counts the dequeue scripts that reach Redis, by queue.
+// dequeueProbes counts the dequeue scripts that reach Redis, by queue
+// (not an EVALSHA answered NOSCRIPT: the EVAL that follows is the same
+// dequeue).
 type dequeueProbes struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -120,6 +123,10 @@ type dequeueProbes struct {
 func (p *dequeueProbes) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (p *dequeueProbes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, c redis.Cmder) error {
+		err := next(ctx, c)
+		if redis.HasErrorPrefix(err, "NOSCRIPT") || redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			return err
+		}
 		args := c.Args()
 		if name := c.Name(); (name == "evalsha" || name == "eval") && len(args) >= 7 && fmt.Sprint(args[2]) == "4" {
 			keys := []string{fmt.Sprint(args[3]), fmt.Sprint(args[4]), fmt.Sprint(args[5]), fmt.Sprint(args[6])}
@@ -129,7 +136,7 @@ func (p *dequeueProbes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				p.mu.Unlock()
 			}
 		}
-		return next(ctx, c)
+		return err
 	}
 }
 func (p *dequeueProbes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -242,6 +249,24 @@ func TestWorkerSparesEmptyQueues(t *testing.T) {
 	t.Logf("%d jobs in %v: %d dequeues of normal, %d of the empty queues", jobs, elapsed.Round(time.Millisecond), probes.of("normal"), empty)
 	if bound := 2 * probeBound(elapsed, e.opts.Concurrency); empty > bound {
 		t.Errorf("the empty queues were probed %d times in %v, want at most %d", empty, elapsed, bound)
+	}
+	// hush_dequeues_total: what reached Redis, and what was spared.
+	e.shutdown()
+	count := func(q, result string) int {
+		return int(testutil.ToFloat64(e.w.m.dequeues.WithLabelValues(q, result)))
+	}
+	for _, q := range []string{"critical", "high", "normal"} {
+		// A dequeue under way when Run returned is counted as it ends.
+		asked := func() int { return count(q, "task") + count(q, "empty") + count(q, "error") }
+		waitFor(t, 5*time.Second, q+": hush_dequeues_total counting every dequeue Redis saw", func() bool {
+			return asked() == probes.of(q)
+		})
+	}
+	if n := count("normal", "task"); n != jobs {
+		t.Errorf("hush_dequeues_total{queue=normal,result=task} %d, want %d", n, jobs)
+	}
+	if n := count("critical", "spared") + count("high", "spared"); n == 0 {
+		t.Error("hush_dequeues_total counts no dequeue spared")
 	}
 }
 

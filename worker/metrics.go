@@ -19,6 +19,7 @@ type metrics struct {
 	latency       *prometheus.HistogramVec
 	jobs          *prometheus.CounterVec
 	eventsDropped *prometheus.CounterVec
+	dequeues      *prometheus.CounterVec // hush_dequeues_total
 }
 
 func newMetrics() *metrics {
@@ -54,8 +55,12 @@ func newMetrics() *metrics {
 			Name: "hush_events_dropped_total",
 			Help: "Events that could not be written, by sink (stream, webhook).",
 		}, []string{"sink"}),
+		dequeues: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hush_dequeues_total",
+			Help: "Asynq's attempts to take a task from a queue, by queue and result: task, empty (Redis had none), spared (the queue had just answered empty: not asked), error.",
+		}, []string{"queue", "result"}),
 	}
-	m.reg.MustRegister(m.deviceSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped,
+	m.reg.MustRegister(m.deviceSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped, m.dequeues,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -273,7 +273,9 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// Asynq runs on the shared client through the gate that spares its
 	// dequeues the queues it just found empty (dequeue.go).
-	srv := asynq.NewServerFromRedisClient(newDequeueGate(w.rdb), asynq.Config{
+	gate := newDequeueGate(w.rdb)
+	gate.count = func(queue, result string) { w.m.dequeues.WithLabelValues(queue, result).Inc() }
+	srv := asynq.NewServerFromRedisClient(gate, asynq.Config{
 		Concurrency:              w.conc,
 		BaseContext:              func() context.Context { return baseCtx },
 		Queues:                   queues,
