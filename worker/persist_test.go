@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +90,50 @@ func TestPersistStopsWithItsContext(t *testing.T) {
 	})
 	if !errors.Is(err, errDown) || tries != 3 {
 		t.Errorf("persist = %v after %d tries, want %v after 3", err, tries, errDown)
+	}
+}
+
+// replyError is an error as Redis answers it (redis.Error).
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+// TestPersistWaitsOutTransientReplies: the replies Redis gives while it
+// cannot serve a write for a moment (loading its data after a restart, a
+// cluster failing over, ...) are tried again, like an unreachable Redis;
+// other replies are returned at once.
+func TestPersistWaitsOutTransientReplies(t *testing.T) {
+	tests := []struct {
+		reply string
+		again bool
+	}{
+		{"LOADING Redis is loading the dataset in memory", true},
+		{"BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.", true},
+		{"TRYAGAIN Multiple keys request during rehashing of slot", true},
+		{"CLUSTERDOWN The cluster is down", true},
+		{"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.", true},
+		{"READONLY You can't write against a read only replica.", true},
+		{"WRONGTYPE Operation against a key holding the wrong kind of value", false},
+		{"BUSYKEY Target key name already exists.", false},
+		{"ERR unknown command", false},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Fields(tt.reply)[0], func(t *testing.T) {
+			tries := 0
+			err := persist(context.Background(), func(context.Context) error {
+				tries++
+				if tries < 3 {
+					return replyError(tt.reply)
+				}
+				return nil
+			})
+			switch {
+			case tt.again && (err != nil || tries != 3):
+				t.Errorf("persist = %v after %d tries, want nil after 3", err, tries)
+			case !tt.again && (err == nil || tries != 1):
+				t.Errorf("persist = %v after %d tries, want the reply after 1", err, tries)
+			}
+		})
 	}
 }
