@@ -184,23 +184,9 @@ func TestDequeueGateSparesEmptyQueues(t *testing.T) {
 		done.Add(1)
 		return nil
 	})
-	aq := asynq.NewClientFromRedisClient(rdb)
-	for i := range tasks {
-		if _, err := aq.Enqueue(asynq.NewTask("noop", nil), asynq.Queue("normal"), asynq.TaskID(fmt.Sprint("n", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	asrv := asynq.NewServerFromRedisClient(newDequeueGate(rdb), asynq.Config{
-		Concurrency:       10,
-		Queues:            map[string]int{"critical": 6, "high": 3, "normal": 1},
-		TaskCheckInterval: taskCheckInterval,
-		LogLevel:          asynq.WarnLevel,
-	})
+	aq := enqueueNormal(t, rdb, "noop", tasks)
 	start := time.Now()
-	if err := asrv.Start(mux); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(asrv.Shutdown)
+	startGated(t, rdb, mux)
 	waitFor(t, 60*time.Second, "the normal tasks", func() bool { return done.Load() == tasks })
 	elapsed := time.Since(start)
 	empty := probes.of("critical", "high")
@@ -308,23 +294,8 @@ func TestDequeueGateKeepsPriority(t *testing.T) {
 		normal.Add(1)
 		return nil
 	})
-	aq := asynq.NewClientFromRedisClient(rdb)
-	for i := range backlog {
-		if _, err := aq.Enqueue(asynq.NewTask("work", nil), asynq.Queue("normal"), asynq.TaskID(fmt.Sprint("n", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gate := newDequeueGate(rdb)
-	asrv := asynq.NewServerFromRedisClient(gate, asynq.Config{
-		Concurrency:       10,
-		Queues:            map[string]int{"critical": 6, "high": 3, "normal": 1},
-		TaskCheckInterval: taskCheckInterval,
-		LogLevel:          asynq.WarnLevel,
-	})
-	if err := asrv.Start(mux); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(asrv.Shutdown)
+	aq := enqueueNormal(t, rdb, "work", backlog)
+	gate := startGated(t, rdb, mux)
 	waitFor(t, 30*time.Second, "critical found empty long enough to be spared the longest pause", func() bool {
 		gate.mu.Lock()
 		defer gate.mu.Unlock()
@@ -347,4 +318,35 @@ func TestDequeueGateKeepsPriority(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the critical task was not taken")
 	}
+}
+
+// enqueueNormal enqueues n tasks of type typ on normal.
+func enqueueNormal(t *testing.T, rdb *redis.Client, typ string, n int) *asynq.Client {
+	t.Helper()
+	aq := asynq.NewClientFromRedisClient(rdb)
+	for i := range n {
+		if _, err := aq.Enqueue(asynq.NewTask(typ, nil), asynq.Queue("normal"), asynq.TaskID(fmt.Sprint("n", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return aq
+}
+
+// startGated starts an Asynq server of concurrency 10 with the default
+// queues and weights on rdb through a dequeue gate, stopped when the test
+// ends.
+func startGated(t *testing.T, rdb *redis.Client, mux *asynq.ServeMux) *dequeueGate {
+	t.Helper()
+	gate := newDequeueGate(rdb)
+	asrv := asynq.NewServerFromRedisClient(gate, asynq.Config{
+		Concurrency:       10,
+		Queues:            DefaultQueues(),
+		TaskCheckInterval: taskCheckInterval,
+		LogLevel:          asynq.WarnLevel,
+	})
+	if err := asrv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(asrv.Shutdown)
+	return gate
 }
