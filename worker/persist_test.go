@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +137,53 @@ func TestPersistWaitsOutTransientReplies(t *testing.T) {
 				t.Errorf("persist = %v after %d tries, want the reply after 1", err, tries)
 			}
 		})
+	}
+}
+
+// TestPersistWaitsOutALoadingRedis: a write issued while Redis restarts
+// with a data set to read back meets connections refused, then LOADING
+// answers, and lands once Redis serves again. (Given up on LOADING, the
+// acknowledged push would be sent again: TestE2ERedisRestart once caught
+// exactly that.)
+func TestPersistWaitsOutALoadingRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{Args: []string{"--appendonly", "yes", "--appendfsync", "no"}})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Enough data that reading it back takes a while: its append-only
+	// file holds a million SETs.
+	const keys, batch = 1_000_000, 20_000
+	for from := 0; from < keys; from += batch {
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := from; i < from+batch; i++ {
+				p.Set(ctx, "fill:"+strconv.Itoa(i), i, 0)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.Stop()
+	srv.Launch()
+
+	var answers []string
+	err := persist(ctx, func(ctx context.Context) error {
+		err := rdb.HSet(ctx, "hush:job:{p}:dev", "0/0", stateDelivered).Err()
+		if err != nil {
+			answers = append(answers, strings.Fields(err.Error())[0])
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("persist: %v (answers before: %v)", err, answers)
+	}
+	t.Logf("answers before the write landed: %v", answers)
+	if !slices.Contains(answers, "LOADING") {
+		t.Fatalf("no LOADING answer among %v: Redis read its data back too fast, the test proves nothing", answers)
+	}
+	if got := rdb.HGet(ctx, "hush:job:{p}:dev", "0/0").Val(); got != stateDelivered {
+		t.Errorf("recorded state %q, want %q", got, stateDelivered)
 	}
 }

@@ -137,16 +137,11 @@ func Start(tb testing.TB, opts ...Options) *Server {
 }
 
 func (s *Server) start(bin string) error {
-	_, port, _ := net.SplitHostPort(s.Addr)
-	var out bytes.Buffer
-	cmd := exec.Command(bin, append([]string{"--port", port}, s.args...)...)
-	cmd.Dir = s.dir
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
+	out, err := s.launch(bin)
+	if err != nil {
+		return err
 	}
-	s.cmd = cmd
+	cmd := s.cmd
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -161,6 +156,40 @@ func (s *Server) start(bin string) error {
 			return fmt.Errorf("redis-server on %s did not answer within 10s: %w; its output:\n%s", s.Addr, err, out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// launch starts redis-server on the server's port and directory; its
+// output goes to the buffer returned.
+func (s *Server) launch(bin string) (*bytes.Buffer, error) {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	var out bytes.Buffer
+	cmd := exec.Command(bin, append([]string{"--port", port}, s.args...)...)
+	cmd.Dir = s.dir
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	s.cmd = cmd
+	return &out, nil
+}
+
+// Launch starts a stopped server again on the same port and data
+// directory, without waiting for it to answer, so that a test sees it come
+// up: connections refused, then LOADING answers while it reads its data
+// back (Options.Persist or an appendonly Args).
+func (s *Server) Launch() {
+	s.tb.Helper()
+	if s.mini != nil {
+		s.tb.Fatal("redistest: Launch needs a real redis-server")
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		s.tb.Fatalf("redistest: %v", err)
+	}
+	if _, err := s.launch(bin); err != nil {
+		s.tb.Fatalf("redistest: launch: %v", err)
 	}
 }
 
