@@ -80,14 +80,8 @@ func (g *dequeueGate) gate(ctx context.Context, keys []string, call func() *redi
 		return cmd
 	}
 	cmd := call()
-	g.answered(q, cmd.Err())
-	switch err := cmd.Err(); {
-	case err == nil:
-		g.counted(q, "task")
-	case errors.Is(err, redis.Nil):
-		g.counted(q, "empty")
-	case !redis.HasErrorPrefix(err, "NOSCRIPT"): // run again with its source
-		g.counted(q, "error")
+	if result := g.answered(q, cmd.Err()); result != "" {
+		g.counted(q, result)
 	}
 	return cmd
 }
@@ -113,15 +107,18 @@ func (g *dequeueGate) admit(q string) bool {
 	return true
 }
 
-// answered notes a dequeue's answer from Redis for queue q: empty (nil),
-// a task, or an error (which changes nothing).
-func (g *dequeueGate) answered(q string, err error) {
+// answered notes a dequeue's answer from Redis for queue q: a task, empty
+// (nil), or an error (which changes nothing). It returns the answer's
+// result for hush_dequeues_total: "task", "empty", "error", or "" for a
+// NOSCRIPT answer (the dequeue runs again with the script's source).
+func (g *dequeueGate) answered(q string, err error) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	iq := g.idle[q]
 	switch {
 	case err == nil:
 		delete(g.idle, q)
+		return "task"
 	case errors.Is(err, redis.Nil):
 		if iq == nil {
 			iq = &idleQueue{}
@@ -130,9 +127,15 @@ func (g *dequeueGate) answered(q string, err error) {
 		iq.wait = min(max(2*iq.wait, idleFirst), idleMax)
 		iq.until = g.now().Add(iq.wait)
 		iq.probing = false
-	case iq != nil:
+		return "empty"
+	}
+	if iq != nil {
 		iq.probing = false
 	}
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return ""
+	}
+	return "error"
 }
 
 // dequeueQueue recognizes the keys of Asynq's dequeue script
