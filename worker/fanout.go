@@ -37,32 +37,40 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 	if job.ID == "" {
 		return fmt.Errorf("job payload without id: %w", asynq.SkipRetry)
 	}
+	return w.runJob(ctx, &job, "")
+}
+
+// runJob is the work of a job's task, or of the batch task carrying it
+// (task, its id; "" for the job's own task).
+func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string) error {
 	queue := string(job.Priority.Effective())
 	n := len(job.Recipients)
-	first := chunkOf(&job, 0)
+	first := chunkOf(job, 0)
 	if n == 1 && !w.bypass[job.Priority.Effective()] && !first.expired(time.Now()) {
 		if app, err := w.apps.resolve(job.App); err == nil {
 			if pipe := w.pipeOf(app); pipe != nil {
-				return w.singleJob(ctx, app, pipe, &job, queue, first)
+				return w.singleJob(ctx, app, pipe, job, task, first)
 			}
 		}
 	}
-	owner, start, states, err := w.store.start(ctx, recordOf(&job, queue), n <= chunkSize, first)
+	r := recordOf(job, queue)
+	r.Task = task
+	owner, start, states, err := w.store.start(ctx, r, n <= chunkSize, first)
 	if err != nil {
 		return err
-	}
-	if owner != queue {
-		// The same id was submitted concurrently with another priority and
-		// that submission won.
-		w.log.Warn("duplicate job on another queue ignored", "job", job.ID, "queue", queue, "owner", owner)
-		return nil
 	}
 	if states.retired {
 		return nil // a re-run (or a duplicate) of a job already finished
 	}
+	if owner != r.owner() {
+		// The same id was submitted concurrently with another priority,
+		// or in another batch, and that submission won.
+		w.log.Warn("duplicate job owned by another submission ignored", "job", job.ID, "owner", r.owner(), "owned by", owner)
+		return nil
+	}
 	if n > chunkSize {
 		for from := max(chunkSize, start); from < n; from += chunkSize {
-			if err := w.enqueueChunk(ctx, chunkOf(&job, from)); err != nil {
+			if err := w.enqueueChunk(ctx, chunkOf(job, from)); err != nil {
 				return err
 			}
 		}
@@ -81,14 +89,16 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 // submission owns the id its bookings are left to it (it finds them
 // existing, as after a crash). Otherwise the delivery goes on as in
 // deliverChunk with the slot booked.
-func (w *Worker) singleJob(ctx context.Context, app *App, pipe pipeLimiter, job *payload.Job, queue string, c *chunk) error {
+func (w *Worker) singleJob(ctx context.Context, app *App, pipe pipeLimiter, job *payload.Job, task string, c *chunk) error {
 	if err := w.sends.Acquire(ctx, 1); err != nil {
 		return fmt.Errorf("job %s: waiting for a send permit: %w", job.ID, err)
 	}
 	p := &wavePermits{sem: w.sends}
 	p.held.Store(1)
 	defer p.releaseAll()
-	call := w.store.startCall(recordOf(job, queue), true, c)
+	r := recordOf(job, string(job.Priority.Effective()))
+	r.Task = task
+	call := w.store.startCall(r, true, c)
 	d := c.delivery(0)
 	req := w.requestOf(app, &d, 0, time.Time{})
 	asked := time.Now()
@@ -101,8 +111,8 @@ func (w *Worker) singleJob(ctx context.Context, app *App, pipe pipeLimiter, job 
 	if err != nil {
 		return err // a re-run finds the booking and hands it to the delivery task
 	}
-	if owner != queue {
-		w.log.Warn("duplicate job on another queue ignored", "job", job.ID, "queue", queue, "owner", owner)
+	if owner != r.owner() && !st.retired {
+		w.log.Warn("duplicate job owned by another submission ignored", "job", job.ID, "owner", r.owner(), "owned by", owner)
 		return nil
 	}
 	// start.lua read the cancellation in the booking's round trip.

@@ -18,19 +18,24 @@
 --
 -- ARGV[1] queue        the queue submitting the job (claims the id when the
 --                      record has none)
--- ARGV[2] accepted_at  RFC 3339
--- ARGV[3] recipients   how many recipients the job has
--- ARGV[4] deadline     RFC 3339, "" for none
--- ARGV[5] state        the record's state when this submission owns the id
--- ARGV[6] keep         "1": set state only when the record has none (the
+-- ARGV[2] task         the batch task carrying the job ("" for the job's own
+--                      task): a job in a batch is owned by that batch's task
+--                      alone, so that two batches carrying one id (a client
+--                      retrying a batch) never run it side by side
+-- ARGV[3] accepted_at  RFC 3339
+-- ARGV[4] recipients   how many recipients the job has
+-- ARGV[5] deadline     RFC 3339, "" for none
+-- ARGV[6] state        the record's state when this submission owns the id
+-- ARGV[7] keep         "1": set state only when the record has none (the
 --                      accepting client, which may write after the job
 --                      task started)
--- ARGV[7] ttl          TTL of the record in milliseconds
--- ARGV[8] nread        how many recipients' states to read, from index 0
+-- ARGV[8] ttl          TTL of the record in milliseconds
+-- ARGV[9] nread        how many recipients' states to read, from index 0
 --                      (the chunk the job task delivers itself)
--- ARGV[9..] per recipient read, 1 value each: devices
+-- ARGV[10..] per recipient read, 1 value each: devices
 --
--- Reply: {queue that owns the id, cursor or "", cancelled_at or "" (the
+-- Reply: {owner of the id (its queue, then "@" and its batch task when a
+-- batch owns it), cursor or "", cancelled_at or "" (the
 -- job was cancelled), "1" when the job was retired (then nothing follows,
 -- and the cursor is its recipient count) else "", then nread final
 -- states, then per recipient in order its device states and its attempt
@@ -41,20 +46,22 @@
 -- by the client that accepted the job), so a record with a queue has them
 -- all and the usual case (the client wrote the record) costs one read.
 local queue = ARGV[1]
-local accepted_at = ARGV[2]
-local recipients = ARGV[3]
-local deadline = ARGV[4]
-local state = ARGV[5]
-local keep = ARGV[6]
-local ttl = ARGV[7]
-local nread = tonumber(ARGV[8])
+local task = ARGV[2]
+local accepted_at = ARGV[3]
+local recipients = ARGV[4]
+local deadline = ARGV[5]
+local state = ARGV[6]
+local keep = ARGV[7]
+local ttl = ARGV[8]
+local nread = tonumber(ARGV[9])
 local devices = {} -- devices[i + 1]: recipient i's device count
 for i = 1, nread do
-  devices[i] = tonumber(ARGV[8 + i])
+  devices[i] = tonumber(ARGV[9 + i])
 end
 
-local head = redis.call('HMGET', KEYS[1], 'queue', 'cursor', 'cancelled_at', 'state')
+local head = redis.call('HMGET', KEYS[1], 'queue', 'cursor', 'cancelled_at', 'state', 'task')
 local owner = head[1]
+local owning = head[5] or ''
 if not owner then
   local id = string.sub(KEYS[1], 11, -2)
   for k = 4, 9 do
@@ -68,10 +75,17 @@ if not owner then
   redis.call('HSETNX', KEYS[1], 'accepted_at', accepted_at)
   redis.call('HSETNX', KEYS[1], 'recipients', recipients)
   redis.call('HSETNX', KEYS[1], 'deadline', deadline)
+  if task ~= '' then
+    redis.call('HSETNX', KEYS[1], 'task', task)
+  end
   owner = queue
+  owning = task
 end
-if owner == queue and (keep ~= '1' or not head[4]) then
+if owner == queue and owning == task and (keep ~= '1' or not head[4]) then
   redis.call('HSET', KEYS[1], 'state', state)
+end
+if owning ~= '' then
+  owner = owner .. '@' .. owning
 end
 redis.call('PEXPIRE', KEYS[1], ttl)
 local out = {owner, head[2] or '', head[3] or '', ''}

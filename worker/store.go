@@ -126,19 +126,20 @@ func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *
 	if first != nil {
 		read = first.Recipients
 	}
-	args := make([]any, 0, 8+len(read))
+	args := make([]any, 0, 9+len(read))
 	args = append(args,
 		r.Queue,                 // ARGV[1] queue
-		timeField(r.AcceptedAt), // ARGV[2] accepted_at
-		r.Recipients,            // ARGV[3] recipients
-		timeField(r.Deadline),   // ARGV[4] deadline
-		state,                   // ARGV[5] state
-		b2i(keep),               // ARGV[6] keep
-		ttl.Milliseconds(),      // ARGV[7] ttl
-		len(read),               // ARGV[8] nread
+		r.Task,                  // ARGV[2] task
+		timeField(r.AcceptedAt), // ARGV[3] accepted_at
+		r.Recipients,            // ARGV[4] recipients
+		timeField(r.Deadline),   // ARGV[5] deadline
+		state,                   // ARGV[6] state
+		b2i(keep),               // ARGV[7] keep
+		ttl.Milliseconds(),      // ARGV[8] ttl
+		len(read),               // ARGV[9] nread
 	)
 	for _, rc := range read {
-		args = append(args, len(rc.Devices)) // ARGV[9..] devices
+		args = append(args, len(rc.Devices)) // ARGV[10..] devices
 	}
 	return args
 }
@@ -261,10 +262,22 @@ func retiredOf(cmds []*redis.StringCmd) string {
 	return ""
 }
 
+// owner is how start.lua names the submission owning the id: its queue,
+// then "@" and its batch task when a batch carries it.
+func (r recordInfo) owner() string {
+	if r.Task == "" {
+		return r.Queue
+	}
+	return r.Queue + "@" + r.Task
+}
+
 // recordInfo is what a job record is created with.
 type recordInfo struct {
-	ID         string
-	Queue      string
+	ID    string
+	Queue string
+	// Task is the batch task carrying the job ("" when the job has a task
+	// of its own): it owns the id with Queue (owner).
+	Task       string
 	Recipients int
 	AcceptedAt time.Time
 	Deadline   time.Time
@@ -272,10 +285,6 @@ type recordInfo struct {
 	Retain time.Time
 }
 
-// create writes the job record's fixed fields unless they are there and sets
-// state when the record has none, or when force is set. It reports the queue
-// that first claimed the id (so a concurrent duplicate on another queue can
-// tell it lost).
 // create writes the job record as the accepting client does: start.lua
 // with the state set only when the record has none. retired reports that
 // the job had finished and was retired (nothing was written).
