@@ -109,16 +109,9 @@ type Accepted struct {
 // returned as a *payload.ValidationError.
 func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error) {
 	now := c.now()
-	if err := c.validate(&job, now); err != nil {
-		c.count("invalid")
-		return Accepted{}, err // a *payload.ValidationError, which says "invalid job"
+	if err := c.prepare(&job, now); err != nil {
+		return Accepted{}, err
 	}
-	if job.ID == "" {
-		job.ID = payload.NewID()
-	}
-	// Validate refused one set by the caller. Milliseconds: a finished
-	// job's record keeps no finer (retire.go).
-	job.AcceptedAt = now.Truncate(time.Millisecond)
 	dup, err := c.store.exists(ctx, job.ID)
 	if err != nil {
 		return Accepted{}, err
@@ -127,6 +120,28 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 		c.count("duplicate")
 		return Accepted{ID: job.ID, Duplicate: true}, nil
 	}
+	return c.submit(ctx, &job, now)
+}
+
+// prepare validates job, gives it an id when it has none and stamps its
+// acceptance.
+func (c *Client) prepare(job *payload.Job, now time.Time) error {
+	if err := c.validate(job, now); err != nil {
+		c.count("invalid")
+		return err // a *payload.ValidationError, which says "invalid job"
+	}
+	if job.ID == "" {
+		job.ID = payload.NewID()
+	}
+	// Validate refused one set by the caller. Milliseconds: a finished
+	// job's record keeps no finer (retire.go).
+	job.AcceptedAt = now.Truncate(time.Millisecond)
+	return nil
+}
+
+// submit enqueues a prepared job not found live: its own task, then its
+// record.
+func (c *Client) submit(ctx context.Context, job *payload.Job, now time.Time) (Accepted, error) {
 	b, err := json.Marshal(job)
 	if err != nil {
 		return Accepted{}, fmt.Errorf("encode job %s: %w", job.ID, err)
@@ -153,7 +168,7 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 	// fields if this write is lost. A job found retired (finished: the
 	// lookup above reads live records only) is a duplicate; the new task
 	// finds it retired too and does nothing.
-	retired, err := c.store.create(ctx, recordOf(&job, queue), jobQueued)
+	retired, err := c.store.create(ctx, recordOf(job, queue), jobQueued)
 	if err != nil {
 		return Accepted{}, err
 	}

@@ -9,10 +9,10 @@ import (
 // (up to 256 bytes, "/" and ":" included), so every id hush derives from it
 // must be one no other job id can produce:
 //
-//   - task ids start with a kind ("job:", "chunk:", "delivery:") that a task
-//     id of another kind cannot start with, and the job id is followed only
-//     by "/" and decimal numbers, so the last "/" splits it off
-//     unambiguously;
+//   - task ids start with a kind ("job:", "chunk:", "delivery:", "batch:")
+//     that a task id of another kind cannot start with, and the job id is
+//     followed only by "/" and decimal numbers, so the last "/" splits it
+//     off unambiguously (a batch's id is hush's own);
 //   - limiter members live in one user's sorted set: "<job>/<index>" for a
 //     delivery's first attempt and "<job>/<index>#<attempt>" for a later
 //     one. A first-attempt member ends in "/<digits>", a later one in
@@ -24,6 +24,10 @@ import (
 
 // jobTaskID is the Asynq task id of a submitted job.
 func jobTaskID(job string) string { return "job:" + job }
+
+// batchTaskID is the Asynq task id of a batch (its id is hush's, never a
+// client's).
+func batchTaskID(id string) string { return "batch:" + id }
 
 // chunkTaskID is the Asynq task id of chunk k of a job.
 func chunkTaskID(job string, k int) string { return "chunk:" + job + "/" + strconv.Itoa(k) }

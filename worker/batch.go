@@ -1,0 +1,224 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/payload"
+)
+
+// A batch is jobs submitted together (Client.EnqueueBatch, POST
+// /v1/notifications:batch) and carried by one hush:batch task: one Asynq
+// task lifecycle (enqueue, dequeue, done) for up to batchJobs jobs instead
+// of one each.
+//
+// Each job in a batch is owned by that batch's task: the record's task
+// field, written with its fixed fields (start.lua). Two batches carrying
+// one id (a client that retries a batch whose answer it lost) can both
+// exist; only the one whose task owns the record runs the job, so the job
+// never runs twice side by side. Everything else about a job in a batch is
+// a job's: its record, its id's duplicate detection, its chunk and
+// delivery tasks, its status and cancellation.
+
+// batchJobs is the most jobs one batch task carries.
+const batchJobs = 100
+
+// batch is the payload of a hush:batch task.
+type batch struct {
+	ID   string        `json:"id"`
+	Jobs []payload.Job `json:"jobs"`
+}
+
+// task is the batch's Asynq task id, which owns its jobs' records.
+func (b *batch) task() string { return batchTaskID(b.ID) }
+
+func (w *Worker) handleBatch(ctx context.Context, t *asynq.Task) (err error) {
+	w.pool.Run(func() {
+		ctx, done := w.handling(ctx)
+		defer done()
+		err = w.batchTask(ctx, t)
+	})
+	return err
+}
+
+// batchTask runs every job of the batch side by side, each as its own job
+// task would (runJob). A re-run (a retry after one job's error, or a crash)
+// runs them all again: a job already finished does nothing, one under way
+// resumes, as a job task's re-run does.
+func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
+	var b batch
+	if err := json.Unmarshal(t.Payload(), &b); err != nil {
+		return fmt.Errorf("undecodable batch payload: %w: %w", err, asynq.SkipRetry)
+	}
+	if b.ID == "" || len(b.Jobs) == 0 || len(b.Jobs) > batchJobs {
+		return fmt.Errorf("invalid batch payload (id %q, %d jobs): %w", b.ID, len(b.Jobs), asynq.SkipRetry)
+	}
+	errs := make([]error, len(b.Jobs))
+	var wg sync.WaitGroup
+	for i := range b.Jobs {
+		job := &b.Jobs[i]
+		if job.ID == "" {
+			w.log.Error("job without id in a batch skipped", "batch", b.ID, "index", i)
+			continue
+		}
+		wg.Go(func() { errs[i] = w.runJob(ctx, job, b.task()) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if errors.Is(err, asynq.SkipRetry) {
+			// Final for this job alone: the others' errors decide whether
+			// the batch runs again.
+			w.log.Error("job of a batch failed", "batch", b.ID, "job", b.Jobs[i].ID, "err", err)
+			errs[i] = nil
+		} else if err != nil {
+			errs[i] = fmt.Errorf("job %s: %w", b.Jobs[i].ID, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MaxBatch is the most jobs one EnqueueBatch call (one POST
+// /v1/notifications:batch) takes.
+const MaxBatch = 1000
+
+// BatchResult is one job's answer in a batch: accepted (Duplicate when a
+// job with its id was accepted before, or earlier in the same batch), or
+// not accepted, with Err.
+type BatchResult struct {
+	Accepted
+	// Err says why the job was not accepted: a *payload.ValidationError
+	// for field problems, otherwise Redis did not answer (submit the job
+	// again with the same id).
+	Err error `json:"-"`
+}
+
+// EnqueueBatch validates and enqueues jobs as Enqueue would, each with an
+// answer of its own in jobs' order; one job's problem does not refuse the
+// others. Due jobs of one priority share hush:batch tasks (batchJobs each)
+// and cost a few round trips for the whole call: one lookup, then per task
+// its enqueue and one write of its jobs' records. A scheduled job (send_at
+// later than wakeMargin from now) gets its own task, as from Enqueue, so
+// that it books nothing before it is due.
+//
+// The error is for the call as a whole: no jobs, or more than MaxBatch
+// (a *payload.ValidationError on the field "jobs"). jobs is not modified.
+func (c *Client) EnqueueBatch(ctx context.Context, jobs []payload.Job) ([]BatchResult, error) {
+	if len(jobs) == 0 || len(jobs) > MaxBatch {
+		return nil, &payload.ValidationError{Problems: []payload.FieldError{{Field: "jobs",
+			Message: fmt.Sprintf("%d jobs; a batch has 1 to %d", len(jobs), MaxBatch)}}}
+	}
+	now := c.now()
+	jobs = slices.Clone(jobs)
+	res := make([]BatchResult, len(jobs))
+	first := map[string]bool{}
+	var live []int // jobs prepared, each the first of its id
+	for i := range jobs {
+		if err := c.prepare(&jobs[i], now); err != nil {
+			res[i].Err = err
+			continue
+		}
+		res[i].ID = jobs[i].ID
+		if first[jobs[i].ID] {
+			c.count("duplicate")
+			res[i].Duplicate = true
+			continue
+		}
+		first[jobs[i].ID] = true
+		live = append(live, i)
+	}
+	// One round trip looks every id up (per node on a cluster).
+	found := make([]*redis.IntCmd, len(live))
+	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, i := range live {
+			found[k] = p.Exists(ctx, jobKey(jobs[i].ID))
+		}
+		return nil
+	})
+	byQueue := map[string][]int{}
+	var queues []string
+	for k, i := range live {
+		job := &jobs[i]
+		n, err := found[k].Result()
+		switch {
+		case err != nil:
+			res[i].Err = fmt.Errorf("look up job %s: %w", job.ID, err)
+		case n > 0:
+			c.count("duplicate")
+			res[i].Duplicate = true
+		case job.NotBefore().Sub(now) > wakeMargin:
+			res[i].Accepted, res[i].Err = c.submit(ctx, job, now)
+		default:
+			q := string(job.Priority.Effective())
+			if byQueue[q] == nil {
+				queues = append(queues, q)
+			}
+			byQueue[q] = append(byQueue[q], i)
+		}
+	}
+	for _, q := range queues {
+		for idx := range slices.Chunk(byQueue[q], batchJobs) {
+			c.submitBatch(ctx, jobs, idx, q, res)
+		}
+	}
+	return res, nil
+}
+
+// submitBatch enqueues jobs[idx] (prepared, due, of queue q, not found
+// live) as one batch task, then writes their records in one round trip,
+// answering each in res.
+func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int, q string, res []BatchResult) {
+	b := batch{ID: payload.NewID(), Jobs: make([]payload.Job, len(idx))}
+	for k, i := range idx {
+		b.Jobs[k] = jobs[i]
+	}
+	fail := func(err error) {
+		for _, i := range idx {
+			res[i].Err = fmt.Errorf("enqueue job %s: %w", jobs[i].ID, err)
+		}
+	}
+	body, err := json.Marshal(b)
+	if err != nil {
+		fail(err)
+		return
+	}
+	task := b.task()
+	if _, err := c.aq.EnqueueContext(ctx, asynq.NewTask(TypeBatch, body), asynq.TaskID(task),
+		asynq.Queue(shardQueue(q, task, c.shards)), asynq.MaxRetry(jobMaxRetry), asynq.Timeout(jobTimeout)); err != nil {
+		fail(err)
+		return
+	}
+	// As in submit: the records make the jobs visible at once and answer
+	// duplicates; the batch task writes the same fields if these writes
+	// are lost. A job whose record another submission owns (or that
+	// finished) is a duplicate, and the batch task leaves it alone.
+	recs := make([]recordInfo, len(idx))
+	calls := make([]*startCall, len(idx))
+	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, i := range idx {
+			recs[k] = recordOf(&jobs[i], q)
+			recs[k].Task = task
+			calls[k] = c.store.startCallWith(recs[k], jobQueued, true, nil)
+			calls[k].queue(ctx, p)
+		}
+		return nil
+	})
+	for k, i := range idx {
+		owner, _, st, err := calls[k].result(ctx, nil)
+		switch {
+		case err != nil:
+			res[i].Err = err
+		case st.retired || owner != recs[k].owner():
+			c.count("duplicate")
+			res[i].Duplicate = true
+		default:
+			c.count("accepted")
+		}
+	}
+}

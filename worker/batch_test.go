@@ -1,0 +1,278 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/fake"
+)
+
+// A batch of every kind of job: each is answered on its own, due jobs of
+// one priority share a task per batchJobs, a scheduled job has its own
+// task, and every device gets its push exactly once. The same batch sent
+// again (a client that lost the answer) is all duplicates.
+func TestBatchDeliversEachJobOnce(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true, limits: "1000/1m"})
+	var jobs []payload.Job
+	var tokens []string
+	add := func(j payload.Job) {
+		jobs = append(jobs, j)
+		for _, r := range j.Recipients {
+			for _, d := range r.Devices {
+				tokens = append(tokens, d.Token)
+			}
+		}
+	}
+	const normal = 230
+	for i := range normal {
+		add(alertJob(fmt.Sprintf("b/%d", i), "n", apnsRecipient(fmt.Sprintf("u-%d", i), apnsToken(fmt.Sprintf("n-%d", i)))))
+	}
+	for i := range 3 {
+		j := alertJob(fmt.Sprintf("b-high-%d", i), "h", apnsRecipient(fmt.Sprintf("h-%d", i), apnsToken(fmt.Sprintf("h-%d", i))))
+		j.Priority = payload.PriorityHigh
+		add(j)
+	}
+	at := time.Now().Add(3 * time.Second)
+	later := alertJob("b-later", "l", apnsRecipient("u-later", apnsToken("later")))
+	later.SendAt = &at
+	add(later)
+	add(alertJob("b-three", "3", apnsRecipient("t-0", apnsToken("t-0")), apnsRecipient("t-1", apnsToken("t-1")),
+		apnsRecipient("t-2", apnsToken("t-2"), apnsToken("t-2b"))))
+	add(alertJob("", "no id", apnsRecipient("u-gen", apnsToken("generated"))))
+	jobs = append(jobs, alertJob("b/0", "again", apnsRecipient("u-0", apnsToken("n-0")))) // its id earlier in the batch
+	jobs = append(jobs, alertJob("b-bad", "bad", payload.Recipient{UserID: "u-bad", Devices: []payload.Device{{Platform: payload.APNs, Token: "zz"}}}))
+
+	res, err := e.client.EnqueueBatch(t.Context(), jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(jobs) {
+		t.Fatalf("%d answers for %d jobs", len(res), len(jobs))
+	}
+	var ids []string
+	for i, r := range res[:len(res)-2] {
+		if r.Err != nil || r.Duplicate || r.ID == "" || (jobs[i].ID != "" && r.ID != jobs[i].ID) {
+			t.Errorf("job %d (%q): %+v, want accepted under its id", i, jobs[i].ID, r)
+		}
+		ids = append(ids, r.ID)
+	}
+	if r := res[len(res)-2]; r.Err != nil || !r.Duplicate || r.ID != "b/0" {
+		t.Errorf("the id repeated in the batch: %+v, want a duplicate of b/0", r)
+	}
+	var invalid *payload.ValidationError
+	if r := res[len(res)-1]; !errors.As(r.Err, &invalid) || r.ID != "" || invalid.Problems[0].Field != "recipients[0].devices[0].token" {
+		t.Errorf("the invalid job: %+v, want its token's problem and no id", r)
+	}
+
+	// Tasks: ceil(230/100) batches on normal (and the 3-recipient job and
+	// the generated one with them: 232 jobs, 3 tasks), one on high, and
+	// the scheduled job's own.
+	count := func(queue string) map[string]int {
+		n := map[string]int{}
+		pending, _ := e.insp.ListPendingTasks(queue, asynq.PageSize(1000))
+		scheduled, _ := e.insp.ListScheduledTasks(queue, asynq.PageSize(1000))
+		for _, tk := range append(pending, scheduled...) {
+			n[tk.Type]++
+		}
+		return n
+	}
+	if got := count("normal"); !cmp.Equal(got, map[string]int{TypeBatch: 3, TypeJob: 1}) {
+		t.Errorf("normal's tasks %v, want 3 batches and the scheduled job", got)
+	}
+	if got := count("high"); !cmp.Equal(got, map[string]int{TypeBatch: 1}) {
+		t.Errorf("high's tasks %v, want 1 batch", got)
+	}
+	if st, err := e.client.Status(t.Context(), "b/7"); err != nil || st.State != jobQueued || st.Queue != "normal" {
+		t.Errorf("status of a batched job before it runs: %+v, %v; want queued on normal", st, err)
+	}
+
+	e.start()
+	t.Cleanup(e.shutdown)
+	for _, id := range ids {
+		st := e.waitDone(id, 30*time.Second)
+		if st.Counts[stateDelivered] != st.Recipients {
+			t.Errorf("job %s: %v, want every recipient delivered", id, st.Counts)
+		}
+	}
+	reqs := e.apns.Requests()
+	for _, tok := range tokens {
+		if n := len(requestsFor(reqs, tok)); n != 1 {
+			t.Errorf("token %s…: %d pushes, want 1", tok[:8], n)
+		}
+	}
+	if len(reqs) != len(tokens) {
+		t.Errorf("%d pushes, want %d", len(reqs), len(tokens))
+	}
+
+	// Sent again with the ids answered (the scheduled job left out: its
+	// send_at is past now, which validation refuses).
+	var resend []payload.Job
+	for i, j := range jobs[:len(jobs)-1] {
+		if j.ID != "b-later" {
+			j.ID = res[i].ID
+			resend = append(resend, j)
+		}
+	}
+	again, err := e.client.EnqueueBatch(t.Context(), resend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range again {
+		if r.Err != nil || !r.Duplicate {
+			t.Errorf("job %d (%q) sent again: %+v, want a duplicate", i, resend[i].ID, r)
+		}
+	}
+	time.Sleep(time.Second) // anything enqueued by mistake would run now
+	if n := len(e.apns.Requests()); n != len(tokens) {
+		t.Errorf("%d pushes after the batch was sent again, want still %d", n, len(tokens))
+	}
+}
+
+// Two batches carrying the same jobs, and a job task for one of them,
+// race with no records written (clients that died before writing them and
+// submitted again): each job runs in the one task that claims its record,
+// so each device gets its push once, even with a slow provider keeping the
+// first run in flight while the others start.
+func TestBatchJobRunsInOneTaskOnly(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true, concurrency: 20})
+	const n = 20
+	var jobs []payload.Job
+	for i := range n {
+		tok := apnsToken(fmt.Sprintf("race-%d", i))
+		e.apns.Script(tok, fake.OK().WithLatency(300*time.Millisecond))
+		j := alertJob(fmt.Sprintf("race-%d", i), "r", apnsRecipient(fmt.Sprintf("u-r%d", i), tok))
+		j.AcceptedAt = time.Now().Truncate(time.Millisecond)
+		jobs = append(jobs, j)
+	}
+	enqueue := func(typ, id string, payload any) {
+		t.Helper()
+		b, err := json.Marshal(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.client.aq.Enqueue(asynq.NewTask(typ, b), asynq.TaskID(id), asynq.Queue("normal")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue(TypeBatch, batchTaskID("first"), batch{ID: "first", Jobs: jobs})
+	enqueue(TypeBatch, batchTaskID("second"), batch{ID: "second", Jobs: jobs})
+	enqueue(TypeJob, jobTaskID(jobs[3].ID), jobs[3])
+	e.start()
+	t.Cleanup(e.shutdown)
+	for _, j := range jobs {
+		e.waitDone(j.ID, 30*time.Second)
+	}
+	waitFor(t, 10*time.Second, "every task finished", func() bool {
+		q, err := e.insp.GetQueueInfo("normal")
+		return err == nil && q.Size == 0
+	})
+	reqs := e.apns.Requests()
+	for _, j := range jobs {
+		tok := j.Recipients[0].Devices[0].Token
+		if got := len(requestsFor(reqs, tok)); got != 1 {
+			t.Errorf("job %s: %d pushes, want 1", j.ID, got)
+		}
+	}
+}
+
+// A batch task run again after it finished (a re-run after a crash that
+// lost its completion) sends nothing again.
+func TestBatchRerunSendsNothingAgain(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	var jobs []payload.Job
+	for i := range 5 {
+		jobs = append(jobs, alertJob(fmt.Sprintf("rerun-%d", i), "r", apnsRecipient(fmt.Sprintf("u-rr%d", i), apnsToken(fmt.Sprintf("rerun-%d", i)))))
+	}
+	if _, err := e.client.EnqueueBatch(t.Context(), jobs); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := e.insp.ListPendingTasks("normal")
+	if err != nil || len(pending) != 1 || pending[0].Type != TypeBatch {
+		t.Fatalf("pending tasks %v, %v: want the one batch", pending, err)
+	}
+	task := pending[0]
+	e.start()
+	t.Cleanup(e.shutdown)
+	for _, j := range jobs {
+		e.waitDone(j.ID, 20*time.Second)
+	}
+	if n := len(e.apns.Requests()); n != len(jobs) {
+		t.Fatalf("%d pushes, want %d", n, len(jobs))
+	}
+	waitFor(t, 10*time.Second, "the batch task gone", func() bool {
+		_, err := e.insp.GetTaskInfo("normal", task.ID)
+		return errors.Is(err, asynq.ErrTaskNotFound)
+	})
+	if _, err := e.client.aq.Enqueue(asynq.NewTask(TypeBatch, task.Payload), asynq.TaskID(task.ID), asynq.Queue("normal")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the re-run finished", func() bool {
+		_, err := e.insp.GetTaskInfo("normal", task.ID)
+		return errors.Is(err, asynq.ErrTaskNotFound)
+	})
+	time.Sleep(500 * time.Millisecond)
+	if n := len(e.apns.Requests()); n != len(jobs) {
+		t.Errorf("%d pushes after the re-run, want still %d", n, len(jobs))
+	}
+}
+
+// Batches submitted side by side from many goroutines, with ids shared
+// between them: every id is accepted exactly once across all answers and
+// its device gets one push.
+func TestConcurrentBatchesAcceptEachIDOnce(t *testing.T) {
+	e := newEnv(t, envOptions{limits: "1000/1m", concurrency: 20})
+	const ids, clients = 150, 6
+	var mu sync.Mutex
+	accepted := map[string]int{}
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			var jobs []payload.Job
+			for i := range ids {
+				k := (i*7 + c*31) % ids // each client its own order
+				jobs = append(jobs, alertJob(fmt.Sprintf("shared-%d", k), "s", apnsRecipient(fmt.Sprintf("u-s%d", k), apnsToken(fmt.Sprintf("shared-%d", k)))))
+			}
+			res, err := e.client.EnqueueBatch(context.Background(), jobs)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range res {
+				if r.Err != nil {
+					t.Error(r.Err)
+				} else if !r.Duplicate {
+					accepted[r.ID]++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for k := range ids {
+		id := fmt.Sprintf("shared-%d", k)
+		if accepted[id] != 1 {
+			t.Errorf("%s accepted %d times, want 1", id, accepted[id])
+		}
+		e.waitDone(id, 30*time.Second)
+	}
+	waitFor(t, 10*time.Second, "every task finished", func() bool {
+		q, err := e.insp.GetQueueInfo("normal")
+		return err == nil && q.Size == 0
+	})
+	reqs := e.apns.Requests()
+	for k := range ids {
+		if n := len(requestsFor(reqs, apnsToken(fmt.Sprintf("shared-%d", k)))); n != 1 {
+			t.Errorf("shared-%d: %d pushes, want 1", k, n)
+		}
+	}
+}
