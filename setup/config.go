@@ -64,7 +64,7 @@ type Config struct {
 
 	HTTPAddr     string `split_words:"true" desc:"API, health and metrics listener"`
 	APIToken     string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token>"`
-	MaxBodyBytes int64  `split_words:"true" desc:"largest accepted POST /v1/notifications body in bytes"`
+	MaxBodyBytes int64  `split_words:"true" desc:"largest accepted POST /v1/notifications (or :batch) body in bytes"`
 	WebhookURL   string `split_words:"true" desc:"optional: events are also POSTed here as JSON"`
 	EventsMaxlen int64  `split_words:"true" desc:"approximate cap of the hush:events stream"`
 

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -21,6 +22,7 @@ import (
 // GET /openapi.yaml):
 //
 //	POST   /v1/notifications        submit a job: 202 {"id"}, duplicate 200 {"id","duplicate":true}
+//	POST   /v1/notifications:batch  submit up to MaxBatch jobs: 200 {"results"}, one answer per job
 //	GET    /v1/notifications/{id}   the job's state and counts per delivery state
 //	DELETE /v1/notifications/{id}   cancel the job: nothing of it is sent after the answer
 //	GET    /v1/users/{id}/throttle  the limiter status of one user
@@ -69,6 +71,7 @@ func (w *Worker) routes() []route {
 	metrics := promhttp.HandlerFor(w.m.reg, promhttp.HandlerOpts{Registry: w.m.reg})
 	return []route{
 		{http.MethodPost, "/v1/notifications", true, w.postNotification},
+		{http.MethodPost, "/v1/notifications:batch", true, w.postNotificationBatch},
 		{http.MethodGet, "/v1/notifications/{id}", true, w.getNotification},
 		{http.MethodDelete, "/v1/notifications/{id}", true, w.deleteNotification},
 		{http.MethodGet, "/v1/users/{id}/throttle", true, w.getThrottle},
@@ -162,22 +165,106 @@ func (w *Worker) postNotification(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var tooLarge *http.MaxBytesError
-	var invalid *payload.ValidationError
 	switch {
 	case errors.As(err, &tooLarge):
 		writeError(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit))
+	default:
+		status, detail := w.submitError(err)
+		writeJSON(rw, status, errorBody{detail})
+	}
+}
+
+// submitError is the answer to a job that was not accepted: 400 with its
+// field problems, 400 for JSON that is not a job, else 503 (Redis did not
+// answer).
+func (w *Worker) submitError(err error) (int, errorDetail) {
+	var invalid *payload.ValidationError
+	switch {
 	case errors.As(err, &invalid):
 		problems := make([]fieldProblem, len(invalid.Problems))
 		for i, p := range invalid.Problems {
 			problems[i] = fieldProblem{Field: p.Field, Message: p.Message}
 		}
-		writeJSON(rw, http.StatusBadRequest, errorBody{errorDetail{Message: "invalid job", Problems: problems}})
+		return http.StatusBadRequest, errorDetail{Message: "invalid job", Problems: problems}
 	case errors.Is(err, payload.ErrMalformed):
-		writeError(rw, http.StatusBadRequest, err.Error())
+		return http.StatusBadRequest, errorDetail{Message: err.Error()}
 	default:
 		w.log.Error("submit failed", "err", err)
-		writeError(rw, http.StatusServiceUnavailable, "could not accept the job, try again")
+		return http.StatusServiceUnavailable, errorDetail{Message: "could not accept the job, try again"}
 	}
+}
+
+// batchBody is the body of POST /v1/notifications:batch.
+type batchBody struct {
+	Jobs []json.RawMessage `json:"jobs"`
+}
+
+// BatchAnswer is one job's answer to POST /v1/notifications:batch: the
+// answer POST /v1/notifications would give (Status its HTTP status) with
+// the job's id, or the error.
+type BatchAnswer struct {
+	Status    int          `json:"status"`
+	ID        string       `json:"id,omitempty"`
+	Duplicate bool         `json:"duplicate,omitempty"`
+	Error     *errorDetail `json:"error,omitempty"`
+}
+
+// postNotificationBatch submits up to MaxBatch jobs in one request. The
+// answer is 200 with one answer per job, in order, whenever the body is a
+// batch: each job is accepted or refused on its own.
+func (w *Worker) postNotificationBatch(rw http.ResponseWriter, r *http.Request) {
+	var body batchBody
+	dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, w.maxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&body)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the batch")
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit))
+		return
+	case err != nil:
+		writeError(rw, http.StatusBadRequest, fmt.Sprintf("a batch is a JSON object {\"jobs\": [job, ...]}: %v", err))
+		return
+	case len(body.Jobs) == 0 || len(body.Jobs) > MaxBatch:
+		writeError(rw, http.StatusBadRequest, fmt.Sprintf("jobs: %d jobs; a batch has 1 to %d", len(body.Jobs), MaxBatch))
+		return
+	}
+	answers := make([]BatchAnswer, len(body.Jobs))
+	var jobs []payload.Job
+	var at []int // answers[at[k]] is jobs[k]'s
+	for i, raw := range body.Jobs {
+		job, err := payload.Decode(bytes.NewReader(raw))
+		if err != nil {
+			status, detail := w.submitError(err)
+			answers[i] = BatchAnswer{Status: status, Error: &detail}
+			continue
+		}
+		jobs = append(jobs, job)
+		at = append(at, i)
+	}
+	if len(jobs) > 0 {
+		res, err := w.client.EnqueueBatch(r.Context(), jobs)
+		if err != nil {
+			status, detail := w.submitError(err)
+			writeJSON(rw, status, errorBody{detail})
+			return
+		}
+		for k, a := range res {
+			switch {
+			case a.Err != nil:
+				status, detail := w.submitError(a.Err)
+				answers[at[k]] = BatchAnswer{Status: status, ID: a.ID, Error: &detail}
+			case a.Duplicate:
+				answers[at[k]] = BatchAnswer{Status: http.StatusOK, ID: a.ID, Duplicate: true}
+			default:
+				answers[at[k]] = BatchAnswer{Status: http.StatusAccepted, ID: a.ID}
+			}
+		}
+	}
+	writeJSON(rw, http.StatusOK, map[string][]BatchAnswer{"results": answers})
 }
 
 func (w *Worker) getNotification(rw http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -32,6 +33,8 @@ import (
 //   - asynq-noop: N no-op Asynq tasks, the same concurrency and queues as
 //     the worker: the baseline.
 //   - single: N single-recipient jobs, loose rules (nothing deferred).
+//   - single-batched: the same jobs submitted batchJobs at a time
+//     (EnqueueBatch): one Asynq task per batch.
 //   - fanout: N/1000 jobs of 1,000 recipients, loose rules.
 //   - pressure-single, pressure-fanout: the same with tight rules (4
 //     deliveries per user, 3 s minimum gap): 3 of 4 deliveries are deferred.
@@ -83,22 +86,28 @@ func BenchmarkPipeline(b *testing.B) {
 	loose := throttle.Policy{Limits: []throttle.Limit{{N: 1000, Window: time.Minute}}}
 	tight := throttle.Policy{Limits: []throttle.Limit{{N: 100, Window: time.Minute}}, MinGap: 3 * time.Second}
 	b.Run("single", func(b *testing.B) {
-		r := bb.hush(b, loose, n, 1, n)
+		r := bb.hush(b, loose, n, 1, n, 0)
 		peak = r.rate()
 		peakE2E = float64(r.deliveries) / (r.submit + r.elapsed).Seconds()
 		b.Logf("submission took %s: %.0f jobs/s end to end, submission included", r.submit.Round(time.Millisecond), peakE2E)
 		row(b, fmt.Sprintf("hush, %d single-recipient jobs", n), r)
 	})
+	b.Run("single-batched", func(b *testing.B) {
+		r := bb.hush(b, loose, n, 1, n, batchJobs)
+		b.Logf("submission took %s: %.0f jobs/s end to end, submission included", r.submit.Round(time.Millisecond),
+			float64(r.deliveries)/(r.submit+r.elapsed).Seconds())
+		row(b, fmt.Sprintf("hush, %d single-recipient jobs submitted in batches of %d", n, batchJobs), r)
+	})
 	b.Run("fanout", func(b *testing.B) {
-		r := bb.hush(b, loose, n/1000, 1000, n)
+		r := bb.hush(b, loose, n/1000, 1000, n, 0)
 		row(b, fmt.Sprintf("hush, %d jobs x 1,000 recipients", n/1000), r)
 	})
 	b.Run("pressure-single", func(b *testing.B) {
-		r := bb.hush(b, tight, n, 1, n/4)
+		r := bb.hush(b, tight, n, 1, n/4, 0)
 		row(b, fmt.Sprintf("hush under pressure, %d single-recipient jobs, 4 per user, gap 3s", n), r)
 	})
 	b.Run("pressure-fanout", func(b *testing.B) {
-		r := bb.hush(b, tight, n/1000, 1000, max(n/4, 1000))
+		r := bb.hush(b, tight, n/1000, 1000, max(n/4, 1000), 0)
 		row(b, fmt.Sprintf("hush under pressure, %d jobs x 1,000 recipients, 4 per user, gap 3s", n/1000), r)
 	})
 	// Paced runs submit live, in this process, at 80% of a peak: the
@@ -417,20 +426,31 @@ func benchJobs(prefix string, jobs, size, users int) ([]payload.Job, map[string]
 	return out, tokens
 }
 
-// hush runs jobs x size deliveries to users users under p.
-func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users int) benchResult {
+// hush runs jobs x size deliveries to users users under p, the jobs
+// submitted one by one (Enqueue), or batch at a time (EnqueueBatch).
+func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users, batch int) benchResult {
 	bb.reset(b)
 	base := bb.usedMemory(b)
 	w, lim := bb.benchWorker(b, p)
 	js, tokens := benchJobs("bench", jobs, size, users)
 	submitStart := time.Now()
-	parallel(b, len(js), func(i int) error {
-		_, err := w.Client().Enqueue(context.Background(), js[i])
-		if err != nil && len(err.Error()) > 300 {
-			err = fmt.Errorf("%.300s…", err.Error())
-		}
-		return err
-	})
+	if batch > 0 {
+		parallel(b, (len(js)+batch-1)/batch, func(i int) error {
+			res, err := w.Client().EnqueueBatch(context.Background(), js[i*batch:min((i+1)*batch, len(js))])
+			for _, r := range res {
+				err = cmp.Or(err, r.Err)
+			}
+			return err
+		})
+	} else {
+		parallel(b, len(js), func(i int) error {
+			_, err := w.Client().Enqueue(context.Background(), js[i])
+			if err != nil && len(err.Error()) > 300 {
+				err = fmt.Errorf("%.300s…", err.Error())
+			}
+			return err
+		})
+	}
 	submit := time.Since(submitStart)
 	n := jobs * size
 	m := bb.meter(b)

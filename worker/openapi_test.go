@@ -166,6 +166,11 @@ func TestOpenAPIContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fresh, err := json.Marshal(alertJob("contract-batch", "batch", apnsRecipient("u-b", apnsToken("batch"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batch = "POST /v1/notifications:batch"
 	const submit, status, cancel, getThrottle, resetThrottle = "POST /v1/notifications", "GET /v1/notifications/{id}",
 		"DELETE /v1/notifications/{id}", "GET /v1/users/{id}/throttle", "DELETE /v1/users/{id}/throttle"
 	const jobPath, userPath = "/v1/notifications/" + id, "/v1/users/u-c/throttle"
@@ -204,6 +209,30 @@ func TestOpenAPIContract(t *testing.T) {
 		{name: "wrong token", srv: main, op: submit, token: "nope", body: string(good), status: 401, requestValid: true},
 		{name: "too large", srv: main, op: submit, token: token, body: string(tooLarge), status: 413, requestValid: true},
 		{name: "redis down", srv: down, op: submit, token: token, body: string(good), status: 503, requestValid: true},
+
+		// A batch answers each job as the single submission would: the
+		// new one accepted, the one submitted above a duplicate.
+		{
+			name: "batch", srv: main, op: batch, token: token, status: 200, requestValid: true,
+			body:  `{"jobs":[` + string(fresh) + `,` + string(good) + `]}`,
+			check: wantAnswers(BatchAnswer{Status: 202, ID: "contract-batch"}, BatchAnswer{Status: 200, ID: id, Duplicate: true}),
+		},
+		{
+			name: "batch with an invalid job", srv: main, op: batch, token: token, status: 200,
+			body: `{"jobs":[` + withDevice("apns", "xyz", "") + `,` + string(good) + `]}`,
+			check: wantAnswers(BatchAnswer{Status: 400, Error: &errorDetail{Message: "invalid job", Problems: []fieldProblem{{Field: "recipients[0].devices[0].token"}}}},
+				BatchAnswer{Status: 200, ID: id, Duplicate: true}),
+		},
+		{
+			name: "batch, redis down", srv: down, op: batch, token: token, status: 200, requestValid: true,
+			body:  `{"jobs":[` + string(good) + `]}`,
+			check: wantAnswers(BatchAnswer{Status: 503, ID: id, Error: &errorDetail{Message: "could not accept the job, try again"}}),
+		},
+		{name: "batch of no jobs", srv: main, op: batch, token: token, status: 400, body: `{"jobs":[]}`, check: wantMessage("jobs: 0 jobs; a batch has 1 to 1000")},
+		{name: "batch as an array", srv: main, op: batch, token: token, status: 400, body: `[` + string(good) + `]`},
+		{name: "batch with another field", srv: main, op: batch, token: token, status: 400, body: `{"jobs":[` + string(good) + `],"priority":"high"}`},
+		{name: "batch without token", srv: main, op: batch, body: `{"jobs":[` + string(good) + `]}`, status: 401},
+		{name: "batch too large", srv: main, op: batch, token: token, body: `{"jobs":[` + string(tooLarge) + `]}`, status: 413, requestValid: true},
 
 		{
 			name: "job status", srv: main, op: status, path: jobPath, token: token, status: 200, requestValid: true,
@@ -493,6 +522,28 @@ func fieldsOf(t *testing.T, body []byte, names ...string) map[string]any {
 }
 
 // wantMessage checks an error answer's message.
+// wantAnswers checks a batch's answers: status, id, duplicate, and for an
+// error its message and its problems' fields.
+func wantAnswers(want ...BatchAnswer) func(t *testing.T, body []byte) {
+	return func(t *testing.T, body []byte) {
+		t.Helper()
+		var got struct{ Results []BatchAnswer }
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range got.Results {
+			if a.Error != nil {
+				for i := range a.Error.Problems {
+					a.Error.Problems[i].Message = "" // the fields are checked, not the wording
+				}
+			}
+		}
+		if diff := cmp.Diff(want, got.Results, cmp.AllowUnexported(errorDetail{}, fieldProblem{})); diff != "" {
+			t.Errorf("answers (-want +got):\n%s", diff)
+		}
+	}
+}
+
 func wantMessage(want string) func(t *testing.T, body []byte) {
 	return func(t *testing.T, body []byte) {
 		t.Helper()
