@@ -62,13 +62,50 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 	}
 	errs := make([]error, len(b.Jobs))
 	var wg sync.WaitGroup
+	// Single-recipient jobs of one app go in groups of up to w.wave: one
+	// round trip starts them all and books their slots (singleJobs).
+	type group struct {
+		app  *App
+		pipe pipeLimiter
+		at   []int
+	}
+	groups := map[string]*group{}
+	flush := func(g *group) {
+		at := g.at
+		g.at = nil
+		wg.Go(func() {
+			jobs := make([]*payload.Job, len(at))
+			for k, i := range at {
+				jobs[k] = &b.Jobs[i]
+			}
+			for k, err := range w.singleJobs(ctx, g.app, g.pipe, jobs, b.task()) {
+				errs[at[k]] = err
+			}
+		})
+	}
 	for i := range b.Jobs {
 		job := &b.Jobs[i]
 		if job.ID == "" {
 			w.log.Error("job without id in a batch skipped", "batch", b.ID, "index", i)
 			continue
 		}
+		if app, pipe := w.singlePath(job); pipe != nil {
+			g := groups[app.Name]
+			if g == nil {
+				g = &group{app: app, pipe: pipe}
+				groups[app.Name] = g
+			}
+			if g.at = append(g.at, i); len(g.at) == w.wave {
+				flush(g)
+			}
+			continue
+		}
 		wg.Go(func() { errs[i] = w.runJob(ctx, job, b.task()) })
+	}
+	for _, g := range groups {
+		if len(g.at) > 0 {
+			flush(g)
+		}
 	}
 	wg.Wait()
 	for i, err := range errs {

@@ -276,3 +276,46 @@ func TestConcurrentBatchesAcceptEachIDOnce(t *testing.T) {
 		}
 	}
 }
+
+// A flood for one user inside one batch: the jobs are booked together
+// (one batched reservation), in order, and the pushes still keep the
+// minimum gap and the cap.
+func TestBatchFloodForOneUserKeepsTheRules(t *testing.T) {
+	e := newEnv(t, envOptions{limits: "4/1m", gap: "400ms"})
+	const n = 8
+	var jobs []payload.Job
+	for i := range n {
+		jobs = append(jobs, alertJob(fmt.Sprintf("flood-%d", i), "f", apnsRecipient("u-flood", apnsToken(fmt.Sprintf("flood-%d", i)))))
+	}
+	res, err := e.client.EnqueueBatch(t.Context(), jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil || r.Duplicate {
+			t.Fatalf("%+v, want accepted", r)
+		}
+	}
+	waitFor(t, 10*time.Second, "4 pushes", func() bool { return len(e.apns.Requests()) >= 4 })
+	time.Sleep(time.Second) // a fifth push inside the minute would arrive now
+	reqs := e.apns.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d pushes within the minute, want the cap of 4", len(reqs))
+	}
+	for i := 1; i < len(reqs); i++ {
+		if gap := reqs[i].At.Sub(reqs[i-1].At); gap < 400*time.Millisecond-250*time.Millisecond {
+			t.Errorf("pushes %d and %d %s apart, want at least the 400ms gap (250ms tolerance)", i-1, i, gap)
+		}
+	}
+	held := 0
+	for _, r := range res {
+		st, err := e.client.Status(t.Context(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held += st.Counts["pending"]
+	}
+	if held != n-4 {
+		t.Errorf("%d deliveries still held, want %d (deferred, not dropped)", held, n-4)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -43,16 +44,12 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 // runJob is the work of a job's task, or of the batch task carrying it
 // (task, its id; "" for the job's own task).
 func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string) error {
+	if app, pipe := w.singlePath(job); pipe != nil {
+		return w.singleJob(ctx, app, pipe, job, task)
+	}
 	queue := string(job.Priority.Effective())
 	n := len(job.Recipients)
 	first := chunkOf(job, 0)
-	if n == 1 && !w.bypass[job.Priority.Effective()] && !first.expired(time.Now()) {
-		if app, err := w.apps.resolve(job.App); err == nil {
-			if pipe := w.pipeOf(app); pipe != nil {
-				return w.singleJob(ctx, app, pipe, job, task, first)
-			}
-		}
-	}
 	r := recordOf(job, queue)
 	r.Task = task
 	owner, start, states, err := w.store.start(ctx, r, n <= chunkSize, first)
@@ -81,6 +78,20 @@ func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string) erro
 	return w.deliverChunk(ctx, first, states, nil)
 }
 
+// singlePath answers the app and its limiter when job takes singleJob's
+// way: one recipient, booked (not a bypass priority), not expired, on a
+// limiter sharing the worker's Redis client; else a nil pipe.
+func (w *Worker) singlePath(job *payload.Job) (*App, pipeLimiter) {
+	if len(job.Recipients) != 1 || w.bypass[job.Priority.Effective()] || chunkOf(job, 0).expired(time.Now()) {
+		return nil, nil
+	}
+	app, err := w.apps.resolve(job.App)
+	if err != nil {
+		return nil, nil
+	}
+	return app, w.pipeOf(app)
+}
+
 // singleJob is jobTask for a job of one recipient (the commonest kind): it
 // books the recipient's slot in the same round trip as start.lua, taking
 // the send permit first so the slot is not booked while waiting for one.
@@ -89,24 +100,77 @@ func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string) erro
 // submission owns the id its bookings are left to it (it finds them
 // existing, as after a crash). Otherwise the delivery goes on as in
 // deliverChunk with the slot booked.
-func (w *Worker) singleJob(ctx context.Context, app *App, pipe pipeLimiter, job *payload.Job, task string, c *chunk) error {
-	if err := w.sends.Acquire(ctx, 1); err != nil {
-		return fmt.Errorf("job %s: waiting for a send permit: %w", job.ID, err)
+func (w *Worker) singleJob(ctx context.Context, app *App, pipe pipeLimiter, job *payload.Job, task string) error {
+	return w.singleJobs(ctx, app, pipe, []*payload.Job{job}, task)[0]
+}
+
+// singleJobs is singleJob for several jobs of one app (a batch's): their
+// start.lua calls and one batched booking share one round trip, then each
+// job goes on alone. It answers an error per job.
+func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, jobs []*payload.Job, task string) []error {
+	errs := make([]error, len(jobs))
+	if err := w.sends.Acquire(ctx, int64(len(jobs))); err != nil {
+		for i, job := range jobs {
+			errs[i] = fmt.Errorf("job %s: waiting for a send permit: %w", job.ID, err)
+		}
+		return errs
 	}
-	p := &wavePermits{sem: w.sends}
-	p.held.Store(1)
-	defer p.releaseAll()
-	r := recordOf(job, string(job.Priority.Effective()))
-	r.Task = task
-	call := w.store.startCall(r, true, c)
-	d := c.delivery(0)
-	req := w.requestOf(app, &d, 0, time.Time{})
+	type started struct {
+		r    recordInfo
+		c    *chunk
+		call *startCall
+		p    *wavePermits
+	}
+	ss := make([]started, len(jobs))
+	reqs := make([]throttle.Request, len(jobs))
+	for i, job := range jobs {
+		s := &ss[i]
+		s.r = recordOf(job, string(job.Priority.Effective()))
+		s.r.Task = task
+		s.c = chunkOf(job, 0)
+		s.call = w.store.startCall(s.r, true, s.c)
+		d := s.c.delivery(0)
+		reqs[i] = w.requestOf(app, &d, 0, time.Time{})
+		s.p = &wavePermits{sem: w.sends}
+		s.p.held.Store(1)
+	}
 	asked := time.Now()
-	res, rerr := pipe.ReserveBatchWith(ctx, []throttle.Request{req}, func(pipe redis.Pipeliner) { call.queue(ctx, pipe) })
-	b := &booking{idx: []int{0}, res: res, err: rerr, asked: asked, mid: asked.Add(time.Since(asked) / 2), permits: p}
-	if rerr == nil && len(res) != 1 {
-		b.err = fmt.Errorf("%d answers for 1 request", len(res))
+	res, rerr := pipe.ReserveBatchWith(ctx, reqs, func(p redis.Pipeliner) {
+		for i := range ss {
+			ss[i].call.queue(ctx, p)
+		}
+	})
+	mid := asked.Add(time.Since(asked) / 2)
+	if len(res) == len(jobs) {
+		// A request that failed alone is marked by its zero Now.
+		rerr = nil
+	} else if rerr == nil {
+		rerr = fmt.Errorf("%d answers for %d requests", len(res), len(jobs))
 	}
+	var wg sync.WaitGroup
+	for i, job := range jobs {
+		s := &ss[i]
+		b := &booking{idx: []int{0}, err: rerr, asked: asked, mid: mid, permits: s.p}
+		if rerr == nil {
+			b.res = res[i : i+1]
+		}
+		run := func() {
+			defer s.p.releaseAll()
+			errs[i] = w.startedSingle(ctx, app, job, s.r, s.c, s.call, reqs[i], b)
+		}
+		if len(jobs) == 1 {
+			run()
+		} else {
+			wg.Go(run)
+		}
+	}
+	wg.Wait()
+	return errs
+}
+
+// startedSingle goes on with a single-recipient job once its start.lua
+// call and its booking b (of req) have answered.
+func (w *Worker) startedSingle(ctx context.Context, app *App, job *payload.Job, r recordInfo, c *chunk, call *startCall, req throttle.Request, b *booking) error {
 	owner, _, st, err := call.result(ctx, nil)
 	if err != nil {
 		return err // a re-run finds the booking and hands it to the delivery task
@@ -118,7 +182,7 @@ func (w *Worker) singleJob(ctx context.Context, app *App, pipe pipeLimiter, job 
 	// start.lua read the cancellation in the booking's round trip.
 	b.cancelled = st.cancelled
 	if st.finals[0] != "" {
-		if b.err == nil && !res[0].Existing && res[0].Refused == "" {
+		if b.err == nil && !b.res[0].Now.IsZero() && !b.res[0].Existing && b.res[0].Refused == "" {
 			if _, err := app.Limiter.Release(ctx, req.User, req.Member); err != nil {
 				w.log.Warn("limiter release of a settled recipient failed", "delivery", req.Member, "err", err)
 			}
