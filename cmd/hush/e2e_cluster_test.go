@@ -378,6 +378,50 @@ func (c *cluster) submit(jobs []payload.Job, to []*hushProc, token string) {
 	}
 }
 
+// submitBatches POSTs the jobs size at a time to
+// /v1/notifications:batch, spread round-robin over the given processes,
+// and fails the test unless every job is accepted (status 202 in its
+// answer).
+func (c *cluster) submitBatches(jobs []payload.Job, to []*hushProc, token string, size int) {
+	t := c.t
+	t.Helper()
+	var all []error
+	for k, from := 0, 0; from < len(jobs); k, from = k+1, from+size {
+		part := jobs[from:min(from+size, len(jobs))]
+		p := to[k%len(to)]
+		body, err := json.Marshal(map[string][]payload.Job{"jobs": part})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.do(p, http.MethodPost, "/v1/notifications:batch", body, token)
+		if err == nil && r.Status != http.StatusOK {
+			err = fmt.Errorf("POST batch to %s: %d %s", p.name, r.Status, r.Body)
+		}
+		if err != nil {
+			all = append(all, err)
+			continue
+		}
+		var answer struct {
+			Results []struct {
+				Status int    `json:"status"`
+				ID     string `json:"id"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal(r.Body, &answer); err != nil || len(answer.Results) != len(part) {
+			all = append(all, fmt.Errorf("batch answer from %s: %v, %d results for %d jobs: %s", p.name, err, len(answer.Results), len(part), r.Body))
+			continue
+		}
+		for i, a := range answer.Results {
+			if a.Status != http.StatusAccepted || a.ID != part[i].ID {
+				all = append(all, fmt.Errorf("job %s in a batch to %s: %d %s", part[i].ID, p.name, a.Status, a.ID))
+			}
+		}
+	}
+	if err := errors.Join(all...); err != nil {
+		t.Fatalf("submitting %d jobs in batches: %v", len(jobs), err)
+	}
+}
+
 // queueLoad is the number of tasks not yet finished in any queue (pending,
 // active, scheduled, retry) and the number archived.
 func (c *cluster) queueLoad() (open, archived int, err error) {

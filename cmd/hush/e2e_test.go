@@ -54,12 +54,24 @@ func TestE2EGuarantees(t *testing.T) {
 // have recorded it. The fakes know when they answered, and a request the
 // kill cut off before its answer is not a push.
 func TestE2EKillNine(t *testing.T) {
+	killNine(t, "k", func(c *cluster, jobs []payload.Job) { c.submit(jobs, c.procs, "") })
+}
+
+// TestE2EKillNineBatched is TestE2EKillNine with the jobs submitted in
+// batches (POST /v1/notifications:batch): the victim dies holding batch
+// tasks of many jobs, each part way through, and their re-runs elsewhere
+// resume each job.
+func TestE2EKillNineBatched(t *testing.T) {
+	killNine(t, "kb", func(c *cluster, jobs []payload.Job) { c.submitBatches(jobs, c.procs, "", 25) })
+}
+
+func killNine(t *testing.T, prefix string, submit func(c *cluster, jobs []payload.Job)) {
 	start := time.Now()
 	c := startCluster(t, clusterOptions{procs: 3, concurrency: e2eConcurrency, maxRetry: 3})
-	b := burst{prefix: "k", users: 20, perUser: 15}
+	b := burst{prefix: prefix, users: 20, perUser: 15}
 	jobs, want := b.jobs()
 	first := time.Now()
-	c.submit(jobs, c.procs, "")
+	submit(c, jobs)
 	atKill := c.waitPushes(len(want)/5, time.Minute)
 	victim := c.procs[1]
 	killing := time.Now()
