@@ -34,6 +34,7 @@ type benchFlags struct {
 	fanout     int
 	recipients int
 	perUser    int
+	batch      int
 	limits     string
 	minGap     time.Duration
 	timeout    time.Duration
@@ -51,6 +52,7 @@ func benchFlagSet(f *benchFlags) *flag.FlagSet {
 	fs.IntVar(&f.fanout, "fanout", 5, "fan-out jobs in the second run (0: skip it)")
 	fs.IntVar(&f.recipients, "recipients", 1000, "recipients per fan-out job")
 	fs.IntVar(&f.perUser, "per-user", 1, "pushes per user in each run (a user's single-recipient jobs are adjacent); with --min-gap or --limits, more than 1 measures deferral")
+	fs.IntVar(&f.batch, "batch", 0, "submit the jobs this many at a time, as POST /v1/notifications:batch does (due jobs share one queue task per 100); 0: one at a time")
 	fs.StringVar(&f.limits, "limits", benchLooseLimits, "per-user rolling-window caps, `N/W` comma list (the default defers nothing)")
 	fs.DurationVar(&f.minGap, "min-gap", 0, "minimum gap between two pushes to one user")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up on a run whose pushes have not all arrived by then")
@@ -60,7 +62,7 @@ func benchFlagSet(f *benchFlags) *flag.FlagSet {
 }
 
 const benchHelp = `Usage:
-  HUSH_REDIS_URL=redis://HOST:6379/DB hush bench [--jobs N] [--fanout N] [--recipients N] [--per-user N] [--limits N/W,...] [--min-gap D] [--timeout D] [--json] [-v]
+  HUSH_REDIS_URL=redis://HOST:6379/DB hush bench [--jobs N] [--fanout N] [--recipients N] [--per-user N] [--batch N] [--limits N/W,...] [--min-gap D] [--timeout D] [--json] [-v]
   HUSH_REDIS_CLUSTER_ADDRS=HOST:PORT,... hush bench ...
 
 Measures what hush costs the Redis you point it at, so you can size a
@@ -94,6 +96,7 @@ Examples:
   HUSH_REDIS_URL=redis://127.0.0.1:6379/15 HUSH_CONCURRENCY=100 hush bench --jobs 20000 --fanout 0
   HUSH_REDIS_CLUSTER_ADDRS=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 HUSH_DELIVERY_SHARDS=3 hush bench --json
   HUSH_REDIS_URL=redis://127.0.0.1:6379/15 hush bench --per-user 4 --min-gap 3s   # 3 of 4 pushes deferred
+  HUSH_REDIS_URL=redis://127.0.0.1:6379/15 hush bench --batch 100   # jobs submitted in batches of 100
 `
 
 // benchRun is one run's result.
@@ -138,6 +141,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErrorf("bench: --recipients must be between 1 and %d, got %d", payload.MaxRecipients, f.recipients)
 	case f.perUser < 1:
 		return usageErrorf("bench: --per-user must be 1 or more, got %d", f.perUser)
+	case f.batch < 0 || f.batch > worker.MaxBatch:
+		return usageErrorf("bench: --batch must be between 0 (one job at a time) and %d, got %d", worker.MaxBatch, f.batch)
 	case f.fanout > 0 && f.perUser > f.fanout:
 		return usageErrorf("bench: --per-user %d needs at least %d fan-out jobs (--fanout), since a job names each user once", f.perUser, f.perUser)
 	case f.timeout <= 0:
@@ -161,8 +166,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer b.close()
-	fmt.Fprintf(stderr, "bench: Redis %s (%s), concurrency %d, %s, rules %s min-gap %s, %s per user\n",
-		cfg.RedisTarget(), plural(len(b.masters), "master"), cfg.Concurrency, plural(cfg.DeliveryShards, "shard"), f.limits, f.minGap, plural(f.perUser, "push"))
+	submitted := "submitted one at a time"
+	if f.batch > 0 {
+		submitted = fmt.Sprintf("submitted in batches of %d", f.batch)
+	}
+	fmt.Fprintf(stderr, "bench: Redis %s (%s), concurrency %d, %s, rules %s min-gap %s, %s per user, jobs %s\n",
+		cfg.RedisTarget(), plural(len(b.masters), "master"), cfg.Concurrency, plural(cfg.DeliveryShards, "shard"), f.limits, f.minGap, plural(f.perUser, "push"), submitted)
 
 	var runs []benchRun
 	if f.jobs > 0 {
@@ -493,23 +502,26 @@ func (b *bencher) run(ctx context.Context, name string, jobs, size int) (benchRu
 	return r, nil
 }
 
-// submit enqueues js with 16 goroutines, reporting progress each second.
+// submit enqueues js with 16 goroutines, one job at a time or --batch at
+// a time, reporting progress each second.
 func (b *bencher) submit(ctx context.Context, client *worker.Client, js []payload.Job) error {
 	var next, done atomic.Int64
 	errs := make(chan error, 16)
+	size := max(b.f.batch, 1)
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
 			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(js) {
+				from := (int(next.Add(1)) - 1) * size
+				if from >= len(js) {
 					return
 				}
-				if _, err := client.Enqueue(ctx, js[i]); err != nil {
-					errs <- fmt.Errorf("submit job %s: %w", js[i].ID, err)
+				part := js[from:min(from+size, len(js))]
+				if err := submitPart(ctx, client, part, b.f.batch > 0); err != nil {
+					errs <- err
 					return
 				}
-				done.Add(1)
+				done.Add(int64(len(part)))
 			}
 		})
 	}
@@ -530,6 +542,29 @@ func (b *bencher) submit(ctx context.Context, client *worker.Client, js []payloa
 			fmt.Fprintf(b.stderr, "bench: submitted %d of %d jobs\n", done.Load(), len(js))
 		}
 	}
+}
+
+// submitPart enqueues part: in one EnqueueBatch call when batch is set,
+// else job by job.
+func submitPart(ctx context.Context, client *worker.Client, part []payload.Job, batch bool) error {
+	if !batch {
+		for _, j := range part {
+			if _, err := client.Enqueue(ctx, j); err != nil {
+				return fmt.Errorf("submit job %s: %w", j.ID, err)
+			}
+		}
+		return nil
+	}
+	res, err := client.EnqueueBatch(ctx, part)
+	if err != nil {
+		return fmt.Errorf("submit a batch of %d jobs: %w", len(part), err)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			return fmt.Errorf("submit job %s in a batch: %w", part[i].ID, r.Err)
+		}
+	}
+	return nil
 }
 
 // waitArrivals waits until the fake has accepted n pushes and returns the

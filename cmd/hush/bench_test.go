@@ -198,3 +198,27 @@ func TestBenchPerUserDefers(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchBatched: --batch submits the jobs through EnqueueBatch; every
+// push arrives, and the run costs Redis fewer commands per delivery than
+// the same jobs submitted one by one (one queue task per 100 jobs instead
+// of one each), counted by the server in the same test.
+func TestBenchBatched(t *testing.T) {
+	unsetHushEnv(t)
+	srv := redistest.Start(t)
+	if !srv.Real() {
+		t.Skip("hush bench reads INFO cpu: needs a real redis-server")
+	}
+	t.Setenv("HUSH_REDIS_URL", srv.URL())
+	one := runBenchJSON(t, "--jobs", "500", "--fanout", "0")
+	batched := runBenchJSON(t, "--jobs", "500", "--fanout", "0", "--batch", "100")
+	if len(one.Runs) != 1 || len(batched.Runs) != 1 {
+		t.Fatalf("runs %d and %d, want 1 each", len(one.Runs), len(batched.Runs))
+	}
+	checkBenchRun(t, batched.Runs[0], 500, 500, 1)
+	a, b := one.Runs[0].RedisCmds, batched.Runs[0].RedisCmds
+	t.Logf("Redis commands per delivery: %.1f one at a time, %.1f in batches of 100", a, b)
+	if b > 0.8*a {
+		t.Errorf("batched: %.1f commands per delivery, want well under the %.1f of one job at a time", b, a)
+	}
+}
