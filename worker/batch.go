@@ -154,11 +154,24 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []payload.Job) ([]BatchR
 	now := c.now()
 	jobs = slices.Clone(jobs)
 	res := make([]BatchResult, len(jobs))
+	prepared := make([]bool, len(jobs))
+	for i := range jobs {
+		if res[i].Err = c.prepare(&jobs[i], now); res[i].Err == nil {
+			prepared[i] = true
+		}
+	}
+	c.enqueuePrepared(ctx, jobs, prepared, res)
+	return res, nil
+}
+
+// enqueuePrepared is EnqueueBatch for jobs already prepared (those whose
+// prepared entry is set), answering each in res.
+func (c *Client) enqueuePrepared(ctx context.Context, jobs []payload.Job, prepared []bool, res []BatchResult) {
+	now := c.now()
 	first := map[string]bool{}
 	var live []int // jobs prepared, each the first of its id
 	for i := range jobs {
-		if err := c.prepare(&jobs[i], now); err != nil {
-			res[i].Err = err
+		if !prepared[i] {
 			continue
 		}
 		res[i].ID = jobs[i].ID
@@ -204,7 +217,6 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []payload.Job) ([]BatchR
 			c.submitBatch(ctx, jobs, idx, q, res)
 		}
 	}
-	return res, nil
 }
 
 // submitBatch enqueues jobs[idx] (prepared, due, of queue q, not found
