@@ -319,3 +319,68 @@ func TestBatchFloodForOneUserKeepsTheRules(t *testing.T) {
 		t.Errorf("%d deliveries still held, want %d (deferred, not dropped)", held, n-4)
 	}
 }
+
+// Jobs submitted one by one from many goroutines at once are gathered:
+// those arriving during a write share the next one's batch task, each
+// caller gets its own job's answer, every id is accepted once, and every
+// device gets its push once. A lone submission still has a task of its
+// own.
+func TestEnqueueGathersConcurrentSubmissions(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true, limits: "1000/1m"})
+	lone := e.submit(alertJob("lone", "l", apnsRecipient("u-lone", apnsToken("lone"))))
+	if _, err := e.insp.GetTaskInfo("normal", jobTaskID(lone)); err != nil {
+		t.Errorf("a lone submission's own task: %v", err)
+	}
+	const n, callers = 400, 40
+	answers := make([]Accepted, n)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := c; i < n; i += callers {
+				id := fmt.Sprintf("gather-%d", i%(n/2)) // every id twice
+				acc, err := e.client.Enqueue(context.Background(), alertJob(id, "g", apnsRecipient("u-"+id, apnsToken(id))))
+				if err != nil {
+					t.Error(err)
+				}
+				answers[i] = acc
+			}
+		})
+	}
+	wg.Wait()
+	accepted := map[string]int{}
+	for _, a := range answers {
+		if !a.Duplicate {
+			accepted[a.ID]++
+		}
+	}
+	for i := range n / 2 {
+		if id := fmt.Sprintf("gather-%d", i); accepted[id] != 1 {
+			t.Errorf("%s accepted %d times, want 1", id, accepted[id])
+		}
+	}
+	pending, err := e.insp.ListPendingTasks("normal", asynq.PageSize(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]int{}
+	for _, tk := range pending {
+		types[tk.Type]++
+	}
+	t.Logf("%d submissions of %d ids from %d goroutines: tasks %v", n, n/2, callers, types)
+	if types[TypeBatch] == 0 || len(pending) >= n/2 {
+		t.Errorf("tasks %v for %d jobs: want them gathered into batches", types, n/2+1)
+	}
+	e.start()
+	t.Cleanup(e.shutdown)
+	for i := range n / 2 {
+		e.waitDone(fmt.Sprintf("gather-%d", i), 30*time.Second)
+	}
+	e.waitDone(lone, 10*time.Second)
+	reqs := e.apns.Requests()
+	for i := range n / 2 {
+		id := fmt.Sprintf("gather-%d", i)
+		if got := len(requestsFor(reqs, apnsToken(id))); got != 1 {
+			t.Errorf("%s: %d pushes, want 1", id, got)
+		}
+	}
+}

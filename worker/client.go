@@ -41,6 +41,10 @@ type Client struct {
 	// shards spreads job tasks over each priority's shard queues
 	// (WithShards); 1: the priority queue alone.
 	shards int
+	// gathers: Enqueue writes due jobs submitted together in batches
+	// (gather.go; WithoutGathering turns it off).
+	gathers   bool
+	gathering gathering
 }
 
 // ClientOption configures a Client.
@@ -73,6 +77,13 @@ func WithShards(n int) ClientOption {
 	return func(c *Client) { c.shards = max(1, n) }
 }
 
+// WithoutGathering makes Enqueue write every job as its own task, at
+// once, instead of gathering the jobs submitted while a write is under way
+// into one batch (gather.go). It costs Redis more per job under load.
+func WithoutGathering() ClientOption {
+	return func(c *Client) { c.gathers = false }
+}
+
 // WithCategories makes Enqueue refuse a job whose category is not one of
 // names (the workers' HUSH_THROTTLE_CATEGORIES). A Worker's own Client
 // has its policy's categories.
@@ -88,7 +99,7 @@ func WithCategories(names ...string) ClientOption {
 // NewClient returns a Client enqueueing through rdb. It does not own rdb.
 func NewClient(rdb redis.UniversalClient, opts ...ClientOption) *Client {
 	c := &Client{rdb: rdb, aq: asynq.NewClientFromRedisClient(rdb), insp: asynq.NewInspectorFromRedisClient(rdb),
-		store: newStore(rdb, DefaultJobRetention), now: time.Now, shards: 1}
+		store: newStore(rdb, DefaultJobRetention), now: time.Now, shards: 1, gathers: true}
 	for _, o := range opts {
 		o(c)
 	}
@@ -107,11 +118,24 @@ type Accepted struct {
 // on the queue of its priority. A job whose id was accepted before is
 // acknowledged as a duplicate and changes nothing. Validation problems are
 // returned as a *payload.ValidationError.
+//
+// A due job submitted while another submission through this Client is
+// being written waits for that write and is written with the others that
+// came meanwhile, in one batch (gather.go).
 func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error) {
 	now := c.now()
 	if err := c.prepare(&job, now); err != nil {
 		return Accepted{}, err
 	}
+	if c.gathers && job.NotBefore().Sub(now) <= wakeMargin {
+		return c.gather(ctx, job)
+	}
+	return c.enqueueOne(ctx, &job)
+}
+
+// enqueueOne enqueues a prepared job as its own task, unless its id is
+// found live.
+func (c *Client) enqueueOne(ctx context.Context, job *payload.Job) (Accepted, error) {
 	dup, err := c.store.exists(ctx, job.ID)
 	if err != nil {
 		return Accepted{}, err
@@ -120,7 +144,7 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 		c.count("duplicate")
 		return Accepted{ID: job.ID, Duplicate: true}, nil
 	}
-	return c.submit(ctx, &job, now)
+	return c.submit(ctx, job, c.now())
 }
 
 // prepare validates job, gives it an id when it has none and stamps its
