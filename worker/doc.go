@@ -62,6 +62,14 @@
 //	               start.lua's round trip (ReserveBatchWith), speculatively:
 //	               a re-run that finds the recipient settled gives a new
 //	               booking back.
+//	hush:batch     up to 100 due jobs of one priority submitted together
+//	               (task id "batch:<random id>"): EnqueueBatch, and Enqueue
+//	               calls gathered while an earlier write was under way
+//	               (gather.go). Each job runs as its own hush:job task would;
+//	               its record names the batch task (start.lua's task), so a
+//	               job carried by two batches runs in one only. Its
+//	               single-recipient jobs start and book in groups of up to a
+//	               wave (singleJobs: one round trip for all).
 //	hush:chunk     recipients [k*100, (k+1)*100) of a job (task id
 //	               "chunk:<id>/<k>"). It reads its recipients' states in one
 //	               round trip (the job task's own chunk: inside start.lua),
@@ -86,6 +94,6 @@
 //
 // With HUSH_DELIVERY_SHARDS above 1, hush:delivery tasks go to the queue
 // "<priority>.<fnv32a(user id) mod shards>" and hush:chunk tasks to
-// "<priority>.<fnv32a(task id) mod shards>" (shards.go); jobs stay on the
-// priority's queue.
+// "<priority>.<fnv32a(task id) mod shards>" (shards.go), as are
+// hush:job and hush:batch tasks from a Client made WithShards.
 package worker
