@@ -52,7 +52,7 @@ func benchFlagSet(f *benchFlags) *flag.FlagSet {
 	fs.IntVar(&f.fanout, "fanout", 5, "fan-out jobs in the second run (0: skip it)")
 	fs.IntVar(&f.recipients, "recipients", 1000, "recipients per fan-out job")
 	fs.IntVar(&f.perUser, "per-user", 1, "pushes per user in each run (a user's single-recipient jobs are adjacent); with --min-gap or --limits, more than 1 measures deferral")
-	fs.IntVar(&f.batch, "batch", 0, "submit the jobs this many at a time, as POST /v1/notifications:batch does (due jobs share one queue task per 100); 0: one at a time")
+	fs.IntVar(&f.batch, "batch", 0, "submit the jobs this many at a time, as POST /v1/notifications:batch does (due jobs share one queue task per 100); 0: one at a time from 16 goroutines, gathered as hush gathers concurrent submissions; 1: each job its own queue task, as for a backend submitting one job at a time")
 	fs.StringVar(&f.limits, "limits", benchLooseLimits, "per-user rolling-window caps, `N/W` comma list (the default defers nothing)")
 	fs.DurationVar(&f.minGap, "min-gap", 0, "minimum gap between two pushes to one user")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up on a run whose pushes have not all arrived by then")
@@ -166,8 +166,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer b.close()
-	submitted := "submitted one at a time"
-	if f.batch > 0 {
+	submitted := "submitted one at a time (gathered)"
+	if f.batch == 1 {
+		submitted = "submitted one at a time, each its own task"
+	} else if f.batch > 1 {
 		submitted = fmt.Sprintf("submitted in batches of %d", f.batch)
 	}
 	fmt.Fprintf(stderr, "bench: Redis %s (%s), concurrency %d, %s, rules %s min-gap %s, %s per user, jobs %s\n",
@@ -450,7 +452,11 @@ func (b *bencher) run(ctx context.Context, name string, jobs, size int) (benchRu
 		tag = "f"
 	}
 	js := benchJobs(tag, jobs, size, b.f.perUser)
-	client := worker.NewClient(b.rdb, worker.WithShards(b.cfg.DeliveryShards), worker.WithJobRetention(b.cfg.JobRetention))
+	opts := []worker.ClientOption{worker.WithShards(b.cfg.DeliveryShards), worker.WithJobRetention(b.cfg.JobRetention)}
+	if b.f.batch == 1 {
+		opts = append(opts, worker.WithoutGathering())
+	}
+	client := worker.NewClient(b.rdb, opts...)
 	start := time.Now()
 	if err := b.submit(ctx, client, js); err != nil {
 		return r, err
@@ -517,7 +523,7 @@ func (b *bencher) submit(ctx context.Context, client *worker.Client, js []payloa
 					return
 				}
 				part := js[from:min(from+size, len(js))]
-				if err := submitPart(ctx, client, part, b.f.batch > 0); err != nil {
+				if err := submitPart(ctx, client, part, b.f.batch > 1); err != nil {
 					errs <- err
 					return
 				}
@@ -545,7 +551,7 @@ func (b *bencher) submit(ctx context.Context, client *worker.Client, js []payloa
 }
 
 // submitPart enqueues part: in one EnqueueBatch call when batch is set,
-// else job by job.
+// else job by job (--batch 1: a client without gathering).
 func submitPart(ctx context.Context, client *worker.Client, part []payload.Job, batch bool) error {
 	if !batch {
 		for _, j := range part {
