@@ -27,8 +27,13 @@ import (
 // a job's: its record, its id's duplicate detection, its chunk and
 // delivery tasks, its status and cancellation.
 
-// batchJobs is the most jobs one batch task carries.
-const batchJobs = 100
+// batchJobs is the most jobs one batch task carries, and batchBytes the
+// most bytes of jobs (a job larger than that goes alone): a task is one
+// Redis value, read whole by whichever worker takes it.
+const (
+	batchJobs  = 100
+	batchBytes = 1 << 20
+)
 
 // batch is the payload of a hush:batch task.
 type batch struct {
@@ -213,34 +218,48 @@ func (c *Client) enqueuePrepared(ctx context.Context, jobs []payload.Job, prepar
 		}
 	}
 	for _, q := range queues {
-		for idx := range slices.Chunk(byQueue[q], batchJobs) {
-			c.submitBatch(ctx, jobs, idx, q, res)
+		var idx []int
+		var raws []json.RawMessage
+		size := 0
+		for _, i := range byQueue[q] {
+			raw, err := json.Marshal(&jobs[i])
+			if err != nil {
+				res[i].Err = fmt.Errorf("encode job %s: %w", jobs[i].ID, err)
+				continue
+			}
+			if len(idx) == batchJobs || (len(idx) > 0 && size+len(raw) > batchBytes) {
+				c.submitBatch(ctx, jobs, idx, raws, q, res)
+				idx, raws, size = nil, nil, 0
+			}
+			idx, raws, size = append(idx, i), append(raws, raw), size+len(raw)
+		}
+		if len(idx) > 0 {
+			c.submitBatch(ctx, jobs, idx, raws, q, res)
 		}
 	}
 }
 
 // submitBatch enqueues jobs[idx] (prepared, due, of queue q, not found
-// live) as one batch task, then writes their records in one round trip,
-// answering each in res.
-func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int, q string, res []BatchResult) {
-	b := batch{ID: payload.NewID(), Jobs: make([]payload.Job, len(idx))}
-	for k, i := range idx {
-		b.Jobs[k] = jobs[i]
-	}
-	fail := func(err error) {
-		for _, i := range idx {
-			res[i].Err = fmt.Errorf("enqueue job %s: %w", jobs[i].ID, err)
-		}
-	}
-	body, err := json.Marshal(b)
+// live; raws their JSON) as one batch task, then writes their records in
+// one round trip, answering each in res.
+func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int, raws []json.RawMessage, q string, res []BatchResult) {
+	b := batch{ID: payload.NewID()}
+	body, err := json.Marshal(struct {
+		ID   string            `json:"id"`
+		Jobs []json.RawMessage `json:"jobs"`
+	}{b.ID, raws})
 	if err != nil {
-		fail(err)
+		for _, i := range idx {
+			res[i].Err = fmt.Errorf("encode job %s: %w", jobs[i].ID, err)
+		}
 		return
 	}
 	task := b.task()
 	if _, err := c.aq.EnqueueContext(ctx, asynq.NewTask(TypeBatch, body), asynq.TaskID(task),
 		asynq.Queue(shardQueue(q, task, c.shards)), asynq.MaxRetry(jobMaxRetry), asynq.Timeout(jobTimeout)); err != nil {
-		fail(err)
+		for _, i := range idx {
+			res[i].Err = fmt.Errorf("enqueue job %s: %w", jobs[i].ID, err)
+		}
 		return
 	}
 	// As in submit: the records make the jobs visible at once and answer

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
@@ -383,4 +385,87 @@ func TestEnqueueGathersConcurrentSubmissions(t *testing.T) {
 			t.Errorf("%s: %d pushes, want 1", id, got)
 		}
 	}
+}
+
+// Big jobs do not make one huge task: a batch task carries at most
+// batchBytes of jobs (a job larger than that goes alone), so 8 jobs of
+// 2,000 recipients each (about 1.5 MiB) take two tasks, each under the
+// bound.
+func TestBatchTasksAreBoundedInBytes(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	var jobs []payload.Job
+	for j := range 8 {
+		var rs []payload.Recipient
+		for i := range 2000 {
+			rs = append(rs, apnsRecipient(fmt.Sprintf("u-%d-%d", j, i), apnsToken(fmt.Sprintf("big-%d-%d", j, i))))
+		}
+		jobs = append(jobs, alertJob(fmt.Sprintf("big-%d", j), "b", rs...))
+	}
+	res, err := e.client.EnqueueBatch(t.Context(), jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil || r.Duplicate {
+			t.Fatalf("%+v, want accepted", r)
+		}
+	}
+	pending, err := e.insp.ListPendingTasks("normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried := 0
+	for _, tk := range pending {
+		var b batch
+		if tk.Type != TypeBatch || json.Unmarshal(tk.Payload, &b) != nil {
+			t.Fatalf("task %s of type %s, want batches", tk.ID, tk.Type)
+		}
+		carried += len(b.Jobs)
+		if len(tk.Payload) > batchBytes+1024 {
+			t.Errorf("task %s: %d bytes, want at most about %d", tk.ID, len(tk.Payload), batchBytes)
+		}
+	}
+	if len(pending) < 2 || carried != len(jobs) {
+		t.Errorf("%d tasks carrying %d jobs, want at least 2 carrying all %d", len(pending), carried, len(jobs))
+	}
+}
+
+// A write of gathered jobs that panics answers each of its callers with an
+// error, and the next submission is written as usual: no caller waits
+// forever behind it.
+func TestGatheringSurvivesAPanickingWrite(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	c := NewClient(panickyPipelines{e.rdb})
+	var ws []*gathered
+	for i := range 2 {
+		w := &gathered{job: alertJob(fmt.Sprintf("p-%d", i), "p", apnsRecipient("u-p", apnsToken("p"))), done: make(chan BatchResult, 1)}
+		w.job.AcceptedAt = time.Now()
+		ws = append(ws, w)
+	}
+	// Two jobs wait when a third arrives: the third's caller writes all
+	// three, in one pipeline, which panics.
+	c.gathering.waiting = ws
+	if _, err := c.Enqueue(t.Context(), alertJob("p-2", "p", apnsRecipient("u-p2", apnsToken("p-2")))); err == nil || !strings.Contains(err.Error(), "panic") {
+		t.Errorf("the writing caller: %v, want the panic as its error", err)
+	}
+	for i, w := range ws {
+		if r := <-w.done; r.Err == nil || !strings.Contains(r.Err.Error(), "panic") {
+			t.Errorf("waiting job %d: %+v, want the panic as its error", i, r)
+		}
+	}
+	// The writing went on: a lone job (written without a pipeline) goes
+	// through.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	acc, err := c.Enqueue(ctx, alertJob("p-next", "p", apnsRecipient("u-p3", apnsToken("p-3"))))
+	if err != nil || acc.ID != "p-next" {
+		t.Errorf("the next submission: %+v, %v", acc, err)
+	}
+}
+
+// panickyPipelines is a Redis client whose pipelines panic.
+type panickyPipelines struct{ redis.UniversalClient }
+
+func (panickyPipelines) Pipelined(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	panic("a pipeline that panics")
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -82,24 +83,37 @@ func (c *Client) writeGathered() bool {
 	g.waiting = g.waiting[n:]
 	g.mu.Unlock()
 
+	res := c.writeJobs(ws)
+	for i, w := range ws {
+		w.done <- res[i]
+	}
+	return true
+}
+
+// writeJobs writes the waiting jobs ws and answers each. A panic is every
+// job's error, so that no caller waits for an answer that never comes and
+// the writing goes on.
+func (c *Client) writeJobs(ws []*gathered) (res []BatchResult) {
+	res = make([]BatchResult, len(ws))
+	defer func() {
+		if p := recover(); p != nil {
+			for i := range res {
+				res[i] = BatchResult{Err: fmt.Errorf("enqueue job %s: panic: %v", ws[i].job.ID, p)}
+			}
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), gatherTimeout)
 	defer cancel()
 	if len(ws) == 1 {
 		// Alone: its own task, as Enqueue always did.
-		var r BatchResult
-		r.Accepted, r.Err = c.enqueueOne(ctx, &ws[0].job)
-		ws[0].done <- r
-		return true
+		res[0].Accepted, res[0].Err = c.enqueueOne(ctx, &ws[0].job)
+		return res
 	}
 	jobs := make([]payload.Job, len(ws))
 	prepared := make([]bool, len(ws))
 	for i, w := range ws {
 		jobs[i], prepared[i] = w.job, true
 	}
-	res := make([]BatchResult, len(ws))
 	c.enqueuePrepared(ctx, jobs, prepared, res)
-	for i, w := range ws {
-		w.done <- res[i]
-	}
-	return true
+	return res
 }
