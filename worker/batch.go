@@ -262,6 +262,7 @@ func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int,
 		}
 		return
 	}
+	c.wrote(len(idx))
 	// As in submit: the records make the jobs visible at once and answer
 	// duplicates; the batch task writes the same fields if these writes
 	// are lost. A job whose record another submission owns (or that

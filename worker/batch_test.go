@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
@@ -371,6 +372,14 @@ func TestEnqueueGathersConcurrentSubmissions(t *testing.T) {
 	t.Logf("%d submissions of %d ids from %d goroutines: tasks %v", n, n/2, callers, types)
 	if types[TypeBatch] == 0 || len(pending) >= n/2 {
 		t.Errorf("tasks %v for %d jobs: want them gathered into batches", types, n/2+1)
+	}
+	// hush_submit_task_jobs saw each task written, and each new job once.
+	var h dto.Metric
+	if err := e.w.m.taskJobs.Write(&h); err != nil {
+		t.Fatal(err)
+	}
+	if c, s := h.GetHistogram().GetSampleCount(), h.GetHistogram().GetSampleSum(); int(c) != len(pending) || int(s) != n/2+1 {
+		t.Errorf("hush_submit_task_jobs: %d tasks, %.0f jobs; want %d and %d", c, s, len(pending), n/2+1)
 	}
 	e.start()
 	t.Cleanup(e.shutdown)

@@ -187,6 +187,7 @@ func (c *Client) submit(ctx context.Context, job *payload.Job, now time.Time) (A
 	if err != nil {
 		return Accepted{}, fmt.Errorf("enqueue job %s: %w", job.ID, err)
 	}
+	c.wrote(1)
 	// The record makes the job visible to Status at once and answers
 	// duplicates once the task is gone; the job handler writes the same
 	// fields if this write is lost. A job found retired (finished: the
@@ -372,6 +373,13 @@ func (c *Client) Status(ctx context.Context, id string) (JobStatus, error) {
 func (c *Client) count(result string) {
 	if c.m != nil {
 		c.m.jobs.WithLabelValues(result).Inc()
+	}
+}
+
+// wrote counts a queue task written for jobs new jobs.
+func (c *Client) wrote(jobs int) {
+	if c.m != nil {
+		c.m.taskJobs.Observe(float64(jobs))
 	}
 }
 

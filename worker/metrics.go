@@ -20,6 +20,7 @@ type metrics struct {
 	jobs          *prometheus.CounterVec
 	eventsDropped *prometheus.CounterVec
 	dequeues      *prometheus.CounterVec // hush_dequeues_total
+	taskJobs      prometheus.Histogram   // hush_submit_task_jobs
 }
 
 func newMetrics() *metrics {
@@ -60,7 +61,12 @@ func newMetrics() *metrics {
 			Help: "Asynq's attempts to take a task from a queue, by queue and result: task, empty (Redis had none), spared (the queue had just answered empty: not asked), error.",
 		}, []string{"queue", "result"}),
 	}
-	m.reg.MustRegister(m.deviceSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped, m.dequeues,
+	m.taskJobs = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "hush_submit_task_jobs",
+		Help:    "Jobs per queue task written by this process's submissions: 1 for a job written alone (its own hush:job task), up to 100 for a hush:batch task of a batch or of gathered submissions.",
+		Buckets: []float64{1, 2, 5, 10, 25, 50, 100},
+	})
+	m.reg.MustRegister(m.deviceSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped, m.dequeues, m.taskJobs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
