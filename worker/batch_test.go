@@ -19,6 +19,22 @@ import (
 	"github.com/hushpush/hush/providers/fake"
 )
 
+// submitBatch enqueues jobs with EnqueueBatch and fails the test unless
+// every one is accepted (not a duplicate).
+func (e *env) submitBatch(jobs []payload.Job) []BatchResult {
+	e.t.Helper()
+	res, err := e.client.EnqueueBatch(e.t.Context(), jobs)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil || r.Duplicate {
+			e.t.Fatalf("%+v, want accepted", r)
+		}
+	}
+	return res
+}
+
 // A batch of every kind of job: each is answered on its own, due jobs of
 // one priority share a task per batchJobs, a scheduled job has its own
 // task, and every device gets its push exactly once. The same batch sent
@@ -195,9 +211,7 @@ func TestBatchRerunSendsNothingAgain(t *testing.T) {
 	for i := range 5 {
 		jobs = append(jobs, alertJob(fmt.Sprintf("rerun-%d", i), "r", apnsRecipient(fmt.Sprintf("u-rr%d", i), apnsToken(fmt.Sprintf("rerun-%d", i)))))
 	}
-	if _, err := e.client.EnqueueBatch(t.Context(), jobs); err != nil {
-		t.Fatal(err)
-	}
+	e.submitBatch(jobs)
 	pending, err := e.insp.ListPendingTasks("normal")
 	if err != nil || len(pending) != 1 || pending[0].Type != TypeBatch {
 		t.Fatalf("pending tasks %v, %v: want the one batch", pending, err)
@@ -290,15 +304,7 @@ func TestBatchFloodForOneUserKeepsTheRules(t *testing.T) {
 	for i := range n {
 		jobs = append(jobs, alertJob(fmt.Sprintf("flood-%d", i), "f", apnsRecipient("u-flood", apnsToken(fmt.Sprintf("flood-%d", i)))))
 	}
-	res, err := e.client.EnqueueBatch(t.Context(), jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Err != nil || r.Duplicate {
-			t.Fatalf("%+v, want accepted", r)
-		}
-	}
+	res := e.submitBatch(jobs)
 	waitFor(t, 10*time.Second, "4 pushes", func() bool { return len(e.apns.Requests()) >= 4 })
 	time.Sleep(time.Second) // a fifth push inside the minute would arrive now
 	reqs := e.apns.Requests()
@@ -410,15 +416,7 @@ func TestBatchTasksAreBoundedInBytes(t *testing.T) {
 		}
 		jobs = append(jobs, alertJob(fmt.Sprintf("big-%d", j), "b", rs...))
 	}
-	res, err := e.client.EnqueueBatch(t.Context(), jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Err != nil || r.Duplicate {
-			t.Fatalf("%+v, want accepted", r)
-		}
-	}
+	e.submitBatch(jobs)
 	pending, err := e.insp.ListPendingTasks("normal")
 	if err != nil {
 		t.Fatal(err)
