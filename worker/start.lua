@@ -42,9 +42,9 @@
 -- fields "<i>/a", "<i>/f", "<i>/t", "<i>/p" (false when none; see
 -- appendRecipientFields)}.
 --
--- The fixed fields are only ever written together (here, or in one MULTI
--- by the client that accepted the job), so a record with a queue has them
--- all and the usual case (the client wrote the record) costs one read.
+-- The fixed fields are only ever written together, here, so a record with
+-- a queue has them all and the usual case (the client wrote the record)
+-- costs one read.
 local queue = ARGV[1]
 local task = ARGV[2]
 local accepted_at = ARGV[3]
@@ -71,17 +71,21 @@ if not owner then
       return {q, n, '', '1'}
     end
   end
-  redis.call('HSETNX', KEYS[1], 'queue', queue)
-  redis.call('HSETNX', KEYS[1], 'accepted_at', accepted_at)
-  redis.call('HSETNX', KEYS[1], 'recipients', recipients)
-  redis.call('HSETNX', KEYS[1], 'deadline', deadline)
+  -- No fixed field is there (they are written together), so one HSET
+  -- writes them all, with the state this submission sets.
+  local fixed = {'queue', queue, 'accepted_at', accepted_at, 'recipients', recipients, 'deadline', deadline}
   if task ~= '' then
-    redis.call('HSETNX', KEYS[1], 'task', task)
+    fixed[#fixed + 1] = 'task'
+    fixed[#fixed + 1] = task
   end
+  if keep ~= '1' or not head[4] then
+    fixed[#fixed + 1] = 'state'
+    fixed[#fixed + 1] = state
+  end
+  redis.call('HSET', KEYS[1], unpack(fixed))
   owner = queue
   owning = task
-end
-if owner == queue and owning == task and (keep ~= '1' or not head[4]) then
+elseif owner == queue and owning == task and (keep ~= '1' or not head[4]) then
   redis.call('HSET', KEYS[1], 'state', state)
 end
 if owning ~= '' then
@@ -96,9 +100,12 @@ local fields = {}
 for i = 0, nread - 1 do
   fields[#fields + 1] = tostring(i)
 end
-local finals = redis.call('HMGET', KEYS[2], unpack(fields))
+-- A job whose task has not run yet (no state, or queued) has sent
+-- nothing: no recipient or device has a state to read.
+local fresh = not head[4] or head[4] == 'queued'
+local finals = fresh and {} or redis.call('HMGET', KEYS[2], unpack(fields))
 for i = 1, nread do
-  out[#out + 1] = finals[i]
+  out[#out + 1] = finals[i] or false
 end
 fields = {}
 for i = 0, nread - 1 do
@@ -111,9 +118,9 @@ for i = 0, nread - 1 do
   fields[#fields + 1] = i .. '/p'
 end
 if #fields > 0 then
-  local devs = redis.call('HMGET', KEYS[3], unpack(fields))
+  local devs = fresh and {} or redis.call('HMGET', KEYS[3], unpack(fields))
   for i = 1, #fields do
-    out[#out + 1] = devs[i]
+    out[#out + 1] = devs[i] or false
   end
 end
 return out
