@@ -22,42 +22,84 @@
 -- Reply: per recipient, 1 when this call recorded its final state, else 0
 -- (it already had one, or it is held, or the job was retired: its record
 -- is gone and nothing is written). When the last final state is recorded
--- the job retires (retire.lua).
+-- the job retires (retire.lua): a call that finishes the job writes only
+-- its done entry, not the states its records lose at once.
 local ttl = ARGV[1]
 local deferrals = tonumber(ARGV[2])
 local expire_at = ARGV[3]
 
+-- The record as retire() reads it; none of its fields is there when it is
+-- gone (retired, or its TTL ran out).
+local h = redis.call('HMGET', KEYS[1], unpack(retire_fields))
 local out = {}
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local exists = false
+for i = 1, #retire_fields do
+  if h[i] then
+    exists = true
+    break
+  end
+end
+if not exists then
   for _ = 4, #ARGV - 2, 3 do
     out[#out + 1] = 0
   end
   return out
 end
-local counted = false
+
+-- Which recipients already have a final state: the others get theirs now.
+local names = {}
+for i = 4, #ARGV - 2, 3 do
+  if ARGV[i + 1] ~= '' then
+    names[#names + 1] = ARGV[i]
+  end
+end
+local had = #names > 0 and redis.call('HMGET', KEYS[2], unpack(names)) or {}
+
+-- view: h as it is after this call's writes, so that the call that
+-- finishes the job retires it without writing them first.
+local new, seen, changed, k = {}, {}, deferrals > 0, 0
+local view = {}
+for i = 1, #retire_fields do
+  view[i] = h[i]
+end
+for i = 4, #ARGV - 2, 3 do
+  local recipient, state = ARGV[i], ARGV[i + 1]
+  if state == '' then
+    changed = true
+  else
+    k = k + 1
+    if not had[k] and not seen[recipient] then
+      seen[recipient] = true
+      new[i] = true
+      changed = true
+      local x = final_index[state]
+      if x then
+        view[x] = (tonumber(view[x]) or 0) + 1
+      end
+    end
+  end
+  out[#out + 1] = new[i] and 1 or 0
+end
+if deferrals > 0 then
+  view[7] = (tonumber(view[7]) or 0) + deferrals
+end
+if not changed or retire_with(view, KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at) == 1 then
+  return out
+end
+
 for i = 4, #ARGV - 2, 3 do
   local recipient, state, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if state == '' then
     redis.call('HSET', KEYS[1], 'h:' .. recipient, queue)
-    out[#out + 1] = 0
-    counted = true
-  elseif redis.call('HSETNX', KEYS[2], recipient, state) == 1 then
+  elseif new[i] then
+    redis.call('HSET', KEYS[2], recipient, state)
     redis.call('HINCRBY', KEYS[1], state, 1)
     redis.call('HDEL', KEYS[1], 'h:' .. recipient)
-    out[#out + 1] = 1
-    counted = true
-  else
-    out[#out + 1] = 0
   end
 end
 if deferrals > 0 then
   redis.call('HINCRBY', KEYS[1], 'deferrals', deferrals)
-  counted = true
 end
--- A job that retires has its records deleted: only one that goes on has
--- their TTLs renewed.
-if counted and retire(KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at) == 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
 return out

@@ -30,12 +30,18 @@ local function epoch_ms(s)
   return string.format('%.0f', secs * 1000 + tonumber(string.sub(frac .. '000', 1, 3)))
 end
 
--- retire: job, recp, dev are the job's keys, into the done bucket to add
--- to and expire_at when that bucket expires (Unix ms). Returns 1 when it
--- retired the job.
-local function retire(job, recp, dev, into, expire_at)
-  local h = redis.call('HMGET', job, 'state', 'recipients', 'queue', 'accepted_at', 'deadline', 'cancelled_at',
-    'deferrals', 'delivered', 'expired', 'token_invalid', 'failed', 'throttle_full', 'collapsed', 'cancelled')
+-- retire_fields are what retire reads of the job record, in the order
+-- retire_with takes them; final_index maps each final state to its place.
+local retire_fields = {'state', 'recipients', 'queue', 'accepted_at', 'deadline', 'cancelled_at', 'deferrals',
+  'delivered', 'expired', 'token_invalid', 'failed', 'throttle_full', 'collapsed', 'cancelled'}
+local final_index = {delivered = 8, expired = 9, token_invalid = 10, failed = 11, throttle_full = 12,
+  collapsed = 13, cancelled = 14}
+
+-- retire_with retires the job when h, the job record's retire_fields as
+-- they are (or as the caller is about to write them), say it is fanned out
+-- and every recipient has a final state. The other arguments and the
+-- reply are retire's.
+local function retire_with(h, job, recp, dev, into, expire_at)
   local n = tonumber(h[2])
   if h[1] ~= 'fanned_out' or not n then
     return 0
@@ -60,3 +66,9 @@ local function retire(job, recp, dev, into, expire_at)
   return 1
 end
 
+-- retire: job, recp, dev are the job's keys, into the done bucket to add
+-- to and expire_at when that bucket expires (Unix ms). Returns 1 when it
+-- retired the job.
+local function retire(job, recp, dev, into, expire_at)
+  return retire_with(redis.call('HMGET', job, unpack(retire_fields)), job, recp, dev, into, expire_at)
+end

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -250,11 +251,13 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 }
 
 // TestRetireCountsInFinalStatesOrder: retire.lua reads the counters in
-// FinalStates' order, which compactStatus reads them back in.
+// FinalStates' order, which compactStatus reads them back in, and
+// final_index (record.lua's in-memory count of what it is about to
+// write) places each state where that read has it.
 func TestRetireCountsInFinalStatesOrder(t *testing.T) {
-	m := regexp.MustCompile(`'deferrals',((?:\s*'\w+',?)+)\)`).FindStringSubmatch(retireSrc)
+	m := regexp.MustCompile(`'deferrals',((?:\s*'\w+',?)+)\}`).FindStringSubmatch(retireSrc)
 	if m == nil {
-		t.Fatal("retire.lua's HMGET of the counters not found")
+		t.Fatal("retire.lua's retire_fields not found")
 	}
 	var got []string
 	for _, f := range strings.Split(m[1], ",") {
@@ -264,6 +267,21 @@ func TestRetireCountsInFinalStatesOrder(t *testing.T) {
 	}
 	if diff := cmp.Diff(finalStates, got); diff != "" {
 		t.Errorf("retire.lua's counters differ from FinalStates (-FinalStates +retire.lua):\n%s", diff)
+	}
+	m = regexp.MustCompile(`final_index = \{([^}]*)\}`).FindStringSubmatch(retireSrc)
+	if m == nil {
+		t.Fatal("retire.lua's final_index not found")
+	}
+	index := map[string]int{}
+	for _, kv := range regexp.MustCompile(`(\w+) = (\d+)`).FindAllStringSubmatch(m[1], -1) {
+		index[kv[1]], _ = strconv.Atoi(kv[2])
+	}
+	want := map[string]int{}
+	for i, st := range finalStates {
+		want[st] = 8 + i // after state .. deferrals, 1-based
+	}
+	if diff := cmp.Diff(want, index); diff != "" {
+		t.Errorf("retire.lua's final_index (-want +got):\n%s", diff)
 	}
 }
 

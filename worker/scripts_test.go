@@ -306,3 +306,60 @@ func TestStoreFinalizeScript(t *testing.T) {
 		t.Errorf("retired status %+v, want done with 1 delivered and 1 expired", st)
 	}
 }
+
+// TestStoreRecordFinishesInOneWrite: the record.lua call that gives a job
+// its last final states retires it from what the record holds plus what
+// the call brings (the states and the deferrals it would have written),
+// without writing them first; a recipient named twice in one call, or
+// already final, is counted once.
+func TestStoreRecordFinishesInOneWrite(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(redistest.Client(t), DefaultJobRetention)
+	c := &chunk{Job: redistest.Prefix(t) + "one", AcceptedAt: time.Now()}
+	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(c.Job)...) })
+	s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFannedOut, "recipients", 3,
+		"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 2, "h:1", "normal")
+
+	rec := &chunkRecord{deferrals: 1}
+	rec.final(0, stateDelivered)
+	rec.final(0, stateFailed) // the same recipient again: not counted
+	rec.held(1, "normal.2")
+	got, err := s.record(ctx, c, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]bool{true, false, false}, got); diff != "" {
+		t.Errorf("first record (-want +got):\n%s", diff)
+	}
+	job := s.rdb.HGetAll(ctx, jobKey(c.Job)).Val()
+	if job[stateDelivered] != "1" || job[stateFailed] != "" || job["deferrals"] != "3" || job["h:1"] != "normal.2" {
+		t.Errorf("after the first record: job record %v, want delivered 1, deferrals 3, recipient 1 held on normal.2", job)
+	}
+
+	rec = &chunkRecord{deferrals: 4}
+	rec.final(0, stateExpired) // already final
+	rec.final(1, stateDelivered)
+	rec.final(2, stateTokenInvalid)
+	if got, err = s.record(ctx, c, rec); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]bool{false, true, true}, got); diff != "" {
+		t.Errorf("last record (-want +got):\n%s", diff)
+	}
+	if n := s.rdb.Exists(ctx, jobKeys(c.Job)...).Val(); n != 0 {
+		t.Errorf("%d of the job's records left after its last final states, want none", n)
+	}
+	st, err := s.status(ctx, c.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{stateDelivered: 2, stateTokenInvalid: 1}
+	for k, v := range st.Counts {
+		if v == 0 {
+			delete(st.Counts, k)
+		}
+	}
+	if st.State != jobDone || st.Deferrals != 7 || !cmp.Equal(want, st.Counts) {
+		t.Errorf("retired status %+v, want done, 7 deferrals, counts %v", st, want)
+	}
+}
