@@ -87,15 +87,33 @@ if not changed or retire_with(view, KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_a
   return out
 end
 
+-- The writes, one call per kind for the whole chunk: the held markers, the
+-- new final states, their counts per state, the markers they replace.
+local holds, finals, gone, counts, states = {}, {}, {}, {}, {}
 for i = 4, #ARGV - 2, 3 do
   local recipient, state, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if state == '' then
-    redis.call('HSET', KEYS[1], 'h:' .. recipient, queue)
+    holds[#holds + 1] = 'h:' .. recipient
+    holds[#holds + 1] = queue
   elseif new[i] then
-    redis.call('HSET', KEYS[2], recipient, state)
-    redis.call('HINCRBY', KEYS[1], state, 1)
-    redis.call('HDEL', KEYS[1], 'h:' .. recipient)
+    finals[#finals + 1] = recipient
+    finals[#finals + 1] = state
+    gone[#gone + 1] = 'h:' .. recipient
+    if not counts[state] then
+      states[#states + 1] = state
+    end
+    counts[state] = (counts[state] or 0) + 1
   end
+end
+if #holds > 0 then
+  redis.call('HSET', KEYS[1], unpack(holds))
+end
+if #finals > 0 then
+  redis.call('HSET', KEYS[2], unpack(finals))
+  for _, state in ipairs(states) do
+    redis.call('HINCRBY', KEYS[1], state, counts[state])
+  end
+  redis.call('HDEL', KEYS[1], unpack(gone))
 end
 if deferrals > 0 then
   redis.call('HINCRBY', KEYS[1], 'deferrals', deferrals)
