@@ -76,6 +76,8 @@ func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) (err error) {
 	return err
 }
 
+// chunkTask runs a hush:marked-chunk task, or a hush:chunk task an earlier
+// version left (TypeChunk).
 func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	var c chunk
 	if err := json.Unmarshal(t.Payload(), &c); err != nil {
@@ -84,15 +86,26 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	if c.Job == "" || c.From < 0 || len(c.Recipients) == 0 {
 		return fmt.Errorf("invalid chunk payload (job %q, from %d, %d recipients): %w", c.Job, c.From, len(c.Recipients), asynq.SkipRetry)
 	}
-	return w.deliverChunk(ctx, &c, nil, nil)
+	st, err := w.store.chunkState(ctx, &c, t.Type() != typeChunkUnmarked)
+	if err != nil {
+		return err
+	}
+	return w.deliverChunk(ctx, &c, st, nil)
 }
 
-func (w *Worker) enqueueChunk(ctx context.Context, c *chunk) error {
+// enqueueChunk creates c's task: a hush:marked-chunk one when marked (by a
+// job's first run: no run of any version sent to c before), else a
+// hush:chunk one, which reads its states on every run (chunk.lua).
+func (w *Worker) enqueueChunk(ctx context.Context, c *chunk, marked bool) error {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("encode chunk %s: %w", c.name(), err)
 	}
-	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeChunk, b),
+	typ := typeChunkUnmarked
+	if marked {
+		typ = TypeChunk
+	}
+	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(typ, b),
 		asynq.TaskID(c.name()), asynq.Queue(shardQueue(string(c.Priority), c.name(), w.shards)),
 		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
@@ -143,15 +156,9 @@ type handoff struct {
 // skipped, and a recipient an earlier run got anywhere with is handed to
 // its delivery task. A cancelled job's fresh recipients end cancelled here;
 // the rest are dropped by their delivery tasks.
-// st, when not nil, are the chunk's states already read; pre, when not
+// st are the chunk's states as its run read them first; pre, when not
 // nil, is the first wave already booked (singleJob).
 func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking) error {
-	if st == nil {
-		var err error
-		if st, err = w.store.chunkState(ctx, c); err != nil {
-			return err
-		}
-	}
 	var handoffs []handoff
 	var rec chunkRecord
 	var todo, cancel []int

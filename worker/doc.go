@@ -57,8 +57,9 @@
 // Task ids carry their kind, so no job id can take another task's id.
 //
 //	hush:job       a submitted job (task id "job:<id>"). It delivers the
-//	               first chunk itself and creates a hush:chunk task per
-//	               further chunk. A job of one recipient books its slot in
+//	               first chunk itself and creates a chunk task per further
+//	               chunk: hush:marked-chunk on the job's first run,
+//	               hush:chunk on a re-run. A job of one recipient books its slot in
 //	               start.lua's round trip (ReserveBatchWith), speculatively:
 //	               a re-run that finds the recipient settled gives a new
 //	               booking back.
@@ -70,10 +71,16 @@
 //	               job carried by two batches runs in one only. Its
 //	               single-recipient jobs start and book in groups of up to a
 //	               wave (singleJobs: one round trip for all).
-//	hush:chunk     recipients [k*100, (k+1)*100) of a job (task id
-//	               "chunk:<id>/<k>"). It reads its recipients' states in one
-//	               round trip (the job task's own chunk: inside start.lua),
-//	               then, in waves of up to 25 recipients (each taking that
+//	hush:marked-chunk, hush:chunk
+//	               recipients [k*100, (k+1)*100) of a job (task id
+//	               "chunk:<id>/<k>"). Its run first marks the chunk started
+//	               in the job record (chunk.lua). A hush:marked-chunk task,
+//	               made only by a job's first run, reads its recipients'
+//	               states only when the mark was there (a re-run); a
+//	               hush:chunk task (a job task's re-run made it, or an
+//	               earlier version, whose runs did not mark) reads them
+//	               always (the job task's own chunk: inside start.lua,
+//	               and only when the job's task ran before). Then, in waves of up to 25 recipients (each taking that
 //	               many of the worker's Concurrency send permits), books a
 //	               wave in one limiter round trip (ReserveBatch, Cluster
 //	               safe) and sends those allowed now at once, concurrently;
@@ -93,7 +100,7 @@
 //	               retries, expires.
 //
 // With HUSH_DELIVERY_SHARDS above 1, hush:delivery tasks go to the queue
-// "<priority>.<fnv32a(user id) mod shards>" and hush:chunk tasks to
+// "<priority>.<fnv32a(user id) mod shards>" and chunk tasks to
 // "<priority>.<fnv32a(task id) mod shards>" (shards.go), as are
 // hush:job and hush:batch tasks from a Client made WithShards.
 package worker

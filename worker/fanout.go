@@ -67,7 +67,7 @@ func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string) erro
 	}
 	if n > chunkSize {
 		for from := max(chunkSize, start); from < n; from += chunkSize {
-			if err := w.enqueueChunk(ctx, chunkOf(job, from)); err != nil {
+			if err := w.enqueueChunk(ctx, chunkOf(job, from), states.fresh); err != nil {
 				return err
 			}
 		}

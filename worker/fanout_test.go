@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,5 +244,132 @@ func TestJobTaskWritesAMissingRecord(t *testing.T) {
 	}
 	if got := len(e.apns.Requests()); got != 1 {
 		t.Errorf("%d pushes, want 1", got)
+	}
+}
+
+// TestChunkRerunsReadWhatWasSent: chunk tasks run again with the users'
+// bookings gone (the rule windows passed), so that only the recorded
+// states keep a push from going out twice. First the same hush:marked-chunk
+// task again, as after a crash right before Asynq heard it was done: the
+// mark its first run left makes it read. Then a chunk run by an earlier
+// version (no mark), whose job task runs again after losing its cursor:
+// the re-run makes a hush:chunk task, which reads always. A hush:marked-chunk
+// task there would take its first run for the chunk's first and send its
+// 50 pushes again; so would the first case without the mark's read.
+func TestChunkRerunsReadWhatWasSent(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	const n = 150 // two chunks
+	job := fanJob("old", n)
+	e.submit(job)
+	task := jobTask(t, job)
+	// Recipient 5 was booked before (it goes to a delivery task that does
+	// not run here), so that the job stays unfinished, its records kept.
+	if _, err := e.lim.Reserve(t.Context(), "u-5", "old/5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.w.handleJob(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	tasks := e.chunkTasks()
+	if len(tasks) != 1 || tasks[0].Type != TypeChunk {
+		t.Fatalf("the job's first run made %v, want one %s task", tasks, TypeChunk)
+	}
+	if err := e.w.handleChunk(t.Context(), asynq.NewTask(tasks[0].Type, tasks[0].Payload)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(e.apns.Requests()); got != n-1 {
+		t.Fatalf("%d pushes after the first runs, want %d", got, n-1)
+	}
+	resetBookings := func() {
+		for i := range n {
+			if err := e.lim.Reset(t.Context(), fmt.Sprintf("u-%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	resetBookings()
+	if err := e.w.handleChunk(t.Context(), asynq.NewTask(tasks[0].Type, tasks[0].Payload)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(e.apns.Requests()); got != n-1 {
+		t.Fatalf("%d pushes after the chunk task ran again, want %d", got, n-1)
+	}
+	// As if an earlier version had run the chunk: no mark; and the task
+	// done, the cursor lost, the bookings gone.
+	if err := e.insp.DeleteTask("normal", tasks[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HDel(t.Context(), jobKey("old"), "s:100", "cursor").Err(); err != nil {
+		t.Fatal(err)
+	}
+	resetBookings()
+
+	if err := e.w.handleJob(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	tasks = e.chunkTasks()
+	if len(tasks) != 1 || tasks[0].Type != typeChunkUnmarked {
+		t.Fatalf("the job's re-run made %v, want one %s task", tasks, typeChunkUnmarked)
+	}
+	if err := e.w.handleChunk(t.Context(), asynq.NewTask(tasks[0].Type, tasks[0].Payload)); err != nil {
+		t.Fatal(err)
+	}
+	reqs := e.apns.Requests()
+	for i := range n {
+		if got := len(requestsFor(reqs, apnsToken(fmt.Sprint("old", i)))); got > 1 {
+			t.Errorf("recipient %d got %d pushes", i, got)
+		}
+	}
+	want := []string{"chunk:old/1", "delivery:old/5", "job:old"}
+	if diff := cmp.Diff(want, e.pending()); diff != "" {
+		t.Errorf("pending tasks after the re-runs (-want +got):\n%s", diff)
+	}
+}
+
+// chunkTasks are the pending chunk tasks on the normal queue.
+func (e *env) chunkTasks() []*asynq.TaskInfo {
+	e.t.Helper()
+	tasks, err := e.insp.ListPendingTasks("normal", asynq.PageSize(1000))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return slices.DeleteFunc(tasks, func(ti *asynq.TaskInfo) bool { return ti.Type != TypeChunk && ti.Type != typeChunkUnmarked })
+}
+
+// TestUnmarkedChunkTasksStillRun: a hush:chunk task an earlier version
+// left queued is run by a running worker (through its task server), and
+// sends its chunk once.
+func TestUnmarkedChunkTasksStillRun(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	const n = 150
+	job := fanJob("left", n)
+	job.AcceptedAt = time.Now()
+	// The job's record as its client wrote it; its job task is not
+	// queued here, the chunk task alone runs.
+	if _, err := e.w.store.create(t.Context(), recordOf(&job, "normal"), jobQueued); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.w.enqueueChunk(t.Context(), chunkOf(&job, chunkSize), false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the chunk's 50 pushes", func() bool { return len(e.apns.Requests()) >= n-chunkSize })
+	time.Sleep(200 * time.Millisecond)
+	if got := len(e.apns.Requests()); got != n-chunkSize {
+		t.Errorf("%d pushes, want %d", got, n-chunkSize)
+	}
+}
+
+// TestTaskTypesArePrefixFree: no task type starts with another, since
+// Asynq's ServeMux matches by prefix, and a process of a version that
+// registers only the shorter one would run the longer one's tasks as its
+// own.
+func TestTaskTypesArePrefixFree(t *testing.T) {
+	types := []string{TypeJob, TypeBatch, TypeChunk, typeChunkUnmarked, TypeDelivery}
+	for _, a := range types {
+		for _, b := range types {
+			if a != b && strings.HasPrefix(b, a) {
+				t.Errorf("task type %q starts with %q: a process handling only %q would take its tasks", b, a, a)
+			}
+		}
 	}
 }

@@ -138,6 +138,13 @@ func TestScriptArgs(t *testing.T) {
 			fixed:  map[string]any{"recipient": 4, "state": stateExpired, "ttl": int64(3000), "expire_at": int64(1700000000000)},
 		},
 		{
+			script: "chunk.lua",
+			src:    chunkSrc,
+			got:    chunkArgs(&chunk{From: 200}, true, []string{"200", "201"}, []string{"200/0", "200/a"}),
+			fixed:  map[string]any{"mark": "s:200", "always": int64(1), "nread": 2},
+			groups: [][]any{{"200"}, {"201"}, {"200/0"}, {"200/a"}},
+		},
+		{
 			script: "fanned.lua",
 			src:    fannedSrc,
 			got:    fannedArgs(300, 1700000000000),

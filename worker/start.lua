@@ -37,7 +37,10 @@
 -- Reply: {owner of the id (its queue, then "@" and its batch task when a
 -- batch owns it), cursor or "", cancelled_at or "" (the
 -- job was cancelled), "1" when the job was retired (then nothing follows,
--- and the cursor is its recipient count) else "", then nread final
+-- and the cursor is its recipient count) else "", "1" when the job's task
+-- had not run before (the record had no state, or queued: nothing of the
+-- job was sent, and its chunk tasks may skip their reads, chunk.lua) else
+-- "", then nread final
 -- states, then per recipient in order its device states and its attempt
 -- fields "<i>/a", "<i>/f", "<i>/t", "<i>/p" (false when none; see
 -- appendRecipientFields)}.
@@ -92,7 +95,10 @@ if owning ~= '' then
   owner = owner .. '@' .. owning
 end
 redis.call('PEXPIRE', KEYS[1], ttl)
-local out = {owner, head[2] or '', head[3] or '', ''}
+-- A job whose task has not run yet (no state, or queued) has sent
+-- nothing: no recipient or device has a state to read.
+local fresh = not head[4] or head[4] == 'queued'
+local out = {owner, head[2] or '', head[3] or '', '', fresh and '1' or ''}
 if nread == 0 then
   return out
 end
@@ -100,9 +106,6 @@ local fields = {}
 for i = 0, nread - 1 do
   fields[#fields + 1] = tostring(i)
 end
--- A job whose task has not run yet (no state, or queued) has sent
--- nothing: no recipient or device has a state to read.
-local fresh = not head[4] or head[4] == 'queued'
 local finals = fresh and {} or redis.call('HMGET', KEYS[2], unpack(fields))
 for i = 1, nread do
   out[#out + 1] = finals[i] or false

@@ -86,7 +86,7 @@ func devField(recipient, device int) string {
 // doc.go):
 //
 //	store.go        the records, the job store's scripts and their ARGV
-//	store_chunk.go  a chunk's reads and writes (start.lua, record.lua)
+//	store_chunk.go  a chunk's reads and writes (chunk.lua, record.lua)
 //	outcomes.go     device outcomes, recorded as the providers answer
 //	persist.go      how writes of acknowledged sends outlive a Redis outage
 //
@@ -108,6 +108,8 @@ var (
 	fannedSrc string
 	//go:embed retire.lua
 	retireSrc string
+	//go:embed chunk.lua
+	chunkSrc string
 
 	// The scripts that record final states end with retire() (retire.lua).
 	startScript    = redis.NewScript(startSrc)
@@ -115,6 +117,7 @@ var (
 	finalizeScript = redis.NewScript(retireSrc + finalizeSrc)
 	fannedScript   = redis.NewScript(retireSrc + fannedSrc)
 	cancelScript   = redis.NewScript(cancelSrc)
+	chunkScript    = redis.NewScript(chunkSrc)
 )
 
 // startArgs is start.lua's ARGV: r's fixed fields, the state to set

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -80,13 +79,16 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 	if vals[3] == "1" {
 		return owner, cursor, retiredStates(c.first, c.readAt), nil
 	}
+	if len(vals) < 5 {
+		return "", 0, nil, fmt.Errorf("write job record %s: unexpected reply %v", c.id, vals)
+	}
 	st = &chunkStates{}
 	if c.first != nil {
-		if st, err = statesOf(c.first, vals[4:]); err != nil {
+		if st, err = statesOf(c.first, vals[5:]); err != nil {
 			return "", 0, nil, fmt.Errorf("write job record %s: %w", c.id, err)
 		}
 	}
-	st.cancelled, st.readAt = cancelledAt != "", c.readAt
+	st.cancelled, st.readAt, st.fresh = cancelledAt != "", c.readAt, vals[4] == "1"
 	return owner, cursor, st, nil
 }
 
@@ -102,6 +104,10 @@ type chunkStates struct {
 	// retired: the job finished and its records were retired (retire.go);
 	// every recipient's final state reads stateRetired.
 	retired bool
+	// fresh (start.lua's answer): the job's task had not run before, so
+	// nothing of the job was sent, and the chunk tasks it creates are
+	// hush:marked-chunk ones, which skip their reads on a first run.
+	fresh bool
 }
 
 // retiredStates are the states of c's recipients (none when c is nil)
@@ -143,26 +149,39 @@ func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 	return st, nil
 }
 
-// chunkState reads the final state of a chunk's recipients and the state of
-// each of their devices in one round trip.
-func (s store) chunkState(ctx context.Context, c *chunk) (*chunkStates, error) {
+// chunkState marks a chunk task's run and reads the final state of the
+// chunk's recipients and the state of each of their devices (chunk.lua),
+// in one round trip. A hush:marked-chunk task's first run (marked, finding no
+// mark) reads nothing; an unmarked one reads always.
+func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkStates, error) {
 	rf := make([]string, len(c.Recipients))
 	var df []string
 	for i, r := range c.Recipients {
 		rf[i] = strconv.Itoa(c.From + i)
 		df = appendRecipientFields(df, c.From+i, len(r.Devices))
 	}
-	var rc, dc, hc *redis.SliceCmd
 	readAt := time.Now()
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		rc = p.HMGet(ctx, recpKey(c.Job), rf...)
-		dc = p.HMGet(ctx, devKey(c.Job), df...)
-		hc = queueHead(ctx, p, c.Job)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	read := func(always bool, rf, df []string) ([]any, error) {
+		return chunkScript.Run(ctx, s.rdb, jobKeys(c.Job)[:3], chunkArgs(c, always, rf, df)...).Slice()
+	}
+	var reply []any
+	var err error
+	if !marked {
+		reply, err = read(true, rf, df)
+	} else if reply, err = read(false, nil, nil); err == nil && len(reply) == 3 && reply[2] == int64(0) {
+		// A re-run (the mark was there). The fields went only to it:
+		// sending them costs Redis about as much as reading them.
+		readAt = time.Now()
+		reply, err = read(true, rf, df)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
 	}
+	if len(reply) < 3 {
+		return nil, fmt.Errorf("read the states of %s: unexpected reply %v", c.name(), reply)
+	}
+	hc := redis.NewSliceCmd(ctx)
+	hc.SetVal(reply[:2])
 	cancelled, retired, err := s.headOf(ctx, c.Job, hc)
 	if err != nil {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
@@ -170,12 +189,38 @@ func (s store) chunkState(ctx context.Context, c *chunk) (*chunkStates, error) {
 	if retired {
 		return retiredStates(c, readAt), nil
 	}
-	st, err := statesOf(c, append(rc.Val(), dc.Val()...))
+	vals := reply[3:]
+	if none, _ := reply[2].(int64); none == 1 {
+		vals = make([]any, len(rf)+len(df)) // nothing sent yet
+	}
+	st, err := statesOf(c, vals)
 	if err != nil {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
 	}
 	st.cancelled, st.readAt = cancelled, readAt
 	return st, nil
+}
+
+// chunkMark is a chunk's field in its job record, set by its first run.
+func chunkMark(c *chunk) string { return "s:" + strconv.Itoa(c.From) }
+
+// chunkArgs is chunk.lua's ARGV: c's mark, whether to read on a first run
+// too (always: an unmarked chunk task), then the fields to read: its
+// recipients' (rf), then their devices' and attempts' (df).
+func chunkArgs(c *chunk, always bool, rf, df []string) []any {
+	args := make([]any, 0, 3+len(rf)+len(df))
+	args = append(args,
+		chunkMark(c), // ARGV[1] mark
+		b2i(always),  // ARGV[2] always
+		len(rf),      // ARGV[3] nread
+	)
+	for _, f := range rf {
+		args = append(args, f) // ARGV[4..] field
+	}
+	for _, f := range df {
+		args = append(args, f)
+	}
+	return args
 }
 
 // chunkRecord is what one chunk writes when its sends are done.

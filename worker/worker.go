@@ -292,6 +292,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	mux.HandleFunc(TypeJob, w.handleJob)
 	mux.HandleFunc(TypeDelivery, w.handleDelivery)
 	mux.HandleFunc(TypeChunk, w.handleChunk)
+	mux.HandleFunc(typeChunkUnmarked, w.handleChunk)
 	mux.HandleFunc(TypeBatch, w.handleBatch)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start task server: %w", err)
