@@ -32,27 +32,43 @@ local minttl = tonumber(ARGV[2])
 local max_pending = tonumber(ARGV[3])
 local margin = tonumber(ARGV[4])
 local nrules = tonumber(ARGV[5])
--- Scores are whole ms, so an exclusive bound (x is x + 1; bounds travel
--- as numbers, which Redis formats for the command far faster than Lua's
--- '(' .. x does.
+-- Scores are whole ms, so an exclusive bound (x is x + 1.
 local after_now = now + 1
+-- A number given to redis.call is formatted ("%.17g") for every command;
+-- when several requests (or sets) share the call, the bounds they share
+-- are formatted once, here (fmt), which took a batched booking from 8.4 to
+-- 9.0 us of Redis CPU to 7.4 to 7.6. Alone, a request gives the numbers as
+-- they are: Redis formats them faster than Lua's string.format. (Not
+-- through a table keyed by the numbers: gopher-lua, which miniredis runs,
+-- grows a table's array part up to an integer key.)
+local shared = #KEYS > 1
+local function fmt(x)
+  if shared then
+    return string.format('%.17g', x)
+  end
+  return x
+end
+local now_s, after_now_s = fmt(now), fmt(after_now)
 local arg = 6 -- the next ARGV to read
 -- A rule set, with what every request of this call reads it with (they
 -- share now): cut = now - horizon, for each rule the first instant of its
 -- window, from = now - W + 1, and short, the rule with the shortest
--- window (nil without rules).
+-- window (nil without rules); the _s fields are them formatted (cut_s
+-- when a trim first needs it).
 local rulesets = {}
 for k = 1, nrules do
   local r = {gap = tonumber(ARGV[arg]), horizon = tonumber(ARGV[arg + 1]), count = tonumber(ARGV[arg + 2]),
-    n = {}, w = {}, from = {}}
+    n = {}, w = {}, from = {}, from_s = {}}
   arg = arg + 3
   for i = 1, r.count do
     local w = tonumber(ARGV[arg + 1])
     r.n[i], r.w[i], r.from[i] = tonumber(ARGV[arg]), w, now - w + 1
+    r.from_s[i] = fmt(r.from[i])
     if r.short == nil or w < r.w[r.short] then r.short = i end
     arg = arg + 2
   end
   r.cut = now - r.horizon
+  r.horizon_s = fmt(r.horizon)
   rulesets[k] = r
 end
 local L -- lib(), built the first time a request needs it
@@ -132,17 +148,17 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
   local hc = {} -- the home set's count per rule, once counted
   local fut
   if max_pending == 0 and hr.short then
-    local c = redis.call('ZCOUNT', home, hr.from[hr.short], '+inf')
+    local c = redis.call('ZCOUNT', home, hr.from_s[hr.short], '+inf')
     hc[hr.short] = c
     if c == 0 then fut = 0 end
   end
   if fut == nil then
-    fut = redis.call('ZCOUNT', home, after_now, '+inf')
+    fut = redis.call('ZCOUNT', home, after_now_s, '+inf')
   end
   if max_pending > 0 then
     for b = 1, #keys do
       local c = fut
-      if b > 1 then c = redis.call('ZCOUNT', keys[b], after_now, '+inf') end
+      if b > 1 then c = redis.call('ZCOUNT', keys[b], after_now_s, '+inf') end
       if c >= max_pending then
         if not looked then
           s = held(home, member, hr.cut)
@@ -150,7 +166,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
             return {s, 1, now, '', ''}
           end
         end
-        local first = redis.call('ZRANGEBYSCORE', keys[b], after_now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+        local first = redis.call('ZRANGEBYSCORE', keys[b], after_now_s, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
         put_back(keys, old, old_at)
         return {tonumber(first[2]), 0, now, 'full', ''}
       end
@@ -172,7 +188,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
       local n = hr.n[i]
       local c = hc[i]
       if c == nil then
-        c = redis.call('ZCOUNT', home, hr.from[i], '+inf')
+        c = redis.call('ZCOUNT', home, hr.from_s[i], '+inf')
         hc[i] = c
       end
       if c >= n then
@@ -199,7 +215,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
             if hr.w[j] >= w and (c == nil or hc[j] < c) then c = hc[j] end
           end
           if c == nil or c >= n then
-            c = redis.call('ZCOUNT', key, r.from[i], '+inf')
+            c = redis.call('ZCOUNT', key, r.from_s[i], '+inf')
             if c >= n then
               local ti = tonumber(redis.call('ZREVRANGE', key, n - 1, n - 1, 'WITHSCORES')[2]) + w
               if ti > t then t = ti end
@@ -250,16 +266,19 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
   end
   local trim = (now + tick + (string.byte(member, -1) or 0)) % 8 == 0
   if trim then
-    redis.call('ZREMRANGEBYSCORE', home, '-inf', hr.cut)
+    hr.cut_s = hr.cut_s or fmt(hr.cut)
+    redis.call('ZREMRANGEBYSCORE', home, '-inf', hr.cut_s)
   end
-  if redis.call('ZADD', home, 'NX', t, member) == 0 then
+  local t_s = now_s
+  if t ~= now then t_s = fmt(t) end
+  if redis.call('ZADD', home, 'NX', t_s, member) == 0 then
     -- The member was there: it holds its slot, unless its entry is older
     -- than the horizon (then it is booked again at t).
     s = held(home, member, hr.cut)
     if s then
       return {s, 1, now, '', ''}
     end
-    redis.call('ZADD', home, t, member)
+    redis.call('ZADD', home, t_s, member)
   end
   -- Each set lives until its newest entry (at most the home set's newest,
   -- or t) has aged out of its horizon. With no entry after now, t is the
@@ -270,13 +289,20 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
   for b = 1, #keys do
     if b > 1 then
       if trim then
-        redis.call('ZREMRANGEBYSCORE', keys[b], '-inf', rs[b].cut)
+        rs[b].cut_s = rs[b].cut_s or fmt(rs[b].cut)
+        redis.call('ZREMRANGEBYSCORE', keys[b], '-inf', rs[b].cut_s)
       end
-      redis.call('ZADD', keys[b], t, member)
+      redis.call('ZADD', keys[b], t_s, member)
     end
-    local kt = newest_at - now + rs[b].horizon
-    if kt < minttl then kt = minttl end
-    redis.call('PEXPIRE', keys[b], kt)
+    local kt, kt_s = newest_at - now + rs[b].horizon, nil
+    if kt < minttl then
+      kt, kt_s = minttl, fmt(minttl)
+    elseif newest_at == now then
+      kt_s = rs[b].horizon_s
+    else
+      kt_s = fmt(kt)
+    end
+    redis.call('PEXPIRE', keys[b], kt_s)
     if kt > ttl then ttl = kt end
   end
   if ckey then
