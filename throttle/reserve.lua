@@ -58,12 +58,13 @@ local arg = 6 -- the next ARGV to read
 local rulesets = {}
 for k = 1, nrules do
   local r = {gap = tonumber(ARGV[arg]), horizon = tonumber(ARGV[arg + 1]), count = tonumber(ARGV[arg + 2]),
-    n = {}, w = {}, from = {}, from_s = {}}
+    n = {}, w = {}, from = {}}
+  r.from_s = shared and {} or r.from
   arg = arg + 3
   for i = 1, r.count do
     local w = tonumber(ARGV[arg + 1])
     r.n[i], r.w[i], r.from[i] = tonumber(ARGV[arg]), w, now - w + 1
-    r.from_s[i] = fmt(r.from[i])
+    if shared then r.from_s[i] = fmt(r.from[i]) end
     if r.short == nil or w < r.w[r.short] then r.short = i end
     arg = arg + 2
   end
@@ -269,8 +270,8 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
     hr.cut_s = hr.cut_s or fmt(hr.cut)
     redis.call('ZREMRANGEBYSCORE', home, '-inf', hr.cut_s)
   end
-  local t_s = now_s
-  if t ~= now then t_s = fmt(t) end
+  local t_s = t -- formatted by Redis: it is this request's own
+  if t == now then t_s = now_s end
   if redis.call('ZADD', home, 'NX', t_s, member) == 0 then
     -- The member was there: it holds its slot, unless its entry is older
     -- than the horizon (then it is booked again at t).
@@ -294,14 +295,10 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
       end
       redis.call('ZADD', keys[b], t_s, member)
     end
-    local kt, kt_s = newest_at - now + rs[b].horizon, nil
-    if kt < minttl then
-      kt, kt_s = minttl, fmt(minttl)
-    elseif newest_at == now then
-      kt_s = rs[b].horizon_s
-    else
-      kt_s = fmt(kt)
-    end
+    local kt = newest_at - now + rs[b].horizon
+    if kt < minttl then kt = minttl end
+    local kt_s = kt
+    if kt == rs[b].horizon then kt_s = rs[b].horizon_s end
     redis.call('PEXPIRE', keys[b], kt_s)
     if kt > ttl then ttl = kt end
   end
