@@ -36,8 +36,8 @@ local nrules = tonumber(ARGV[5])
 local after_now = now + 1
 -- A number given to redis.call is formatted ("%.17g") for every command;
 -- when several requests (or sets) share the call, the bounds they share
--- are formatted once, here (fmt), which took a batched booking from 8.4 to
--- 9.0 us of Redis CPU to 7.4 to 7.6. Alone, a request gives the numbers as
+-- are formatted once, here (fmt), which took a batched booking from 8.2 to
+-- 8.7 us of Redis CPU to 7.1 to 7.5. Alone, a request gives the numbers as
 -- they are: Redis formats them faster than Lua's string.format. (Not
 -- through a table keyed by the numbers: gopher-lua, which miniredis runs,
 -- grows a table's array part up to an integer key.)
