@@ -76,8 +76,9 @@ func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) (err error) {
 	return err
 }
 
-// chunkTask runs a hush:marked-chunk task, or a hush:chunk task an earlier
-// version left (TypeChunk).
+// chunkTask runs a chunk task: a hush:marked-chunk one (TypeChunk), or a
+// hush:chunk one (typeChunkUnmarked: made by a job task's re-run, or left
+// by an earlier version), which reads its states on every run.
 func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	var c chunk
 	if err := json.Unmarshal(t.Payload(), &c); err != nil {

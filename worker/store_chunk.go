@@ -150,9 +150,10 @@ func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 }
 
 // chunkState marks a chunk task's run and reads the final state of the
-// chunk's recipients and the state of each of their devices (chunk.lua),
-// in one round trip. A hush:marked-chunk task's first run (marked, finding no
-// mark) reads nothing; an unmarked one reads always.
+// chunk's recipients and the state of each of their devices (chunk.lua).
+// A hush:marked-chunk task's (marked) first run, which finds no mark,
+// reads nothing, in one round trip; its re-runs read in a second one. An
+// unmarked task's run reads always, in one.
 func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkStates, error) {
 	rf := make([]string, len(c.Recipients))
 	var df []string
