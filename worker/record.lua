@@ -55,13 +55,10 @@ for i = 4, #ARGV - 2, 3 do
 end
 local had = #names > 0 and redis.call('HMGET', KEYS[2], unpack(names)) or {}
 
--- view: h as it is after this call's writes, so that the call that
+-- view: h as it will be after this call's writes, so that the call that
 -- finishes the job retires it without writing them first.
 local new, seen, changed, k = {}, {}, deferrals > 0, 0
-local view = {}
-for i = 1, #retire_fields do
-  view[i] = h[i]
-end
+local view = h
 for i = 4, #ARGV - 2, 3 do
   local recipient, state = ARGV[i], ARGV[i + 1]
   if state == '' then

@@ -155,25 +155,29 @@ func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 // reads nothing, in one round trip; its re-runs read in a second one. An
 // unmarked task's run reads always, in one.
 func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkStates, error) {
-	rf := make([]string, len(c.Recipients))
-	var df []string
-	for i, r := range c.Recipients {
-		rf[i] = strconv.Itoa(c.From + i)
-		df = appendRecipientFields(df, c.From+i, len(r.Devices))
-	}
 	readAt := time.Now()
-	read := func(always bool, rf, df []string) ([]any, error) {
+	// read runs chunk.lua; always: read on a first run too, so send the
+	// fields to read.
+	read := func(always bool) ([]any, error) {
+		var rf, df []string
+		if always {
+			rf = make([]string, len(c.Recipients))
+			for i, r := range c.Recipients {
+				rf[i] = strconv.Itoa(c.From + i)
+				df = appendRecipientFields(df, c.From+i, len(r.Devices))
+			}
+		}
 		return chunkScript.Run(ctx, s.rdb, jobKeys(c.Job)[:3], chunkArgs(c, always, rf, df)...).Slice()
 	}
 	var reply []any
 	var err error
 	if !marked {
-		reply, err = read(true, rf, df)
-	} else if reply, err = read(false, nil, nil); err == nil && len(reply) == 3 && reply[2] == int64(0) {
+		reply, err = read(true)
+	} else if reply, err = read(false); err == nil && len(reply) == 3 && reply[2] == int64(0) {
 		// A re-run (the mark was there). The fields went only to it:
 		// sending them costs Redis about as much as reading them.
 		readAt = time.Now()
-		reply, err = read(true, rf, df)
+		reply, err = read(true)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
@@ -192,7 +196,11 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 	}
 	vals := reply[3:]
 	if none, _ := reply[2].(int64); none == 1 {
-		vals = make([]any, len(rf)+len(df)) // nothing sent yet
+		n := len(c.Recipients) // nothing sent yet: every field unset
+		for _, r := range c.Recipients {
+			n += len(r.Devices) + nAttemptFields
+		}
+		vals = make([]any, n)
 	}
 	st, err := statesOf(c, vals)
 	if err != nil {
