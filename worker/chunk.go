@@ -26,11 +26,15 @@ const chunkSize = 100
 // maxWave is the most recipients of a chunk booked and sent together.
 const maxWave = 25
 
-// chunk is the payload of a hush:chunk task (and what a job task delivers
-// itself): recipients [From, From+len(Recipients)) of a job.
+// chunk is the payload of a chunk task (and what a job task delivers
+// itself): recipients [From, From+len(Recipients)) of a job. A hush:held
+// task's payload is a chunk too: Indices names its recipients (held back
+// by the chunk starting at From) and Wake the second it wakes at.
 type chunk struct {
 	Job        string              `json:"job"`
 	From       int                 `json:"from"`
+	Indices    []int               `json:"indices,omitempty"`
+	Wake       int64               `json:"wake,omitempty"`
 	Recipients []payload.Recipient `json:"recipients"`
 	Content    payload.Content     `json:"content"`
 	Priority   payload.Priority    `json:"priority"`
@@ -40,13 +44,30 @@ type chunk struct {
 }
 
 // name is the chunk's task id.
-func (c *chunk) name() string { return chunkTaskID(c.Job, c.From/chunkSize) }
+func (c *chunk) name() string {
+	if c.held() {
+		return heldTaskID(c.Job, c.From/chunkSize, c.Wake)
+	}
+	return chunkTaskID(c.Job, c.From/chunkSize)
+}
+
+// held reports whether c is a hush:held task's: recipients a chunk held
+// back, woken together (held.go).
+func (c *chunk) held() bool { return c.Wake != 0 }
+
+// index is the job's recipient index of c's i-th recipient.
+func (c *chunk) index(i int) int {
+	if c.Indices != nil {
+		return c.Indices[i]
+	}
+	return c.From + i
+}
 
 // delivery is the chunk's i-th recipient as a delivery.
 func (c *chunk) delivery(i int) delivery {
 	r := c.Recipients[i]
 	return delivery{
-		Job: c.Job, Index: c.From + i, UserID: r.UserID, Timezone: r.Timezone, Devices: r.Devices,
+		Job: c.Job, Index: c.index(i), UserID: r.UserID, Timezone: r.Timezone, Devices: r.Devices,
 		Content: c.Content, Priority: c.Priority, Deadline: c.Deadline, AcceptedAt: c.AcceptedAt,
 	}
 }
@@ -76,9 +97,12 @@ func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) (err error) {
 	return err
 }
 
-// chunkTask runs a chunk task: a hush:marked-chunk one (TypeChunk), or a
-// hush:chunk one (typeChunkUnmarked: made by a job task's re-run, or left
-// by an earlier version), which reads its states on every run.
+// chunkTask runs a chunk task (tasks.go): a hush:grouping-chunk one
+// (TypeChunk), which marks its runs and reads its states only on a
+// re-run, a hush:rereading-chunk one (made by a job task's re-run), which
+// reads them on every run, either of an earlier version's kinds, which
+// never hold back into held tasks, or a hush:held one (TypeHeld: held.go),
+// which reads on every run.
 func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	var c chunk
 	if err := json.Unmarshal(t.Payload(), &c); err != nil {
@@ -87,22 +111,28 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	if c.Job == "" || c.From < 0 || len(c.Recipients) == 0 {
 		return fmt.Errorf("invalid chunk payload (job %q, from %d, %d recipients): %w", c.Job, c.From, len(c.Recipients), asynq.SkipRetry)
 	}
-	st, err := w.store.chunkState(ctx, &c, t.Type() != typeChunkUnmarked)
+	if held := t.Type() == TypeHeld; held != c.held() || (c.Indices != nil && len(c.Indices) != len(c.Recipients)) || (held && c.Indices == nil) {
+		return fmt.Errorf("invalid %s payload (wake %d, %d indices for %d recipients): %w", t.Type(), c.Wake, len(c.Indices), len(c.Recipients), asynq.SkipRetry)
+	}
+	typ := t.Type()
+	st, err := w.store.chunkState(ctx, &c, typ == TypeChunk || typ == typeChunkMarked)
 	if err != nil {
 		return err
 	}
+	st.group = typ == TypeChunk || typ == typeChunkRereading
 	return w.deliverChunk(ctx, &c, st, nil)
 }
 
-// enqueueChunk creates c's task: a hush:marked-chunk one when marked (by a
-// job's first run: no run of any version sent to c before), else a
-// hush:chunk one, which reads its states on every run (chunk.lua).
+// enqueueChunk creates c's task: a hush:grouping-chunk one when marked (by
+// a job's first run: no run of any version sent to c before), else a
+// hush:rereading-chunk one, which reads its states on every run
+// (chunk.lua). Both hold deferred recipients back into held tasks.
 func (w *Worker) enqueueChunk(ctx context.Context, c *chunk, marked bool) error {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("encode chunk %s: %w", c.name(), err)
 	}
-	typ := typeChunkUnmarked
+	typ := typeChunkRereading
 	if marked {
 		typ = TypeChunk
 	}
@@ -133,12 +163,19 @@ func (p *wavePermits) release(n int64) {
 // releaseAll gives back every permit the wave still holds.
 func (p *wavePermits) releaseAll() { p.release(p.held.Swap(0)) }
 
-// handoff is a recipient the chunk leaves to a per-recipient delivery task.
+// handoff is a recipient the chunk leaves to a per-recipient delivery task
+// (or, deferred, to a held task: held.go).
 type handoff struct {
 	i     int
 	delay time.Duration
 	// failed: see delivery.
 	failed string
+	// deferred: its first booking's slot is further than a wait in place
+	// (delay is when to wake for it).
+	deferred bool
+	// foreign: a held task's recipient that its marker gives to its
+	// delivery task already: the task is created again, the marker kept.
+	foreign bool
 }
 
 // deliverChunk delivers a chunk in waves of up to w.wave recipients: each
@@ -163,11 +200,31 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	var handoffs []handoff
 	var rec chunkRecord
 	var todo, cancel []int
+	// The held tasks this run creates, or creates again for recipients an
+	// earlier run of the chunk held back (their markers name them). Only
+	// a chunk task reads the markers, so only a chunk task holds back into
+	// held tasks; a job task's own chunk hands over to delivery tasks.
+	groups := heldGroups{}
+	grouping := st.group && st.holds != nil && !c.held()
 	now := time.Now()
 	app, appErr := w.apps.resolve(c.Content.App)
 	for i := range c.Recipients {
+		owner := ""
+		if st.holds != nil {
+			_, owner = parseHeldMark(st.holds[i])
+		}
 		switch {
 		case st.finals[i] != "":
+		case c.held() && owner != c.name():
+			// Given up to its delivery task by an earlier run of this task.
+			handoffs = append(handoffs, handoff{i: i, foreign: true})
+		case !c.held() && owner != "":
+			_, _, wake, ok := parseHeldTaskID(owner)
+			if !ok {
+				return fmt.Errorf("chunk %s: recipient %d is held by %q, not a held task id: %w", c.name(), c.index(i), owner, asynq.SkipRetry)
+			}
+			h := groups.add(c, i, wake)
+			rec.held(c.index(i), heldMark(w.heldQueue(h), h.name()))
 		case appErr != nil:
 			// Accepted for an app this process no longer has: each
 			// delivery fails with the reason (and is archived with it).
@@ -176,7 +233,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// Every device settled by a run that died before the final state.
 			v := judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, false)
 			if v.act == actDone && !v.release {
-				rec.final(c.From+i, v.state)
+				rec.final(c.index(i), v.state)
 			} else {
 				handoffs = append(handoffs, handoff{i: i})
 			}
@@ -195,11 +252,17 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	w.cancelled(ctx, c, cancel, &rec)
 	var werr error
 	for len(todo) > 0 && ctx.Err() == nil {
-		wave := todo[:min(w.wave, len(todo))]
+		size := w.wave
+		if c.held() {
+			// Its bookings are found, not made: one round trip for all,
+			// and each send takes its permit when its slot comes.
+			size = len(todo)
+		}
+		wave := todo[:min(size, len(todo))]
 		todo = todo[len(wave):]
 		booked := pre
 		pre = nil
-		if booked == nil || !slices.Equal(booked.idx, wave) {
+		if (booked == nil || !slices.Equal(booked.idx, wave)) && !c.held() {
 			// Not the wave booked ahead (its recipient expired since): the
 			// booking is handed over with the recipient, found existing.
 			booked = nil
@@ -208,9 +271,10 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			}
 		}
 		p := &wavePermits{sem: w.sends}
-		if booked != nil {
+		switch {
+		case booked != nil:
 			p = booked.permits
-		} else {
+		case !c.held():
 			p.held.Store(int64(len(wave)))
 		}
 		hs, err := w.deliverWave(ctx, app, c, wave, st, &rec, p, booked)
@@ -221,11 +285,22 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			break
 		}
 	}
+	// Markers before tasks (held.go): a deferred recipient goes to the held
+	// task of its second of waking when this run can group, and a held
+	// task's own recipients are given up to their delivery tasks.
+	var tasks []handoff
 	for _, h := range handoffs {
-		if h.delay > 0 {
+		switch {
+		case h.deferred && grouping:
+			g := groups.add(c, h.i, time.Now().Add(h.delay).Unix())
+			rec.held(c.index(h.i), heldMark(w.heldQueue(g), g.name()))
+			continue
+		case h.foreign:
+		case h.delay > 0 || c.held():
 			d := c.delivery(h.i)
-			rec.held(c.From+h.i, w.deliveryQueue(&d))
+			rec.held(c.index(h.i), heldMark(w.deliveryQueue(&d), ""))
 		}
+		tasks = append(tasks, h)
 	}
 	// What was settled is recorded whatever happened, under a context
 	// shutdown does not cancel.
@@ -246,7 +321,12 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		// chunk goes back to its queue and hands the rest over next time.
 		return fmt.Errorf("chunk %s interrupted: %w", c.name(), err)
 	}
-	for _, h := range handoffs {
+	for _, id := range slices.Sorted(maps.Keys(groups)) {
+		if err := w.enqueueHeld(ctx, groups[id]); err != nil {
+			return err
+		}
+	}
+	for _, h := range tasks {
 		d := c.delivery(h.i)
 		d.Failed = h.failed
 		if err := w.enqueueDelivery(ctx, &d, h.delay); err != nil {
@@ -269,7 +349,7 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 	at := time.Now().UTC()
 	for k, i := range idx {
 		evs[k] = Event{Type: EventDropped, Reason: stateCancelled, Job: c.Job, App: appNameOf(&c.Content), UserID: c.Recipients[i].UserID, At: at}
-		rec.final(c.From+i, stateCancelled)
+		rec.final(c.index(i), stateCancelled)
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
@@ -289,7 +369,7 @@ func (w *Worker) releaseHeld(ctx context.Context, c *chunk, idx []int) {
 	}
 	fields := make([]string, len(idx))
 	for k, i := range idx {
-		fields[k] = heldPrefix + strconv.Itoa(c.From+i)
+		fields[k] = heldPrefix + strconv.Itoa(c.index(i))
 	}
 	vals, err := w.rdb.HMGet(ctx, jobKey(c.Job), fields...).Result()
 	if err != nil {
@@ -332,7 +412,7 @@ func (w *Worker) releaseFirst(ctx context.Context, c *chunk, idx []int, why stri
 	}
 	hs := make([]throttle.Held, len(idx))
 	for k, i := range idx {
-		hs[k] = throttle.Held{User: c.Recipients[i].UserID, Member: memberOf(c.Job, c.From+i, 0)}
+		hs[k] = throttle.Held{User: c.Recipients[i].UserID, Member: memberOf(c.Job, c.index(i), 0)}
 	}
 	if _, err := app.Limiter.ReleaseBatch(ctx, hs); err != nil {
 		w.log.Warn("limiter release of "+why+" deliveries failed", "chunk", c.name(), "deliveries", len(hs), "err", err)
@@ -370,6 +450,9 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	}
 	var sendNow []int
 	slots := make([]time.Time, len(c.Recipients))
+	// sendAt is when each send may leave (zero: at once): a held task's
+	// recipient's slot, or a time the app's send rate granted.
+	sendAt := make([]time.Time, len(c.Recipients))
 	if bypass {
 		w.m.limiter.WithLabelValues(app.Name, "bypass").Add(float64(len(idx)))
 		sendNow = idx
@@ -387,9 +470,10 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		}
 		for k, i := range idx {
 			r := res[k]
-			if (r.Now.IsZero() && r.Refused == "") || r.Existing {
+			if (r.Now.IsZero() && r.Refused == "") || (r.Existing && !c.held()) {
 				// Failed, or booked by an earlier run: the delivery task
-				// books again and knows what a late slot means.
+				// books again and knows what a late slot means. (A held
+				// task finds the bookings its chunk made.)
 				handoffs = append(handoffs, handoff{i: i})
 				continue
 			}
@@ -399,15 +483,21 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 			pl := plan(r, booked.mid, time.Now(), c.Deadline, false)
 			w.countPlan(app, pl, r)
-			switch pl.step {
-			case stepSend:
+			switch {
+			case pl.step == stepSend, pl.step == stepWait && c.held():
 				sendBy[i] = booked.sendBy(pl.slot.Add(lateRebook))
 				slots[i] = pl.slot
+				sendAt[i] = pl.slot
 				sendNow = append(sendNow, i)
-			case stepDefer:
+			case pl.step == stepDefer && c.held():
+				// Woken early (a cancellation or a collapse woke the task):
+				// its delivery task waits for the slot. The deferral was
+				// counted when it was first held back.
+				handoffs = append(handoffs, handoff{i: i, delay: deferDelay(pl.wait)})
+			case pl.step == stepDefer:
 				rec.deferrals++
 				w.logDeferred(&d, pl)
-				handoffs = append(handoffs, handoff{i: i, delay: deferDelay(pl.wait)})
+				handoffs = append(handoffs, handoff{i: i, delay: deferDelay(pl.wait), deferred: true})
 			default:
 				// Near (its task waits in place), expired, full or
 				// collapsed (dropped there), or stalled (booked again
@@ -423,7 +513,6 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	// The app's send rate (pace.go): each recipient is sent at the time
 	// granted, or held: its booking given back, its delivery task booking
 	// again from the time granted.
-	sendAt := make([]time.Time, len(c.Recipients))
 	if len(app.MaxRate) > 0 && len(sendNow) > 0 {
 		items := make([]paceItem, len(sendNow))
 		for k, i := range sendNow {
@@ -445,7 +534,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		var release []int
 		for k, i := range sendNow {
 			if paced[k].hold {
-				held[c.From+i] = paced[k].paced
+				held[c.index(i)] = paced[k].paced
 				release = append(release, i)
 				if paced[k].sendAt.Sub(now) <= maxInlineWait {
 					near[i] = paced[k]
@@ -474,11 +563,17 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	// The permits of the recipients not sent now go back at once, the
 	// others' as each recipient's sends end, so the next wave need not wait
 	// for this one's slowest answer.
-	p.release(int64(len(idx) - len(sendNow)))
+	if !c.held() {
+		p.release(int64(len(idx) - len(sendNow)))
+	}
 	results := make([][]*providers.Result, len(c.Recipients))
 	var calls []func()
 	for _, i := range sendNow {
 		results[i] = make([]*providers.Result, len(ds[i].Devices))
+		if c.held() {
+			calls = append(calls, w.heldCall(ctx, app, &ds[i], st.devices[i], sendAt[i], sendBy[i], results[i]))
+			continue
+		}
 		calls = append(calls, w.deviceCalls(ctx, app, &ds[i], st.devices[i], 0, sendAt[i], sendBy[i], results[i], func() { p.release(1) })...)
 	}
 	w.pool.all(calls)
@@ -493,7 +588,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		case n.failed != "":
 			handoffs = append(handoffs, handoff{i: i, failed: n.failed})
 		case final != "":
-			rec.final(c.From+i, final)
+			rec.final(c.index(i), final)
 		case n.stop:
 			// Shutdown: the chunk's re-run hands it over.
 		case v.act == actRebook:

@@ -343,8 +343,16 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 				_ = c.insp.RunTask(st.Queue, jobTaskID(id))
 			}
 		}
-		for i, q := range cx.held {
-			_ = c.insp.RunTask(q, deliveryTaskID(id, i))
+		woken := map[string]bool{}
+		for i, mark := range cx.held {
+			q, task := parseHeldMark(mark)
+			if task == "" {
+				task = deliveryTaskID(id, i)
+			}
+			if !woken[task] {
+				woken[task] = true
+				_ = c.insp.RunTask(q, task)
+			}
 		}
 		wait := time.Until(cx.at.Add(cancelGrace))
 		if cx.first {

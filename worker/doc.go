@@ -58,8 +58,8 @@
 //
 //	hush:job       a submitted job (task id "job:<id>"). It delivers the
 //	               first chunk itself and creates a chunk task per further
-//	               chunk: hush:marked-chunk on the job's first run,
-//	               hush:chunk on a re-run. A job of one recipient books its slot in
+//	               chunk: hush:grouping-chunk on the job's first run,
+//	               hush:rereading-chunk on a re-run. A job of one recipient books its slot in
 //	               start.lua's round trip (ReserveBatchWith), speculatively:
 //	               a re-run that finds the recipient settled gives a new
 //	               booking back.
@@ -71,16 +71,18 @@
 //	               job carried by two batches runs in one only. Its
 //	               single-recipient jobs start and book in groups of up to a
 //	               wave (singleJobs: one round trip for all).
-//	hush:marked-chunk, hush:chunk
+//	hush:grouping-chunk, hush:rereading-chunk
 //	               recipients [k*100, (k+1)*100) of a job (task id
 //	               "chunk:<id>/<k>"). Its run first marks the chunk started
-//	               in the job record (chunk.lua). A hush:marked-chunk task,
+//	               in the job record (chunk.lua). A hush:grouping-chunk task,
 //	               made only by a job's first run, reads its recipients'
-//	               states only when the mark was there (a re-run); a
-//	               hush:chunk task (a job task's re-run made it, or an
-//	               earlier version, whose runs did not mark) reads them
-//	               always (the job task's own chunk: inside start.lua,
-//	               and only when the job's task ran before). Then, in waves of up to 25 recipients (each taking that
+//	               states (and held markers) only when the mark was there (a
+//	               re-run); a hush:rereading-chunk task (a job task's re-run
+//	               made it) reads them always (the job task's own chunk:
+//	               inside start.lua, and only when the job's task ran
+//	               before). Earlier versions' hush:marked-chunk and
+//	               hush:chunk tasks run the same way but never hold back
+//	               into hush:held tasks. Then, in waves of up to 25 recipients (each taking that
 //	               many of the worker's Concurrency send permits), books a
 //	               wave in one limiter round trip (ReserveBatch, Cluster
 //	               safe) and sends those allowed now at once, concurrently;
@@ -88,13 +90,23 @@
 //	               left to the delivery task (which rebooks) when more than
 //	               100 ms after its slot. Each device's answer is recorded as
 //	               it comes (outcomes.go); the recipients' final states are
-//	               recorded in one script call (record.lua).
+//	               recorded in one script call (record.lua). Recipients
+//	               the limiter holds back for longer than a wait in place
+//	               go to hush:held tasks.
+//	hush:held      recipients of chunk k the limiter held back, waking at
+//	               Unix second s (task id "held:<id>/<k>/<s>", scheduled
+//	               for s: about a second before their slots). It finds
+//	               their bookings, waits for each slot without holding a
+//	               send permit, and sends; the job record's held marker of
+//	               each recipient names the one task that owns it (held.go).
 //	hush:delivery  one recipient (task id "delivery:<id>/<index>"), created
 //	               by a chunk only for the recipients it does not settle:
-//	               held back by the limiter (scheduled shortly before the
-//	               booked slot), booked by an earlier run, late for their
-//	               slot, or not delivered to every device (provider
-//	               throttling, transient or permanent failures). It books
+//	               held back by the limiter (from the job task's own
+//	               chunk, or an earlier version's chunk task; scheduled
+//	               shortly before the booked slot), booked by an earlier
+//	               run, late for their slot, or not delivered to every
+//	               device (provider throttling, transient or permanent
+//	               failures), and those a held task gives up. It books
 //	               again (the same slot, or a new one when late or for a
 //	               retry), waits, sends to the devices not yet settled,
 //	               retries, expires.

@@ -16,7 +16,7 @@ import (
 )
 
 // handleJob creates the job record and fans the job out: the job task
-// delivers the first chunkSize recipients itself and creates one hush:chunk
+// delivers the first chunkSize recipients itself and creates one chunk
 // task per further chunk. It is idempotent: a re-run (after a crash or a retry)
 // resumes from the saved cursor, skips recipients with a final state, and a
 // task that already exists is not created again.

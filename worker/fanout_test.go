@@ -308,8 +308,8 @@ func TestChunkRerunsReadWhatWasSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	tasks = e.chunkTasks()
-	if len(tasks) != 1 || tasks[0].Type != typeChunkUnmarked {
-		t.Fatalf("the job's re-run made %v, want one %s task", tasks, typeChunkUnmarked)
+	if len(tasks) != 1 || tasks[0].Type != typeChunkRereading {
+		t.Fatalf("the job's re-run made %v, want one %s task", tasks, typeChunkRereading)
 	}
 	if err := e.w.handleChunk(t.Context(), asynq.NewTask(tasks[0].Type, tasks[0].Payload)); err != nil {
 		t.Fatal(err)
@@ -333,29 +333,40 @@ func (e *env) chunkTasks() []*asynq.TaskInfo {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return slices.DeleteFunc(tasks, func(ti *asynq.TaskInfo) bool { return ti.Type != TypeChunk && ti.Type != typeChunkUnmarked })
+	return slices.DeleteFunc(tasks, func(ti *asynq.TaskInfo) bool {
+		return !slices.Contains([]string{TypeChunk, typeChunkRereading, typeChunkMarked, typeChunkUnmarked}, ti.Type)
+	})
 }
 
-// TestUnmarkedChunkTasksStillRun: a hush:chunk task an earlier version
-// left queued is run by a running worker (through its task server), and
-// sends its chunk once.
-func TestUnmarkedChunkTasksStillRun(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	const n = 150
-	job := fanJob("left", n)
-	job.AcceptedAt = time.Now()
-	// The job's record as its client wrote it; its job task is not
-	// queued here, the chunk task alone runs.
-	if _, err := e.w.store.create(t.Context(), recordOf(&job, "normal"), jobQueued); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.w.enqueueChunk(t.Context(), chunkOf(&job, chunkSize), false); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "the chunk's 50 pushes", func() bool { return len(e.apns.Requests()) >= n-chunkSize })
-	time.Sleep(200 * time.Millisecond)
-	if got := len(e.apns.Requests()); got != n-chunkSize {
-		t.Errorf("%d pushes, want %d", got, n-chunkSize)
+// TestEarlierChunkTasksStillRun: a hush:chunk or hush:marked-chunk task an
+// earlier version left queued is run by a running worker (through its
+// task server), and sends its chunk once.
+func TestEarlierChunkTasksStillRun(t *testing.T) {
+	for _, typ := range []string{typeChunkUnmarked, typeChunkMarked} {
+		t.Run(typ, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			const n = 150
+			job := fanJob("left", n)
+			job.AcceptedAt = time.Now()
+			// The job's record as its client wrote it; its job task is not
+			// queued here, the chunk task alone runs.
+			if _, err := e.w.store.create(t.Context(), recordOf(&job, "normal"), jobQueued); err != nil {
+				t.Fatal(err)
+			}
+			c := chunkOf(&job, chunkSize)
+			b, err := json.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.w.client.aq.Enqueue(asynq.NewTask(typ, b), asynq.TaskID(c.name()), asynq.Queue("normal")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 10*time.Second, "the chunk's 50 pushes", func() bool { return len(e.apns.Requests()) >= n-chunkSize })
+			time.Sleep(200 * time.Millisecond)
+			if got := len(e.apns.Requests()); got != n-chunkSize {
+				t.Errorf("%d pushes, want %d", got, n-chunkSize)
+			}
+		})
 	}
 }
 
@@ -364,7 +375,7 @@ func TestUnmarkedChunkTasksStillRun(t *testing.T) {
 // registers only the shorter one would run the longer one's tasks as its
 // own.
 func TestTaskTypesArePrefixFree(t *testing.T) {
-	types := []string{TypeJob, TypeBatch, TypeChunk, typeChunkUnmarked, TypeDelivery}
+	types := []string{TypeJob, TypeBatch, TypeChunk, typeChunkRereading, typeChunkMarked, typeChunkUnmarked, TypeDelivery, TypeHeld}
 	for _, a := range types {
 		for _, b := range types {
 			if a != b && strings.HasPrefix(b, a) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -143,13 +144,27 @@ func (w *Worker) location(name string) *time.Location {
 	return loc
 }
 
-// wake runs the delivery task of recipient index of job now: a task held
-// for its slot, whose job was cancelled or whose booking was collapsed,
-// then drops itself at once. queues are where its task may wait; a task
-// found in none (not yet created, running, or done) is left to find out
-// on its own.
+// wake runs the task holding recipient index of job now: a task held for
+// its slot, whose job was cancelled or whose booking was collapsed, then
+// drops the recipient at once. The recipient's held marker names the task
+// and its queue (a hush:held task's recipients have no task of their own);
+// without one, queues are where its delivery task may wait. A task found
+// nowhere (not yet created, running, or done) is left to find out on its
+// own.
 func (w *Worker) wake(job string, index int, queues ...string) bool {
 	id := deliveryTaskID(job, index)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	mark, err := w.rdb.HGet(ctx, jobKey(job), heldPrefix+strconv.Itoa(index)).Result()
+	cancel()
+	if err == nil {
+		q, task := parseHeldMark(mark)
+		if task == "" {
+			task = id
+		}
+		if w.insp.RunTask(q, task) == nil {
+			return true
+		}
+	}
 	for _, q := range queues {
 		if err := w.insp.RunTask(q, id); err == nil {
 			return true

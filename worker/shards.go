@@ -16,8 +16,8 @@ import (
 // node carries every submission or delivery. With S shards
 // (HUSH_DELIVERY_SHARDS), a priority p has the queues p (everything when S
 // is 1; jobs a Client without WithShards submits) and p.0 to p.<S-1>: a
-// hush:delivery task goes to p.<fnv32a(user id) mod S>, a hush:job or
-// hush:chunk task to p.<fnv32a(task id) mod S>. All of them are plain
+// hush:delivery task goes to p.<fnv32a(user id) mod S>, a hush:job,
+// chunk or hush:held task to p.<fnv32a(task id) mod S>. All of them are plain
 // Asynq queues that asynqmon and the asynq CLI list.
 
 // MaxDeliveryShards bounds Options.DeliveryShards (HUSH_DELIVERY_SHARDS): every shard is a queue each worker

@@ -102,9 +102,11 @@ func TestShardedDeliveries(t *testing.T) {
 	second := e.submit(fanJob("sb", n))
 
 	// The second job's recipients are all held back by the gap (longer
-	// than a wait in place): their
-	// delivery tasks wait in the scheduled sets of the users' shards.
+	// than a wait in place): those of the job task's own chunk in delivery
+	// tasks waiting in the scheduled sets of the users' shards, those of
+	// its chunk task in held tasks, each in the shard of its id.
 	users := map[string]string{} // user -> queue its delivery waits in
+	held := map[string]bool{}    // users waiting in held tasks
 	waitFor(t, 10*time.Second, "the second job's deliveries to be scheduled", func() bool {
 		for k := range shards {
 			q := fmt.Sprintf("normal.%d", k)
@@ -113,6 +115,19 @@ func TestShardedDeliveries(t *testing.T) {
 				continue // the queue does not exist yet
 			}
 			for _, ti := range tasks {
+				if ti.Type == TypeHeld {
+					var c chunk
+					if err := json.Unmarshal(ti.Payload, &c); err != nil {
+						t.Fatalf("task %s in %s: %v", ti.ID, q, err)
+					}
+					if want := shardQueue("normal", ti.ID, shards); q != want {
+						t.Errorf("held task %s waits in %s, want %s", ti.ID, q, want)
+					}
+					for _, r := range c.Recipients {
+						held[r.UserID] = true
+					}
+					continue
+				}
 				var d delivery
 				if err := json.Unmarshal(ti.Payload, &d); err != nil {
 					t.Fatalf("task %s in %s: %v", ti.ID, q, err)
@@ -120,7 +135,7 @@ func TestShardedDeliveries(t *testing.T) {
 				users[d.UserID] = q
 			}
 		}
-		return len(users) == n
+		return len(users) == chunkSize && len(held) == n-chunkSize
 	})
 	used := map[string]bool{}
 	for user, q := range users {
@@ -130,7 +145,7 @@ func TestShardedDeliveries(t *testing.T) {
 		used[q] = true
 	}
 	if len(used) != shards {
-		t.Errorf("deliveries of %d users use %d of %d shards", n, len(used), shards)
+		t.Errorf("deliveries of %d users use %d of %d shards", len(users), len(used), shards)
 	}
 	queues, err := e.insp.Queues()
 	if err != nil {

@@ -39,7 +39,8 @@ func FinalStates() []string { return slices.Clone(finalStates) }
 
 // Fields of the job record besides its fixed ones and counters: when the
 // job was cancelled, and per held delivery "h:<index>" -> the queue its
-// task waits on (so a cancellation can wake it).
+// task waits on, and which task that is (heldMark), so a cancellation can
+// wake it and a re-run finds it.
 const (
 	fieldCancelled = "cancelled_at"
 	heldPrefix     = "h:"
@@ -390,7 +391,7 @@ type cancelled struct {
 	at    time.Time
 	first bool           // this call cancelled it
 	state string         // the record's own state (jobQueued: the job task has not run)
-	held  map[int]string // held recipient -> the queue its task waits on
+	held  map[int]string // held recipient -> its marker: the queue and task it waits in (heldMark)
 }
 
 // cancel marks job id cancelled at at (once) and lists its held

@@ -84,7 +84,7 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 	}
 	st = &chunkStates{}
 	if c.first != nil {
-		if st, err = statesOf(c.first, vals[5:]); err != nil {
+		if st, err = statesOf(c.first, vals[5:], false); err != nil {
 			return "", 0, nil, fmt.Errorf("write job record %s: %w", c.id, err)
 		}
 	}
@@ -97,6 +97,12 @@ type chunkStates struct {
 	finals   []string   // per recipient, "" for none
 	devices  [][]string // per recipient and device, "" for none
 	attempts []attempts // per recipient
+	// holds are the recipients' held markers (heldMark), read by chunk
+	// tasks' reads only: nil when not read, "" for none.
+	holds []string
+	// group: the chunk task's kind holds deferred recipients back into
+	// held tasks (TypeChunk, typeChunkRereading).
+	group bool
 	// cancelled: the job was cancelled; readAt is when the read that said
 	// so (or not) began, on the local clock.
 	cancelled bool
@@ -106,7 +112,7 @@ type chunkStates struct {
 	retired bool
 	// fresh (start.lua's answer): the job's task had not run before, so
 	// nothing of the job was sent, and the chunk tasks it creates are
-	// hush:marked-chunk ones, which skip their reads on a first run.
+	// hush:grouping-chunk ones, which skip their reads on a first run.
 	fresh bool
 }
 
@@ -125,9 +131,9 @@ func retiredStates(c *chunk, readAt time.Time) *chunkStates {
 }
 
 // statesOf reads a chunk's states from vals: its recipients' final states,
-// then per recipient its devices' states and its attempt fields
-// (appendRecipientFields).
-func statesOf(c *chunk, vals []any) (*chunkStates, error) {
+// then, with holds, their held markers, then per recipient its devices'
+// states and its attempt fields (appendRecipientFields).
+func statesOf(c *chunk, vals []any, holds bool) (*chunkStates, error) {
 	n := len(c.Recipients)
 	if len(vals) < n {
 		return nil, fmt.Errorf("%d states for %d recipients", len(vals), n)
@@ -137,6 +143,13 @@ func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 		st.finals[i], _ = vals[i].(string)
 	}
 	vals = vals[n:]
+	if holds {
+		if len(vals) < n {
+			return nil, fmt.Errorf("%d held markers for %d recipients", len(vals), n)
+		}
+		st.holds = strs(vals[:n])
+		vals = vals[n:]
+	}
 	for i, r := range c.Recipients {
 		nd := len(r.Devices)
 		if len(vals) < nd+nAttemptFields {
@@ -150,10 +163,12 @@ func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 }
 
 // chunkState marks a chunk task's run and reads the final state of the
-// chunk's recipients and the state of each of their devices (chunk.lua).
-// A hush:marked-chunk task's (marked) first run, which finds no mark,
-// reads nothing, in one round trip; its re-runs read in a second one. An
-// unmarked task's run reads always, in one.
+// chunk's recipients, their held markers and the state of each of their
+// devices (chunk.lua). A marked chunk task's (hush:grouping-chunk, or an
+// earlier version's hush:marked-chunk) first run,
+// which finds no mark, reads nothing, in one round trip; its re-runs read
+// in a second one. An unmarked task's run, and a hush:held task's (which
+// marks nothing), read always, in one.
 func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkStates, error) {
 	readAt := time.Now()
 	// read runs chunk.lua; always: read on a first run too, so send the
@@ -163,15 +178,15 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 		if always {
 			rf = make([]string, len(c.Recipients))
 			for i, r := range c.Recipients {
-				rf[i] = strconv.Itoa(c.From + i)
-				df = appendRecipientFields(df, c.From+i, len(r.Devices))
+				rf[i] = strconv.Itoa(c.index(i))
+				df = appendRecipientFields(df, c.index(i), len(r.Devices))
 			}
 		}
 		return chunkScript.Run(ctx, s.rdb, jobKeys(c.Job)[:3], chunkArgs(c, always, rf, df)...).Slice()
 	}
 	var reply []any
 	var err error
-	if !marked {
+	if !marked || c.held() {
 		reply, err = read(true)
 	} else if reply, err = read(false); err == nil && len(reply) == 3 && reply[2] == int64(0) {
 		// A re-run (the mark was there). The fields went only to it:
@@ -196,13 +211,13 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 	}
 	vals := reply[3:]
 	if none, _ := reply[2].(int64); none == 1 {
-		n := len(c.Recipients) // nothing sent yet: every field unset
+		n := 2 * len(c.Recipients) // nothing sent yet: every field unset
 		for _, r := range c.Recipients {
 			n += len(r.Devices) + nAttemptFields
 		}
 		vals = make([]any, n)
 	}
-	st, err := statesOf(c, vals)
+	st, err := statesOf(c, vals, true)
 	if err != nil {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
 	}
@@ -210,8 +225,14 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 	return st, nil
 }
 
-// chunkMark is a chunk's field in its job record, set by its first run.
-func chunkMark(c *chunk) string { return "s:" + strconv.Itoa(c.From) }
+// chunkMark is a chunk's field in its job record, set by its first run;
+// "" for a hush:held task's, which marks nothing.
+func chunkMark(c *chunk) string {
+	if c.held() {
+		return ""
+	}
+	return "s:" + strconv.Itoa(c.From)
+}
 
 // chunkArgs is chunk.lua's ARGV: c's mark, whether to read on a first run
 // too (always: an unmarked chunk task), then the fields to read: its

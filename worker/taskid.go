@@ -9,7 +9,8 @@ import (
 // (up to 256 bytes, "/" and ":" included), so every id hush derives from it
 // must be one no other job id can produce:
 //
-//   - task ids start with a kind ("job:", "chunk:", "delivery:", "batch:")
+//   - task ids start with a kind ("job:", "chunk:", "delivery:", "batch:",
+//     "held:" (held.go))
 //     that a task id of another kind cannot start with, and the job id is
 //     followed only by "/" and decimal numbers, so the last "/" splits it
 //     off unambiguously (a batch's id is hush's own);

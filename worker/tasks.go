@@ -14,12 +14,23 @@ const (
 	// TypeChunk is up to 100 recipients of a job, booked with one batched
 	// limiter call and sent together. A job's first run makes these; each
 	// run marks the chunk started in the job's record before it sends, so
-	// a first run reads no states (chunk.lua).
-	TypeChunk = "hush:marked-chunk"
-	// typeChunkUnmarked is a chunk task that reads its states on every
-	// run: what a job task's re-run makes, and what earlier versions made
-	// (their runs did not mark).
+	// a first run reads no states (chunk.lua), and it holds the recipients
+	// the limiter defers back in hush:held tasks (held.go).
+	TypeChunk = "hush:grouping-chunk"
+	// typeChunkRereading is a chunk task that reads its states on every
+	// run and holds back into hush:held tasks: what a job task's re-run
+	// makes.
+	typeChunkRereading = "hush:rereading-chunk"
+	// typeChunkMarked and typeChunkUnmarked are the chunk tasks of earlier
+	// versions, still run, and never holding back into hush:held tasks: a
+	// process of such a version might run them again, and it would not
+	// know a held task owns a recipient (held.go). A hush:marked-chunk
+	// task marks its runs like TypeChunk; a hush:chunk one reads always.
+	typeChunkMarked   = "hush:marked-chunk"
 	typeChunkUnmarked = "hush:chunk"
 	// TypeDelivery is one recipient's delivery (all of its devices).
 	TypeDelivery = "hush:delivery"
+	// TypeHeld is recipients of a chunk that the limiter held back, woken
+	// together at one second, shortly before their slots (held.go).
+	TypeHeld = "hush:held"
 )

@@ -292,7 +292,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	mux.HandleFunc(TypeJob, w.handleJob)
 	mux.HandleFunc(TypeDelivery, w.handleDelivery)
 	mux.HandleFunc(TypeChunk, w.handleChunk)
+	mux.HandleFunc(typeChunkRereading, w.handleChunk)
+	mux.HandleFunc(typeChunkMarked, w.handleChunk)
 	mux.HandleFunc(typeChunkUnmarked, w.handleChunk)
+	mux.HandleFunc(TypeHeld, w.handleChunk)
 	mux.HandleFunc(TypeBatch, w.handleBatch)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start task server: %w", err)

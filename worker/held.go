@@ -1,0 +1,157 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/providers"
+)
+
+// Held tasks: the recipients a chunk task's run holds back for a slot
+// further than a wait in place wake together, one hush:held task per
+// chunk and second of waking, instead of one hush:delivery task each.
+// A throttled fan-out (every recipient of a chunk deferred by about the
+// same time, the case hush exists for) then pays one Asynq task, one read,
+// one booking round trip and one record per held task, not per push, and
+// a held task waits for its recipients' slots without holding send
+// permits, so many of them can wait at once without making each other
+// late.
+//
+// Ownership. Exactly one task may send to a recipient, and the job
+// record's held marker "h:<index>" says which (heldMark): "<queue>" is the
+// recipient's own hush:delivery task, "<queue> <task id>" a hush:held
+// task. A chunk's run records the markers of the recipients it holds back
+// (record.lua) before it creates their held tasks; a held task's run sends
+// only to recipients whose marker names it, and rewrites the marker of
+// every recipient it gives up to its delivery task before creating that
+// task. A re-run of either therefore finds, for every recipient, the one
+// task that owns it and creates that task again (a task that still exists
+// is not created twice: the ids are deterministic). A chunk re-run never
+// hands a recipient held by a held task to a delivery task.
+//
+// A held task's run books its recipients again (their bookings are found:
+// the same slots) and treats a slot within a wait in place like a slot
+// now: it waits for it, then sends. Anything else (late, expired,
+// collapsed, partly sent, a retry) goes to the recipient's delivery task,
+// which handles every case for one recipient (decide.go).
+
+// heldTaskID is the Asynq task id of the recipients chunk k of a job held
+// back to wake at Unix second wake. The job id is followed only by "/"
+// and decimal numbers, so the id names one (job, k, wake).
+func heldTaskID(job string, k int, wake int64) string {
+	return "held:" + job + "/" + strconv.Itoa(k) + "/" + strconv.FormatInt(wake, 10)
+}
+
+// parseHeldTaskID splits a heldTaskID into the job's chunk number k and
+// its second of waking.
+func parseHeldTaskID(id string) (job string, k int, wake int64, ok bool) {
+	rest, found := strings.CutPrefix(id, "held:")
+	i := strings.LastIndexByte(rest, '/')
+	if !found || i < 0 {
+		return "", 0, 0, false
+	}
+	wake, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil || wake <= 0 {
+		return "", 0, 0, false
+	}
+	rest = rest[:i]
+	j := strings.LastIndexByte(rest, '/')
+	if j < 0 {
+		return "", 0, 0, false
+	}
+	k, err = strconv.Atoi(rest[j+1:])
+	if err != nil || k < 0 {
+		return "", 0, 0, false
+	}
+	return rest[:j], k, wake, true
+}
+
+// heldMark is a held recipient's marker in its job record: the queue its
+// task waits on, then, when that task is a hush:held one, a space and its
+// id (queue names hold no space).
+func heldMark(queue, task string) string {
+	if task == "" {
+		return queue
+	}
+	return queue + " " + task
+}
+
+// parseHeldMark splits a heldMark into the queue and the hush:held task's
+// id ("" for the recipient's own delivery task).
+func parseHeldMark(v string) (queue, task string) {
+	queue, task, _ = strings.Cut(v, " ")
+	return queue, task
+}
+
+// heldQueue is the queue of a held task: the shard of its id on its
+// priority's queue.
+func (w *Worker) heldQueue(c *chunk) string {
+	return shardQueue(string(c.Priority), c.name(), w.shards)
+}
+
+// heldGroups gathers the held tasks a chunk's run creates or creates
+// again, by task id.
+type heldGroups map[string]*chunk
+
+// add puts c's recipient i into the held task waking at Unix second wake
+// and returns that task.
+func (g heldGroups) add(c *chunk, i int, wake int64) *chunk {
+	id := heldTaskID(c.Job, c.From/chunkSize, wake)
+	h := g[id]
+	if h == nil {
+		h = &chunk{
+			Job: c.Job, From: c.From, Wake: wake, Indices: []int{},
+			Content: c.Content, Priority: c.Priority, Deadline: c.Deadline, AcceptedAt: c.AcceptedAt,
+		}
+		g[id] = h
+	}
+	h.Indices = append(h.Indices, c.index(i))
+	h.Recipients = append(h.Recipients, c.Recipients[i])
+	return h
+}
+
+// enqueueHeld creates held task h, to run at its second of waking. A task
+// with its id that still exists (an earlier run created it) is left as it
+// is.
+func (w *Worker) enqueueHeld(ctx context.Context, h *chunk) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("encode held task %s: %w", h.name(), err)
+	}
+	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeHeld, b),
+		asynq.TaskID(h.name()), asynq.Queue(w.heldQueue(h)), asynq.ProcessAt(time.Unix(h.Wake, 0)),
+		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("enqueue held task %s: %w", h.name(), err)
+	}
+	return nil
+}
+
+// heldCall sends d, a held task's recipient, at sendAt: it waits without a
+// send permit, then takes one for d's device calls (deviceCalls), which
+// fill results. Shutdown during the wait leaves results empty (the task
+// goes back as it is).
+func (w *Worker) heldCall(ctx context.Context, app *App, d *delivery, states []string, sendAt, sendBy time.Time, results []*providers.Result) func() {
+	return func() {
+		if wait := time.Until(sendAt); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		if err := w.sends.Acquire(ctx, 1); err != nil {
+			return
+		}
+		w.pool.all(w.deviceCalls(ctx, app, d, states, 0, time.Time{}, sendBy, results, func() { w.sends.Release(1) }))
+	}
+}

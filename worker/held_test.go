@@ -1,0 +1,483 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// heldEnv is a worker that does not run, with job "held" of 150
+// recipients whose users were each booked just before under a gap: the
+// job task's own chunk (recipients 0-99) and its chunk task (100-149) find
+// every slot gap away.
+func heldEnv(t *testing.T, gap time.Duration) (*env, *asynq.Task) {
+	t.Helper()
+	e := newEnv(t, envOptions{noRun: true, gap: gap.String()})
+	const n = 150
+	for i := range n {
+		if _, err := e.lim.Reserve(t.Context(), fmt.Sprintf("u-%d", i), fmt.Sprintf("before/%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := fanJob("held", n)
+	e.submit(job)
+	if err := e.w.handleJob(t.Context(), jobTask(t, job)); err != nil {
+		t.Fatal(err)
+	}
+	tasks := e.chunkTasks()
+	if len(tasks) != 1 {
+		t.Fatalf("the job task made %d chunk tasks, want 1", len(tasks))
+	}
+	return e, asynq.NewTask(tasks[0].Type, tasks[0].Payload)
+}
+
+// scheduled lists the tasks of type typ waiting in queue normal, by id.
+func (e *env) scheduled(typ string) map[string]*asynq.TaskInfo {
+	e.t.Helper()
+	out := map[string]*asynq.TaskInfo{}
+	for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){e.insp.ListScheduledTasks, e.insp.ListPendingTasks} {
+		tasks, err := list("normal", asynq.PageSize(1000))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, ti := range tasks {
+			if ti.Type == typ {
+				out[ti.ID] = ti
+			}
+		}
+	}
+	return out
+}
+
+// heldOf decodes held tasks' payloads.
+func heldOf(t *testing.T, tasks map[string]*asynq.TaskInfo) []chunk {
+	t.Helper()
+	var out []chunk
+	for _, ti := range tasks {
+		var c chunk
+		if err := json.Unmarshal(ti.Payload, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.name() != ti.ID {
+			t.Errorf("held task %s names itself %s", ti.ID, c.name())
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestChunkHoldsBackIntoHeldTasks: a chunk task whose recipients the
+// limiter holds back makes one hush:held task per second of waking, not a
+// delivery task per recipient; the job record marks each recipient held by
+// its task. A re-run of the chunk, with the held tasks still there or gone,
+// makes the same held tasks and no delivery task, and sends nothing.
+func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
+	e, chunkTask := heldEnv(t, 6*time.Second)
+	deliveriesBefore := len(e.scheduled(TypeDelivery))
+	if deliveriesBefore != chunkSize {
+		t.Fatalf("the job task's own chunk made %d delivery tasks, want %d (it does not group)", deliveriesBefore, chunkSize)
+	}
+	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
+		t.Fatal(err)
+	}
+	held := e.scheduled(TypeHeld)
+	if len(held) == 0 || len(held) > 2 {
+		t.Fatalf("%d held tasks for 50 recipients booked within a second, want 1 or 2", len(held))
+	}
+	if got := len(e.scheduled(TypeDelivery)); got != deliveriesBefore {
+		t.Errorf("the chunk made %d delivery tasks, want none", got-deliveriesBefore)
+	}
+	var idx []int
+	for _, c := range heldOf(t, held) {
+		if c.From != chunkSize || len(c.Indices) != len(c.Recipients) {
+			t.Errorf("held task %s: from %d, %d indices for %d recipients", c.name(), c.From, len(c.Indices), len(c.Recipients))
+		}
+		for k, i := range c.Indices {
+			idx = append(idx, i)
+			if c.Recipients[k].UserID != fmt.Sprintf("u-%d", i) {
+				t.Errorf("held task %s: recipient %d is %s", c.name(), i, c.Recipients[k].UserID)
+			}
+			mark, err := e.rdb.HGet(t.Context(), jobKey("held"), heldPrefix+fmt.Sprint(i)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q, task := parseHeldMark(mark); q != "normal" || task != c.name() {
+				t.Errorf("recipient %d marked %q, want held by %s on normal", i, mark, c.name())
+			}
+		}
+	}
+	slices.Sort(idx)
+	if want := seq(chunkSize, 150); !slices.Equal(idx, want) {
+		t.Errorf("held recipients %v, want %v", idx, want)
+	}
+	ids := keysOf(held)
+	// A re-run with the held tasks queued, then with them gone (they ran,
+	// and Asynq dropped them, or were lost).
+	for _, drop := range []bool{false, true} {
+		if drop {
+			for id := range held {
+				if err := e.insp.DeleteTask("normal", id); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
+			t.Fatal(err)
+		}
+		again := e.scheduled(TypeHeld)
+		if diff := slices.Compare(ids, keysOf(again)); diff != 0 {
+			t.Errorf("re-run (held tasks dropped: %v) made held tasks %v, want %v", drop, keysOf(again), ids)
+		}
+		var n int
+		for _, c := range heldOf(t, again) {
+			n += len(c.Indices)
+		}
+		if n != 50 {
+			t.Errorf("re-run (held tasks dropped: %v): %d recipients held, want 50", drop, n)
+		}
+		if got := len(e.scheduled(TypeDelivery)); got != deliveriesBefore {
+			t.Errorf("re-run (held tasks dropped: %v) made %d delivery tasks, want none", drop, got-deliveriesBefore)
+		}
+	}
+	if got := len(e.apns.Requests()); got != 0 {
+		t.Errorf("%d pushes sent, want none yet", got)
+	}
+	st, err := e.client.Status(t.Context(), "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Deferrals != 150 {
+		t.Errorf("%d deferrals counted, want 150 (each recipient once, re-runs not again)", st.Deferrals)
+	}
+}
+
+// TestHeldTaskSendsAtTheSlotsOnce runs a held task by hand: woken before
+// its recipients' slots it waits and sends each at its slot; its re-run
+// sends nothing; a run cut by shutdown while it waits sends nothing and
+// its next run sends.
+func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
+	e, chunkTask := heldEnv(t, 4*time.Second)
+	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
+		t.Fatal(err)
+	}
+	held := heldOf(t, e.scheduled(TypeHeld))
+	if len(held) == 0 {
+		t.Fatal("no held task")
+	}
+	var latest time.Time
+	for _, c := range held {
+		for _, i := range c.Indices {
+			slot, ok := e.lim.slot(fmt.Sprintf("held/%d", i))
+			if !ok {
+				t.Fatalf("recipient %d not booked", i)
+			}
+			latest = later(latest, slot)
+		}
+	}
+	// Woken within a wait in place of the latest slot.
+	time.Sleep(time.Until(latest.Add(-2 * time.Second)))
+	run := func(ctx context.Context, c chunk) error {
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.w.handleChunk(ctx, asynq.NewTask(TypeHeld, b))
+	}
+	// The first task's run is cut by shutdown while it waits.
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	err := run(ctx, held[0])
+	cancel()
+	if err == nil {
+		t.Error("a held task cut by shutdown returned no error: Asynq would drop it")
+	}
+	if got := len(e.apns.Requests()); got != 0 {
+		t.Fatalf("%d pushes sent by a run cut before the slots, want none", got)
+	}
+	for range 2 {
+		for _, c := range held {
+			if err := run(t.Context(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reqs := e.apns.Requests()
+	for _, c := range held {
+		for _, i := range c.Indices {
+			got := requestsFor(reqs, apnsToken(fmt.Sprint("held", i)))
+			if len(got) != 1 {
+				t.Errorf("recipient %d got %d pushes, want 1", i, len(got))
+				continue
+			}
+			slot, _ := e.lim.slot(fmt.Sprintf("held/%d", i))
+			if late := got[0].At.Sub(slot); late < -5*time.Millisecond || late > lateRebook {
+				t.Errorf("recipient %d sent %s after its slot, want within [0, %s]", i, late, lateRebook)
+			}
+		}
+	}
+	if got := len(e.scheduled(TypeDelivery)); got != chunkSize {
+		t.Errorf("%d delivery tasks, want only the job task's own chunk's %d", got, chunkSize)
+	}
+}
+
+// TestHeldTaskLateGivesItsRecipientsUp: a held task that runs after its
+// recipients' slots sends nothing, marks each recipient held by its own
+// delivery task and makes that task; its re-run sends nothing and makes
+// no second task; the delivery tasks send each push once.
+func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
+	e, chunkTask := heldEnv(t, 3*time.Second)
+	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
+		t.Fatal(err)
+	}
+	held := e.scheduled(TypeHeld)
+	if len(held) == 0 {
+		t.Fatal("no held task")
+	}
+	time.Sleep(3*time.Second + 2*lateRebook) // past every slot
+	for range 2 {
+		for _, ti := range held {
+			if err := e.w.handleChunk(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := len(e.apns.Requests()); got != 0 {
+			t.Fatalf("a late held task sent %d pushes, want none", got)
+		}
+	}
+	var mine []*asynq.TaskInfo
+	for _, ti := range e.scheduled(TypeDelivery) {
+		_, rest, _ := strings.Cut(ti.ID, "/")
+		var i int
+		if _, err := fmt.Sscan(rest, &i); err == nil && i >= chunkSize {
+			mine = append(mine, ti)
+		}
+	}
+	if len(mine) != 50 {
+		t.Fatalf("%d delivery tasks for the held recipients, want 50", len(mine))
+	}
+	for _, ti := range mine {
+		_, rest, _ := strings.Cut(ti.ID, "/")
+		mark, err := e.rdb.HGet(t.Context(), jobKey("held"), heldPrefix+rest).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q, task := parseHeldMark(mark); q != "normal" || task != "" {
+			t.Errorf("recipient %s marked %q, want held by its delivery task on normal", rest, mark)
+		}
+		for range 2 {
+			if err := e.w.handleDelivery(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil && !strings.Contains(err.Error(), "defer") {
+				t.Logf("delivery %s: %v", ti.ID, err)
+			}
+		}
+	}
+	// A delivery task books again and may wait in place or defer; run
+	// whatever is due until all 50 arrived.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := e.client.Status(t.Context(), "held")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Counts[stateDelivered] == 50 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+		for _, ti := range e.scheduled(TypeDelivery) {
+			_, rest, _ := strings.Cut(ti.ID, "/")
+			var i int
+			if _, err := fmt.Sscan(rest, &i); err == nil && i >= chunkSize && ti.NextProcessAt.Before(time.Now()) {
+				_ = e.w.handleDelivery(t.Context(), asynq.NewTask(ti.Type, ti.Payload))
+			}
+		}
+	}
+	reqs := e.apns.Requests()
+	for i := chunkSize; i < 150; i++ {
+		if got := len(requestsFor(reqs, apnsToken(fmt.Sprint("held", i)))); got != 1 {
+			t.Errorf("recipient %d got %d pushes, want 1", i, got)
+		}
+	}
+}
+
+// TestHeldTasksEndToEnd: a running worker, two jobs of 250 recipients to
+// the same users under a 5 s gap. The second job's chunk tasks hold their
+// recipients back into held tasks, which Asynq wakes: every push arrives
+// once, at or after its slot, the gap kept, each deferral counted once.
+func TestHeldTasksEndToEnd(t *testing.T) {
+	const n, gap, tolerance = 250, 5 * time.Second, 250 * time.Millisecond
+	e := newEnv(t, envOptions{limits: "100/1m", gap: "5s"})
+	first := e.submit(fanJob("one", n))
+	e.waitDone(first, 20*time.Second)
+	second := e.submit(fanJob("two", n))
+	st := e.waitDone(second, 30*time.Second)
+	if st.Counts[stateDelivered] != n || st.Deferrals != n {
+		t.Errorf("second job: counts %v, %d deferrals; want %d delivered, each deferred once", st.Counts, st.Deferrals, n)
+	}
+	reqs := e.apns.Requests()
+	for i := range n {
+		a := requestsFor(reqs, apnsToken(fmt.Sprint("one", i)))
+		b := requestsFor(reqs, apnsToken(fmt.Sprint("two", i)))
+		if len(a) != 1 || len(b) != 1 {
+			t.Errorf("user %d got %d and %d pushes, want 1 and 1", i, len(a), len(b))
+			continue
+		}
+		if d := b[0].At.Sub(a[0].At); d < gap-tolerance {
+			t.Errorf("user %d: pushes %s apart, want at least %s", i, d, gap)
+		}
+	}
+}
+
+func seq(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func keysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestCancelWakesHeldTasks: cancelling a job whose recipients wait in held
+// tasks for slots 20 s away wakes those tasks: every recipient ends
+// cancelled long before the slots, none is sent, and the bookings are
+// given back.
+func TestCancelWakesHeldTasks(t *testing.T) {
+	const n = 150
+	e := newEnv(t, envOptions{limits: "100/1m", gap: "20s"})
+	e.waitDone(e.submit(fanJob("one", n)), 20*time.Second)
+	two := e.submit(fanJob("two", n))
+	waitFor(t, 10*time.Second, "a held task", func() bool { return len(e.scheduled(TypeHeld)) > 0 })
+	slot, ok := e.lim.slot("two/120")
+	if !ok {
+		t.Fatal("two/120 not booked")
+	}
+	if _, err := e.client.Cancel(t.Context(), two); err != nil {
+		t.Fatal(err)
+	}
+	var st JobStatus
+	waitFor(t, 5*time.Second, "every recipient final", func() bool {
+		var err error
+		st, err = e.client.Status(t.Context(), two)
+		return err == nil && st.Counts["pending"] == 0
+	})
+	// Unwoken, a held task would run shortly before its slots.
+	if left := time.Until(slot); left < 5*time.Second {
+		t.Errorf("the job ended %s before the held slots, want the held tasks woken at once", left)
+	}
+	if st.Counts[stateCancelled] != n {
+		t.Errorf("counts %v, want all %d cancelled", st.Counts, n)
+	}
+	if got := len(requestsFor(e.apns.Requests(), apnsToken("two120"))); got != 0 {
+		t.Errorf("a held recipient got %d pushes after the cancel", got)
+	}
+	for i := range n {
+		if _, ok := e.lim.slot(fmt.Sprintf("two/%d", i)); ok {
+			t.Errorf("recipient %d's booking kept after the cancel", i)
+			break
+		}
+	}
+}
+
+// TestCollapseWakesHeldTask: a newer push with the same collapse key
+// takes the place of a push held in a held task: the task is woken, the
+// held push ends collapsed at once and is never sent, the newer one goes
+// out at its slot, and the task's other recipients still arrive once, at
+// their slots.
+func TestCollapseWakesHeldTask(t *testing.T) {
+	const n = 150
+	e := newEnv(t, envOptions{limits: "100/1m", gap: "6s"})
+	e.waitDone(e.submit(fanJob("first", n)), 20*time.Second)
+	old := fanJob("old", n)
+	old.CollapseKey = "score"
+	e.submit(old)
+	waitFor(t, 5*time.Second, "a held task", func() bool { return len(e.scheduled(TypeHeld)) > 0 })
+	oldSlot, ok := e.lim.slot("old/120")
+	if !ok {
+		t.Fatal("old/120 not booked")
+	}
+	latest := alertJob("latest", "f", apnsRecipient("u-120", apnsToken("latest")))
+	latest.CollapseKey = "score"
+	start := time.Now()
+	e.submit(latest)
+	waitFor(t, 3*time.Second, "old/120 collapsed", func() bool {
+		st, err := e.client.Status(t.Context(), "old")
+		return err == nil && st.Counts[stateCollapsed] == 1
+	})
+	t.Logf("collapsed %s after the newer push", time.Since(start).Round(time.Millisecond))
+	st := e.waitDone("old", 20*time.Second)
+	if st.Counts[stateDelivered] != n-1 {
+		t.Errorf("old: counts %v, want %d delivered and 1 collapsed", st.Counts, n-1)
+	}
+	e.waitDone("latest", 10*time.Second)
+	reqs := e.apns.Requests()
+	if got := len(requestsFor(reqs, apnsToken("old120"))); got != 0 {
+		t.Errorf("the collapsed push was sent %d times", got)
+	}
+	if a := arrival(t, reqs, apnsToken("latest")); a.Before(oldSlot) || a.After(oldSlot.Add(250*time.Millisecond)) {
+		t.Errorf("latest arrived %s after the held one's slot, want within 250ms after it", a.Sub(oldSlot))
+	}
+	for i := range n {
+		if i == 120 {
+			continue
+		}
+		if got := len(requestsFor(reqs, apnsToken(fmt.Sprint("old", i)))); got != 1 {
+			t.Errorf("old/%d sent %d times, want once", i, got)
+		}
+	}
+}
+
+// TestEarlierChunkTasksDoNotHoldBack: a chunk task of an earlier version's
+// kind (which a process of that version may run again, not knowing held
+// tasks) hands the recipients the limiter defers to their own delivery
+// tasks, as that version would.
+func TestEarlierChunkTasksDoNotHoldBack(t *testing.T) {
+	for _, typ := range []string{typeChunkMarked, typeChunkUnmarked} {
+		t.Run(typ, func(t *testing.T) {
+			e, task := heldEnv(t, 6*time.Second)
+			if err := e.w.handleChunk(t.Context(), asynq.NewTask(typ, task.Payload())); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(e.scheduled(TypeHeld)); got != 0 {
+				t.Errorf("%d held tasks, want none", got)
+			}
+			if got := len(e.scheduled(TypeDelivery)); got != 150 {
+				t.Errorf("%d delivery tasks, want 150 (the job task's 100 and the chunk's 50)", got)
+			}
+		})
+	}
+}
+
+// TestHeldTaskIDsAndMarks: a held task's id gives back its job (any
+// string, "/" and spaces included), chunk and second, and a held marker
+// its queue and task, whatever the job id holds.
+func TestHeldTaskIDsAndMarks(t *testing.T) {
+	for _, job := range []string{"j", "a/1/2", "with space", "x/", "/", "held:y/3"} {
+		id := heldTaskID(job, 7, 1795663698)
+		gotJob, k, wake, ok := parseHeldTaskID(id)
+		if !ok || gotJob != job || k != 7 || wake != 1795663698 {
+			t.Errorf("parseHeldTaskID(%q) = %q, %d, %d, %v; want %q, 7, 1795663698", id, gotJob, k, wake, ok, job)
+		}
+		for _, task := range []string{"", id} {
+			q, gotTask := parseHeldMark(heldMark("normal.3", task))
+			if q != "normal.3" || gotTask != task {
+				t.Errorf("parseHeldMark(heldMark(normal.3, %q)) = %q, %q", task, q, gotTask)
+			}
+		}
+	}
+	for _, bad := range []string{"held:", "held:j", "held:j/1", "held:j/x/5", "held:j/1/0", "chunk:j/1/5", "held:j/-1/5"} {
+		if _, _, _, ok := parseHeldTaskID(bad); ok {
+			t.Errorf("parseHeldTaskID(%q) accepted", bad)
+		}
+	}
+}
