@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
 
-	"github.com/hushpush/hush/payload"
 )
 
 type apiAnswer struct {
@@ -176,8 +175,9 @@ func TestAPICancel(t *testing.T) {
 		if err != nil || st.Counts[stateDelivered] != 1 || st.Deferrals != 1 {
 			return false
 		}
-		// Held: created to run at its slot (or handed back until then).
-		info, err := e.insp.GetTaskInfo(string(payload.PriorityNormal), deliveryTaskID(id, 0))
+		// Held: created to run at its slot (or handed back until then), in
+		// the task its held marker names.
+		info, err := e.heldTask(id, 0)
 		return err == nil && (info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry)
 	})
 	if _, ok := e.lim.slot("c-1/0"); !ok {

@@ -102,7 +102,7 @@ func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) (err error) {
 // re-run, a hush:rereading-chunk one (made by a job task's re-run), which
 // reads them on every run, either of an earlier version's kinds, which
 // never hold back into held tasks, or a hush:held one (TypeHeld: held.go),
-// which reads on every run.
+// which marks its runs too.
 func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	var c chunk
 	if err := json.Unmarshal(t.Payload(), &c); err != nil {
@@ -115,7 +115,7 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("invalid %s payload (wake %d, %d indices for %d recipients): %w", t.Type(), c.Wake, len(c.Indices), len(c.Recipients), asynq.SkipRetry)
 	}
 	typ := t.Type()
-	st, err := w.store.chunkState(ctx, &c, typ == TypeChunk || typ == typeChunkMarked)
+	st, err := w.store.chunkState(ctx, &c, typ == TypeChunk || typ == typeChunkMarked || typ == TypeHeld)
 	if err != nil {
 		return err
 	}

@@ -10,17 +10,18 @@
 -- them cost Redis more than the rest of its first run. A hush:chunk task
 -- (made by an earlier version, or by a job task's re-run) reads always.
 -- A record that is gone (the job retired, or its TTL ran out) is left as
--- it is: no mark, nothing read. A hush:held task's run (no mark) reads
--- always. Every read also returns the recipients' held markers ("h:<i>"
--- in the job record: which task owns a held recipient). Go side:
--- chunkArgs in store_chunk.go builds ARGV in this order.
+-- it is: no mark, nothing read. A hush:held task marks its runs the same
+-- way: its first run knows its recipients are fresh and its own (held.go).
+-- Every read also returns the recipients' held markers ("h:<i>" in the
+-- job record: which task owns a held recipient). Go side: chunkArgs in
+-- store_chunk.go builds ARGV in this order.
 --
 -- KEYS[1] job record hash   hush:job:{<id>}
 -- KEYS[2] recipient states  hush:job:{<id>}:r
 -- KEYS[3] device states     hush:job:{<id>}:dev
 --
--- ARGV[1] mark    the chunk's field in the job record ("s:<from>"; "":
---                 mark nothing, read: a hush:held task)
+-- ARGV[1] mark    the chunk's field in the job record ("s:<from>", or
+--                 "w:<from>:<wake>" for a hush:held task)
 -- ARGV[2] always  "1": read on a first run too (a hush:chunk task)
 -- ARGV[3] nread   how many of the fields below are recipients' (the rest
 --                 are their devices' and attempt fields)
@@ -38,7 +39,7 @@ local head = redis.call('HMGET', KEYS[1], 'queue', 'cancelled_at')
 if not head[1] then
   return {false, head[2], 1}
 end
-if mark ~= '' and redis.call('HSETNX', KEYS[1], mark, '1') == 1 and always ~= '1' then
+if redis.call('HSETNX', KEYS[1], mark, '1') == 1 and always ~= '1' then
   return {head[1], head[2], 1}
 end
 local out = {head[1], head[2], 0}

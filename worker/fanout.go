@@ -75,6 +75,9 @@ func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string) erro
 			return err
 		}
 	}
+	// Its own chunk holds deferred recipients back into held tasks too:
+	// start.lua read their markers.
+	states.group = n > 1
 	return w.deliverChunk(ctx, first, states, nil)
 }
 

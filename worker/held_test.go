@@ -16,9 +16,9 @@ import (
 // recipients whose users were each booked just before under a gap: the
 // job task's own chunk (recipients 0-99) and its chunk task (100-149) find
 // every slot gap away.
-func heldEnv(t *testing.T, gap time.Duration) (*env, *asynq.Task) {
+func heldEnv(t *testing.T, gap time.Duration) (e *env, jobT, chunkT *asynq.Task) {
 	t.Helper()
-	e := newEnv(t, envOptions{noRun: true, gap: gap.String()})
+	e = newEnv(t, envOptions{noRun: true, gap: gap.String()})
 	const n = 150
 	for i := range n {
 		if _, err := e.lim.Reserve(t.Context(), fmt.Sprintf("u-%d", i), fmt.Sprintf("before/%d", i)); err != nil {
@@ -27,14 +27,15 @@ func heldEnv(t *testing.T, gap time.Duration) (*env, *asynq.Task) {
 	}
 	job := fanJob("held", n)
 	e.submit(job)
-	if err := e.w.handleJob(t.Context(), jobTask(t, job)); err != nil {
+	jobT = jobTask(t, job)
+	if err := e.w.handleJob(t.Context(), jobT); err != nil {
 		t.Fatal(err)
 	}
 	tasks := e.chunkTasks()
 	if len(tasks) != 1 {
 		t.Fatalf("the job task made %d chunk tasks, want 1", len(tasks))
 	}
-	return e, asynq.NewTask(tasks[0].Type, tasks[0].Payload)
+	return e, jobT, asynq.NewTask(tasks[0].Type, tasks[0].Payload)
 }
 
 // scheduled lists the tasks of type typ waiting in queue normal, by id.
@@ -72,30 +73,13 @@ func heldOf(t *testing.T, tasks map[string]*asynq.TaskInfo) []chunk {
 	return out
 }
 
-// TestChunkHoldsBackIntoHeldTasks: a chunk task whose recipients the
-// limiter holds back makes one hush:held task per second of waking, not a
-// delivery task per recipient; the job record marks each recipient held by
-// its task. A re-run of the chunk, with the held tasks still there or gone,
-// makes the same held tasks and no delivery task, and sends nothing.
-func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
-	e, chunkTask := heldEnv(t, 6*time.Second)
-	deliveriesBefore := len(e.scheduled(TypeDelivery))
-	if deliveriesBefore != chunkSize {
-		t.Fatalf("the job task's own chunk made %d delivery tasks, want %d (it does not group)", deliveriesBefore, chunkSize)
-	}
-	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
-		t.Fatal(err)
-	}
-	held := e.scheduled(TypeHeld)
-	if len(held) == 0 || len(held) > 2 {
-		t.Fatalf("%d held tasks for 50 recipients booked within a second, want 1 or 2", len(held))
-	}
-	if got := len(e.scheduled(TypeDelivery)); got != deliveriesBefore {
-		t.Errorf("the chunk made %d delivery tasks, want none", got-deliveriesBefore)
-	}
+// checkHeld checks that held tasks hold recipients want of job "held",
+// each marked held by its task, and returns their ids.
+func checkHeld(t *testing.T, e *env, held map[string]*asynq.TaskInfo, want []int) []string {
+	t.Helper()
 	var idx []int
 	for _, c := range heldOf(t, held) {
-		if c.From != chunkSize || len(c.Indices) != len(c.Recipients) {
+		if c.From != c.Indices[0]/chunkSize*chunkSize || len(c.Indices) != len(c.Recipients) {
 			t.Errorf("held task %s: from %d, %d indices for %d recipients", c.name(), c.From, len(c.Indices), len(c.Recipients))
 		}
 		for k, i := range c.Indices {
@@ -113,10 +97,61 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 		}
 	}
 	slices.Sort(idx)
-	if want := seq(chunkSize, 150); !slices.Equal(idx, want) {
+	if !slices.Equal(idx, want) {
 		t.Errorf("held recipients %v, want %v", idx, want)
 	}
-	ids := keysOf(held)
+	return keysOf(held)
+}
+
+// TestChunkHoldsBackIntoHeldTasks: a job task, then a chunk task, whose
+// recipients the limiter holds back make one hush:held task per chunk and
+// second of waking, not a delivery task per recipient; the job record
+// marks each recipient held by its task. A re-run of the chunk, with the
+// held tasks still there or gone, makes the same held tasks and no
+// delivery task, and sends nothing.
+func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
+	e, jobT, chunkTask := heldEnv(t, 6*time.Second)
+	if got := len(e.scheduled(TypeDelivery)); got != 0 {
+		t.Errorf("the job task's own chunk made %d delivery tasks, want none", got)
+	}
+	own := e.scheduled(TypeHeld)
+	if len(own) == 0 || len(own) > 2 {
+		t.Fatalf("%d held tasks for the job task's 100 recipients booked within a second, want 1 or 2", len(own))
+	}
+	ownIDs := checkHeld(t, e, own, seq(0, chunkSize))
+	// The job task's re-run (its cursor lost, its held tasks gone) reads
+	// the markers and makes the same held tasks again.
+	if err := e.rdb.HDel(t.Context(), jobKey("held"), "cursor").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for id := range own {
+		if err := e.insp.DeleteTask("normal", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.w.handleJob(t.Context(), jobT); err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(e.scheduled(TypeHeld)); !slices.Equal(got, ownIDs) {
+		t.Errorf("the job task's re-run made held tasks %v, want %v", got, ownIDs)
+	}
+	if got := len(e.scheduled(TypeDelivery)); got != 0 {
+		t.Errorf("the job task's re-run made %d delivery tasks, want none", got)
+	}
+	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
+		t.Fatal(err)
+	}
+	held := e.scheduled(TypeHeld)
+	for id := range own {
+		delete(held, id)
+	}
+	if len(held) == 0 || len(held) > 2 {
+		t.Fatalf("%d held tasks for the chunk's 50 recipients booked within a second, want 1 or 2", len(held))
+	}
+	if got := len(e.scheduled(TypeDelivery)); got != 0 {
+		t.Errorf("the chunk made %d delivery tasks, want none", got)
+	}
+	ids := checkHeld(t, e, held, seq(chunkSize, 150))
 	// A re-run with the held tasks queued, then with them gone (they ran,
 	// and Asynq dropped them, or were lost).
 	for _, drop := range []bool{false, true} {
@@ -131,6 +166,9 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 		again := e.scheduled(TypeHeld)
+		for id := range own {
+			delete(again, id)
+		}
 		if diff := slices.Compare(ids, keysOf(again)); diff != 0 {
 			t.Errorf("re-run (held tasks dropped: %v) made held tasks %v, want %v", drop, keysOf(again), ids)
 		}
@@ -141,8 +179,8 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 		if n != 50 {
 			t.Errorf("re-run (held tasks dropped: %v): %d recipients held, want 50", drop, n)
 		}
-		if got := len(e.scheduled(TypeDelivery)); got != deliveriesBefore {
-			t.Errorf("re-run (held tasks dropped: %v) made %d delivery tasks, want none", drop, got-deliveriesBefore)
+		if got := len(e.scheduled(TypeDelivery)); got != 0 {
+			t.Errorf("re-run (held tasks dropped: %v) made %d delivery tasks, want none", drop, got)
 		}
 	}
 	if got := len(e.apns.Requests()); got != 0 {
@@ -162,7 +200,7 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 // sends nothing; a run cut by shutdown while it waits sends nothing and
 // its next run sends.
 func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
-	e, chunkTask := heldEnv(t, 4*time.Second)
+	e, _, chunkTask := heldEnv(t, 4*time.Second)
 	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +258,8 @@ func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
 			}
 		}
 	}
-	if got := len(e.scheduled(TypeDelivery)); got != chunkSize {
-		t.Errorf("%d delivery tasks, want only the job task's own chunk's %d", got, chunkSize)
+	if got := len(e.scheduled(TypeDelivery)); got != 0 {
+		t.Errorf("%d delivery tasks, want none", got)
 	}
 }
 
@@ -230,7 +268,7 @@ func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
 // delivery task and makes that task; its re-run sends nothing and makes
 // no second task; the delivery tasks send each push once.
 func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
-	e, chunkTask := heldEnv(t, 3*time.Second)
+	e, _, chunkTask := heldEnv(t, 3*time.Second)
 	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +395,7 @@ func TestCancelWakesHeldTasks(t *testing.T) {
 	e := newEnv(t, envOptions{limits: "100/1m", gap: "20s"})
 	e.waitDone(e.submit(fanJob("one", n)), 20*time.Second)
 	two := e.submit(fanJob("two", n))
-	waitFor(t, 10*time.Second, "a held task", func() bool { return len(e.scheduled(TypeHeld)) > 0 })
+	waitFor(t, 10*time.Second, "the chunk task's held task", func() bool { return heldFrom(t, e, chunkSize) })
 	slot, ok := e.lim.slot("two/120")
 	if !ok {
 		t.Fatal("two/120 not booked")
@@ -401,7 +439,7 @@ func TestCollapseWakesHeldTask(t *testing.T) {
 	old := fanJob("old", n)
 	old.CollapseKey = "score"
 	e.submit(old)
-	waitFor(t, 5*time.Second, "a held task", func() bool { return len(e.scheduled(TypeHeld)) > 0 })
+	waitFor(t, 5*time.Second, "the chunk task's held task", func() bool { return heldFrom(t, e, chunkSize) })
 	oldSlot, ok := e.lim.slot("old/120")
 	if !ok {
 		t.Fatal("old/120 not booked")
@@ -444,15 +482,17 @@ func TestCollapseWakesHeldTask(t *testing.T) {
 func TestEarlierChunkTasksDoNotHoldBack(t *testing.T) {
 	for _, typ := range []string{typeChunkMarked, typeChunkUnmarked} {
 		t.Run(typ, func(t *testing.T) {
-			e, task := heldEnv(t, 6*time.Second)
+			e, _, task := heldEnv(t, 6*time.Second)
 			if err := e.w.handleChunk(t.Context(), asynq.NewTask(typ, task.Payload())); err != nil {
 				t.Fatal(err)
 			}
-			if got := len(e.scheduled(TypeHeld)); got != 0 {
-				t.Errorf("%d held tasks, want none", got)
+			for _, c := range heldOf(t, e.scheduled(TypeHeld)) {
+				if c.From != 0 {
+					t.Errorf("held task %s from the chunk task, want none", c.name())
+				}
 			}
-			if got := len(e.scheduled(TypeDelivery)); got != 150 {
-				t.Errorf("%d delivery tasks, want 150 (the job task's 100 and the chunk's 50)", got)
+			if got := len(e.scheduled(TypeDelivery)); got != 50 {
+				t.Errorf("%d delivery tasks, want the chunk's 50", got)
 			}
 		})
 	}
@@ -480,4 +520,28 @@ func TestHeldTaskIDsAndMarks(t *testing.T) {
 			t.Errorf("parseHeldTaskID(%q) accepted", bad)
 		}
 	}
+}
+
+// heldFrom reports whether a held task of the chunk starting at from waits.
+func heldFrom(t *testing.T, e *env, from int) bool {
+	for _, c := range heldOf(t, e.scheduled(TypeHeld)) {
+		if c.From == from {
+			return true
+		}
+	}
+	return false
+}
+
+// heldTask is the task holding recipient index of job, as its held marker
+// names it: its hush:held task, or its own delivery task.
+func (e *env) heldTask(job string, index int) (*asynq.TaskInfo, error) {
+	mark, err := e.rdb.HGet(context.Background(), jobKey(job), heldPrefix+fmt.Sprint(index)).Result()
+	if err != nil {
+		return nil, err
+	}
+	q, task := parseHeldMark(mark)
+	if task == "" {
+		task = deliveryTaskID(job, index)
+	}
+	return e.insp.GetTaskInfo(q, task)
 }

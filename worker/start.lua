@@ -41,7 +41,9 @@
 -- had not run before (the record had no state, or queued: nothing of the
 -- job was sent, and its chunk tasks may skip their reads, chunk.lua) else
 -- "", then nread final
--- states, then per recipient in order its device states and its attempt
+-- states, then their nread held markers ("h:<i>" in the job record: the
+-- task owning a held recipient, held.go), then per recipient in order its
+-- device states and its attempt
 -- fields "<i>/a", "<i>/f", "<i>/t", "<i>/p" (false when none; see
 -- appendRecipientFields)}.
 --
@@ -109,6 +111,16 @@ end
 local finals = fresh and {} or redis.call('HMGET', KEYS[2], unpack(fields))
 for i = 1, nread do
   out[#out + 1] = finals[i] or false
+end
+local holds = {}
+if not fresh then
+  for i = 1, nread do
+    holds[i] = 'h:' .. fields[i]
+  end
+  holds = redis.call('HMGET', KEYS[1], unpack(holds))
+end
+for i = 1, nread do
+  out[#out + 1] = holds[i] or false
 end
 fields = {}
 for i = 0, nread - 1 do

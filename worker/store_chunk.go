@@ -84,7 +84,7 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 	}
 	st = &chunkStates{}
 	if c.first != nil {
-		if st, err = statesOf(c.first, vals[5:], false); err != nil {
+		if st, err = statesOf(c.first, vals[5:], true); err != nil {
 			return "", 0, nil, fmt.Errorf("write job record %s: %w", c.id, err)
 		}
 	}
@@ -100,8 +100,9 @@ type chunkStates struct {
 	// holds are the recipients' held markers (heldMark), read by chunk
 	// tasks' reads only: nil when not read, "" for none.
 	holds []string
-	// group: the chunk task's kind holds deferred recipients back into
-	// held tasks (TypeChunk, typeChunkRereading).
+	// group: the chunk holds deferred recipients back into held tasks: a
+	// chunk task of this version's kinds (TypeChunk, typeChunkRereading),
+	// or a job task's own chunk of a job of several recipients.
 	group bool
 	// cancelled: the job was cancelled; readAt is when the read that said
 	// so (or not) began, on the local clock.
@@ -164,11 +165,11 @@ func statesOf(c *chunk, vals []any, holds bool) (*chunkStates, error) {
 
 // chunkState marks a chunk task's run and reads the final state of the
 // chunk's recipients, their held markers and the state of each of their
-// devices (chunk.lua). A marked chunk task's (hush:grouping-chunk, or an
-// earlier version's hush:marked-chunk) first run,
-// which finds no mark, reads nothing, in one round trip; its re-runs read
-// in a second one. An unmarked task's run, and a hush:held task's (which
-// marks nothing), read always, in one.
+// devices (chunk.lua). A marked chunk task's (hush:grouping-chunk,
+// hush:held, or an earlier version's hush:marked-chunk) first run, which
+// finds no mark, reads nothing, in one round trip; its re-runs read in a
+// second one. An unmarked task's run (hush:rereading-chunk, hush:chunk)
+// reads always, in one.
 func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkStates, error) {
 	readAt := time.Now()
 	// read runs chunk.lua; always: read on a first run too, so send the
@@ -186,7 +187,7 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 	}
 	var reply []any
 	var err error
-	if !marked || c.held() {
+	if !marked {
 		reply, err = read(true)
 	} else if reply, err = read(false); err == nil && len(reply) == 3 && reply[2] == int64(0) {
 		// A re-run (the mark was there). The fields went only to it:
@@ -210,7 +211,8 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 		return retiredStates(c, readAt), nil
 	}
 	vals := reply[3:]
-	if none, _ := reply[2].(int64); none == 1 {
+	none, _ := reply[2].(int64)
+	if none == 1 {
 		n := 2 * len(c.Recipients) // nothing sent yet: every field unset
 		for _, r := range c.Recipients {
 			n += len(r.Devices) + nAttemptFields
@@ -221,15 +223,23 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 	if err != nil {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
 	}
+	if none == 1 && c.held() {
+		// A held task's first run: its chunk recorded every recipient held
+		// by it before creating it, and nothing but this task has run for
+		// them since (held.go).
+		for i := range st.holds {
+			st.holds[i] = heldMark("", c.name())
+		}
+	}
 	st.cancelled, st.readAt = cancelled, readAt
 	return st, nil
 }
 
-// chunkMark is a chunk's field in its job record, set by its first run;
-// "" for a hush:held task's, which marks nothing.
+// chunkMark is a chunk task's field in its job record, set by its first
+// run: "s:<from>", or "w:<from>:<wake>" for a held task's.
 func chunkMark(c *chunk) string {
 	if c.held() {
-		return ""
+		return "w:" + strconv.Itoa(c.From) + ":" + strconv.FormatInt(c.Wake, 10)
 	}
 	return "s:" + strconv.Itoa(c.From)
 }
