@@ -91,20 +91,33 @@ func TestServedQueues(t *testing.T) {
 	}
 }
 
-// TestShardedDeliveries: with 4 shards, the deferred deliveries of a job
-// wait in the shard queue of their user, chunks go to shard queues too,
+// TestShardedDeliveries: with 4 shards, the deferred deliveries of
+// single-recipient jobs wait in the shard queue of their user, a
+// fan-out's held tasks and its chunks in the shard queues of their ids,
 // and everything is delivered with the limiter's gap intact.
 func TestShardedDeliveries(t *testing.T) {
-	const n, shards = 150, 4
+	const n, singles, shards = 150, 40, 4
 	e := newEnv(t, envOptions{limits: "100/1m", gap: "6s", shards: shards})
+	single := func(prefix string, i int) payload.Job {
+		return alertJob(fmt.Sprintf("%s%03d", prefix, i), "s", apnsRecipient(fmt.Sprint("s-", i), apnsToken(fmt.Sprintf("%s%03d", prefix, i))))
+	}
 	first := e.submit(fanJob("sa", n))
+	for i := range singles {
+		e.submit(single("pa", i))
+	}
 	e.waitDone(first, 20*time.Second)
+	for i := range singles {
+		e.waitDone(fmt.Sprintf("pa%03d", i), 10*time.Second)
+	}
 	second := e.submit(fanJob("sb", n))
+	for i := range singles {
+		e.submit(single("pb", i))
+	}
 
-	// The second job's recipients are all held back by the gap (longer
-	// than a wait in place): those of the job task's own chunk in delivery
-	// tasks waiting in the scheduled sets of the users' shards, those of
-	// its chunk task in held tasks, each in the shard of its id.
+	// The second round is all held back by the gap (longer than a wait in
+	// place): the single-recipient jobs' deliveries in delivery tasks
+	// waiting in the scheduled sets of the users' shards, the fan-out's
+	// recipients in held tasks, each in the shard of its id.
 	users := map[string]string{} // user -> queue its delivery waits in
 	held := map[string]bool{}    // users waiting in held tasks
 	waitFor(t, 10*time.Second, "the second job's deliveries to be scheduled", func() bool {
@@ -135,7 +148,7 @@ func TestShardedDeliveries(t *testing.T) {
 				users[d.UserID] = q
 			}
 		}
-		return len(users) == chunkSize && len(held) == n-chunkSize
+		return len(users) == singles && len(held) == n
 	})
 	used := map[string]bool{}
 	for user, q := range users {
@@ -161,7 +174,19 @@ func TestShardedDeliveries(t *testing.T) {
 	if st.Counts[stateDelivered] != n {
 		t.Errorf("second job: counts %v, want %d delivered", st.Counts, n)
 	}
+	for i := range singles {
+		e.waitDone(fmt.Sprintf("pb%03d", i), 10*time.Second)
+	}
 	reqs := e.apns.Requests()
+	for i := range singles {
+		a := requestsFor(reqs, apnsToken(fmt.Sprintf("pa%03d", i)))
+		b := requestsFor(reqs, apnsToken(fmt.Sprintf("pb%03d", i)))
+		if len(a) != 1 || len(b) != 1 {
+			t.Errorf("single user %d got %d and %d pushes, want 1 and 1", i, len(a), len(b))
+		} else if d := b[0].At.Sub(a[0].At); d < 6*time.Second-250*time.Millisecond {
+			t.Errorf("single user %d: pushes %s apart, want at least 6s", i, d)
+		}
+	}
 	for i := range n {
 		a := requestsFor(reqs, apnsToken(fmt.Sprint("sa", i)))
 		b := requestsFor(reqs, apnsToken(fmt.Sprint("sb", i)))
