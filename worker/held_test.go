@@ -115,8 +115,11 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 		t.Errorf("the job task's own chunk made %d delivery tasks, want none", got)
 	}
 	own := e.scheduled(TypeHeld)
-	if len(own) == 0 || len(own) > 2 {
-		t.Fatalf("%d held tasks for the job task's 100 recipients booked within a second, want 1 or 2", len(own))
+	// One per second their slots spread over: the users were booked one
+	// by one just before, well within a second, or a little over one on
+	// a slow machine.
+	if len(own) == 0 || len(own) > 3 {
+		t.Fatalf("%d held tasks for the job task's 100 recipients, want 1 to 3", len(own))
 	}
 	ownIDs := checkHeld(t, e, own, seq(0, chunkSize))
 	// The job task's re-run (its cursor lost, its held tasks gone) reads
@@ -145,8 +148,8 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 	for id := range own {
 		delete(held, id)
 	}
-	if len(held) == 0 || len(held) > 2 {
-		t.Fatalf("%d held tasks for the chunk's 50 recipients booked within a second, want 1 or 2", len(held))
+	if len(held) == 0 || len(held) > 3 {
+		t.Fatalf("%d held tasks for the chunk's 50 recipients, want 1 to 3", len(held))
 	}
 	if got := len(e.scheduled(TypeDelivery)); got != 0 {
 		t.Errorf("the chunk made %d delivery tasks, want none", got)
