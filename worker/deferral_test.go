@@ -129,12 +129,13 @@ func TestLateWakeRebooks(t *testing.T) {
 	}
 }
 
-// TestChunkHandsHeldBackRecipientsToDeliveryTasks: two jobs of 150
-// recipients to the same users under a 5 s gap (longer than a wait in
-// place). The second job's chunks find every user booked: each recipient is
-// deferred through its own delivery task, counted once, and arrives at or
+// TestFanOutHeldBackWakesAtItsSlots: two jobs of 150 recipients to the
+// same users under a 5 s gap (longer than a wait in place), on a running
+// worker. The second job's chunks (the job task's own, and its chunk
+// task) find every user booked: each recipient is held back in a held
+// task that Asynq wakes (held.go), counted once, and arrives once, at or
 // after its slot, the gap kept.
-func TestChunkHandsHeldBackRecipientsToDeliveryTasks(t *testing.T) {
+func TestFanOutHeldBackWakesAtItsSlots(t *testing.T) {
 	const n, gap, tolerance = 150, 5 * time.Second, 250 * time.Millisecond
 	e := newEnv(t, envOptions{limits: "100/1m", gap: "5s"})
 	first := e.submit(fanJob("one", n))

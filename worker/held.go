@@ -140,14 +140,8 @@ func (w *Worker) enqueueHeld(ctx context.Context, h *chunk) error {
 // goes back as it is).
 func (w *Worker) heldCall(ctx context.Context, app *App, d *delivery, states []string, sendAt, sendBy time.Time, results []*providers.Result) func() {
 	return func() {
-		if wait := time.Until(sendAt); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
+		if !sleepUntil(ctx, sendAt) {
+			return
 		}
 		if err := w.sends.Acquire(ctx, 1); err != nil {
 			return

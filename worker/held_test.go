@@ -348,34 +348,6 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 	}
 }
 
-// TestHeldTasksEndToEnd: a running worker, two jobs of 250 recipients to
-// the same users under a 5 s gap. The second job's chunk tasks hold their
-// recipients back into held tasks, which Asynq wakes: every push arrives
-// once, at or after its slot, the gap kept, each deferral counted once.
-func TestHeldTasksEndToEnd(t *testing.T) {
-	const n, gap, tolerance = 250, 5 * time.Second, 250 * time.Millisecond
-	e := newEnv(t, envOptions{limits: "100/1m", gap: "5s"})
-	first := e.submit(fanJob("one", n))
-	e.waitDone(first, 20*time.Second)
-	second := e.submit(fanJob("two", n))
-	st := e.waitDone(second, 30*time.Second)
-	if st.Counts[stateDelivered] != n || st.Deferrals != n {
-		t.Errorf("second job: counts %v, %d deferrals; want %d delivered, each deferred once", st.Counts, st.Deferrals, n)
-	}
-	reqs := e.apns.Requests()
-	for i := range n {
-		a := requestsFor(reqs, apnsToken(fmt.Sprint("one", i)))
-		b := requestsFor(reqs, apnsToken(fmt.Sprint("two", i)))
-		if len(a) != 1 || len(b) != 1 {
-			t.Errorf("user %d got %d and %d pushes, want 1 and 1", i, len(a), len(b))
-			continue
-		}
-		if d := b[0].At.Sub(a[0].At); d < gap-tolerance {
-			t.Errorf("user %d: pushes %s apart, want at least %s", i, d, gap)
-		}
-	}
-}
-
 func seq(from, to int) []int {
 	out := make([]int, 0, to-from)
 	for i := from; i < to; i++ {

@@ -65,17 +65,9 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 			// provider's answer and its record.
 			w.calls.add()
 			defer w.calls.done()
-			if wait := time.Until(sendAt); wait > 0 {
-				// The app's send rate's time (at most lateRebook after the
-				// slot).
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-				}
-			}
-			if ctx.Err() != nil {
+			// The app's send rate's time (at most lateRebook after the
+			// slot).
+			if !sleepUntil(ctx, sendAt) {
 				return // shutdown: the delivery goes back as it is
 			}
 			if !sendBy.IsZero() && time.Now().After(sendBy) {
@@ -88,6 +80,20 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 		})
 	}
 	return calls
+}
+
+// sleepUntil waits until t (not at all when t is past) and reports
+// whether ctx is still live then.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	if wait := time.Until(t); wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
+	return ctx.Err() == nil
 }
 
 // sendOne makes one provider call for device j of d. The call runs under
