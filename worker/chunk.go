@@ -481,7 +481,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			if r.Collapsed != "" {
 				w.collapsedBy(&d, r.Collapsed)
 			}
-			pl := plan(r, booked.mid, time.Now(), c.Deadline, false)
+			pl := plan(r, booked.mid, booked.answered, time.Now(), c.Deadline, false)
 			w.countPlan(app, pl, r)
 			switch {
 			case pl.step == stepSend, pl.step == stepWait && c.held():
@@ -650,7 +650,7 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 		if r.Collapsed != "" {
 			w.collapsedBy(&ds[i], r.Collapsed)
 		}
-		pl := plan(r, b.mid, now, c.Deadline, false)
+		pl := plan(r, b.mid, b.answered, now, c.Deadline, false)
 		w.countPlan(app, pl, r)
 		turn := near[i].sendAt
 		if (pl.step != stepSend && pl.step != stepWait) || pl.slot.Sub(turn) > lateRebook {

@@ -63,10 +63,14 @@ type planned struct {
 
 // plan decides what reservation r means at now. mid is the local instant
 // the limiter most likely read its clock (the middle of the booking's round
-// trip), so the slot on the local clock is mid + r.Wait whatever the skew
-// between the two clocks. deadline is the delivery's expiry (zero: none);
-// delivered says some device of the recipient already has the push.
-func plan(r throttle.Reservation, mid, now, deadline time.Time, delivered bool) planned {
+// trip), so the slot on the local clock is about mid + r.Wait whatever the
+// skew between the two clocks: lateness is measured from there. answered
+// is when the booking's answer arrived; the limiter read its clock before
+// that, so the slot a push waits for (planned.slot) is answered + r.Wait,
+// never before the limiter's slot (at most the round trip after it).
+// deadline is the delivery's expiry (zero: none); delivered says some
+// device of the recipient already has the push.
+func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, delivered bool) planned {
 	switch r.Refused {
 	case throttle.RefusedFull:
 		return planned{step: stepFull}
@@ -75,8 +79,8 @@ func plan(r throttle.Reservation, mid, now, deadline time.Time, delivered bool) 
 	case throttle.RefusedCollapsed:
 		return planned{step: stepCollapsed}
 	}
-	slot := mid.Add(r.Wait)
-	late := now.Sub(slot)
+	slot := answered.Add(r.Wait)
+	late := now.Sub(mid.Add(r.Wait))
 	if r.Existing {
 		late = max(late, r.Now.Sub(r.At))
 	}

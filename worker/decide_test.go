@@ -45,7 +45,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan(tt.r, t0, tt.now, tt.deadline, tt.delivered)
+			got := plan(tt.r, t0, t0, tt.now, tt.deadline, tt.delivered)
 			if got.step != tt.want || got.wait != tt.wantWait {
 				t.Errorf("plan = %s wait %s, want %s wait %s", got.step, got.wait, tt.want, tt.wantWait)
 			}
@@ -161,5 +161,26 @@ func TestMembersAndTaskIDsCannotCollide(t *testing.T) {
 			}
 			ids[id] = job
 		}
+	}
+}
+
+// TestPlanNeverSendsBeforeTheSlot: the slot a push waits for counts the
+// wait from when the booking's answer arrived (the limiter read its clock
+// before), so it is never before the limiter's slot, however long the
+// round trip; lateness counts from the round trip's middle, so a round
+// trip that stalled is still found late.
+func TestPlanNeverSendsBeforeTheSlot(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := throttle.Reservation{Wait: time.Millisecond, Now: t0, At: t0.Add(time.Millisecond)}
+	// A 4 ms round trip: the limiter's slot is at most 1 ms after t0+4ms.
+	got := plan(r, t0.Add(2*time.Millisecond), t0.Add(4*time.Millisecond), t0.Add(4*time.Millisecond), time.Time{}, false)
+	if got.step != stepWait || !got.slot.Equal(t0.Add(5*time.Millisecond)) {
+		t.Errorf("plan = %v at %s, want wait until answered + Wait (%s)", got.step, got.slot, t0.Add(5*time.Millisecond))
+	}
+	// A round trip that took 300 ms: the slot may be 150 ms past.
+	r.Wait = 0
+	got = plan(r, t0.Add(150*time.Millisecond), t0.Add(300*time.Millisecond), t0.Add(300*time.Millisecond), time.Time{}, false)
+	if got.step != stepRebook {
+		t.Errorf("plan after a 300 ms round trip = %v, want rebook", got.step)
 	}
 }

@@ -181,7 +181,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		if res.Collapsed != "" {
 			w.collapsedBy(d, res.Collapsed)
 		}
-		p := plan(res, b.mid, time.Now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
+		p := plan(res, b.mid, b.answered, time.Now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
 		w.countPlan(app, p, res)
 		switch p.step {
 		case stepFull:

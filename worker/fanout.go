@@ -143,7 +143,8 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, job
 			ss[i].call.queue(ctx, p)
 		}
 	})
-	mid := asked.Add(time.Since(asked) / 2)
+	answered := time.Now()
+	mid := asked.Add(answered.Sub(asked) / 2)
 	if len(res) == len(jobs) {
 		// A request that failed alone is marked by its zero Now.
 		rerr = nil
@@ -153,7 +154,7 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, job
 	var wg sync.WaitGroup
 	for i, job := range jobs {
 		s := &ss[i]
-		b := &booking{idx: []int{0}, err: rerr, asked: asked, mid: mid, permits: s.p}
+		b := &booking{idx: []int{0}, err: rerr, asked: asked, mid: mid, answered: answered, permits: s.p}
 		if rerr == nil {
 			b.res = res[i : i+1]
 		}

@@ -51,9 +51,10 @@ type booking struct {
 	// cancelled: the job was cancelled (nothing may be sent).
 	cancelled bool
 	// asked is when the round trip began; mid its middle (where the
-	// limiter most likely read its clock).
-	asked, mid time.Time
-	permits    *wavePermits // set when booked ahead
+	// limiter most likely read its clock); answered when its answer came
+	// (the limiter read its clock before: see plan).
+	asked, mid, answered time.Time
+	permits              *wavePermits // set when booked ahead
 }
 
 // sendBy is the latest instant a call under this booking may start: the
@@ -86,7 +87,8 @@ func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttl
 			b.res, b.err = a.Limiter.ReserveBatch(ctx, reqs)
 		}
 	}
-	b.mid = b.asked.Add(time.Since(b.asked) / 2)
+	b.answered = time.Now()
+	b.mid = b.asked.Add(b.answered.Sub(b.asked) / 2)
 	cancelled, err := isCancelled(cc)
 	if err != nil {
 		b.err = errors.Join(b.err, fmt.Errorf("read the cancellation of %s: %w", job, err))

@@ -413,7 +413,9 @@ func TestCancelWakesHeldTasks(t *testing.T) {
 // their slots.
 func TestCollapseWakesHeldTask(t *testing.T) {
 	const n = 150
-	e := newEnv(t, envOptions{limits: "100/1m", gap: "6s"})
+	// A held booking within CollapseMargin (5 s) of its slot is never
+	// collapsed: 10 s leaves a slow machine time to submit the newer push.
+	e := newEnv(t, envOptions{limits: "100/1m", gap: "10s"})
 	e.waitDone(e.submit(fanJob("first", n)), 20*time.Second)
 	old := fanJob("old", n)
 	old.CollapseKey = "score"
@@ -432,7 +434,7 @@ func TestCollapseWakesHeldTask(t *testing.T) {
 		return err == nil && st.Counts[stateCollapsed] == 1
 	})
 	t.Logf("collapsed %s after the newer push", time.Since(start).Round(time.Millisecond))
-	st := e.waitDone("old", 20*time.Second)
+	st := e.waitDone("old", 25*time.Second)
 	if st.Counts[stateDelivered] != n-1 {
 		t.Errorf("old: counts %v, want %d delivered and 1 collapsed", st.Counts, n-1)
 	}
