@@ -111,10 +111,10 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	if c.Job == "" || c.From < 0 || len(c.Recipients) == 0 {
 		return fmt.Errorf("invalid chunk payload (job %q, from %d, %d recipients): %w", c.Job, c.From, len(c.Recipients), asynq.SkipRetry)
 	}
-	if held := t.Type() == TypeHeld; held != c.held() || (c.Indices != nil && len(c.Indices) != len(c.Recipients)) || (held && c.Indices == nil) {
-		return fmt.Errorf("invalid %s payload (wake %d, %d indices for %d recipients): %w", t.Type(), c.Wake, len(c.Indices), len(c.Recipients), asynq.SkipRetry)
-	}
 	typ := t.Type()
+	if held := typ == TypeHeld; held != c.held() || (c.Indices != nil && len(c.Indices) != len(c.Recipients)) || (held && c.Indices == nil) {
+		return fmt.Errorf("invalid %s payload (wake %d, %d indices for %d recipients): %w", typ, c.Wake, len(c.Indices), len(c.Recipients), asynq.SkipRetry)
+	}
 	st, err := w.store.chunkState(ctx, &c, typ == TypeChunk || typ == typeChunkMarked || typ == TypeHeld)
 	if err != nil {
 		return err
@@ -170,9 +170,10 @@ type handoff struct {
 	delay time.Duration
 	// failed: see delivery.
 	failed string
-	// deferred: its first booking's slot is further than a wait in place
-	// (delay is when to wake for it).
+	// deferred: its first booking's slot is further than a wait in place;
+	// wake is when to wake for it (delay from the plan's instant).
 	deferred bool
+	wake     time.Time
 	// foreign: a held task's recipient that its marker gives to its
 	// delivery task already: the task is created again, the marker kept.
 	foreign bool
@@ -202,8 +203,8 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	var todo, cancel []int
 	// The held tasks this run creates, or creates again for recipients an
 	// earlier run of the chunk held back (their markers name them). Only
-	// a chunk task reads the markers, so only a chunk task holds back into
-	// held tasks; a job task's own chunk hands over to delivery tasks.
+	// runs that read the markers (st.holds) hold back, and only those whose
+	// kind allows it (st.group: held.go).
 	groups := heldGroups{}
 	grouping := st.group && st.holds != nil && !c.held()
 	now := time.Now()
@@ -292,7 +293,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	for _, h := range handoffs {
 		switch {
 		case h.deferred && grouping:
-			g := groups.add(c, h.i, time.Now().Add(h.delay).Unix())
+			g := groups.add(c, h.i, h.wake.Unix())
 			rec.held(c.index(h.i), heldMark(w.heldQueue(g), g.name()))
 			continue
 		case h.foreign:
@@ -497,7 +498,8 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			case pl.step == stepDefer:
 				rec.deferrals++
 				w.logDeferred(&d, pl)
-				handoffs = append(handoffs, handoff{i: i, delay: deferDelay(pl.wait), deferred: true})
+				delay := deferDelay(pl.wait)
+				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: time.Now().Add(delay)})
 			default:
 				// Near (its task waits in place), expired, full or
 				// collapsed (dropped there), or stalled (booked again

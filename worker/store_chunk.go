@@ -84,7 +84,7 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 	}
 	st = &chunkStates{}
 	if c.first != nil {
-		if st, err = statesOf(c.first, vals[5:], true); err != nil {
+		if st, err = statesOf(c.first, vals[5:]); err != nil {
 			return "", 0, nil, fmt.Errorf("write job record %s: %w", c.id, err)
 		}
 	}
@@ -97,8 +97,8 @@ type chunkStates struct {
 	finals   []string   // per recipient, "" for none
 	devices  [][]string // per recipient and device, "" for none
 	attempts []attempts // per recipient
-	// holds are the recipients' held markers (heldMark), read by chunk
-	// tasks' reads only: nil when not read, "" for none.
+	// holds are the recipients' held markers (heldMark), "" for none; nil
+	// for a retired job's states.
 	holds []string
 	// group: the chunk holds deferred recipients back into held tasks: a
 	// chunk task of this version's kinds (TypeChunk, typeChunkRereading),
@@ -132,9 +132,9 @@ func retiredStates(c *chunk, readAt time.Time) *chunkStates {
 }
 
 // statesOf reads a chunk's states from vals: its recipients' final states,
-// then, with holds, their held markers, then per recipient its devices'
-// states and its attempt fields (appendRecipientFields).
-func statesOf(c *chunk, vals []any, holds bool) (*chunkStates, error) {
+// then their held markers, then per recipient its devices' states and its
+// attempt fields (appendRecipientFields).
+func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 	n := len(c.Recipients)
 	if len(vals) < n {
 		return nil, fmt.Errorf("%d states for %d recipients", len(vals), n)
@@ -144,13 +144,11 @@ func statesOf(c *chunk, vals []any, holds bool) (*chunkStates, error) {
 		st.finals[i], _ = vals[i].(string)
 	}
 	vals = vals[n:]
-	if holds {
-		if len(vals) < n {
-			return nil, fmt.Errorf("%d held markers for %d recipients", len(vals), n)
-		}
-		st.holds = strs(vals[:n])
-		vals = vals[n:]
+	if len(vals) < n {
+		return nil, fmt.Errorf("%d held markers for %d recipients", len(vals), n)
 	}
+	st.holds = strs(vals[:n])
+	vals = vals[n:]
 	for i, r := range c.Recipients {
 		nd := len(r.Devices)
 		if len(vals) < nd+nAttemptFields {
@@ -219,7 +217,7 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 		}
 		vals = make([]any, n)
 	}
-	st, err := statesOf(c, vals, true)
+	st, err := statesOf(c, vals)
 	if err != nil {
 		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
 	}
