@@ -30,10 +30,11 @@ type Config struct {
 	RedisSentinelMaster   string   `split_words:"true" desc:"the master's name in the Sentinels' configuration (sentinel monitor <name> ...); required with HUSH_REDIS_SENTINEL_ADDRS"`
 	RedisSentinelPassword string   `split_words:"true" desc:"password of the Sentinels themselves (their requirepass), when they have one"`
 
-	Concurrency    int            `desc:"concurrent deliveries per process"`
-	Queues         map[string]int `desc:"queues to serve and their weights; queues are named after priorities (critical, high, normal)"`
-	DeliveryShards int            `split_words:"true" desc:"spread each priority's job, chunk and delivery tasks over this many queues (<priority>.0 ...) by job id and user hash, so that on Redis Cluster one queue's node is not the ceiling; 1: no shard queues"`
-	MaxRetry       int            `split_words:"true" desc:"retries for transient provider failures before a delivery is archived"`
+	Concurrency     int            `desc:"concurrent deliveries per process"`
+	HeldConcurrency int            `split_words:"true" desc:"held tasks (a fan-out chunk's deferred pushes, woken together about a second before their slots) that may wait for their slots at once per process, in slots of their own beside HUSH_CONCURRENCY's; a waiting held task holds no send permit; unset or 0: the same as HUSH_CONCURRENCY"`
+	Queues          map[string]int `desc:"queues to serve and their weights; queues are named after priorities (critical, high, normal)"`
+	DeliveryShards  int            `split_words:"true" desc:"spread each priority's job, chunk and delivery tasks over this many queues (<priority>.0 ...) by job id and user hash, so that on Redis Cluster one queue's node is not the ceiling; 1: no shard queues"`
+	MaxRetry        int            `split_words:"true" desc:"retries for transient provider failures before a delivery is archived"`
 
 	ThrottleLimits     string        `split_words:"true" desc:"per-user rolling-window caps, N/window comma list"`
 	ThrottleMinGap     time.Duration `split_words:"true" desc:"minimum gap between two pushes to the same user"`
@@ -76,6 +77,14 @@ type Config struct {
 }
 
 const envPrefix = "hush"
+
+// HeldSlots is HUSH_HELD_CONCURRENCY with its default applied.
+func (c Config) HeldSlots() int {
+	if c.HeldConcurrency > 0 {
+		return c.HeldConcurrency
+	}
+	return c.Concurrency
+}
 
 // LoadConfig reads the configuration from the environment and validates it.
 // Errors name the offending key.
@@ -133,6 +142,9 @@ func (c Config) Validate() error {
 	add(c.validateSentinel())
 	if c.Concurrency <= 0 {
 		add(keyErr("HUSH_CONCURRENCY", "must be positive, got %d", c.Concurrency))
+	}
+	if c.HeldConcurrency < 0 {
+		add(keyErr("HUSH_HELD_CONCURRENCY", "must be 0 (the same as HUSH_CONCURRENCY) or positive, got %d", c.HeldConcurrency))
 	}
 	if len(c.Queues) == 0 {
 		add(keyErr("HUSH_QUEUES", "no queue listed"))

@@ -72,6 +72,7 @@ func TestLoadConfigNamesTheBadKey(t *testing.T) {
 		{"negative gap", map[string]string{"HUSH_THROTTLE_MIN_GAP": "-1s"}, "HUSH_THROTTLE_MIN_GAP"},
 		{"concurrency not a number", map[string]string{"HUSH_CONCURRENCY": "many"}, "HUSH_CONCURRENCY"},
 		{"concurrency zero", map[string]string{"HUSH_CONCURRENCY": "0"}, "HUSH_CONCURRENCY"},
+		{"held concurrency negative", map[string]string{"HUSH_HELD_CONCURRENCY": "-1"}, "HUSH_HELD_CONCURRENCY"},
 		{"unknown queue", map[string]string{"HUSH_QUEUES": "critical:6,bulk:1"}, "HUSH_QUEUES"},
 		{"queue weight", map[string]string{"HUSH_QUEUES": "critical:0"}, "HUSH_QUEUES"},
 		{"queue syntax", map[string]string{"HUSH_QUEUES": "critical=6"}, "HUSH_QUEUES"},

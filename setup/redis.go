@@ -36,8 +36,9 @@ func OpenRedis(cfg Config, log *slog.Logger) (redis.UniversalClient, func(), err
 }
 
 func openRedis(cfg Config, log *slog.Logger) (redis.UniversalClient, func(), error) {
-	// Asynq, the limiter and every in-flight delivery share the pool.
-	pool := cfg.Concurrency + 30
+	// Asynq, the limiter and every in-flight delivery and held task share
+	// the pool.
+	pool := cfg.Concurrency + cfg.HeldSlots() + 30
 	if len(cfg.RedisSentinelAddrs) > 0 {
 		opts := &redis.FailoverOptions{
 			MasterName:       cfg.RedisSentinelMaster,

@@ -99,8 +99,8 @@ func TestOpenRedisSentinelTakesTheURLsDataNodeSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeRedis2()
-	if o := rdb2.(*redis.Client).Options(); o.PoolSize != cfg.Concurrency+30 || o.TLSConfig != nil || o.Password != "" {
-		t.Errorf("without HUSH_REDIS_URL: pool %d tls %v password %q, want %d, no TLS, no password", o.PoolSize, o.TLSConfig != nil, o.Password, cfg.Concurrency+30)
+	if o := rdb2.(*redis.Client).Options(); o.PoolSize != 2*cfg.Concurrency+30 || o.TLSConfig != nil || o.Password != "" {
+		t.Errorf("without HUSH_REDIS_URL: pool %d tls %v password %q, want %d, no TLS, no password", o.PoolSize, o.TLSConfig != nil, o.Password, 2*cfg.Concurrency+30)
 	}
 }
 

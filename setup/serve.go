@@ -83,6 +83,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		Queues:          cfg.Queues,
 		DeliveryShards:  cfg.DeliveryShards,
 		Concurrency:     cfg.Concurrency,
+		HeldConcurrency: cfg.HeldConcurrency,
 		MaxRetry:        cfg.MaxRetry,
 		MaxThrottled:    cfg.MaxThrottled,
 		Bypass:          cfg.bypass(),

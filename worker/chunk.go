@@ -31,22 +31,26 @@ const maxWave = 25
 // task's payload is a chunk too: Indices names its recipients (held back
 // by the chunk starting at From) and Wake the second it wakes at.
 type chunk struct {
-	Job        string              `json:"job"`
-	From       int                 `json:"from"`
-	Indices    []int               `json:"indices,omitempty"`
-	Wake       int64               `json:"wake,omitempty"`
+	Job     string `json:"job"`
+	From    int    `json:"from"`
+	Indices []int  `json:"indices,omitempty"`
+	Wake    int64  `json:"wake,omitempty"`
+	// Waits: a held task in a held queue, id "wait:..." (held.go).
+	Waits      bool                `json:"waits,omitempty"`
 	Recipients []payload.Recipient `json:"recipients"`
 	Content    payload.Content     `json:"content"`
 	Priority   payload.Priority    `json:"priority"`
 	// Deadline is when the deliveries expire; zero: never.
 	Deadline   time.Time `json:"deadline,omitzero"`
 	AcceptedAt time.Time `json:"accepted_at"`
+	// queue is a held task's queue, while its run creates it.
+	queue string
 }
 
 // name is the chunk's task id.
 func (c *chunk) name() string {
 	if c.held() {
-		return heldTaskID(c.Job, c.From/chunkSize, c.Wake)
+		return heldTaskID(c.Job, c.From/chunkSize, c.Wake, c.Waits)
 	}
 	return chunkTaskID(c.Job, c.From/chunkSize)
 }
@@ -210,9 +214,9 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	now := time.Now()
 	app, appErr := w.apps.resolve(c.Content.App)
 	for i := range c.Recipients {
-		owner := ""
+		ownerQueue, owner := "", ""
 		if st.holds != nil {
-			_, owner = parseHeldMark(st.holds[i])
+			ownerQueue, owner = parseHeldMark(st.holds[i])
 		}
 		switch {
 		case st.finals[i] != "":
@@ -220,12 +224,11 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// Given up to its delivery task by an earlier run of this task.
 			handoffs = append(handoffs, handoff{i: i, foreign: true})
 		case !c.held() && owner != "":
-			_, _, wake, ok := parseHeldTaskID(owner)
-			if !ok {
-				return fmt.Errorf("chunk %s: recipient %d is held by %q, not a held task id: %w", c.name(), c.index(i), owner, asynq.SkipRetry)
+			// The same task in the same queue: a task of this id in
+			// another queue would be a second owner.
+			if _, err := groups.again(c, i, ownerQueue, owner); err != nil {
+				return err
 			}
-			h := groups.add(c, i, wake)
-			rec.held(c.index(i), heldMark(w.heldQueue(h), h.name()))
 		case appErr != nil:
 			// Accepted for an app this process no longer has: each
 			// delivery fails with the reason (and is archived with it).
@@ -293,8 +296,8 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	for _, h := range handoffs {
 		switch {
 		case h.deferred && grouping:
-			g := groups.add(c, h.i, h.wake.Unix())
-			rec.held(c.index(h.i), heldMark(w.heldQueue(g), g.name()))
+			g := groups.add(w, c, h.i, h.wake.Unix())
+			rec.held(c.index(h.i), heldMark(g.queue, g.name()))
 			continue
 		case h.foreign:
 		case h.delay > 0 || c.held():

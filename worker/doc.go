@@ -94,8 +94,12 @@
 //	               the limiter holds back for longer than a wait in place
 //	               go to hush:held tasks.
 //	hush:held      recipients of chunk k the limiter held back, waking at
-//	               Unix second s (task id "held:<id>/<k>/<s>", scheduled
-//	               for s: about a second before their slots). It finds
+//	               Unix second s (task id "wait:<id>/<k>/<s>", scheduled
+//	               for s: about a second before their slots), in the held
+//	               queue beside its delivery queue (held-<queue>), which a
+//	               second Asynq server with Options.HeldConcurrency slots
+//	               serves (an earlier version's "held:<id>/<k>/<s>" tasks
+//	               wait in the delivery queues). It finds
 //	               their bookings, waits for each slot without holding a
 //	               send permit, and sends; the job record's held marker of
 //	               each recipient names the one task that owns it (held.go).

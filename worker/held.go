@@ -22,7 +22,12 @@ import (
 // one booking round trip and one record per held task, not per push, and
 // a held task waits for its recipients' slots without holding send
 // permits, so many of them can wait at once without making each other
-// late.
+// late. It waits in a held queue (heldQueuePrefix), in a slot of the held
+// tasks' own Asynq server, so it never keeps a delivery slot either: when
+// held tasks shared the delivery slots, a throttled burst's held tasks
+// (about 50 due together every few seconds in the pressure benchmark)
+// took every slot, woke behind the fresh chunks, found their slots past
+// and booked again.
 //
 // Ownership. Exactly one task may send to a recipient, and the job
 // record's held marker "h:<index>" says which (heldMark): "<queue>" is the
@@ -32,8 +37,9 @@ import (
 // only to recipients whose marker names it, and rewrites the marker of
 // every recipient it gives up to its delivery task before creating that
 // task. A re-run of either therefore finds, for every recipient, the one
-// task that owns it and creates that task again (a task that still exists
-// is not created twice: the ids are deterministic). A chunk re-run never
+// task that owns it and creates that task again, in the queue the marker
+// names (a task that still exists is not created twice: the ids are
+// deterministic, and Asynq refuses an id already in that queue). A chunk re-run never
 // hands a recipient held by a held task to a delivery task.
 //
 // A held task's run books its recipients again (their bookings are found:
@@ -43,34 +49,52 @@ import (
 // which handles every case for one recipient (decide.go).
 
 // heldTaskID is the Asynq task id of the recipients chunk k of a job held
-// back to wake at Unix second wake. The job id is followed only by "/"
-// and decimal numbers, so the id names one (job, k, wake).
-func heldTaskID(job string, k int, wake int64) string {
-	return "held:" + job + "/" + strconv.Itoa(k) + "/" + strconv.FormatInt(wake, 10)
+// back to wake at Unix second wake: "wait:<job>/<k>/<wake>" for a held task
+// in a held queue (waits), "held:<job>/<k>/<wake>" for one an earlier
+// version put in a delivery queue. The job id is followed only by "/" and
+// decimal numbers, so the id names one (job, k, wake).
+//
+// Asynq keeps a task id unique within its queue only, so an id must never
+// be enqueued in two queues: two tasks of one id would both own its
+// recipients. A run that creates a held task again therefore creates it
+// in the queue its marker names, under the id the marker names
+// (heldGroups.again). The two prefixes keep the versions apart: an
+// earlier version reads "held:" ids only, and refuses a job or chunk whose
+// markers name a "wait:" one (its run fails without sending, and is
+// archived), instead of creating that task again in a delivery queue.
+func heldTaskID(job string, k int, wake int64, waits bool) string {
+	prefix := "held:"
+	if waits {
+		prefix = "wait:"
+	}
+	return prefix + job + "/" + strconv.Itoa(k) + "/" + strconv.FormatInt(wake, 10)
 }
 
-// parseHeldTaskID splits a heldTaskID into the job's chunk number k and
-// its second of waking.
-func parseHeldTaskID(id string) (job string, k int, wake int64, ok bool) {
+// parseHeldTaskID splits a heldTaskID into the job's chunk number k, its
+// second of waking and whether it waits in a held queue.
+func parseHeldTaskID(id string) (job string, k int, wake int64, waits, ok bool) {
 	rest, found := strings.CutPrefix(id, "held:")
+	if !found {
+		rest, waits = strings.CutPrefix(id, "wait:")
+	}
 	i := strings.LastIndexByte(rest, '/')
-	if !found || i < 0 {
-		return "", 0, 0, false
+	if !found && !waits || i < 0 {
+		return "", 0, 0, false, false
 	}
 	wake, err := strconv.ParseInt(rest[i+1:], 10, 64)
 	if err != nil || wake <= 0 {
-		return "", 0, 0, false
+		return "", 0, 0, false, false
 	}
 	rest = rest[:i]
 	j := strings.LastIndexByte(rest, '/')
 	if j < 0 {
-		return "", 0, 0, false
+		return "", 0, 0, false, false
 	}
 	k, err = strconv.Atoi(rest[j+1:])
 	if err != nil || k < 0 {
-		return "", 0, 0, false
+		return "", 0, 0, false, false
 	}
-	return rest[:j], k, wake, true
+	return rest[:j], k, wake, waits, true
 }
 
 // heldMark is a held recipient's marker in its job record: the queue its
@@ -91,42 +115,75 @@ func parseHeldMark(v string) (queue, task string) {
 }
 
 // heldQueue is the queue of a held task: the shard of its id on its
-// priority's queue.
+// priority's queue, in the held queue beside it (heldQueuePrefix) when
+// the task waits there.
 func (w *Worker) heldQueue(c *chunk) string {
-	return shardQueue(string(c.Priority), c.name(), w.shards)
+	q := shardQueue(string(c.Priority), c.name(), w.shards)
+	if c.Waits {
+		q = heldQueueOf(q)
+	}
+	return q
 }
 
 // heldGroups gathers the held tasks a chunk's run creates or creates
 // again, by task id.
 type heldGroups map[string]*chunk
 
-// add puts c's recipient i into the held task waking at Unix second wake
-// and returns that task.
-func (g heldGroups) add(c *chunk, i int, wake int64) *chunk {
-	id := heldTaskID(c.Job, c.From/chunkSize, wake)
-	h := g[id]
-	if h == nil {
-		h = &chunk{
-			Job: c.Job, From: c.From, Wake: wake, Indices: []int{},
-			Content: c.Content, Priority: c.Priority, Deadline: c.Deadline, AcceptedAt: c.AcceptedAt,
-		}
-		g[id] = h
+// add puts c's recipient i into the held task (in a held queue) waking at
+// Unix second wake, and returns that task.
+func (g heldGroups) add(w *Worker, c *chunk, i int, wake int64) *chunk {
+	h := g.task(c, wake, true)
+	if h.queue == "" {
+		h.queue = w.heldQueue(h)
 	}
 	h.Indices = append(h.Indices, c.index(i))
 	h.Recipients = append(h.Recipients, c.Recipients[i])
 	return h
 }
 
-// enqueueHeld creates held task h, to run at its second of waking. A task
-// with its id that still exists (an earlier run created it) is left as it
-// is.
+// again puts c's recipient i back into the held task its marker names
+// (mark, as parseHeldMark splits it), in the queue the marker names, and
+// returns that task.
+func (g heldGroups) again(c *chunk, i int, queue, owner string) (*chunk, error) {
+	job, k, wake, waits, ok := parseHeldTaskID(owner)
+	if !ok || job != c.Job || k != c.From/chunkSize || queue == "" {
+		return nil, fmt.Errorf("chunk %s: recipient %d is held by %q in %q, not a held task of this chunk: %w", c.name(), c.index(i), owner, queue, asynq.SkipRetry)
+	}
+	h := g.task(c, wake, waits)
+	if h.queue == "" {
+		h.queue = queue
+	} else if h.queue != queue {
+		return nil, fmt.Errorf("chunk %s: held task %s is marked in both %s and %s: %w", c.name(), owner, h.queue, queue, asynq.SkipRetry)
+	}
+	h.Indices = append(h.Indices, c.index(i))
+	h.Recipients = append(h.Recipients, c.Recipients[i])
+	return h, nil
+}
+
+// task is the held task of c's chunk waking at wake, made empty at first.
+func (g heldGroups) task(c *chunk, wake int64, waits bool) *chunk {
+	id := heldTaskID(c.Job, c.From/chunkSize, wake, waits)
+	h := g[id]
+	if h == nil {
+		h = &chunk{
+			Job: c.Job, From: c.From, Wake: wake, Waits: waits, Indices: []int{},
+			Content: c.Content, Priority: c.Priority, Deadline: c.Deadline, AcceptedAt: c.AcceptedAt,
+		}
+		g[id] = h
+	}
+	return h
+}
+
+// enqueueHeld creates held task h, in its queue, to run at its second of
+// waking. A task with its id that still exists (an earlier run created
+// it) is left as it is.
 func (w *Worker) enqueueHeld(ctx context.Context, h *chunk) error {
 	b, err := json.Marshal(h)
 	if err != nil {
 		return fmt.Errorf("encode held task %s: %w", h.name(), err)
 	}
 	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeHeld, b),
-		asynq.TaskID(h.name()), asynq.Queue(w.heldQueue(h)), asynq.ProcessAt(time.Unix(h.Wake, 0)),
+		asynq.TaskID(h.name()), asynq.Queue(h.queue), asynq.ProcessAt(time.Unix(h.Wake, 0)),
 		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("enqueue held task %s: %w", h.name(), err)

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/providers/fake"
 )
 
 // heldEnv is a worker that does not run, with job "held" of 150
@@ -38,12 +41,23 @@ func heldEnv(t *testing.T, gap time.Duration) (e *env, jobT, chunkT *asynq.Task)
 	return e, jobT, asynq.NewTask(tasks[0].Type, tasks[0].Payload)
 }
 
-// scheduled lists the tasks of type typ waiting in queue normal, by id.
+// heldNormal is the queue of held tasks of priority normal.
+var heldNormal = heldQueueOf("normal")
+
+// scheduled lists the tasks of type typ waiting in queue normal (held
+// tasks: in its held queue), by id.
 func (e *env) scheduled(typ string) map[string]*asynq.TaskInfo {
 	e.t.Helper()
 	out := map[string]*asynq.TaskInfo{}
+	queue := "normal"
+	if typ == TypeHeld {
+		queue = heldNormal
+	}
 	for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){e.insp.ListScheduledTasks, e.insp.ListPendingTasks} {
-		tasks, err := list("normal", asynq.PageSize(1000))
+		tasks, err := list(queue, asynq.PageSize(1000))
+		if errors.Is(err, asynq.ErrQueueNotFound) {
+			break // nothing was put in it yet
+		}
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -91,8 +105,8 @@ func checkHeld(t *testing.T, e *env, held map[string]*asynq.TaskInfo, want []int
 			if err != nil {
 				t.Fatal(err)
 			}
-			if q, task := parseHeldMark(mark); q != "normal" || task != c.name() {
-				t.Errorf("recipient %d marked %q, want held by %s on normal", i, mark, c.name())
+			if q, task := parseHeldMark(mark); q != heldNormal || task != c.name() {
+				t.Errorf("recipient %d marked %q, want held by %s on %s", i, mark, c.name(), heldNormal)
 			}
 		}
 	}
@@ -128,7 +142,7 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id := range own {
-		if err := e.insp.DeleteTask("normal", id); err != nil {
+		if err := e.insp.DeleteTask(heldNormal, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,7 +174,7 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 	for _, drop := range []bool{false, true} {
 		if drop {
 			for id := range held {
-				if err := e.insp.DeleteTask("normal", id); err != nil {
+				if err := e.insp.DeleteTask(heldNormal, id); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -212,6 +226,9 @@ func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
 	if len(held) == 0 {
 		t.Fatal("no held task")
 	}
+	// Run in order of waking, as Asynq would: a task run after a later
+	// one's wait would find its slots past.
+	slices.SortFunc(held, func(a, b chunk) int { return int(a.Wake - b.Wake) })
 	var latest time.Time
 	for _, c := range held {
 		for _, i := range c.Indices {
@@ -483,21 +500,23 @@ func TestEarlierChunkTasksDoNotHoldBack(t *testing.T) {
 // string, "/" and spaces included), chunk and second, and a held marker
 // its queue and task, whatever the job id holds.
 func TestHeldTaskIDsAndMarks(t *testing.T) {
-	for _, job := range []string{"j", "a/1/2", "with space", "x/", "/", "held:y/3"} {
-		id := heldTaskID(job, 7, 1795663698)
-		gotJob, k, wake, ok := parseHeldTaskID(id)
-		if !ok || gotJob != job || k != 7 || wake != 1795663698 {
-			t.Errorf("parseHeldTaskID(%q) = %q, %d, %d, %v; want %q, 7, 1795663698", id, gotJob, k, wake, ok, job)
-		}
-		for _, task := range []string{"", id} {
-			q, gotTask := parseHeldMark(heldMark("normal.3", task))
-			if q != "normal.3" || gotTask != task {
-				t.Errorf("parseHeldMark(heldMark(normal.3, %q)) = %q, %q", task, q, gotTask)
+	for _, job := range []string{"j", "a/1/2", "with space", "x/", "/", "held:y/3", "wait:z/1/2"} {
+		for _, waits := range []bool{false, true} {
+			id := heldTaskID(job, 7, 1795663698, waits)
+			gotJob, k, wake, gotWaits, ok := parseHeldTaskID(id)
+			if !ok || gotJob != job || k != 7 || wake != 1795663698 || gotWaits != waits {
+				t.Errorf("parseHeldTaskID(%q) = %q, %d, %d, %v, %v; want %q, 7, 1795663698, %v", id, gotJob, k, wake, gotWaits, ok, job, waits)
+			}
+			for _, task := range []string{"", id} {
+				q, gotTask := parseHeldMark(heldMark("held-normal.3", task))
+				if q != "held-normal.3" || gotTask != task {
+					t.Errorf("parseHeldMark(heldMark(held-normal.3, %q)) = %q, %q", task, q, gotTask)
+				}
 			}
 		}
 	}
-	for _, bad := range []string{"held:", "held:j", "held:j/1", "held:j/x/5", "held:j/1/0", "chunk:j/1/5", "held:j/-1/5"} {
-		if _, _, _, ok := parseHeldTaskID(bad); ok {
+	for _, bad := range []string{"held:", "held:j", "held:j/1", "held:j/x/5", "held:j/1/0", "chunk:j/1/5", "held:j/-1/5", "wait:j/1", "wait:j/1/0", "wai:j/1/5"} {
+		if _, _, _, _, ok := parseHeldTaskID(bad); ok {
 			t.Errorf("parseHeldTaskID(%q) accepted", bad)
 		}
 	}
@@ -525,4 +544,153 @@ func (e *env) heldTask(job string, index int) (*asynq.TaskInfo, error) {
 		task = deliveryTaskID(job, index)
 	}
 	return e.insp.GetTaskInfo(q, task)
+}
+
+// TestHeldTasksWaitOutsideDeliverySlots: a held task waits for its slots
+// in a slot of the held tasks' own server (HeldConcurrency), not in one of
+// Concurrency's, so with one delivery slot, taken by a slow provider
+// call, the held task still wakes and waits; everything is delivered,
+// once per device, with the gap intact.
+func TestHeldTasksWaitOutsideDeliverySlots(t *testing.T) {
+	const gap = 4 * time.Second
+	e := newEnv(t, envOptions{gap: gap.String(), concurrency: 1})
+	e.waitDone(e.submit(fanJob("wa", 2)), 10*time.Second)
+	second := e.submit(fanJob("wb", 2))
+	var held *asynq.TaskInfo
+	waitFor(t, 10*time.Second, "the second job's recipients to wait in a held task", func() bool {
+		for _, ti := range e.scheduled(TypeHeld) {
+			held = ti
+		}
+		return held != nil
+	})
+	// The one delivery slot is busy for 4 s from about now, over the held
+	// task's wake (within 3 s of its booking and 1 s after).
+	slow := apnsToken("slow")
+	e.apns.Script(slow, fake.OK().WithLatency(gap))
+	single := e.submit(alertJob("slow", "s", apnsRecipient("x", slow)))
+	waitFor(t, 10*time.Second, "the held task to run while the delivery slot is busy", func() bool {
+		ti, err := e.insp.GetTaskInfo(heldNormal, held.ID)
+		if err != nil || ti.State != asynq.TaskStateActive {
+			return false
+		}
+		active, err := e.insp.ListActiveTasks("normal")
+		return err == nil && len(active) == 1
+	})
+	e.waitDone(single, 10*time.Second)
+	if st := e.waitDone(second, 20*time.Second); st.Counts[stateDelivered] != 2 {
+		t.Errorf("second job: counts %v, want 2 delivered", st.Counts)
+	}
+	reqs := e.apns.Requests()
+	for i := range 2 {
+		a := requestsFor(reqs, apnsToken(fmt.Sprint("wa", i)))
+		b := requestsFor(reqs, apnsToken(fmt.Sprint("wb", i)))
+		if len(a) != 1 || len(b) != 1 {
+			t.Errorf("user %d got %d and %d pushes, want 1 and 1", i, len(a), len(b))
+		} else if d := b[0].At.Sub(a[0].At); d < gap-250*time.Millisecond {
+			t.Errorf("user %d: pushes %s apart, want at least %s", i, d, gap)
+		}
+	}
+}
+
+// TestReRunKeepsHeldTasksWhereMarked: a re-run creates each held task
+// again under the id and in the queue its recipients' markers name, never
+// under another id or in another queue (Asynq keeps ids unique per queue
+// only, so that would be a second owner): a task an earlier version made
+// ("held:..." in a delivery queue) stays one, and so does a held queue a
+// deployment with more shards used. A marker naming another chunk's task
+// stops the run before it sends.
+func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
+	e, jobT, _ := heldEnv(t, 6*time.Second)
+	own := heldOf(t, e.scheduled(TypeHeld))
+	if len(own) == 0 {
+		t.Fatal("no held task")
+	}
+	wake := own[0].Wake
+	for _, c := range own {
+		if err := e.insp.DeleteTask(heldNormal, c.name()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldID := heldTaskID("held", 0, wake, false)
+	movedID := heldTaskID("held", 0, wake+1, true)
+	const moved = "held-normal.2"
+	marks := map[string]any{"cursor": nil}
+	for i := range chunkSize {
+		switch {
+		case i < 10:
+			marks[fmt.Sprint(heldPrefix, i)] = heldMark("normal", oldID)
+		case i < 20:
+			marks[fmt.Sprint(heldPrefix, i)] = heldMark(moved, movedID)
+		}
+	}
+	delete(marks, "cursor")
+	if err := e.rdb.HSet(t.Context(), jobKey("held"), marks).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HDel(t.Context(), jobKey("held"), "cursor").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.w.handleJob(t.Context(), jobT); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		queue, id string
+		want      []int
+	}{{"normal", oldID, seq(0, 10)}, {moved, movedID, seq(10, 20)}} {
+		ti, err := e.insp.GetTaskInfo(tc.queue, tc.id)
+		if err != nil {
+			t.Errorf("held task %s in %s: %v", tc.id, tc.queue, err)
+			continue
+		}
+		var c chunk
+		if err := json.Unmarshal(ti.Payload, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.name() != tc.id || !slices.Equal(c.Indices, tc.want) {
+			t.Errorf("held task %s in %s: named %s, holds %v; want %v", tc.id, tc.queue, c.name(), c.Indices, tc.want)
+		}
+		for _, i := range tc.want {
+			if mark := e.rdb.HGet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i)).Val(); mark != heldMark(tc.queue, tc.id) {
+				t.Errorf("recipient %d marked %q, want %q", i, mark, heldMark(tc.queue, tc.id))
+			}
+		}
+	}
+	var rest []int
+	for _, c := range heldOf(t, e.scheduled(TypeHeld)) {
+		if c.name() == oldID || c.name() == movedID {
+			t.Errorf("held task %s also in %s", c.name(), heldNormal)
+		}
+		rest = append(rest, c.Indices...)
+	}
+	slices.Sort(rest)
+	if !slices.Equal(rest, seq(20, chunkSize)) {
+		t.Errorf("held tasks in %s hold %v, want 20 to 99", heldNormal, rest)
+	}
+	if got := len(e.scheduled(TypeDelivery)); got != 0 {
+		t.Errorf("%d delivery tasks, want none", got)
+	}
+
+	// A marker naming another chunk's held task, or a held task in a
+	// second queue.
+	for i, mark := range map[int]string{
+		0:  heldMark("normal", heldTaskID("held", 1, wake, false)),
+		20: heldMark("held-normal.3", movedID),
+	} {
+		before := e.rdb.HGet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i)).Val()
+		if err := e.rdb.HSet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i), mark).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rdb.HDel(t.Context(), jobKey("held"), "cursor").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.w.handleJob(t.Context(), jobT); !errors.Is(err, asynq.SkipRetry) {
+			t.Errorf("a re-run with recipient %d marked %q: %v, want a SkipRetry error", i, mark, err)
+		}
+		if err := e.rdb.HSet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i), before).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(e.apns.Requests()); got != 0 {
+		t.Errorf("%d pushes sent, want none", got)
+	}
 }

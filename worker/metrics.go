@@ -2,6 +2,7 @@ package worker
 
 import (
 	"log/slog"
+	"maps"
 	"slices"
 
 	"github.com/hibiken/asynq"
@@ -101,7 +102,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		c.log.Warn("queue depth unavailable", "err", err)
 		return
 	}
-	for _, q := range sortedQueues(servedQueues(c.weights, c.shards, known)) {
+	served := servedQueues(c.weights, c.shards, known)
+	maps.Copy(served, servedHeldQueues(c.weights, c.shards, known))
+	for _, q := range sortedQueues(served) {
 		info := &asynq.QueueInfo{Queue: q}
 		if slices.Contains(known, q) {
 			info, err = c.insp.GetQueueInfo(q)

@@ -17,8 +17,9 @@ import (
 // (HUSH_DELIVERY_SHARDS), a priority p has the queues p (everything when S
 // is 1; jobs a Client without WithShards submits) and p.0 to p.<S-1>: a
 // hush:delivery task goes to p.<fnv32a(user id) mod S>, a hush:job,
-// chunk or hush:held task to p.<fnv32a(task id) mod S>. All of them are plain
-// Asynq queues that asynqmon and the asynq CLI list.
+// chunk or hush:held task to p.<fnv32a(task id) mod S> (a hush:held task
+// to the held queue beside it, held-p.<k>: heldQueuePrefix). All of them are
+// plain Asynq queues that asynqmon and the asynq CLI list.
 
 // MaxDeliveryShards bounds Options.DeliveryShards (HUSH_DELIVERY_SHARDS): every shard is a queue each worker
 // polls.
@@ -73,6 +74,35 @@ func servedQueues(weights map[string]int, shards int, existing []string) map[str
 				out[q] = wt
 			}
 		}
+	}
+	return out
+}
+
+// heldQueuePrefix names the queues of hush:held tasks: held-<queue> beside each
+// served queue <queue>, with its weight. A second Asynq server of the
+// worker's serves them, with slots of its own (Options.HeldConcurrency):
+// a held task waits in its handler for its recipients' slots, and in the
+// delivery queues it would keep a delivery slot while it waits, so that
+// a throttled burst's held tasks (due together, every few seconds) took
+// every slot and made fresh work, and each other, late (held.go).
+const heldQueuePrefix = "held-"
+
+// heldQueueOf is the held queue beside queue q.
+func heldQueueOf(q string) string { return heldQueuePrefix + q }
+
+// servedHeldQueues is every held queue a worker serves: the held queue of
+// each queue servedQueues gives, and those left by a deployment with more
+// shards.
+func servedHeldQueues(weights map[string]int, shards int, existing []string) map[string]int {
+	var left []string
+	for _, q := range existing {
+		if rest, ok := strings.CutPrefix(q, heldQueuePrefix); ok {
+			left = append(left, rest)
+		}
+	}
+	out := map[string]int{}
+	for q, wt := range servedQueues(weights, shards, left) {
+		out[heldQueueOf(q)] = wt
 	}
 	return out
 }

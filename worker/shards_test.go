@@ -91,6 +91,27 @@ func TestServedQueues(t *testing.T) {
 	}
 }
 
+// TestServedHeldQueues: a worker serves the held queue beside each queue
+// it serves, with its weight, and the held queues left by a deployment
+// with more shards; nothing else.
+func TestServedHeldQueues(t *testing.T) {
+	weights := map[string]int{"critical": 6, "normal": 1}
+	existing := []string{"normal", "normal.7", "held-normal.5", "held-critical", "held-high.1", "held-other", "held-normal.x"}
+	got := servedHeldQueues(weights, 2, existing)
+	want := map[string]int{
+		"held-critical": 6, "held-critical.0": 6, "held-critical.1": 6,
+		"held-normal": 1, "held-normal.0": 1, "held-normal.1": 1, "held-normal.5": 1,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("servedHeldQueues (-want +got):\n%s", diff)
+	}
+	for q := range got {
+		if _, _, ok := shardOf(q); ok {
+			t.Errorf("held queue %s reads as a delivery shard queue", q)
+		}
+	}
+}
+
 // TestShardedDeliveries: with 4 shards, the deferred deliveries of
 // single-recipient jobs wait in the shard queue of their user, a
 // fan-out's held tasks and its chunks in the shard queues of their ids,
@@ -123,18 +144,21 @@ func TestShardedDeliveries(t *testing.T) {
 	waitFor(t, 10*time.Second, "the second job's deliveries to be scheduled", func() bool {
 		for k := range shards {
 			q := fmt.Sprintf("normal.%d", k)
-			tasks, err := e.insp.ListScheduledTasks(q, asynq.PageSize(n))
-			if err != nil {
-				continue // the queue does not exist yet
+			var tasks []*asynq.TaskInfo
+			for _, queue := range []string{q, heldQueueOf(q)} {
+				more, err := e.insp.ListScheduledTasks(queue, asynq.PageSize(n))
+				if err == nil { // else the queue does not exist yet
+					tasks = append(tasks, more...)
+				}
 			}
 			for _, ti := range tasks {
 				if ti.Type == TypeHeld {
 					var c chunk
 					if err := json.Unmarshal(ti.Payload, &c); err != nil {
-						t.Fatalf("task %s in %s: %v", ti.ID, q, err)
+						t.Fatalf("task %s in %s: %v", ti.ID, ti.Queue, err)
 					}
-					if want := shardQueue("normal", ti.ID, shards); q != want {
-						t.Errorf("held task %s waits in %s, want %s", ti.ID, q, want)
+					if want := heldQueueOf(shardQueue("normal", ti.ID, shards)); ti.Queue != want {
+						t.Errorf("held task %s waits in %s, want %s", ti.ID, ti.Queue, want)
 					}
 					for _, r := range c.Recipients {
 						held[r.UserID] = true
@@ -143,9 +167,9 @@ func TestShardedDeliveries(t *testing.T) {
 				}
 				var d delivery
 				if err := json.Unmarshal(ti.Payload, &d); err != nil {
-					t.Fatalf("task %s in %s: %v", ti.ID, q, err)
+					t.Fatalf("task %s in %s: %v", ti.ID, ti.Queue, err)
 				}
-				users[d.UserID] = q
+				users[d.UserID] = ti.Queue
 			}
 		}
 		return len(users) == singles && len(held) == n

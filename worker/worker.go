@@ -72,6 +72,11 @@ type Options struct {
 	// Concurrency is the number of deliveries processed at once (default
 	// DefaultConcurrency).
 	Concurrency int
+	// HeldConcurrency is the number of hush:held tasks that may wait for
+	// their recipients' slots at once, in slots of their own beside
+	// Concurrency's (default: Concurrency). A waiting held task holds no
+	// send permit; its sends take Concurrency's.
+	HeldConcurrency int
 	// MaxRetry is the number of retries for transient failures (default 0:
 	// none).
 	MaxRetry int
@@ -111,6 +116,9 @@ func (o Options) withDefaults() Options {
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
+	if o.HeldConcurrency <= 0 {
+		o.HeldConcurrency = o.Concurrency
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -148,6 +156,7 @@ type Worker struct {
 	queues      map[string]int // priority queues and weights
 	shards      int            // delivery shards per priority
 	conc        int
+	heldConc    int
 	retry       retryPolicy
 	bypass      map[payload.Priority]bool
 	apiToken    string
@@ -176,6 +185,26 @@ type Worker struct {
 
 	running atomic.Bool
 	creds   credentials // when each app's credentials were last refused
+}
+
+// newServer is an Asynq server of conc slots serving queues, on the
+// shared client through a dequeue gate of its own.
+func (w *Worker) newServer(baseCtx context.Context, conc int, queues map[string]int) *asynq.Server {
+	gate := newDequeueGate(w.rdb)
+	gate.count = func(queue, result string) { w.m.dequeues.WithLabelValues(queue, result).Inc() }
+	return asynq.NewServerFromRedisClient(gate, asynq.Config{
+		Concurrency:              conc,
+		BaseContext:              func() context.Context { return baseCtx },
+		Queues:                   queues,
+		RetryDelayFunc:           retryDelay,
+		IsFailure:                isFailure,
+		ErrorHandler:             asynq.ErrorHandlerFunc(w.handleError),
+		ShutdownTimeout:          w.shutdown + haltAfter + 500*time.Millisecond,
+		DelayedTaskCheckInterval: delayedCheck,
+		TaskCheckInterval:        taskCheckInterval,
+		Logger:                   asynqLogger{w.log},
+		LogLevel:                 asynq.WarnLevel,
+	})
 }
 
 // New returns a Worker using rdb for Asynq, job records and events.
@@ -208,6 +237,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		queues:     o.Queues,
 		shards:     max(1, o.DeliveryShards),
 		conc:       o.Concurrency,
+		heldConc:   o.HeldConcurrency,
 		retry:      retryPolicy{maxRetry: o.MaxRetry, maxThrottled: o.MaxThrottled},
 		bypass:     map[payload.Priority]bool{},
 		apiToken:   o.APIToken,
@@ -270,24 +300,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("list queues: %w", err)
 	}
 	queues := servedQueues(w.queues, w.shards, existing)
+	heldQueues := servedHeldQueues(w.queues, w.shards, existing)
 
-	// Asynq runs on the shared client through the gate that spares its
-	// dequeues the queues it just found empty (dequeue.go).
-	gate := newDequeueGate(w.rdb)
-	gate.count = func(queue, result string) { w.m.dequeues.WithLabelValues(queue, result).Inc() }
-	srv := asynq.NewServerFromRedisClient(gate, asynq.Config{
-		Concurrency:              w.conc,
-		BaseContext:              func() context.Context { return baseCtx },
-		Queues:                   queues,
-		RetryDelayFunc:           retryDelay,
-		IsFailure:                isFailure,
-		ErrorHandler:             asynq.ErrorHandlerFunc(w.handleError),
-		ShutdownTimeout:          w.shutdown + haltAfter + 500*time.Millisecond,
-		DelayedTaskCheckInterval: delayedCheck,
-		TaskCheckInterval:        taskCheckInterval,
-		Logger:                   asynqLogger{w.log},
-		LogLevel:                 asynq.WarnLevel,
-	})
+	// Two Asynq servers run on the shared client, each through a gate that
+	// spares its dequeues the queues it just found empty (dequeue.go): one
+	// for deliveries, chunks, jobs and batches, and one for held tasks,
+	// which wait in their handlers for their slots in slots of their own
+	// (heldQueuePrefix).
+	srv := w.newServer(baseCtx, w.conc, queues)
+	held := w.newServer(baseCtx, w.heldConc, heldQueues)
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TypeJob, w.handleJob)
 	mux.HandleFunc(TypeDelivery, w.handleDelivery)
@@ -295,10 +316,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	mux.HandleFunc(typeChunkRereading, w.handleChunk)
 	mux.HandleFunc(typeChunkMarked, w.handleChunk)
 	mux.HandleFunc(typeChunkUnmarked, w.handleChunk)
+	// Held tasks an earlier version put in the delivery queues.
 	mux.HandleFunc(TypeHeld, w.handleChunk)
 	mux.HandleFunc(TypeBatch, w.handleBatch)
+	heldMux := asynq.NewServeMux()
+	heldMux.HandleFunc(TypeHeld, w.handleChunk)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start task server: %w", err)
+	}
+	if err := held.Start(heldMux); err != nil {
+		srv.Shutdown()
+		return fmt.Errorf("start held task server: %w", err)
 	}
 	w.running.Store(true)
 	if w.events.webhook != nil {
@@ -306,12 +334,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		go func() { defer close(done); w.events.webhook.run(ctx) }()
 		defer func() { <-done }()
 	}
-	w.log.Info("worker running", "queues", sortedQueues(queues), "concurrency", w.conc)
+	w.log.Info("worker running", "queues", sortedQueues(queues), "concurrency", w.conc,
+		"held_queues", sortedQueues(heldQueues), "held_concurrency", w.heldConc)
 
 	<-ctx.Done()
 	w.running.Store(false)
 	w.log.Info("worker stopping: no new tasks, finishing in-flight deliveries", "timeout", w.shutdown)
 	srv.Stop()
+	held.Stop()
 	// At ShutdownTimeout handlers are told to stop starting sends and hand
 	// their deliveries back; provider calls already under way go on, so
 	// an answer on its way is recorded rather than sent again, until
@@ -320,7 +350,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stop.Stop()
 	halt := time.AfterFunc(w.shutdown+haltAfter, w.cancelHalt)
 	defer halt.Stop()
+	// Both wait for their handlers, side by side.
+	heldDone := make(chan struct{})
+	go func() { defer close(heldDone); held.Shutdown() }()
 	srv.Shutdown()
+	<-heldDone
 	// Asynq may have stopped waiting for a handler whose provider call or
 	// outcome write is still under way: wait for those, so every answer
 	// the providers gave is recorded before the process exits.

@@ -172,8 +172,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else if f.batch > 1 {
 		submitted = fmt.Sprintf("submitted in batches of %d", f.batch)
 	}
-	fmt.Fprintf(stderr, "bench: Redis %s (%s), concurrency %d, %s, rules %s min-gap %s, %s per user, jobs %s\n",
-		cfg.RedisTarget(), plural(len(b.masters), "master"), cfg.Concurrency, plural(cfg.DeliveryShards, "shard"), f.limits, f.minGap, plural(f.perUser, "push"), submitted)
+	fmt.Fprintf(stderr, "bench: Redis %s (%s), concurrency %d (held tasks %d), %s, rules %s min-gap %s, %s per user, jobs %s\n",
+		cfg.RedisTarget(), plural(len(b.masters), "master"), cfg.Concurrency, cfg.HeldSlots(), plural(cfg.DeliveryShards, "shard"), f.limits, f.minGap, plural(f.perUser, "push"), submitted)
 
 	var runs []benchRun
 	if f.jobs > 0 {
@@ -197,7 +197,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"redis": cfg.RedisTarget(), "concurrency": cfg.Concurrency,
+		return enc.Encode(map[string]any{"redis": cfg.RedisTarget(), "concurrency": cfg.Concurrency, "held_concurrency": cfg.HeldSlots(),
 			"delivery_shards": cfg.DeliveryShards, "per_user": f.perUser, "limits": f.limits, "min_gap": f.minGap.String(), "runs": runs})
 	}
 	printBench(stdout, runs)
