@@ -563,12 +563,15 @@ func TestHeldTasksWaitOutsideDeliverySlots(t *testing.T) {
 		}
 		return held != nil
 	})
-	// The one delivery slot is busy for 4 s from about now, over the held
-	// task's wake (within 3 s of its booking and 1 s after).
+	// The one delivery slot is busy for 10 s from about now, well over the
+	// held task's wake (within 3 s of its booking, and Asynq's forwarder
+	// and dequeue after it, slower on a loaded machine). Its send then
+	// waits for the one send permit, past its slot, and its recipients
+	// book again through their delivery tasks.
 	slow := apnsToken("slow")
-	e.apns.Script(slow, fake.OK().WithLatency(gap))
+	e.apns.Script(slow, fake.OK().WithLatency(10*time.Second))
 	single := e.submit(alertJob("slow", "s", apnsRecipient("x", slow)))
-	waitFor(t, 10*time.Second, "the held task to run while the delivery slot is busy", func() bool {
+	waitFor(t, 15*time.Second, "the held task to run while the delivery slot is busy", func() bool {
 		ti, err := e.insp.GetTaskInfo(heldNormal, held.ID)
 		if err != nil || ti.State != asynq.TaskStateActive {
 			return false
@@ -576,8 +579,8 @@ func TestHeldTasksWaitOutsideDeliverySlots(t *testing.T) {
 		active, err := e.insp.ListActiveTasks("normal")
 		return err == nil && len(active) == 1
 	})
-	e.waitDone(single, 10*time.Second)
-	if st := e.waitDone(second, 20*time.Second); st.Counts[stateDelivered] != 2 {
+	e.waitDone(single, 20*time.Second)
+	if st := e.waitDone(second, 30*time.Second); st.Counts[stateDelivered] != 2 {
 		t.Errorf("second job: counts %v, want 2 delivered", st.Counts)
 	}
 	reqs := e.apns.Requests()

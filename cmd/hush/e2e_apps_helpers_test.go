@@ -497,6 +497,12 @@ func logged(p *hushProc, msg string) []string {
 // reloads reads hush_apps_reloads_total{result=result} from p's /metrics
 // (0 when not there yet).
 func (c *cluster) reloads(p *hushProc, result string) (int, error) {
+	return c.metric(p, `hush_apps_reloads_total{result="`+result+`"}`)
+}
+
+// metric reads the value of series (name{labels}, as /metrics writes
+// it) from p's /metrics (0 when not there yet).
+func (c *cluster) metric(p *hushProc, series string) (int, error) {
 	r, err := c.do(p, http.MethodGet, "/metrics", nil, "")
 	if err != nil {
 		return 0, err
@@ -504,7 +510,7 @@ func (c *cluster) reloads(p *hushProc, result string) (int, error) {
 	if r.Status != http.StatusOK {
 		return 0, fmt.Errorf("GET /metrics on %s: %d", p.name, r.Status)
 	}
-	prefix := `hush_apps_reloads_total{result="` + result + `"} `
+	prefix := series + " "
 	for _, l := range strings.Split(string(r.Body), "\n") {
 		if v, ok := strings.CutPrefix(l, prefix); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// TestE2EKillNineHeld: fan-out jobs under a 3 s gap, so that each user's
+// later pushes wait in hush:held tasks, on the held queues' own Asynq
+// server in each process; the process running a held task (waiting for
+// its slots) is killed with SIGKILL. The other two processes' held
+// servers recover its held tasks once Asynq's lease runs out, and every
+// push arrives, none twice outside the kill's window, within the rules.
+func TestE2EKillNineHeld(t *testing.T) {
+	start := time.Now()
+	c := startCluster(t, clusterOptions{procs: 3, concurrency: e2eConcurrency, maxRetry: 3,
+		env: []string{"HUSH_THROTTLE_MIN_GAP=3s"}})
+	jobs, want := c.fanoutJobs(fanout{prefix: "kh", users: 400, jobs: 4})
+	first := time.Now()
+	c.submit(jobs, c.procs, "")
+
+	// The victim takes a held task (its held server's dequeues count one
+	// more) while held tasks are active: it is killed at once, while that
+	// task waits for its slots.
+	victim := c.procs[1]
+	const took = `hush_dequeues_total{queue="held-normal",result="task"}`
+	seen, err := c.metric(victim, took)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var active []*asynq.TaskInfo
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("the victim took no held task within a minute: nothing was tested")
+		}
+		n, err := c.metric(victim, took)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > seen {
+			if active, err = c.insp.ListActiveTasks("held-normal"); err == nil && len(active) > 0 {
+				break
+			}
+		}
+		seen = n
+		time.Sleep(5 * time.Millisecond)
+	}
+	atKill := len(delivered(c.arrivals()))
+	killing := time.Now()
+	victim.kill(t)
+	killed := time.Now()
+	if atKill >= len(want) {
+		t.Fatalf("the burst was over (%d of %d pushes) before the kill: nothing was tested", atKill, len(want))
+	}
+	// A held task active at the kill and still active 6 s later (a live
+	// process's waits at most about 2.5 s for its slots) is the victim's:
+	// it waits for Asynq's lease to run out.
+	time.Sleep(6*time.Second - time.Since(killed))
+	still, err := c.insp.ListActiveTasks("held-normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orphans []string
+	for _, a := range active {
+		for _, s := range still {
+			if s.ID == a.ID {
+				orphans = append(orphans, a.ID)
+			}
+		}
+	}
+	if len(orphans) == 0 {
+		t.Fatalf("none of the held tasks active at the kill (%d) was the victim's: nothing was tested", len(active))
+	}
+	t.Logf("killed %s (kill -9) %s after the burst started, at %d of %d pushes delivered, running held tasks %v",
+		victim.name, killed.Sub(first).Round(10*time.Millisecond), atKill, len(want), orphans)
+	c.waitDrained(want, 4*time.Minute)
+	recovered := time.Since(killed)
+	arrs := c.arrivals()
+	dups := c.assertDelivered(arrs, want, len(want))
+	c.assertDuplicatesAtKill(arrs, killing, killed)
+	late := 0
+	for _, a := range arrs {
+		if a.Status == http.StatusOK && a.At.Sub(killed) > 30*time.Second {
+			late++
+		}
+	}
+	c.assertTimelines(arrs)
+	c.assertNothingArchived()
+	c.assertJobsDone(jobs)
+	for _, p := range c.procs {
+		if p != victim && !p.alive() {
+			t.Errorf("%s died too (%v)", p.name, p.waitErr)
+		}
+	}
+	t.Logf("kill -9 of a held task's process: all %d pushes delivered %s after the kill, %d more than 30 s after it (whole test %s); duplicate pushes seen: %d",
+		len(want), recovered.Round(100*time.Millisecond), late, time.Since(start).Round(100*time.Millisecond), dups)
+}
