@@ -697,3 +697,54 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 		t.Errorf("%d pushes sent, want none", got)
 	}
 }
+
+// TestShutdownHandsBackAWaitingHeldTask: SIGTERM while a held task waits
+// in the held queues' server for its slots, with a shutdown timeout
+// shorter than the wait: the held task sends nothing and goes back to its
+// queue (not completed, not archived); the next process sends each push
+// once, the gap intact.
+func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
+	const gap = 4 * time.Second
+	e := newEnv(t, envOptions{gap: gap.String(), shutdownTimeout: 100 * time.Millisecond})
+	e.waitDone(e.submit(fanJob("sa", 2)), 10*time.Second)
+	second := e.submit(fanJob("sb", 2))
+	var held string
+	waitFor(t, 15*time.Second, "the second job's held task to wait for its slots", func() bool {
+		for id := range e.scheduled(TypeHeld) {
+			held = id
+		}
+		if held == "" {
+			return false
+		}
+		ti, err := e.insp.GetTaskInfo(heldNormal, held)
+		return err == nil && ti.State == asynq.TaskStateActive
+	})
+	e.shutdown()
+	reqs := e.apns.Requests()
+	for i := range 2 {
+		if got := len(requestsFor(reqs, apnsToken(fmt.Sprint("sb", i)))); got != 0 {
+			t.Fatalf("user %d got %d pushes of the second job before the restart, want none (the shutdown timeout is shorter than the wait)", i, got)
+		}
+	}
+	ti, err := e.insp.GetTaskInfo(heldNormal, held)
+	if err != nil {
+		t.Fatalf("held task %s after the shutdown: %v", held, err)
+	}
+	if ti.State == asynq.TaskStateArchived || ti.State == asynq.TaskStateCompleted || ti.State == asynq.TaskStateActive {
+		t.Fatalf("held task %s is %v after the shutdown, want back in its queue", held, ti.State)
+	}
+	e.restart()
+	if st := e.waitDone(second, 30*time.Second); st.Counts[stateDelivered] != 2 {
+		t.Errorf("second job: counts %v, want 2 delivered", st.Counts)
+	}
+	reqs = e.apns.Requests()
+	for i := range 2 {
+		a := requestsFor(reqs, apnsToken(fmt.Sprint("sa", i)))
+		b := requestsFor(reqs, apnsToken(fmt.Sprint("sb", i)))
+		if len(a) != 1 || len(b) != 1 {
+			t.Errorf("user %d got %d and %d pushes, want 1 and 1", i, len(a), len(b))
+		} else if d := b[0].At.Sub(a[0].At); d < gap-250*time.Millisecond {
+			t.Errorf("user %d: pushes %s apart, want at least %s", i, d, gap)
+		}
+	}
+}
