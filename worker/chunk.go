@@ -116,8 +116,13 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("invalid chunk payload (job %q, from %d, %d recipients): %w", c.Job, c.From, len(c.Recipients), asynq.SkipRetry)
 	}
 	typ := t.Type()
-	if held := typ == TypeHeld; held != c.held() || (c.Indices != nil && len(c.Indices) != len(c.Recipients)) || (held && c.Indices == nil) {
+	held := typ == TypeHeld
+	if held != c.held() || (c.Indices != nil && len(c.Indices) != len(c.Recipients)) || (held && c.Indices == nil) {
 		return fmt.Errorf("invalid %s payload (wake %d, %d indices for %d recipients): %w", typ, c.Wake, len(c.Indices), len(c.Recipients), asynq.SkipRetry)
+	}
+	if held {
+		queue, _ := asynq.GetQueueName(ctx)
+		w.log.Debug("held task runs", "task", c.name(), "queue", queue, "recipients", len(c.Recipients))
 	}
 	st, err := w.store.chunkState(ctx, &c, typ == TypeChunk || typ == typeChunkMarked || typ == TypeHeld)
 	if err != nil {

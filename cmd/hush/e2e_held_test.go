@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -17,42 +21,46 @@ import (
 func TestE2EKillNineHeld(t *testing.T) {
 	start := time.Now()
 	c := startCluster(t, clusterOptions{procs: 3, concurrency: e2eConcurrency, maxRetry: 3,
-		env: []string{"HUSH_THROTTLE_MIN_GAP=3s"}})
+		env: []string{"HUSH_THROTTLE_MIN_GAP=3s", "HUSH_LOG_LEVEL=debug"}})
 	jobs, want := c.fanoutJobs(fanout{prefix: "kh", users: 400, jobs: 4})
 	first := time.Now()
 	c.submit(jobs, c.procs, "")
 
-	// The victim takes a held task (its held server's dequeues count one
-	// more) while held tasks are active: it is killed at once, while that
-	// task waits for its slots.
-	victim := c.procs[1]
-	const took = `hush_dequeues_total{queue="held-normal",result="task"}`
-	seen, err := c.metric(victim, took)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var active []*asynq.TaskInfo
-	deadline := time.Now().Add(time.Minute)
-	for {
+	// The victim: the first process whose log says a held task runs
+	// ("held task runs", at debug level) while Asynq still has that task
+	// active; it is killed at once, while the task waits for its slots.
+	var victim *hushProc
+	offsets := map[string]int64{}
+	deadline := time.Now().Add(2 * time.Minute)
+	for victim == nil {
 		if time.Now().After(deadline) {
-			t.Fatal("the victim took no held task within a minute: nothing was tested")
+			t.Fatal("no process was seen running a held task within two minutes: nothing was tested")
 		}
-		n, err := c.metric(victim, took)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > seen {
-			if active, err = c.insp.ListActiveTasks("held-normal"); err == nil && len(active) > 0 {
+		for _, p := range c.procs {
+			for _, run := range heldRuns(t, p, offsets) {
+				if ti, err := c.insp.GetTaskInfo(run.Queue, run.Task); err != nil || ti.State != asynq.TaskStateActive {
+					continue
+				}
+				victim = p
+				break
+			}
+			if victim != nil {
 				break
 			}
 		}
-		seen = n
-		time.Sleep(5 * time.Millisecond)
+		if victim == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
-	atKill := len(delivered(c.arrivals()))
 	killing := time.Now()
 	victim.kill(t)
 	killed := time.Now()
+	// Its held tasks stay active (leased) after its death.
+	active, err := c.insp.ListActiveTasks("held-normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	atKill := len(delivered(c.arrivals()))
 	if atKill >= len(want) {
 		t.Fatalf("the burst was over (%d of %d pushes) before the kill: nothing was tested", atKill, len(want))
 	}
@@ -98,4 +106,41 @@ func TestE2EKillNineHeld(t *testing.T) {
 	}
 	t.Logf("kill -9 of a held task's process: all %d pushes delivered %s after the kill, %d more than 30 s after it (whole test %s); duplicate pushes seen: %d",
 		len(want), recovered.Round(100*time.Millisecond), late, time.Since(start).Round(100*time.Millisecond), dups)
+}
+
+// heldRun is a "held task runs" log line.
+type heldRun struct {
+	Msg   string `json:"msg"`
+	Task  string `json:"task"`
+	Queue string `json:"queue"`
+}
+
+// heldRuns reads p's log from where the last call stopped (offsets, by
+// process name) and returns its "held task runs" lines.
+func heldRuns(t *testing.T, p *hushProc, offsets map[string]int64) []heldRun {
+	t.Helper()
+	f, err := os.Open(p.logPath)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, offsets[p.name], 1<<40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only whole lines: the rest is read next time.
+	n := bytes.LastIndexByte(b, '\n') + 1
+	offsets[p.name] += int64(n)
+	var out []heldRun
+	for line := range bytes.SplitSeq(b[:n], []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"held task runs"`)) {
+			continue
+		}
+		var r heldRun
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("%s: log line %q: %v", p.name, line, err)
+		}
+		out = append(out, r)
+	}
+	return out
 }
