@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -120,7 +121,7 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	if held != c.held() || (c.Indices != nil && len(c.Indices) != len(c.Recipients)) || (held && c.Indices == nil) {
 		return fmt.Errorf("invalid %s payload (wake %d, %d indices for %d recipients): %w", typ, c.Wake, len(c.Indices), len(c.Recipients), asynq.SkipRetry)
 	}
-	if held {
+	if held && w.log.Enabled(ctx, slog.LevelDebug) {
 		queue, _ := asynq.GetQueueName(ctx)
 		w.log.Debug("held task runs", "task", c.name(), "queue", queue, "recipients", len(c.Recipients))
 	}

@@ -584,15 +584,7 @@ func TestHeldTasksWaitOutsideDeliverySlots(t *testing.T) {
 		t.Errorf("second job: counts %v, want 2 delivered", st.Counts)
 	}
 	reqs := e.apns.Requests()
-	for i := range 2 {
-		a := requestsFor(reqs, apnsToken(fmt.Sprint("wa", i)))
-		b := requestsFor(reqs, apnsToken(fmt.Sprint("wb", i)))
-		if len(a) != 1 || len(b) != 1 {
-			t.Errorf("user %d got %d and %d pushes, want 1 and 1", i, len(a), len(b))
-		} else if d := b[0].At.Sub(a[0].At); d < gap-250*time.Millisecond {
-			t.Errorf("user %d: pushes %s apart, want at least %s", i, d, gap)
-		}
-	}
+	checkOnePushEachApart(t, reqs, "wa", "wb", 2, gap)
 }
 
 // TestReRunKeepsHeldTasksWhereMarked: a re-run creates each held task
@@ -738,9 +730,17 @@ func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
 		t.Errorf("second job: counts %v, want 2 delivered", st.Counts)
 	}
 	reqs = e.apns.Requests()
-	for i := range 2 {
-		a := requestsFor(reqs, apnsToken(fmt.Sprint("sa", i)))
-		b := requestsFor(reqs, apnsToken(fmt.Sprint("sb", i)))
+	checkOnePushEachApart(t, reqs, "sa", "sb", 2, gap)
+}
+
+// checkOnePushEachApart checks that each of the n users of two fan-out
+// jobs (fanJob(first, n), then fanJob(second, n)) got one push of each, at
+// least gap apart (within the tests' 250 ms tolerance).
+func checkOnePushEachApart(t *testing.T, reqs []fake.Request, first, second string, n int, gap time.Duration) {
+	t.Helper()
+	for i := range n {
+		a := requestsFor(reqs, apnsToken(fmt.Sprint(first, i)))
+		b := requestsFor(reqs, apnsToken(fmt.Sprint(second, i)))
 		if len(a) != 1 || len(b) != 1 {
 			t.Errorf("user %d got %d and %d pushes, want 1 and 1", i, len(a), len(b))
 		} else if d := b[0].At.Sub(a[0].At); d < gap-250*time.Millisecond {

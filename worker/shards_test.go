@@ -211,17 +211,7 @@ func TestShardedDeliveries(t *testing.T) {
 			t.Errorf("single user %d: pushes %s apart, want at least 6s", i, d)
 		}
 	}
-	for i := range n {
-		a := requestsFor(reqs, apnsToken(fmt.Sprint("sa", i)))
-		b := requestsFor(reqs, apnsToken(fmt.Sprint("sb", i)))
-		if len(a) != 1 || len(b) != 1 {
-			t.Errorf("user %d got %d and %d pushes, want 1 and 1", i, len(a), len(b))
-			continue
-		}
-		if d := b[0].At.Sub(a[0].At); d < 6*time.Second-250*time.Millisecond {
-			t.Errorf("user %d: pushes %s apart, want at least 6s", i, d)
-		}
-	}
+	checkOnePushEachApart(t, reqs, "sa", "sb", n, 6*time.Second)
 }
 
 // TestLeftoverShardQueueIsDrained: a delivery waiting in a shard queue of a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -85,27 +84,7 @@ func TestE2EKillNineHeld(t *testing.T) {
 	}
 	t.Logf("killed %s (kill -9) %s after the burst started, at %d of %d pushes delivered, running held tasks %v",
 		victim.name, killed.Sub(first).Round(10*time.Millisecond), atKill, len(want), orphans)
-	c.waitDrained(want, 4*time.Minute)
-	recovered := time.Since(killed)
-	arrs := c.arrivals()
-	dups := c.assertDelivered(arrs, want, len(want))
-	c.assertDuplicatesAtKill(arrs, killing, killed)
-	late := 0
-	for _, a := range arrs {
-		if a.Status == http.StatusOK && a.At.Sub(killed) > 30*time.Second {
-			late++
-		}
-	}
-	c.assertTimelines(arrs)
-	c.assertNothingArchived()
-	c.assertJobsDone(jobs)
-	for _, p := range c.procs {
-		if p != victim && !p.alive() {
-			t.Errorf("%s died too (%v)", p.name, p.waitErr)
-		}
-	}
-	t.Logf("kill -9 of a held task's process: all %d pushes delivered %s after the kill, %d more than 30 s after it (whole test %s); duplicate pushes seen: %d",
-		len(want), recovered.Round(100*time.Millisecond), late, time.Since(start).Round(100*time.Millisecond), dups)
+	c.assertRecoveredFromKill(victim, jobs, want, killing, killed, start)
 }
 
 // heldRun is a "held task runs" log line.

@@ -82,6 +82,16 @@ func killNine(t *testing.T, prefix string, submit func(c *cluster, jobs []payloa
 	}
 	t.Logf("killed %s (kill -9) %s after the burst started, at %d of %d pushes delivered",
 		victim.name, killed.Sub(first).Round(10*time.Millisecond), atKill, len(want))
+	c.assertRecoveredFromKill(victim, jobs, want, killing, killed, start)
+}
+
+// assertRecoveredFromKill waits for every push of jobs after victim was
+// killed (between killing and killed) and checks what the kill -9 tests
+// promise: nothing lost, a duplicate only within the kill's window, the
+// rules held, nothing archived, every job done, the other processes alive.
+func (c *cluster) assertRecoveredFromKill(victim *hushProc, jobs []payload.Job, want []push, killing, killed, start time.Time) {
+	t := c.t
+	t.Helper()
 	c.waitDrained(want, 4*time.Minute)
 	recovered := time.Since(killed)
 	arrs := c.arrivals()
