@@ -66,6 +66,9 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("invalid batch payload (id %q, %d jobs): %w", b.ID, len(b.Jobs), asynq.SkipRetry)
 	}
 	errs := make([]error, len(b.Jobs))
+	// The deferred recipients of its single-recipient jobs, held back in
+	// hush:waiting-jobs tasks once every job is done (heldjobs.go).
+	hj := newHeldJobsGroups(b.task())
 	var wg sync.WaitGroup
 	// Single-recipient jobs of one app go in groups of up to w.wave: one
 	// round trip starts them all and books their slots (singleJobs).
@@ -83,7 +86,7 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 			for k, i := range at {
 				jobs[k] = &b.Jobs[i]
 			}
-			for k, err := range w.singleJobs(ctx, g.app, g.pipe, jobs, b.task()) {
+			for k, err := range w.singleJobs(ctx, g.app, g.pipe, jobs, b.task(), hj) {
 				errs[at[k]] = err
 			}
 		})
@@ -105,7 +108,7 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 			}
 			continue
 		}
-		wg.Go(func() { errs[i] = w.runJob(ctx, job, b.task()) })
+		wg.Go(func() { errs[i] = w.runJob(ctx, job, b.task(), hj) })
 	}
 	for _, g := range groups {
 		if len(g.at) > 0 {
@@ -113,6 +116,7 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 		}
 	}
 	wg.Wait()
+	herr := hj.finish(ctx, w, errs)
 	for i, err := range errs {
 		if errors.Is(err, asynq.SkipRetry) {
 			// Final for this job alone: the others' errors decide whether
@@ -123,7 +127,7 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 			errs[i] = fmt.Errorf("job %s: %w", b.Jobs[i].ID, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, herr)...)
 }
 
 // MaxBatch is the most jobs one EnqueueBatch call (one POST

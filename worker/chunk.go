@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +38,10 @@ type chunk struct {
 	Indices []int  `json:"indices,omitempty"`
 	Wake    int64  `json:"wake,omitempty"`
 	// Waits: a held task in a held queue, id "wait:..." (held.go).
-	Waits      bool                `json:"waits,omitempty"`
+	Waits bool `json:"waits,omitempty"`
+	// Slot is a hush:waiting-jobs member's booked instant on the clock of
+	// the process that held it back (heldjobs.go); zero when not known.
+	Slot       time.Time           `json:"slot,omitzero"`
 	Recipients []payload.Recipient `json:"recipients"`
 	Content    payload.Content     `json:"content"`
 	Priority   payload.Priority    `json:"priority"`
@@ -46,10 +50,16 @@ type chunk struct {
 	AcceptedAt time.Time `json:"accepted_at"`
 	// queue is a held task's queue, while its run creates it.
 	queue string
+	// group is the id of the hush:waiting-jobs task c is a member of
+	// (heldjobs.go), while it runs.
+	group string
 }
 
 // name is the chunk's task id.
 func (c *chunk) name() string {
+	if c.group != "" {
+		return c.group
+	}
 	if c.held() {
 		return heldTaskID(c.Job, c.From/chunkSize, c.Wake, c.Waits)
 	}
@@ -130,7 +140,7 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	st.group = typ == TypeChunk || typ == typeChunkRereading
-	return w.deliverChunk(ctx, &c, st, nil)
+	return w.deliverChunk(ctx, &c, st, nil, nil)
 }
 
 // enqueueChunk creates c's task: a hush:grouping-chunk one when marked (by
@@ -187,6 +197,8 @@ type handoff struct {
 	// foreign: a held task's recipient that its marker gives to its
 	// delivery task already: the task is created again, the marker kept.
 	foreign bool
+	// slot: a deferred recipient's booked instant (local clock).
+	slot time.Time
 }
 
 // deliverChunk delivers a chunk in waves of up to w.wave recipients: each
@@ -206,8 +218,10 @@ type handoff struct {
 // its delivery task. A cancelled job's fresh recipients end cancelled here;
 // the rest are dropped by their delivery tasks.
 // st are the chunk's states as its run read them first; pre, when not
-// nil, is the first wave already booked (singleJob).
-func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking) error {
+// nil, is the first wave already booked (singleJob, bookHeldJobs). hj,
+// when not nil, takes a single-recipient job's deferred recipient
+// (heldjobs.go): c is the job's only chunk, run by a batch or job task.
+func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking, hj *heldJobsGroups) error {
 	var handoffs []handoff
 	var rec chunkRecord
 	var todo, cancel []int
@@ -217,6 +231,9 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	// kind allows it (st.group: held.go).
 	groups := heldGroups{}
 	grouping := st.group && st.holds != nil && !c.held()
+	// The hush:waiting-jobs tasks c's recipient joins once its marker
+	// names them (hj).
+	var joins []heldJoin
 	now := time.Now()
 	app, appErr := w.apps.resolve(c.Content.App)
 	for i := range c.Recipients {
@@ -229,6 +246,12 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		case c.held() && owner != c.name():
 			// Given up to its delivery task by an earlier run of this task.
 			handoffs = append(handoffs, handoff{i: i, foreign: true})
+		case !c.held() && strings.HasPrefix(owner, heldJobsPrefix):
+			// Its job's batch or job task creates it again, whole.
+			if err := hj.check(c, ownerQueue, owner); err != nil {
+				return err
+			}
+			joins = append(joins, heldJoin{id: owner, queue: ownerQueue})
 		case !c.held() && owner != "":
 			// The same task in the same queue: a task of this id in
 			// another queue would be a second owner.
@@ -272,10 +295,12 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		todo = todo[len(wave):]
 		booked := pre
 		pre = nil
-		if (booked == nil || !slices.Equal(booked.idx, wave)) && !c.held() {
+		if booked != nil && !slices.Equal(booked.idx, wave) {
 			// Not the wave booked ahead (its recipient expired since): the
 			// booking is handed over with the recipient, found existing.
 			booked = nil
+		}
+		if booked == nil && !c.held() {
 			if err := w.sends.Acquire(ctx, int64(len(wave))); err != nil {
 				break // shutdown: handled below
 			}
@@ -301,6 +326,11 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	var tasks []handoff
 	for _, h := range handoffs {
 		switch {
+		case h.deferred && hj != nil && !c.held():
+			id, queue := hj.id(w, c, h.wake.Unix())
+			rec.held(c.index(h.i), heldMark(queue, id))
+			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot})
+			continue
 		case h.deferred && grouping:
 			g := groups.add(w, c, h.i, h.wake.Unix())
 			rec.held(c.index(h.i), heldMark(g.queue, g.name()))
@@ -312,11 +342,18 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		}
 		tasks = append(tasks, h)
 	}
+	st.handed = len(tasks) > 0
 	// What was settled is recorded whatever happened, under a context
 	// shutdown does not cancel.
 	recorded, err := w.store.record(ctx, c, &rec)
 	if err != nil {
 		return errors.Join(werr, err)
+	}
+	for _, j := range joins {
+		// Its marker names the task now: the task may hold it.
+		if err := hj.put(c, j); err != nil {
+			return errors.Join(werr, err)
+		}
 	}
 	for k := 1; k < len(rec.entries); k += 3 {
 		if recorded[k/3] {
@@ -508,7 +545,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 				rec.deferrals++
 				w.logDeferred(&d, pl)
 				delay := deferDelay(pl.wait)
-				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: time.Now().Add(delay)})
+				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: time.Now().Add(delay), slot: pl.slot})
 			default:
 				// Near (its task waits in place), expired, full or
 				// collapsed (dropped there), or stalled (booked again

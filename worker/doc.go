@@ -103,11 +103,20 @@
 //	               their bookings, waits for each slot without holding a
 //	               send permit, and sends; the job record's held marker of
 //	               each recipient names the one task that owns it (held.go).
+//	hush:waiting-jobs the single-recipient jobs one run of a hush:batch
+//	               (or hush:job) task held back, waking at Unix second s
+//	               (task id "jobs:<task id>/<token>/<s>", the token new to
+//	               each run), in the same held queues. Its run marks itself
+//	               (hush:held-run:{<id>}) and reads the jobs' cancellation
+//	               in one round trip, takes each job's slot from the task
+//	               (or finds the booking of a job with a collapse key), and
+//	               sends and records each job as a hush:held task does
+//	               (heldjobs.go).
 //	hush:delivery  one recipient (task id "delivery:<id>/<index>"), created
 //	               by a chunk only for the recipients it does not settle:
-//	               held back by the limiter (from the job task's own
-//	               chunk, or an earlier version's chunk task; scheduled
-//	               shortly before the booked slot), booked by an earlier
+//	               held back by the limiter by an earlier version's
+//	               chunk task (scheduled shortly before the booked slot),
+//	               due within a wait in place, booked by an earlier
 //	               run, late for their slot, or not delivered to every
 //	               device (provider throttling, transient or permanent
 //	               failures), and those a held task gives up. It books

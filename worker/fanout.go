@@ -38,14 +38,17 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 	if job.ID == "" {
 		return fmt.Errorf("job payload without id: %w", asynq.SkipRetry)
 	}
-	return w.runJob(ctx, &job, "")
+	hj := newHeldJobsGroups(jobTaskID(job.ID))
+	err := w.runJob(ctx, &job, "", hj)
+	return errors.Join(err, hj.finish(ctx, w, []error{err}))
 }
 
 // runJob is the work of a job's task, or of the batch task carrying it
-// (task, its id; "" for the job's own task).
-func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string) error {
+// (task, its id; "" for the job's own task); hj takes a single-recipient
+// job's recipient when the limiter defers it (heldjobs.go).
+func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string, hj *heldJobsGroups) error {
 	if app, pipe := w.singlePath(job); pipe != nil {
-		return w.singleJob(ctx, app, pipe, job, task)
+		return w.singleJobs(ctx, app, pipe, []*payload.Job{job}, task, hj)[0]
 	}
 	queue := string(job.Priority.Effective())
 	n := len(job.Recipients)
@@ -78,7 +81,10 @@ func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string) erro
 	// Its own chunk holds deferred recipients back into held tasks too:
 	// start.lua read their markers.
 	states.group = n > 1
-	return w.deliverChunk(ctx, first, states, nil)
+	if n > 1 {
+		hj = nil
+	}
+	return w.deliverChunk(ctx, first, states, nil, hj)
 }
 
 // singlePath answers the app and its limiter when job takes singleJob's
@@ -95,22 +101,17 @@ func (w *Worker) singlePath(job *payload.Job) (*App, pipeLimiter) {
 	return app, w.pipeOf(app)
 }
 
-// singleJob is jobTask for a job of one recipient (the commonest kind): it
-// books the recipient's slot in the same round trip as start.lua, taking
-// the send permit first so the slot is not booked while waiting for one.
-// The booking is speculative: when start.lua says the recipient is already
-// settled (a re-run) a new booking is given back, and when another
-// submission owns the id its bookings are left to it (it finds them
-// existing, as after a crash). Otherwise the delivery goes on as in
-// deliverChunk with the slot booked.
-func (w *Worker) singleJob(ctx context.Context, app *App, pipe pipeLimiter, job *payload.Job, task string) error {
-	return w.singleJobs(ctx, app, pipe, []*payload.Job{job}, task)[0]
-}
-
-// singleJobs is singleJob for several jobs of one app (a batch's): their
-// start.lua calls and one batched booking share one round trip, then each
-// job goes on alone. It answers an error per job.
-func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, jobs []*payload.Job, task string) []error {
+// singleJobs is jobTask for jobs of one recipient (the commonest kind) of
+// one app (one, or a batch's): it books each recipient's slot in the same
+// round trip as the jobs' start.lua calls, taking the send permits first
+// so no slot is booked while waiting for one. The booking is speculative:
+// when start.lua says the recipient is already settled (a re-run) a new
+// booking is given back, and when another submission owns the id its
+// bookings are left to it (it finds them existing, as after a crash).
+// Otherwise each job goes on alone as in deliverChunk with its slot
+// booked, holding a deferred recipient back in hj's tasks. It answers an
+// error per job.
+func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, jobs []*payload.Job, task string, hj *heldJobsGroups) []error {
 	errs := make([]error, len(jobs))
 	if err := w.sends.Acquire(ctx, int64(len(jobs))); err != nil {
 		for i, job := range jobs {
@@ -160,7 +161,7 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, job
 		}
 		run := func() {
 			defer s.p.releaseAll()
-			errs[i] = w.startedSingle(ctx, app, job, s.r, s.c, s.call, reqs[i], b)
+			errs[i] = w.startedSingle(ctx, app, job, s.r, s.c, s.call, reqs[i], b, hj)
 		}
 		if len(jobs) == 1 {
 			run()
@@ -174,7 +175,7 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, job
 
 // startedSingle goes on with a single-recipient job once its start.lua
 // call and its booking b (of req) have answered.
-func (w *Worker) startedSingle(ctx context.Context, app *App, job *payload.Job, r recordInfo, c *chunk, call *startCall, req throttle.Request, b *booking) error {
+func (w *Worker) startedSingle(ctx context.Context, app *App, job *payload.Job, r recordInfo, c *chunk, call *startCall, req throttle.Request, b *booking, hj *heldJobsGroups) error {
 	owner, _, st, err := call.result(ctx, nil)
 	if err != nil {
 		return err // a re-run finds the booking and hands it to the delivery task
@@ -193,7 +194,7 @@ func (w *Worker) startedSingle(ctx context.Context, app *App, job *payload.Job, 
 		}
 		return nil
 	}
-	return w.deliverChunk(ctx, c, st, b)
+	return w.deliverChunk(ctx, c, st, b, hj)
 }
 
 // deliveryQueue is the queue of d's delivery task: its priority's shard

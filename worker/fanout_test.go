@@ -375,7 +375,7 @@ func TestEarlierChunkTasksStillRun(t *testing.T) {
 // registers only the shorter one would run the longer one's tasks as its
 // own.
 func TestTaskTypesArePrefixFree(t *testing.T) {
-	types := []string{TypeJob, TypeBatch, TypeChunk, typeChunkRereading, typeChunkMarked, typeChunkUnmarked, TypeDelivery, TypeHeld}
+	types := []string{TypeJob, TypeBatch, TypeChunk, typeChunkRereading, typeChunkMarked, typeChunkUnmarked, TypeDelivery, TypeHeld, TypeHeldJobs}
 	for _, a := range types {
 		for _, b := range types {
 			if a != b && strings.HasPrefix(b, a) {

@@ -112,10 +112,10 @@ func TestServedHeldQueues(t *testing.T) {
 	}
 }
 
-// TestShardedDeliveries: with 4 shards, the deferred deliveries of
-// single-recipient jobs wait in the shard queue of their user, a
-// fan-out's held tasks and its chunks in the shard queues of their ids,
-// and everything is delivered with the limiter's gap intact.
+// TestShardedDeliveries: with 4 shards, the held back single-recipient
+// jobs, a fan-out's held tasks and its chunks wait in the shard queues of
+// their tasks' ids, and everything is delivered with the limiter's gap
+// intact. (A delivery task waits in its user's shard: TestDeliveryShards.)
 func TestShardedDeliveries(t *testing.T) {
 	const n, singles, shards = 150, 40, 4
 	e := newEnv(t, envOptions{limits: "100/1m", gap: "6s", shards: shards})
@@ -136,10 +136,9 @@ func TestShardedDeliveries(t *testing.T) {
 	}
 
 	// The second round is all held back by the gap (longer than a wait in
-	// place): the single-recipient jobs' deliveries in delivery tasks
-	// waiting in the scheduled sets of the users' shards, the fan-out's
-	// recipients in held tasks, each in the shard of its id.
-	users := map[string]string{} // user -> queue its delivery waits in
+	// place): the single-recipient jobs in held jobs tasks, the fan-out's
+	// recipients in held tasks, each task in the shard of its id.
+	users := map[string]string{} // single user -> queue its job waits in
 	held := map[string]bool{}    // users waiting in held tasks
 	waitFor(t, 10*time.Second, "the second job's deliveries to be scheduled", func() bool {
 		for k := range shards {
@@ -152,38 +151,34 @@ func TestShardedDeliveries(t *testing.T) {
 				}
 			}
 			for _, ti := range tasks {
+				if want := heldQueueOf(shardQueue("normal", ti.ID, shards)); ti.Queue != want {
+					t.Errorf("%s task %s waits in %s, want %s", ti.Type, ti.ID, ti.Queue, want)
+				}
+				if ti.Type == TypeHeldJobs {
+					var h heldJobs
+					if err := json.Unmarshal(ti.Payload, &h); err != nil {
+						t.Fatalf("task %s in %s: %v", ti.ID, ti.Queue, err)
+					}
+					for _, c := range h.Jobs {
+						users[c.Recipients[0].UserID] = ti.Queue
+					}
+					continue
+				}
 				if ti.Type == TypeHeld {
 					var c chunk
 					if err := json.Unmarshal(ti.Payload, &c); err != nil {
 						t.Fatalf("task %s in %s: %v", ti.ID, ti.Queue, err)
-					}
-					if want := heldQueueOf(shardQueue("normal", ti.ID, shards)); ti.Queue != want {
-						t.Errorf("held task %s waits in %s, want %s", ti.ID, ti.Queue, want)
 					}
 					for _, r := range c.Recipients {
 						held[r.UserID] = true
 					}
 					continue
 				}
-				var d delivery
-				if err := json.Unmarshal(ti.Payload, &d); err != nil {
-					t.Fatalf("task %s in %s: %v", ti.ID, ti.Queue, err)
-				}
-				users[d.UserID] = ti.Queue
+				t.Errorf("task %s (%s) waits in %s, want only held tasks", ti.ID, ti.Type, ti.Queue)
 			}
 		}
 		return len(users) == singles && len(held) == n
 	})
-	used := map[string]bool{}
-	for user, q := range users {
-		if want := shardQueue("normal", user, shards); q != want {
-			t.Errorf("user %s: delivery waits in %s, want %s", user, q, want)
-		}
-		used[q] = true
-	}
-	if len(used) != shards {
-		t.Errorf("deliveries of %d users use %d of %d shards", len(users), len(used), shards)
-	}
 	queues, err := e.insp.Queues()
 	if err != nil {
 		t.Fatal(err)
@@ -312,5 +307,29 @@ func TestHeldConcurrencyDefaults(t *testing.T) {
 		if got := (Options{Concurrency: tc.conc, HeldConcurrency: tc.held}).withDefaults().HeldConcurrency; got != tc.want {
 			t.Errorf("Concurrency %d, HeldConcurrency %d: %d held slots, want %d", tc.conc, tc.held, got, tc.want)
 		}
+	}
+}
+
+// TestDeliveryShards: with 4 shards a delivery task (a retry, a late or
+// near slot) waits in the shard queue of its user, so one user's
+// deliveries share a queue, and many users' spread over every shard.
+func TestDeliveryShards(t *testing.T) {
+	const users, shards = 40, 4
+	e := newEnv(t, envOptions{noRun: true, shards: shards})
+	used := map[string]bool{}
+	for i := range users {
+		d := delivery{Job: fmt.Sprint("ds-", i), UserID: fmt.Sprint("u-", i), Priority: payload.PriorityNormal,
+			Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken(fmt.Sprint("ds-", i))}}}
+		if err := e.w.enqueueDelivery(t.Context(), &d, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		q := shardQueue("normal", d.UserID, shards)
+		if _, err := e.insp.GetTaskInfo(q, deliveryTaskID(d.Job, 0)); err != nil {
+			t.Errorf("user %s: delivery task not in its shard %s: %v", d.UserID, q, err)
+		}
+		used[q] = true
+	}
+	if len(used) != shards {
+		t.Errorf("deliveries of %d users use %d of %d shards", users, len(used), shards)
 	}
 }

@@ -33,4 +33,9 @@ const (
 	// TypeHeld is recipients of a chunk that the limiter held back, woken
 	// together at one second, shortly before their slots (held.go).
 	TypeHeld = "hush:held"
+	// TypeHeldJobs is single-recipient jobs of one batch (or job) task
+	// that the limiter held back, woken together at one second
+	// (heldjobs.go). It does not start with "hush:job" or "hush:held" on
+	// purpose: an earlier version would run it as one of those.
+	TypeHeldJobs = "hush:waiting-jobs"
 )

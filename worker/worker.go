@@ -321,6 +321,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	mux.HandleFunc(TypeBatch, w.handleBatch)
 	heldMux := asynq.NewServeMux()
 	heldMux.HandleFunc(TypeHeld, w.handleChunk)
+	heldMux.HandleFunc(TypeHeldJobs, w.handleHeldJobs)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start task server: %w", err)
 	}

@@ -1,0 +1,314 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/throttle"
+)
+
+// Held jobs: the single-recipient jobs of one task (a hush:batch task's,
+// or a lone hush:job task's) that the limiter defers wake together, one
+// hush:waiting-jobs task per second of waking, instead of one
+// hush:delivery task each. A user sent several notifications in a row (the
+// throttled case) then costs, per held push, its share of one Asynq task,
+// its own read, its share of one batched booking and its own record,
+// instead of a whole task lifecycle. The task waits in a held queue, in
+// the held tasks' own slots, as a hush:held task does (held.go).
+//
+// Each member is its job's only recipient, so each keeps its own job
+// record: the task's run reads each member's states (one round trip for
+// all: chunk.lua marks its run in each job), books the fresh ones again in
+// one batched round trip (finding their bookings), and then delivers each
+// member as a hush:held task delivers its recipients, recording each job
+// on its own. Ownership is the held marker's, as for hush:held tasks: a
+// member is the task's while its job record's marker "h:0" names the task.
+//
+// Membership. A run of the owning task (the batch or the job task) writes
+// each deferred job's marker first and adds the job to the task after that
+// write answered; it creates the tasks once every job of the run is done.
+// So a task holds exactly the jobs whose markers name it, as long as every
+// run that names a task in a marker either creates it whole or creates
+// nothing:
+//   - The task ids carry a token new to each run (heldJobsTaskID), so a
+//     job deferred by a re-run never joins a task an earlier run created
+//     (which would not hold it).
+//   - A re-run creates an earlier run's task again (its markers name it: a
+//     run crashed between the markers and the task) only when every job of
+//     the run was read without an error, so no member is left out; a task
+//     that still exists is not created twice (Asynq refuses its id).
+
+// heldJobsPrefix starts a hush:waiting-jobs task's id. No other task id
+// starts with it (parseHeldTaskID refuses it), so a marker naming one is
+// never taken for a hush:held task's.
+const heldJobsPrefix = "jobs:"
+
+// heldJobsTaskID is the id of the hush:waiting-jobs task that holds jobs of
+// the task scope deferred by one of its runs (token) to wake at Unix second
+// wake: "jobs:<scope>/<token>/<wake>". scope may hold "/"; token and wake
+// never do.
+func heldJobsTaskID(scope, token string, wake int64) string {
+	return heldJobsPrefix + scope + "/" + token + "/" + strconv.FormatInt(wake, 10)
+}
+
+// parseHeldJobsTaskID splits a heldJobsTaskID.
+func parseHeldJobsTaskID(id string) (scope, token string, wake int64, ok bool) {
+	rest, found := strings.CutPrefix(id, heldJobsPrefix)
+	i := strings.LastIndexByte(rest, '/')
+	if !found || i < 0 {
+		return "", "", 0, false
+	}
+	wake, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil || wake <= 0 {
+		return "", "", 0, false
+	}
+	rest = rest[:i]
+	j := strings.LastIndexByte(rest, '/')
+	if j <= 0 || j == len(rest)-1 {
+		return "", "", 0, false
+	}
+	return rest[:j], rest[j+1:], wake, true
+}
+
+// heldJobs is the payload of a hush:waiting-jobs task: its members, each
+// a job's only recipient as a chunk of one.
+type heldJobs struct {
+	ID   string  `json:"id"`
+	Wake int64   `json:"wake"`
+	Jobs []chunk `json:"jobs"`
+	// queue is the task's queue (a held queue); again: created again by a
+	// re-run, from markers.
+	queue string
+	again bool
+}
+
+// heldJobsGroups gathers the hush:waiting-jobs tasks one run of a task
+// (scope) creates, or creates again, by id. Its jobs' runs add to it side
+// by side.
+type heldJobsGroups struct {
+	scope, token string
+	mu           sync.Mutex
+	tasks        map[string]*heldJobs
+}
+
+func newHeldJobsGroups(scope string) *heldJobsGroups {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return &heldJobsGroups{scope: scope, token: hex.EncodeToString(b[:]), tasks: map[string]*heldJobs{}}
+}
+
+// id is the task this run holds a job of priority queue q back in, to
+// wake at Unix second wake, and its queue.
+func (g *heldJobsGroups) id(w *Worker, c *chunk, wake int64) (id, queue string) {
+	id = heldJobsTaskID(g.scope, g.token, wake)
+	return id, heldQueueOf(shardQueue(string(c.Priority), id, w.shards))
+}
+
+// check reports an error when owner, the task c's marker names in queue,
+// is not a hush:waiting-jobs task of this run's task.
+func (g *heldJobsGroups) check(c *chunk, queue, owner string) error {
+	scope, _, _, ok := parseHeldJobsTaskID(owner)
+	if g == nil || !ok || scope != g.scope || queue == "" {
+		return fmt.Errorf("job %s is held by %q in %q, not a held task of this task: %w", c.Job, owner, queue, asynq.SkipRetry)
+	}
+	return nil
+}
+
+// heldJoin is a hush:waiting-jobs task a job's recipient joins: its id,
+// its queue, and the recipient's booked instant when this run booked it
+// (zero when an earlier run did: the task's run finds the booking).
+type heldJoin struct {
+	id, queue string
+	slot      time.Time
+}
+
+// put adds c (its job's only recipient) to task j, once its marker names
+// it (an earlier run's task when j's token is not this run's).
+func (g *heldJobsGroups) put(c *chunk, j heldJoin) error {
+	_, token, wake, _ := parseHeldJobsTaskID(j.id)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.tasks[j.id]
+	if h == nil {
+		h = &heldJobs{ID: j.id, Wake: wake, queue: j.queue, again: token != g.token}
+		g.tasks[j.id] = h
+	} else if h.queue != j.queue {
+		return fmt.Errorf("held task %s is marked in both %s and %s: %w", j.id, h.queue, j.queue, asynq.SkipRetry)
+	}
+	m := *c
+	m.From, m.Indices, m.Wake, m.Waits, m.Slot, m.group, m.queue = 0, []int{0}, wake, true, j.slot, "", ""
+	h.Jobs = append(h.Jobs, m)
+	return nil
+}
+
+// enqueue creates the run's tasks; again: also those an earlier run named
+// in markers (only when every job of this run was read and recorded).
+func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range slices.Sorted(maps.Keys(g.tasks)) {
+		h := g.tasks[id]
+		if h.again && !again {
+			continue
+		}
+		slices.SortFunc(h.Jobs, func(a, b chunk) int { return strings.Compare(a.Job, b.Job) })
+		body, err := json.Marshal(h)
+		if err != nil {
+			return fmt.Errorf("encode held task %s: %w", id, err)
+		}
+		_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeHeldJobs, body),
+			asynq.TaskID(id), asynq.Queue(h.queue), asynq.ProcessAt(time.Unix(h.Wake, 0)),
+			asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
+		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			return fmt.Errorf("enqueue held task %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// finish creates the tasks of g once its run's jobs are done (errs, one
+// per job), an earlier run's only when no job failed but for good
+// (SkipRetry). This run's own are created after a shutdown too (every
+// member's marker names them: they are whole), so that a process of an
+// earlier version taking the handed-back task, which refuses jobs whose
+// markers name such a task, finds them waiting there.
+func (g *heldJobsGroups) finish(ctx context.Context, w *Worker, errs []error) error {
+	again := ctx.Err() == nil && !slices.ContainsFunc(errs, func(err error) bool { return err != nil && !errors.Is(err, asynq.SkipRetry) })
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return g.enqueue(ctx, w, again)
+}
+
+func (w *Worker) handleHeldJobs(ctx context.Context, t *asynq.Task) (err error) {
+	w.pool.Run(func() {
+		ctx, done := w.handling(ctx)
+		defer done()
+		err = w.heldJobsTask(ctx, t)
+	})
+	return err
+}
+
+// heldJobsTask runs a hush:waiting-jobs task: one round trip marks the
+// run and reads every member's cancellation (a re-run reads each member's
+// states: heldJobsStates), one per app books the fresh members whose slot
+// the task does not carry, then each member goes on as a hush:held task's
+// recipient (deliverChunk), side by side. A run that settles every member
+// deletes its run mark.
+func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
+	var h heldJobs
+	if err := json.Unmarshal(t.Payload(), &h); err != nil {
+		return fmt.Errorf("undecodable held jobs payload: %w: %w", err, asynq.SkipRetry)
+	}
+	if _, _, wake, ok := parseHeldJobsTaskID(h.ID); !ok || wake != h.Wake || len(h.Jobs) == 0 {
+		return fmt.Errorf("invalid held jobs payload (id %q, wake %d, %d jobs): %w", h.ID, h.Wake, len(h.Jobs), asynq.SkipRetry)
+	}
+	cs := make([]*chunk, len(h.Jobs))
+	for i := range h.Jobs {
+		c := &h.Jobs[i]
+		if c.Job == "" || len(c.Recipients) != 1 {
+			return fmt.Errorf("invalid held jobs payload (job %q, %d recipients): %w", c.Job, len(c.Recipients), asynq.SkipRetry)
+		}
+		c.From, c.Indices, c.Wake, c.Waits, c.group = 0, []int{0}, h.Wake, true, h.ID
+		cs[i] = c
+	}
+	if w.log.Enabled(ctx, slog.LevelDebug) {
+		queue, _ := asynq.GetQueueName(ctx)
+		w.log.Debug("held task runs", "task", h.ID, "queue", queue, "recipients", len(cs))
+	}
+	sts, errs, err := w.store.heldJobsStates(ctx, h.ID, cs)
+	if err != nil {
+		return err
+	}
+	pres := w.bookHeldJobs(ctx, cs, sts, errs)
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		if errs[i] != nil {
+			continue
+		}
+		wg.Go(func() { errs[i] = w.deliverChunk(ctx, c, sts[i], pres[i], nil) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = fmt.Errorf("job %s: %w", cs[i].Job, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(sts, func(st *chunkStates) bool { return st.handed }) {
+		// A member went to its delivery task: a later run of this task (a
+		// lost completion, or by hand) must read its states, so the mark
+		// stays (it expires with the job records).
+		return nil
+	}
+	// Every member is settled, and its job retired: a later run reads them
+	// retired and does nothing.
+	if err := w.rdb.Del(context.WithoutCancel(ctx), heldRunKey(h.ID)).Err(); err != nil {
+		w.log.Warn("deleting a held task's run mark failed (it expires with the job records)", "task", h.ID, "err", err)
+	}
+	return nil
+}
+
+// bookHeldJobs answers the bookings of the members of a hush:waiting-jobs
+// task on its first run (fresh, not cancelled), nil for the others (their
+// runs book, as a re-run does). A member whose slot the task carries and
+// whose job has no collapse key keeps the booking it was held back with:
+// nothing but a cancellation (read with the states) or its own delivery
+// gives such a booking back, so it is taken as found, at that slot; the
+// others' are found in one round trip per app. The cancellation was read
+// with the states, at st.readAt, so sendBy counts from there.
+func (w *Worker) bookHeldJobs(ctx context.Context, cs []*chunk, sts []*chunkStates, errs []error) []*booking {
+	pres := make([]*booking, len(cs))
+	byApp := map[string][]int{}
+	now := time.Now()
+	for i, c := range cs {
+		if errs[i] != nil || !sts[i].first || sts[i].cancelled || w.bypass[c.Priority] {
+			continue
+		}
+		if !c.Slot.IsZero() && c.Content.CollapseKey == "" {
+			r := throttle.Reservation{At: c.Slot, Now: now, Wait: max(c.Slot.Sub(now), 0), Existing: true}
+			pres[i] = &booking{idx: []int{0}, res: []throttle.Reservation{r}, asked: sts[i].readAt,
+				mid: now, answered: now, permits: &wavePermits{sem: w.sends}}
+			continue
+		}
+		byApp[c.Content.App] = append(byApp[c.Content.App], i)
+	}
+	for name, at := range byApp {
+		app, err := w.apps.resolve(name)
+		if err != nil {
+			continue // each member fails with the reason (deliverChunk)
+		}
+		reqs := make([]throttle.Request, len(at))
+		for k, i := range at {
+			d := cs[i].delivery(0)
+			reqs[k] = w.requestOf(app, &d, 0, time.Time{})
+		}
+		asked := time.Now()
+		res, _ := app.Limiter.ReserveBatch(ctx, reqs)
+		answered := time.Now()
+		if len(res) != len(reqs) {
+			continue // each member books on its own
+		}
+		for k, i := range at {
+			pres[i] = &booking{
+				idx: []int{0}, res: res[k : k+1], asked: sts[i].readAt,
+				mid: asked.Add(answered.Sub(asked) / 2), answered: answered, permits: &wavePermits{sem: w.sends},
+			}
+		}
+	}
+	return pres
+}

@@ -1,0 +1,422 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/payload"
+)
+
+// heldJobsEnv is a worker that does not run, with a batch of n
+// single-recipient jobs "hj-<i>" for users u-<i>, each user booked just
+// before under gap, so the limiter defers every job; the batch task is
+// returned, not run.
+func heldJobsEnv(t *testing.T, n int, gap time.Duration) (*env, *asynq.Task, []payload.Job) {
+	t.Helper()
+	e := newEnv(t, envOptions{noRun: true, gap: gap.String()})
+	var jobs []payload.Job
+	for i := range n {
+		if _, err := e.lim.Reserve(t.Context(), fmt.Sprintf("u-%d", i), fmt.Sprintf("before/%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, alertJob(fmt.Sprint("hj-", i), "held", apnsRecipient(fmt.Sprint("u-", i), apnsToken(fmt.Sprint("hj-", i)))))
+	}
+	e.submitBatch(jobs)
+	pending, err := e.insp.ListPendingTasks("normal")
+	if err != nil || len(pending) != 1 || pending[0].Type != TypeBatch {
+		t.Fatalf("pending tasks %v, %v: want the one batch", pending, err)
+	}
+	return e, asynq.NewTask(TypeBatch, pending[0].Payload), jobs
+}
+
+// heldJobsTasks lists the hush:waiting-jobs tasks waiting in the held
+// queue of priority normal, decoded, by id.
+func (e *env) heldJobsTasks() map[string]heldJobs {
+	e.t.Helper()
+	out := map[string]heldJobs{}
+	for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){e.insp.ListScheduledTasks, e.insp.ListPendingTasks} {
+		tasks, err := list(heldNormal, asynq.PageSize(1000))
+		if errors.Is(err, asynq.ErrQueueNotFound) {
+			break
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, ti := range tasks {
+			if ti.Type != TypeHeldJobs {
+				continue
+			}
+			var h heldJobs
+			if err := json.Unmarshal(ti.Payload, &h); err != nil {
+				e.t.Fatal(err)
+			}
+			if h.ID != ti.ID {
+				e.t.Errorf("held jobs task %s names itself %s", ti.ID, h.ID)
+			}
+			out[ti.ID] = h
+		}
+	}
+	return out
+}
+
+// checkHeldJobs checks that tasks hold exactly jobs hj-<want...>, each
+// marked held by its task in heldNormal, and returns the jobs' ids per
+// task.
+func checkHeldJobs(t *testing.T, e *env, tasks map[string]heldJobs, want []int) map[string][]string {
+	t.Helper()
+	var got []string
+	out := map[string][]string{}
+	for id, h := range tasks {
+		for _, c := range h.Jobs {
+			got = append(got, c.Job)
+			out[id] = append(out[id], c.Job)
+			mark := e.rdb.HGet(t.Context(), jobKey(c.Job), heldPrefix+"0").Val()
+			if mark != heldMark(heldNormal, id) {
+				t.Errorf("job %s marked %q, want held by %s in %s", c.Job, mark, id, heldNormal)
+			}
+		}
+	}
+	var wantIDs []string
+	for _, i := range want {
+		wantIDs = append(wantIDs, fmt.Sprint("hj-", i))
+	}
+	slices.Sort(got)
+	slices.Sort(wantIDs)
+	if !slices.Equal(got, wantIDs) {
+		t.Errorf("held jobs %v, want %v", got, wantIDs)
+	}
+	return out
+}
+
+// TestBatchHoldsSingleJobsBackTogether: a batch whose single-recipient
+// jobs the limiter all defers holds them in hush:waiting-jobs tasks (one
+// per second of waking), not in a delivery task each; each job's record
+// marks it held by its task. The tasks' runs send each job once, at its
+// slot; a second run of a task sends nothing more. A re-run of the batch,
+// with the held tasks gone (a crash between the markers and the tasks),
+// creates them again whole under the same ids, and sends nothing.
+func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
+	const n, gap = 12, 3 * time.Second
+	e, batchT, jobs := heldJobsEnv(t, n, gap)
+	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(e.scheduled(TypeDelivery)); got != 0 {
+		t.Errorf("%d delivery tasks, want none", got)
+	}
+	tasks := e.heldJobsTasks()
+	if len(tasks) == 0 || len(tasks) > 2 {
+		t.Fatalf("%d held jobs tasks, want 1 or 2 (the bookings were made within a moment)", len(tasks))
+	}
+	members := checkHeldJobs(t, e, tasks, seq(0, n))
+
+	// Lost tasks: the batch's re-run creates each again, whole.
+	for id := range tasks {
+		if err := e.insp.DeleteTask(heldNormal, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
+		t.Fatal(err)
+	}
+	again := e.heldJobsTasks()
+	if !slices.Equal(keysOf(again), keysOf(tasks)) {
+		t.Fatalf("re-run made held jobs tasks %v, want %v", keysOf(again), keysOf(tasks))
+	}
+	checkHeldJobs(t, e, again, seq(0, n))
+	if got := len(e.scheduled(TypeDelivery)); got != 0 {
+		t.Errorf("%d delivery tasks after the re-run, want none", got)
+	}
+	if got := len(e.apns.Requests()); got != 0 {
+		t.Fatalf("%d pushes before the held tasks ran, want none", got)
+	}
+
+	// Each task's run, at its second as Asynq would run it, sends its jobs
+	// at their slots; a second run nothing.
+	for _, id := range keysOf(again) {
+		time.Sleep(time.Until(time.Unix(again[id].Wake, 0)))
+		body, err := json.Marshal(again[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		task := asynq.NewTask(TypeHeldJobs, body)
+		if err := e.w.handleHeldJobs(t.Context(), task); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.rdb.Exists(t.Context(), heldRunKey(id)).Val(); n != 0 {
+			t.Errorf("run mark of %s left after a run that settled every job", id)
+		}
+		if err := e.w.handleHeldJobs(t.Context(), task); err != nil {
+			t.Fatalf("second run of %s: %v", id, err)
+		}
+	}
+	reqs := e.apns.Requests()
+	for i, j := range jobs {
+		got := requestsFor(reqs, apnsToken(j.ID))
+		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
+		switch {
+		case len(got) != 1:
+			t.Errorf("job %s: %d pushes, want 1", j.ID, len(got))
+		case !ok:
+			t.Errorf("job %s: no booking recorded", j.ID)
+		case got[0].At.Before(slot.Add(-50 * time.Millisecond)):
+			t.Errorf("job %s (user %d) sent at %s, before its slot %s", j.ID, i, got[0].At.Format(time.StampMilli), slot.Format(time.StampMilli))
+		}
+		if st, err := e.client.Status(t.Context(), j.ID); err != nil || st.Counts[stateDelivered] != 1 {
+			t.Errorf("job %s: status %+v, %v; want 1 delivered", j.ID, st, err)
+		}
+	}
+	if got := len(e.scheduled(TypeDelivery)); got != 0 {
+		t.Errorf("%d delivery tasks after the held tasks ran, want none", got)
+	}
+	t.Logf("%d jobs held in %d tasks: %v", n, len(members), members)
+}
+
+// TestHeldJobsReRunsCreateOnlyWholeTasks: a run that fails for one job,
+// or is cut by a shutdown, creates its own new held tasks (every member is
+// known: it added them) but not an earlier run's (a member might be the
+// failed job's), and a later run without a failure creates those. A marker naming another
+// task's held jobs task stops that job alone (SkipRetry), sending nothing.
+func TestHeldJobsReRunsCreateOnlyWholeTasks(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	c := chunkOf(&payload.Job{ID: "j1", Recipients: []payload.Recipient{apnsRecipient("u", apnsToken("t"))}}, 0)
+	c.Priority = payload.PriorityNormal
+	old := newHeldJobsGroups("batch:b")
+	cur := newHeldJobsGroups("batch:b")
+	if old.token == cur.token {
+		t.Fatal("two runs share a token")
+	}
+	wake := time.Now().Add(time.Hour).Unix()
+	oldID, q := old.id(e.w, c, wake)
+	newID, q2 := cur.id(e.w, c, wake)
+	if oldID == newID || q != q2 {
+		t.Fatalf("ids %s and %s (queues %s, %s): want two ids of one wake in one queue", oldID, newID, q, q2)
+	}
+	for _, id := range []string{oldID, newID} {
+		if err := cur.put(c, heldJoin{id: id, queue: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(id string) bool {
+		_, err := e.insp.GetTaskInfo(q, id)
+		return err == nil
+	}
+	// Shutdown: this run's task is whole, and made before the hand-back.
+	stopped, stop := context.WithCancel(t.Context())
+	stop()
+	if err := cur.finish(stopped, e.w, []error{nil, context.Canceled}); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(newID) || exists(oldID) {
+		t.Fatalf("after a shutdown: this run's task exists %v, the earlier run's %v; want true, false", exists(newID), exists(oldID))
+	}
+	if err := e.insp.DeleteTask(q, newID); err != nil {
+		t.Fatal(err)
+	}
+	if err := cur.finish(t.Context(), e.w, []error{nil, errors.New("redis down")}); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(newID) || exists(oldID) {
+		t.Fatalf("after a failed job: this run's task exists %v, the earlier run's %v; want true, false", exists(newID), exists(oldID))
+	}
+	if err := cur.finish(t.Context(), e.w, []error{nil, fmt.Errorf("job x: %w", asynq.SkipRetry)}); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(oldID) {
+		t.Fatal("a run whose jobs all ended (one for good) did not create the earlier run's task again")
+	}
+
+	other := heldJobsTaskID("batch:other", "t0", wake)
+	if err := cur.check(c, q, other); !errors.Is(err, asynq.SkipRetry) {
+		t.Errorf("a marker naming %s: %v, want SkipRetry", other, err)
+	}
+	if err := cur.check(c, q, oldID); err != nil {
+		t.Errorf("a marker naming an earlier run's task: %v", err)
+	}
+	if err := cur.put(c, heldJoin{id: oldID, queue: "held-normal.2"}); !errors.Is(err, asynq.SkipRetry) {
+		t.Errorf("one task marked in two queues: %v, want SkipRetry", err)
+	}
+}
+
+// TestHeldJobsTaskIDs: ids split back into their parts, job and batch ids
+// with "/" included, and no id of one kind parses as the other's.
+func TestHeldJobsTaskIDs(t *testing.T) {
+	for _, scope := range []string{"batch:abc", "job:a/b/c", "job:x/1/2"} {
+		id := heldJobsTaskID(scope, "0a1b", 1700000000)
+		s, tok, wake, ok := parseHeldJobsTaskID(id)
+		if !ok || s != scope || tok != "0a1b" || wake != 1700000000 {
+			t.Errorf("%s: %q %q %d %v", id, s, tok, wake, ok)
+		}
+		if _, _, _, _, ok := parseHeldTaskID(id); ok {
+			t.Errorf("%s parses as a hush:held task's id", id)
+		}
+	}
+	for _, bad := range []string{"jobs:", "jobs:a/0", "jobs:/t/5", "jobs:a//5", "jobs:a/t/x", heldTaskID("j", 0, 5, true)} {
+		if _, _, _, ok := parseHeldJobsTaskID(bad); ok {
+			t.Errorf("%q parsed as a held jobs task id", bad)
+		}
+	}
+}
+
+// TestHeldJobsThrottledBurst: users each sent several single-recipient
+// jobs in one batch, the worker running, under a gap longer than a wait in
+// place: every push arrives once, a gap apart per user, and the deferred
+// ones never became delivery tasks (the delivery queue ran the batch task
+// alone).
+func TestHeldJobsThrottledBurst(t *testing.T) {
+	const users, per, gap = 6, 3, 3 * time.Second
+	e := newEnv(t, envOptions{gap: gap.String()})
+	var jobs []payload.Job
+	for i := range users {
+		for k := range per {
+			id := fmt.Sprintf("burst-%d-%d", i, k)
+			jobs = append(jobs, alertJob(id, "b", apnsRecipient(fmt.Sprint("u-", i), apnsToken(id))))
+		}
+	}
+	e.submitBatch(jobs)
+	for _, j := range jobs {
+		e.waitDone(j.ID, 30*time.Second)
+	}
+	reqs := e.apns.Requests()
+	for i := range users {
+		var at []time.Time
+		for k := range per {
+			got := requestsFor(reqs, apnsToken(fmt.Sprintf("burst-%d-%d", i, k)))
+			if len(got) != 1 {
+				t.Errorf("job burst-%d-%d: %d pushes, want 1", i, k, len(got))
+				continue
+			}
+			at = append(at, got[0].At)
+		}
+		slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+		for k := 1; k < len(at); k++ {
+			if d := at[k].Sub(at[k-1]); d < gap-250*time.Millisecond {
+				t.Errorf("user %d: pushes %s apart, want at least %s", i, d, gap)
+			}
+		}
+	}
+	qi, err := e.insp.GetQueueInfo("normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi, err := e.insp.GetQueueInfo(heldNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each step's held jobs may straddle a second: up to two tasks each.
+	if qi.Processed != 1 || hi.Processed < 1 || hi.Processed > 2*(per-1) {
+		t.Errorf("tasks run: %d in normal, %d in %s; want the batch alone, and 1 to %d held jobs tasks", qi.Processed, hi.Processed, heldNormal, 2*(per-1))
+	}
+}
+
+// TestShutdownHandsBackWaitingHeldJobs: SIGTERM while a hush:waiting-jobs
+// task waits for its slots, with a shutdown timeout shorter than the wait:
+// it sends nothing and goes back to its queue; the next process sends
+// each push once, the gap intact.
+func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
+	const gap = 4 * time.Second
+	e := newEnv(t, envOptions{gap: gap.String(), shutdownTimeout: 100 * time.Millisecond})
+	var first, second []payload.Job
+	for i := range 3 {
+		first = append(first, alertJob(fmt.Sprint("sa", i), "a", apnsRecipient(fmt.Sprint("u-", i), apnsToken(fmt.Sprint("sa", i)))))
+		second = append(second, alertJob(fmt.Sprint("sb", i), "b", apnsRecipient(fmt.Sprint("u-", i), apnsToken(fmt.Sprint("sb", i)))))
+	}
+	e.submitBatch(first)
+	for _, j := range first {
+		e.waitDone(j.ID, 10*time.Second)
+	}
+	e.submitBatch(second)
+	var held string
+	waitFor(t, 15*time.Second, "the held jobs task to wait for its slots", func() bool {
+		for id := range e.heldJobsTasks() {
+			held = id
+		}
+		if held == "" {
+			return false
+		}
+		ti, err := e.insp.GetTaskInfo(heldNormal, held)
+		return err == nil && ti.State == asynq.TaskStateActive
+	})
+	e.shutdown()
+	reqs := e.apns.Requests()
+	for _, j := range second {
+		if got := len(requestsFor(reqs, apnsToken(j.ID))); got != 0 {
+			t.Fatalf("job %s: %d pushes before the restart, want none (the shutdown timeout is shorter than the wait)", j.ID, got)
+		}
+	}
+	ti, err := e.insp.GetTaskInfo(heldNormal, held)
+	if err != nil {
+		t.Fatalf("held jobs task %s after the shutdown: %v", held, err)
+	}
+	if ti.State == asynq.TaskStateArchived || ti.State == asynq.TaskStateCompleted || ti.State == asynq.TaskStateActive {
+		t.Fatalf("held jobs task %s is %v after the shutdown, want back in its queue", held, ti.State)
+	}
+	e.restart()
+	for _, j := range second {
+		if st := e.waitDone(j.ID, 30*time.Second); st.Counts[stateDelivered] != 1 {
+			t.Errorf("job %s: counts %v, want 1 delivered", j.ID, st.Counts)
+		}
+	}
+	checkOnePushEachApart(t, e.apns.Requests(), "sa", "sb", 3, gap)
+}
+
+// TestHeldJobsLateHandsOverAndKeepsItsMark: a hush:waiting-jobs task that
+// runs after its jobs' slots (a process that stalled) sends nothing: it
+// marks each job held by its delivery task and creates that task, which
+// books again. Its run mark stays (a later run of it must read the jobs'
+// states, since a delivery task owns them), and such a later run sends
+// nothing and creates nothing more. A run that settles every job deletes
+// the mark (TestBatchHoldsSingleJobsBackTogether).
+func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
+	const n, gap = 4, 3 * time.Second
+	e, batchT, jobs := heldJobsEnv(t, n, gap)
+	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
+		t.Fatal(err)
+	}
+	tasks := e.heldJobsTasks()
+	if len(tasks) == 0 {
+		t.Fatal("no held jobs task")
+	}
+	var latest time.Time
+	for _, j := range jobs {
+		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
+		if !ok {
+			t.Fatalf("job %s: no booking", j.ID)
+		}
+		latest = later(latest, slot)
+	}
+	time.Sleep(time.Until(latest.Add(lateRebook + 300*time.Millisecond)))
+	for _, id := range keysOf(tasks) {
+		body, err := json.Marshal(tasks[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for run := range 2 {
+			if err := e.w.handleHeldJobs(t.Context(), asynq.NewTask(TypeHeldJobs, body)); err != nil {
+				t.Fatalf("run %d of %s: %v", run+1, id, err)
+			}
+			if n, err := e.rdb.Exists(t.Context(), heldRunKey(id)).Result(); err != nil || n != 1 {
+				t.Errorf("after run %d of %s: run mark exists %d, %v; want kept", run+1, id, n, err)
+			}
+		}
+	}
+	if got := len(e.apns.Requests()); got != 0 {
+		t.Errorf("%d pushes sent by late held tasks, want none", got)
+	}
+	if got := len(e.scheduled(TypeDelivery)); got != n {
+		t.Errorf("%d delivery tasks, want %d (one per job)", got, n)
+	}
+	for _, j := range jobs {
+		mark := e.rdb.HGet(t.Context(), jobKey(j.ID), heldPrefix+"0").Val()
+		if q, task := parseHeldMark(mark); q != "normal" || task != "" {
+			t.Errorf("job %s marked %q, want held by its delivery task in normal", j.ID, mark)
+		}
+	}
+}
