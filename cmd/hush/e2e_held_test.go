@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/payload"
 )
 
 // TestE2EKillNineHeld: fan-out jobs under a 3 s gap, so that each user's
@@ -18,12 +21,39 @@ import (
 // servers recover its held tasks once Asynq's lease runs out, and every
 // push arrives, none twice outside the kill's window, within the rules.
 func TestE2EKillNineHeld(t *testing.T) {
+	killNineHeld(t, heldTaskPrefix, func(c *cluster) ([]payload.Job, []push) {
+		jobs, want := c.fanoutJobs(fanout{prefix: "kh", users: 400, jobs: 4})
+		c.submit(jobs, c.procs, "")
+		return jobs, want
+	})
+}
+
+// TestE2EKillNineHeldJobs: the same with single-recipient jobs submitted
+// in batches of 100, 4 per user: each user's later jobs wait in
+// hush:waiting-jobs tasks, and the process running one is killed.
+func TestE2EKillNineHeldJobs(t *testing.T) {
+	killNineHeld(t, heldJobsTaskPrefix, func(c *cluster) ([]payload.Job, []push) {
+		jobs, want := burst{prefix: "kj", users: 400, perUser: 4}.jobs()
+		c.submitBatches(jobs, c.procs, "", 100)
+		return jobs, want
+	})
+}
+
+// The ids of hush:held and hush:waiting-jobs tasks start with these.
+const (
+	heldTaskPrefix     = "wait:"
+	heldJobsTaskPrefix = "jobs:"
+)
+
+// killNineHeld runs a kill -9 test of held tasks whose ids start with
+// prefix: submit makes the jobs (under a 3 s gap) and answers them and
+// their pushes.
+func killNineHeld(t *testing.T, prefix string, submit func(c *cluster) ([]payload.Job, []push)) {
 	start := time.Now()
 	c := startCluster(t, clusterOptions{procs: 3, concurrency: e2eConcurrency, maxRetry: 3,
 		env: []string{"HUSH_THROTTLE_MIN_GAP=3s", "HUSH_LOG_LEVEL=debug"}})
-	jobs, want := c.fanoutJobs(fanout{prefix: "kh", users: 400, jobs: 4})
 	first := time.Now()
-	c.submit(jobs, c.procs, "")
+	jobs, want := submit(c)
 
 	// The victim: the first process whose log says a held task runs
 	// ("held task runs", at debug level) while Asynq still has that task
@@ -37,6 +67,9 @@ func TestE2EKillNineHeld(t *testing.T) {
 		}
 		for _, p := range c.procs {
 			for _, run := range heldRuns(t, p, offsets) {
+				if !strings.HasPrefix(run.Task, prefix) {
+					continue
+				}
 				if ti, err := c.insp.GetTaskInfo(run.Queue, run.Task); err != nil || ti.State != asynq.TaskStateActive {
 					continue
 				}
@@ -74,7 +107,7 @@ func TestE2EKillNineHeld(t *testing.T) {
 	var orphans []string
 	for _, a := range active {
 		for _, s := range still {
-			if s.ID == a.ID {
+			if s.ID == a.ID && strings.HasPrefix(a.ID, prefix) {
 				orphans = append(orphans, a.ID)
 			}
 		}
