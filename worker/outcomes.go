@@ -39,13 +39,19 @@ const recordLinger = 2 * time.Millisecond
 // included.
 const recordTimeout = 30 * time.Second
 
-// deviceOutcome is one device's settled state to record.
+// deviceOutcome is one device's settled state to record, or, with key
+// set, a field of another of its job's keys: a held recipient's marker in
+// the job record (held, recordHeld).
 type deviceOutcome struct {
 	job   string
 	field string // devField(recipient, device)
 	state string // stateDelivered or stateTokenInvalid
 	ttl   time.Duration
 	event *Event // emitted before the state is written; nil: none
+	// key is the hash written instead of the job's device states (""
+	// for those), and deferrals what to add to its "deferrals" field.
+	key       string
+	deferrals int
 }
 
 // recorder batches device outcomes into group commits.
@@ -72,7 +78,10 @@ func newRecorder(rdb redis.UniversalClient, ev *events) *recorder {
 
 // record writes o durably (with whatever other outcomes arrive within the
 // linger) and returns when it is written or has failed for good.
-func (r *recorder) record(o deviceOutcome) error {
+func (r *recorder) record(o deviceOutcome) error { return r.recordAll(o) }
+
+// recordAll is record for several outcomes, written in one commit.
+func (r *recorder) recordAll(os ...deviceOutcome) error {
 	r.mu.Lock()
 	c := r.cur
 	if c == nil {
@@ -81,7 +90,7 @@ func (r *recorder) record(o deviceOutcome) error {
 		r.busy.add()
 		time.AfterFunc(r.linger, func() { r.flush(c) })
 	}
-	c.outs = append(c.outs, o)
+	c.outs = append(c.outs, os...)
 	r.mu.Unlock()
 	<-c.done
 	return c.err
@@ -119,28 +128,41 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 			r.events.m.eventsDropped.WithLabelValues("stream").Add(float64(len(evs)))
 		}
 	}
-	type jobWrite struct {
-		fields []any
-		ttl    time.Duration
+	type keyWrite struct {
+		fields    []any
+		deferrals int
+		ttl       time.Duration
 	}
-	byJob := map[string]*jobWrite{}
+	byKey := map[string]*keyWrite{}
 	var order []string
 	for _, o := range outs {
-		jw := byJob[o.job]
-		if jw == nil {
-			jw = &jobWrite{}
-			byJob[o.job] = jw
-			order = append(order, o.job)
+		key := o.key
+		if key == "" {
+			key = devKey(o.job)
 		}
-		jw.fields = append(jw.fields, o.field, o.state)
-		jw.ttl = max(jw.ttl, o.ttl)
+		kw := byKey[key]
+		if kw == nil {
+			kw = &keyWrite{}
+			byKey[key] = kw
+			order = append(order, key)
+		}
+		if o.field != "" {
+			kw.fields = append(kw.fields, o.field, o.state)
+		}
+		kw.deferrals += o.deferrals
+		kw.ttl = max(kw.ttl, o.ttl)
 	}
 	err := persist(ctx, func(ctx context.Context) error {
 		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, job := range order {
-				jw := byJob[job]
-				p.HSet(ctx, devKey(job), jw.fields...)
-				p.PExpire(ctx, devKey(job), jw.ttl)
+			for _, key := range order {
+				kw := byKey[key]
+				if len(kw.fields) > 0 {
+					p.HSet(ctx, key, kw.fields...)
+				}
+				if kw.deferrals > 0 {
+					p.HIncrBy(ctx, key, "deferrals", int64(kw.deferrals))
+				}
+				p.PExpire(ctx, key, kw.ttl)
 			}
 			return nil
 		})

@@ -343,9 +343,6 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 	if len(r.entries) == 0 && r.deferrals == 0 {
 		return nil, nil
 	}
-	if r.heldOnly() {
-		return s.recordHeld(ctx, c, r)
-	}
 	// Device states were recorded as the answers came (outcomes.go).
 	keys, at := s.retiring(c.Job)
 	args := recordArgs(c.ttl(), r.deferrals, at, r.entries)
@@ -376,41 +373,6 @@ func (r *chunkRecord) heldOnly() bool {
 		}
 	}
 	return true
-}
-
-// recordHeld records r, held recipients and deferrals alone, with plain
-// commands in one round trip, as a delivery task records its own deferral
-// (hold): a held recipient's job has a recipient without a final state, so
-// it has not retired, and record.lua's reads (is the record there, does
-// this call finish the job) have nothing to find. The TTL is set again as
-// record.lua sets it, so a record that its TTL removed meanwhile (a job
-// accepted more than the retention ago) comes back only for that long. A
-// chunk of a single-recipient job defers this way in about an eighth of
-// record.lua's Redis CPU.
-func (s store) recordHeld(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	var marks []any
-	for k := 0; k+2 < len(r.entries); k += 3 {
-		marks = append(marks, heldPrefix+strconv.Itoa(r.entries[k].(int)), r.entries[k+2])
-	}
-	err := persist(ctx, func(ctx context.Context) error {
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			if len(marks) > 0 {
-				p.HSet(ctx, jobKey(c.Job), marks...)
-			}
-			if r.deferrals > 0 {
-				p.HIncrBy(ctx, jobKey(c.Job), "deferrals", int64(r.deferrals))
-			}
-			p.PExpire(ctx, jobKey(c.Job), c.ttl())
-			return nil
-		})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record the held recipients of %s: %w", c.name(), err)
-	}
-	return make([]bool, len(r.entries)/3), nil
 }
 
 // fannedOut marks a job's every chunk task created.
