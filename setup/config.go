@@ -31,7 +31,7 @@ type Config struct {
 	RedisSentinelPassword string   `split_words:"true" desc:"password of the Sentinels themselves (their requirepass), when they have one"`
 
 	Concurrency     int            `desc:"concurrent deliveries per process"`
-	HeldConcurrency int            `split_words:"true" desc:"held tasks (a fan-out chunk's deferred pushes, woken together about a second before their slots) that may wait for their slots at once per process, in slots of their own beside HUSH_CONCURRENCY's; a waiting held task holds no send permit; unset or 0: the same as HUSH_CONCURRENCY"`
+	HeldConcurrency int            `split_words:"true" desc:"held tasks (a fan-out chunk's deferred pushes, or a batch's deferred single-recipient jobs, woken together about a second before their slots) that may wait for their slots at once per process, in slots of their own beside HUSH_CONCURRENCY's; a waiting held task holds no send permit; unset or 0: 10 x HUSH_CONCURRENCY"`
 	Queues          map[string]int `desc:"queues to serve and their weights; queues are named after priorities (critical, high, normal)"`
 	DeliveryShards  int            `split_words:"true" desc:"spread each priority's job, chunk and delivery tasks over this many queues (<priority>.0 ...) by job id and user hash, so that on Redis Cluster one queue's node is not the ceiling; 1: no shard queues"`
 	MaxRetry        int            `split_words:"true" desc:"retries for transient provider failures before a delivery is archived"`
@@ -83,7 +83,7 @@ func (c Config) HeldSlots() int {
 	if c.HeldConcurrency > 0 {
 		return c.HeldConcurrency
 	}
-	return c.Concurrency
+	return worker.DefaultHeldConcurrency(c.Concurrency)
 }
 
 // LoadConfig reads the configuration from the environment and validates it.
@@ -144,7 +144,7 @@ func (c Config) Validate() error {
 		add(keyErr("HUSH_CONCURRENCY", "must be positive, got %d", c.Concurrency))
 	}
 	if c.HeldConcurrency < 0 {
-		add(keyErr("HUSH_HELD_CONCURRENCY", "must be 0 (the same as HUSH_CONCURRENCY) or positive, got %d", c.HeldConcurrency))
+		add(keyErr("HUSH_HELD_CONCURRENCY", "must be 0 (10 x HUSH_CONCURRENCY) or positive, got %d", c.HeldConcurrency))
 	}
 	if len(c.Queues) == 0 {
 		add(keyErr("HUSH_QUEUES", "no queue listed"))

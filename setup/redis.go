@@ -37,8 +37,9 @@ func OpenRedis(cfg Config, log *slog.Logger) (redis.UniversalClient, func(), err
 
 func openRedis(cfg Config, log *slog.Logger) (redis.UniversalClient, func(), error) {
 	// Asynq, the limiter and every in-flight delivery and held task share
-	// the pool.
-	pool := cfg.Concurrency + cfg.HeldSlots() + 30
+	// the pool. Held tasks mostly sleep until their slots, so they count
+	// for at most as many connections as the delivery slots.
+	pool := cfg.Concurrency + min(cfg.HeldSlots(), cfg.Concurrency) + 30
 	if len(cfg.RedisSentinelAddrs) > 0 {
 		opts := &redis.FailoverOptions{
 			MasterName:       cfg.RedisSentinelMaster,

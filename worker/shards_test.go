@@ -300,10 +300,10 @@ func TestShardedJobs(t *testing.T) {
 	}
 }
 
-// TestHeldConcurrencyDefaults: held tasks get as many slots as deliveries
+// TestHeldConcurrencyDefaults: held tasks get ten slots per delivery slot
 // unless HeldConcurrency says otherwise.
 func TestHeldConcurrencyDefaults(t *testing.T) {
-	for _, tc := range []struct{ conc, held, want int }{{0, 0, DefaultConcurrency}, {7, 0, 7}, {7, 300, 300}} {
+	for _, tc := range []struct{ conc, held, want int }{{0, 0, 10 * DefaultConcurrency}, {7, 0, 70}, {7, 300, 300}} {
 		if got := (Options{Concurrency: tc.conc, HeldConcurrency: tc.held}).withDefaults().HeldConcurrency; got != tc.want {
 			t.Errorf("Concurrency %d, HeldConcurrency %d: %d held slots, want %d", tc.conc, tc.held, got, tc.want)
 		}

@@ -26,6 +26,14 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 )
 
+// DefaultHeldConcurrency is the held task slots a process has by default
+// for conc delivery slots: ten times as many. A held task only sleeps
+// until its slots (about a second, at most about two), and a throttled
+// burst of small batches wakes many of them at once; one that waits for a
+// held slot past its pushes' slots makes them book again, through delivery
+// tasks, which costs Redis several times what the held task does.
+func DefaultHeldConcurrency(conc int) int { return 10 * conc }
+
 // CollapseMargin is the limiter's Options.CollapseMargin the worker needs:
 // a held booking less than this from its slot is never collapsed, because
 // its delivery may be past its last look at the limiter (it waits in place
@@ -72,10 +80,11 @@ type Options struct {
 	// Concurrency is the number of deliveries processed at once (default
 	// DefaultConcurrency).
 	Concurrency int
-	// HeldConcurrency is the number of hush:held tasks that may wait for
-	// their recipients' slots at once, in slots of their own beside
-	// Concurrency's (default: Concurrency). A waiting held task holds no
-	// send permit; its sends take Concurrency's.
+	// HeldConcurrency is the number of held tasks (hush:held,
+	// hush:waiting-jobs) that may wait for their recipients' slots at once,
+	// in slots of their own beside Concurrency's (default:
+	// DefaultHeldConcurrency). A waiting held task holds no send permit;
+	// its sends take Concurrency's.
 	HeldConcurrency int
 	// MaxRetry is the number of retries for transient failures (default 0:
 	// none).
@@ -117,7 +126,7 @@ func (o Options) withDefaults() Options {
 		o.Concurrency = DefaultConcurrency
 	}
 	if o.HeldConcurrency <= 0 {
-		o.HeldConcurrency = o.Concurrency
+		o.HeldConcurrency = DefaultHeldConcurrency(o.Concurrency)
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
