@@ -44,13 +44,8 @@ type batch struct {
 // task is the batch's Asynq task id, which owns its jobs' records.
 func (b *batch) task() string { return batchTaskID(b.ID) }
 
-func (w *Worker) handleBatch(ctx context.Context, t *asynq.Task) (err error) {
-	w.pool.Run(func() {
-		ctx, done := w.handling(ctx)
-		defer done()
-		err = w.batchTask(ctx, t)
-	})
-	return err
+func (w *Worker) handleBatch(ctx context.Context, t *asynq.Task) error {
+	return w.handle(ctx, t, w.batchTask)
 }
 
 // batchTask runs every job of the batch side by side, each as its own job

@@ -103,13 +103,8 @@ func chunkOf(job *payload.Job, from int) *chunk {
 	}
 }
 
-func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) (err error) {
-	w.pool.Run(func() {
-		ctx, done := w.handling(ctx)
-		defer done()
-		err = w.chunkTask(ctx, t)
-	})
-	return err
+func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) error {
+	return w.handle(ctx, t, w.chunkTask)
 }
 
 // chunkTask runs a chunk task (tasks.go): a hush:grouping-chunk one
@@ -131,9 +126,8 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	if held != c.held() || (c.Indices != nil && len(c.Indices) != len(c.Recipients)) || (held && c.Indices == nil) {
 		return fmt.Errorf("invalid %s payload (wake %d, %d indices for %d recipients): %w", typ, c.Wake, len(c.Indices), len(c.Recipients), asynq.SkipRetry)
 	}
-	if held && w.log.Enabled(ctx, slog.LevelDebug) {
-		queue, _ := asynq.GetQueueName(ctx)
-		w.log.Debug("held task runs", "task", c.name(), "queue", queue, "recipients", len(c.Recipients))
+	if held {
+		w.logHeldRun(ctx, c.name(), len(c.Recipients))
 	}
 	st, err := w.store.chunkState(ctx, &c, typ == TypeChunk || typ == typeChunkMarked || typ == TypeHeld)
 	if err != nil {
@@ -141,6 +135,15 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	}
 	st.group = typ == TypeChunk || typ == typeChunkRereading
 	return w.deliverChunk(ctx, &c, st, nil, nil)
+}
+
+// logHeldRun logs, at debug level, that held task id (in the queue ctx
+// names) runs for n recipients; the arguments are built only then.
+func (w *Worker) logHeldRun(ctx context.Context, id string, n int) {
+	if w.log.Enabled(ctx, slog.LevelDebug) {
+		queue, _ := asynq.GetQueueName(ctx)
+		w.log.Debug("held task runs", "task", id, "queue", queue, "recipients", n)
+	}
 }
 
 // enqueueChunk creates c's task: a hush:grouping-chunk one when marked (by

@@ -99,13 +99,8 @@ func (d *delivery) expired(at time.Time) bool {
 
 // handleDelivery takes one recipient of a job through the limiter and the
 // providers. See docs "Delivery semantics".
-func (w *Worker) handleDelivery(ctx context.Context, t *asynq.Task) (err error) {
-	w.pool.Run(func() {
-		ctx, done := w.handling(ctx)
-		defer done()
-		err = w.deliveryTask(ctx, t)
-	})
-	return err
+func (w *Worker) handleDelivery(ctx context.Context, t *asynq.Task) error {
+	return w.handle(ctx, t, w.deliveryTask)
 }
 
 func (w *Worker) deliveryTask(ctx context.Context, t *asynq.Task) error {

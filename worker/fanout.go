@@ -20,14 +20,8 @@ import (
 // task per further chunk. It is idempotent: a re-run (after a crash or a retry)
 // resumes from the saved cursor, skips recipients with a final state, and a
 // task that already exists is not created again.
-func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) (err error) {
-	// On a pool goroutine: see goPool.
-	w.pool.Run(func() {
-		ctx, done := w.handling(ctx)
-		defer done()
-		err = w.jobTask(ctx, t)
-	})
-	return err
+func (w *Worker) handleJob(ctx context.Context, t *asynq.Task) error {
+	return w.handle(ctx, t, w.jobTask)
 }
 
 func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {

@@ -700,9 +700,31 @@ func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
 	e := newEnv(t, envOptions{gap: gap.String(), shutdownTimeout: 100 * time.Millisecond})
 	e.waitDone(e.submit(fanJob("sa", 2)), 10*time.Second)
 	second := e.submit(fanJob("sb", 2))
+	held := e.waitHeldActive("the second job's held task to wait for its slots", func() []string { return keysOf(e.scheduled(TypeHeld)) })
+	e.shutdown()
+	reqs := e.apns.Requests()
+	for i := range 2 {
+		if got := len(requestsFor(reqs, apnsToken(fmt.Sprint("sb", i)))); got != 0 {
+			t.Fatalf("user %d got %d pushes of the second job before the restart, want none (the shutdown timeout is shorter than the wait)", i, got)
+		}
+	}
+	e.checkHandedBack(held)
+	e.restart()
+	if st := e.waitDone(second, 30*time.Second); st.Counts[stateDelivered] != 2 {
+		t.Errorf("second job: counts %v, want 2 delivered", st.Counts)
+	}
+	reqs = e.apns.Requests()
+	checkOnePushEachApart(t, reqs, "sa", "sb", 2, gap)
+}
+
+// waitHeldActive waits until the last task list names is active in the
+// held queue of priority normal (a held task waiting for its slots), and
+// returns its id.
+func (e *env) waitHeldActive(what string, list func() []string) string {
+	e.t.Helper()
 	var held string
-	waitFor(t, 15*time.Second, "the second job's held task to wait for its slots", func() bool {
-		for id := range e.scheduled(TypeHeld) {
+	waitFor(e.t, 15*time.Second, what, func() bool {
+		for _, id := range list() {
 			held = id
 		}
 		if held == "" {
@@ -711,26 +733,20 @@ func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
 		ti, err := e.insp.GetTaskInfo(heldNormal, held)
 		return err == nil && ti.State == asynq.TaskStateActive
 	})
-	e.shutdown()
-	reqs := e.apns.Requests()
-	for i := range 2 {
-		if got := len(requestsFor(reqs, apnsToken(fmt.Sprint("sb", i)))); got != 0 {
-			t.Fatalf("user %d got %d pushes of the second job before the restart, want none (the shutdown timeout is shorter than the wait)", i, got)
-		}
-	}
-	ti, err := e.insp.GetTaskInfo(heldNormal, held)
+	return held
+}
+
+// checkHandedBack checks that held task id is back in its queue after a
+// shutdown: not active, completed or archived.
+func (e *env) checkHandedBack(id string) {
+	e.t.Helper()
+	ti, err := e.insp.GetTaskInfo(heldNormal, id)
 	if err != nil {
-		t.Fatalf("held task %s after the shutdown: %v", held, err)
+		e.t.Fatalf("held task %s after the shutdown: %v", id, err)
 	}
 	if ti.State == asynq.TaskStateArchived || ti.State == asynq.TaskStateCompleted || ti.State == asynq.TaskStateActive {
-		t.Fatalf("held task %s is %v after the shutdown, want back in its queue", held, ti.State)
+		e.t.Fatalf("held task %s is %v after the shutdown, want back in its queue", id, ti.State)
 	}
-	e.restart()
-	if st := e.waitDone(second, 30*time.Second); st.Counts[stateDelivered] != 2 {
-		t.Errorf("second job: counts %v, want 2 delivered", st.Counts)
-	}
-	reqs = e.apns.Requests()
-	checkOnePushEachApart(t, reqs, "sa", "sb", 2, gap)
 }
 
 // checkOnePushEachApart checks that each of the n users of two fan-out

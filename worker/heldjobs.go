@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -192,13 +191,8 @@ func (g *heldJobsGroups) finish(ctx context.Context, w *Worker, errs []error) er
 	return g.enqueue(ctx, w, again)
 }
 
-func (w *Worker) handleHeldJobs(ctx context.Context, t *asynq.Task) (err error) {
-	w.pool.Run(func() {
-		ctx, done := w.handling(ctx)
-		defer done()
-		err = w.heldJobsTask(ctx, t)
-	})
-	return err
+func (w *Worker) handleHeldJobs(ctx context.Context, t *asynq.Task) error {
+	return w.handle(ctx, t, w.heldJobsTask)
 }
 
 // heldJobsTask runs a hush:waiting-jobs task: one round trip marks the
@@ -224,10 +218,7 @@ func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
 		c.From, c.Indices, c.Wake, c.Waits, c.group = 0, []int{0}, h.Wake, true, h.ID
 		cs[i] = c
 	}
-	if w.log.Enabled(ctx, slog.LevelDebug) {
-		queue, _ := asynq.GetQueueName(ctx)
-		w.log.Debug("held task runs", "task", h.ID, "queue", queue, "recipients", len(cs))
-	}
+	w.logHeldRun(ctx, h.ID, len(cs))
 	sts, errs, err := w.store.heldJobsStates(ctx, h.ID, cs)
 	if err != nil {
 		return err

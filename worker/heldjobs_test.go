@@ -333,17 +333,7 @@ func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
 		e.waitDone(j.ID, 10*time.Second)
 	}
 	e.submitBatch(second)
-	var held string
-	waitFor(t, 15*time.Second, "the held jobs task to wait for its slots", func() bool {
-		for id := range e.heldJobsTasks() {
-			held = id
-		}
-		if held == "" {
-			return false
-		}
-		ti, err := e.insp.GetTaskInfo(heldNormal, held)
-		return err == nil && ti.State == asynq.TaskStateActive
-	})
+	held := e.waitHeldActive("the held jobs task to wait for its slots", func() []string { return keysOf(e.heldJobsTasks()) })
 	e.shutdown()
 	reqs := e.apns.Requests()
 	for _, j := range second {
@@ -351,13 +341,7 @@ func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
 			t.Fatalf("job %s: %d pushes before the restart, want none (the shutdown timeout is shorter than the wait)", j.ID, got)
 		}
 	}
-	ti, err := e.insp.GetTaskInfo(heldNormal, held)
-	if err != nil {
-		t.Fatalf("held jobs task %s after the shutdown: %v", held, err)
-	}
-	if ti.State == asynq.TaskStateArchived || ti.State == asynq.TaskStateCompleted || ti.State == asynq.TaskStateActive {
-		t.Fatalf("held jobs task %s is %v after the shutdown, want back in its queue", held, ti.State)
-	}
+	e.checkHandedBack(held)
 	e.restart()
 	for _, j := range second {
 		if st := e.waitDone(j.ID, 30*time.Second); st.Counts[stateDelivered] != 1 {

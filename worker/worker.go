@@ -407,6 +407,17 @@ func (l asynqLogger) Warn(args ...any)  { l.log.Warn(fmt.Sprint(args...), "compo
 func (l asynqLogger) Error(args ...any) { l.log.Error(fmt.Sprint(args...), "component", "asynq") }
 func (l asynqLogger) Fatal(args ...any) { l.log.Error(fmt.Sprint(args...), "component", "asynq") }
 
+// handle runs task t with run on a pool goroutine (see goPool), under the
+// context handling gives it: what every task handler does.
+func (w *Worker) handle(ctx context.Context, t *asynq.Task, run func(context.Context, *asynq.Task) error) (err error) {
+	w.pool.Run(func() {
+		ctx, done := w.handling(ctx)
+		defer done()
+		err = run(ctx, t)
+	})
+	return err
+}
+
 // handling is the context a handler works under: Asynq's task context,
 // also cancelled when Run tells handlers to stop (stopping) and taskMargin
 // before the task's own deadline (its Asynq Timeout). done releases it.
