@@ -350,9 +350,12 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	// shutdown does not cancel.
 	var recorded []bool
 	var err error
-	if rec.heldOnly() {
+	switch {
+	case len(rec.entries) == 0 && rec.deferrals == 0:
+		// Nothing settled or held (a run cut early): no write.
+	case rec.heldOnly():
 		recorded, err = w.recordHeld(c, &rec)
-	} else {
+	default:
 		recorded, err = w.store.record(ctx, c, &rec)
 	}
 	if err != nil {
