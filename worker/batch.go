@@ -265,7 +265,8 @@ func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int,
 	// As in submit: the records make the jobs visible at once and answer
 	// duplicates; the batch task writes the same fields if these writes
 	// are lost. A job whose record another submission owns (or that
-	// finished) is a duplicate, and the batch task leaves it alone.
+	// finished, unless this batch's task finished it: finishedBy) is a
+	// duplicate, and the batch task leaves it alone.
 	recs := make([]recordInfo, len(idx))
 	calls := make([]*startCall, len(idx))
 	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -282,6 +283,8 @@ func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int,
 		switch {
 		case err != nil:
 			res[i].Err = err
+		case finishedBy(owner, st, recs[k]):
+			c.count("accepted")
 		case st.retired || owner != recs[k].owner():
 			c.count("duplicate")
 			res[i].Duplicate = true

@@ -476,3 +476,69 @@ type panickyPipelines struct{ redis.UniversalClient }
 func (panickyPipelines) Pipelined(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error) {
 	panic("a pipeline that panics")
 }
+
+// A submission whose task delivers and retires its job before the
+// submission writes the record (a busy worker beside a slow API) is
+// answered accepted, not as a duplicate of itself, alone and in a batch;
+// the same id submitted again later, alone or in a batch, is a
+// duplicate, and each device got its push once.
+func TestJobFinishedBeforeItsRecordIsAccepted(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	var finishing []string
+	e.client.afterEnqueue = func() {
+		for _, id := range finishing {
+			e.waitDone(id, 10*time.Second)
+		}
+	}
+	submit := func(batch bool, jobs ...payload.Job) []BatchResult {
+		t.Helper()
+		if !batch {
+			acc, err := e.client.Enqueue(t.Context(), jobs[0])
+			return []BatchResult{{Accepted: acc, Err: err}}
+		}
+		res, err := e.client.EnqueueBatch(t.Context(), jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, batch := range []bool{false, true} {
+		var jobs []payload.Job
+		finishing = nil
+		for i := range 2 {
+			id := fmt.Sprintf("own-%v-%d", batch, i)
+			jobs = append(jobs, alertJob(id, "x", apnsRecipient("u-"+id, apnsToken(id))))
+			finishing = append(finishing, id)
+		}
+		if !batch {
+			jobs, finishing = jobs[:1], finishing[:1]
+		}
+		for i, r := range submit(batch, jobs...) {
+			if r.Err != nil || r.Duplicate {
+				t.Errorf("batch %v: job %s finished by its own task first: %+v, want accepted", batch, jobs[i].ID, r)
+			}
+			if keys := e.liveKeys(jobs[i].ID); len(keys) != 0 {
+				t.Errorf("batch %v: job %s retired, but the submission wrote %v after", batch, jobs[i].ID, keys)
+			}
+		}
+		finishing = nil
+		time.Sleep(2 * time.Millisecond) // a later acceptance, to the millisecond
+		for _, again := range []bool{false, true} {
+			for i, r := range submit(again, jobs...) {
+				if r.Err != nil || !r.Duplicate {
+					t.Errorf("batch %v: job %s submitted again (batch %v): %+v, want a duplicate", batch, jobs[i].ID, again, r)
+				}
+			}
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // time for any duplicate task to send
+	sent := map[string]int{}
+	for _, r := range e.apns.Requests() {
+		sent[r.Token]++
+	}
+	for _, id := range []string{"own-false-0", "own-true-0", "own-true-1"} {
+		if n := sent[apnsToken(id)]; n != 1 {
+			t.Errorf("job %s: %d pushes, want 1", id, n)
+		}
+	}
+}

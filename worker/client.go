@@ -45,6 +45,9 @@ type Client struct {
 	// (gather.go; WithoutGathering turns it off).
 	gathers   bool
 	gathering gathering
+	// afterEnqueue, when set (by tests), runs once a submission's task is
+	// enqueued, before its records are written.
+	afterEnqueue func()
 }
 
 // ClientOption configures a Client.
@@ -191,13 +194,14 @@ func (c *Client) submit(ctx context.Context, job *payload.Job, now time.Time) (A
 	// The record makes the job visible to Status at once and answers
 	// duplicates once the task is gone; the job handler writes the same
 	// fields if this write is lost. A job found retired (finished: the
-	// lookup above reads live records only) is a duplicate; the new task
-	// finds it retired too and does nothing.
-	retired, err := c.store.create(ctx, recordOf(job, queue), jobQueued)
+	// lookup above reads live records only) is a duplicate, unless this
+	// submission's own task finished it already; the new task of a
+	// duplicate finds it retired too and does nothing.
+	dup, err := c.store.create(ctx, recordOf(job, queue), jobQueued)
 	if err != nil {
 		return Accepted{}, err
 	}
-	if retired {
+	if dup {
 		c.count("duplicate")
 		return Accepted{ID: job.ID, Duplicate: true}, nil
 	}
@@ -384,10 +388,14 @@ func (c *Client) count(result string) {
 	}
 }
 
-// wrote counts a queue task written for jobs new jobs.
+// wrote counts a queue task written for jobs new jobs (and runs
+// afterEnqueue).
 func (c *Client) wrote(jobs int) {
 	if c.m != nil {
 		c.m.taskJobs.Observe(float64(jobs))
+	}
+	if c.afterEnqueue != nil {
+		c.afterEnqueue()
 	}
 }
 

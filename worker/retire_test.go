@@ -333,8 +333,18 @@ func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
 		if err != nil || st.State != jobDone || st.Counts[stateExpired] != 1 {
 			t.Errorf("id %q: status %+v, %v; want done, retired", id, st, err)
 		}
-		if retired, err := s.create(ctx, r, jobQueued); err != nil || !retired {
-			t.Errorf("id %q: creating its record again: retired %v, %v; want retired", id, retired, err)
+		// Its own submission writing the record late is not a duplicate;
+		// another acceptance, or another queue, is.
+		if dup, err := s.create(ctx, r, jobQueued); err != nil || dup {
+			t.Errorf("id %q: its own submission writing its record late: duplicate %v, %v; want not", id, dup, err)
+		}
+		later, other := r, r
+		later.AcceptedAt = r.AcceptedAt.Add(time.Millisecond)
+		other.Queue = "high"
+		for _, again := range []recordInfo{later, other} {
+			if dup, err := s.create(ctx, again, jobQueued); err != nil || !dup {
+				t.Errorf("id %q: creating its record again (%s, %s): duplicate %v, %v; want a duplicate", id, again.Queue, again.AcceptedAt, dup, err)
+			}
 		}
 		if n := rdb.Exists(ctx, jobKey(id)).Val(); n != 0 {
 			t.Errorf("id %q: its record is still there", id)

@@ -36,8 +36,9 @@
 --
 -- Reply: {owner of the id (its queue, then "@" and its batch task when a
 -- batch owns it), cursor or "", cancelled_at or "" (the
--- job was cancelled), "1" when the job was retired (then nothing follows,
--- and the cursor is its recipient count) else "", "1" when the job's task
+-- job was cancelled), "1" when the job was retired (then only its
+-- accepted_at follows, in Unix ms as its done entry keeps it, and the
+-- owner is its queue and the cursor its recipient count) else "", "1" when the job's task
 -- had not run before (the record had no state, or queued: nothing of the
 -- job was sent, and its chunk tasks may skip their reads, chunk.lua) else
 -- "", then nread final
@@ -72,8 +73,8 @@ if not owner then
   for k = 4, 9 do
     local done = redis.call('HGET', KEYS[k], id)
     if done then
-      local q, n = string.match(done, '^([^|]*)|[^|]*|([^|]*)|')
-      return {q, n, '', '1'}
+      local q, at, n = string.match(done, '^([^|]*)|([^|]*)|([^|]*)|')
+      return {q, n, '', '1', at}
     end
   end
   -- No fixed field is there (they are written together), so one HSET

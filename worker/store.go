@@ -290,15 +290,30 @@ type recordInfo struct {
 }
 
 // create writes the job record as the accepting client does: start.lua
-// with the state set only when the record has none. retired reports that
-// the job had finished and was retired (nothing was written).
-func (s store) create(ctx context.Context, r recordInfo, state string) (retired bool, err error) {
+// with the state set only when the record has none. dup reports that the
+// id is another submission's: the job had finished and was retired
+// (nothing was written), and not by the task of the submission r
+// describes (finishedBy).
+func (s store) create(ctx context.Context, r recordInfo, state string) (dup bool, err error) {
 	c := s.startCallWith(r, state, true, nil)
-	_, _, st, err := c.result(ctx, startScript.Run(ctx, s.rdb, c.keys, c.args...))
+	owner, _, st, err := c.result(ctx, startScript.Run(ctx, s.rdb, c.keys, c.args...))
 	if err != nil {
 		return false, err
 	}
-	return st.retired, nil
+	return st.retired && !finishedBy(owner, st, r), nil
+}
+
+// finishedBy reports whether start.lua's answer (owner, st) says the job
+// retired after the submission r describes was accepted, by that
+// submission's own task: a client enqueues the task first and writes the
+// record after, and under load the task can deliver every recipient and
+// retire the job in between. The job is then the caller's, accepted, not
+// a duplicate. The done entry keeps the queue and the acceptance to the
+// millisecond, which the submission's acceptance is truncated to
+// (Client.prepare): two submissions of one id into one queue in the same
+// millisecond, the other one finishing first, read as this one.
+func finishedBy(owner string, st *chunkStates, r recordInfo) bool {
+	return st.retired && owner == r.Queue && st.acceptedAt.Equal(r.AcceptedAt.Truncate(time.Millisecond))
 }
 
 // exists reports whether job id has a live record: a job accepted and not

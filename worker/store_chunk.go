@@ -77,7 +77,12 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 	cursor, _ = strconv.Atoi(cur)
 	cancelledAt, _ := vals[2].(string)
 	if vals[3] == "1" {
-		return owner, cursor, retiredStates(c.first, c.readAt), nil
+		st = retiredStates(c.first, c.readAt)
+		if len(vals) > 4 {
+			at, _ := vals[4].(string)
+			st.acceptedAt = msTime(at)
+		}
+		return owner, cursor, st, nil
 	}
 	if len(vals) < 5 {
 		return "", 0, nil, fmt.Errorf("write job record %s: unexpected reply %v", c.id, vals)
@@ -114,8 +119,10 @@ type chunkStates struct {
 	// deliverChunk).
 	handed bool
 	// retired: the job finished and its records were retired (retire.go);
-	// every recipient's final state reads stateRetired.
-	retired bool
+	// every recipient's final state reads stateRetired. acceptedAt is
+	// then the acceptance its done entry keeps (start.lua's answer only).
+	retired    bool
+	acceptedAt time.Time
 	// fresh (start.lua's answer): the job's task had not run before, so
 	// nothing of the job was sent, and the chunk tasks it creates are
 	// hush:grouping-chunk ones, which skip their reads on a first run.
