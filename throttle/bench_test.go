@@ -301,7 +301,8 @@ func spreadDesigns() []design {
 			}
 		}},
 		// Reserve as the worker books (ReserveBatch, one request per call
-		// or a batch of 100), without a category and with one whose own
+		// or a batch of 100, with the default cap on held bookings),
+		// without a category and with one whose own
 		// rule (the same 10/1m) is decided over a second set.
 		{name: "Reserve", perCall: 1, cmds: []string{"evalsha", "eval"}, build: reserveDesign(1, "")},
 		{name: "ReserveCategory", perCall: 1, cmds: []string{"evalsha", "eval"}, build: reserveDesign(1, benchCategory)},
@@ -325,7 +326,9 @@ func reserveDesign(n int, cat string) func(b *testing.B, rdb redis.UniversalClie
 	return func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 		p := throttle.Policy{Limits: []throttle.Limit{benchLimit()},
 			Categories: map[string]throttle.Category{benchCategory: {Limits: []throttle.Limit{benchLimit()}}}}
-		lim, err := throttle.NewRedis(rdb, p, throttle.Options{Prefix: "bench:reserve:"})
+		// MaxPending as a deployment books: HUSH_THROTTLE_MAX_PENDING's
+		// default.
+		lim, err := throttle.NewRedis(rdb, p, throttle.Options{Prefix: "bench:reserve:", MaxPending: 100})
 		if err != nil {
 			b.Fatal(err)
 		}

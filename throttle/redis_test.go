@@ -443,9 +443,20 @@ func TestRedisReserveTrimsAgedEntries(t *testing.T) {
 // user with nothing in the window costs ZCOUNT, ZADD NX and PEXPIRE; one
 // with past entries, one ZCOUNT more; and a held push asking for its slot
 // again among many bookings after now gets it from ZSCORE without reading
-// them (what a woken delivery does under pressure).
+// them (what a woken delivery does under pressure). The same with a cap on
+// held bookings (HUSH_THROTTLE_MAX_PENDING, 100 by default): the count
+// that finds the window empty tells the cap there is nothing held.
 func TestRedisReserveCommands(t *testing.T) {
 	t.Parallel()
+	for _, maxPending := range []int{0, 100} {
+		t.Run(fmt.Sprintf("max-pending=%d", maxPending), func(t *testing.T) {
+			t.Parallel()
+			reserveCommands(t, maxPending)
+		})
+	}
+}
+
+func reserveCommands(t *testing.T, maxPending int) {
 	srv := redistest.Start(t)
 	if !srv.Real() {
 		t.Skip("needs a real redis-server for INFO commandstats")
@@ -453,7 +464,7 @@ func TestRedisReserveCommands(t *testing.T) {
 	ctx := context.Background()
 	rdb := srv.Client(t)
 	clock := newFakeClock()
-	l, err := throttle.NewRedis(rdb, mustPolicy(t, "10/1m", ""), throttle.Options{Clock: clock.Now})
+	l, err := throttle.NewRedis(rdb, mustPolicy(t, "10/1m", ""), throttle.Options{Clock: clock.Now, MaxPending: maxPending})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,10 +145,12 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
   end
   -- The home set's entries after now (a second set's are among them):
   -- none when a rule's window is empty, as it counts them too, so the
-  -- shortest window is counted first (the cap needs the count itself).
+  -- shortest window is counted first, cap or not: a user with nothing in
+  -- it (most bookings) costs one count, not two, and a user holding
+  -- bookings after now one count more than the cap alone would read.
   local hc = {} -- the home set's count per rule, once counted
   local fut
-  if max_pending == 0 and hr.short then
+  if hr.short then
     local c = redis.call('ZCOUNT', home, hr.from_s[hr.short], '+inf')
     hc[hr.short] = c
     if c == 0 then fut = 0 end
