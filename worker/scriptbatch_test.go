@@ -1,0 +1,139 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
+)
+
+// pipelineCount counts the pipelines of script calls and the single
+// commands a client sends.
+type pipelineCount struct{ pipelines, singles atomic.Int64 }
+
+func (p *pipelineCount) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (p *pipelineCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error { p.singles.Add(1); return next(ctx, c) }
+}
+func (p *pipelineCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cs []redis.Cmder) error {
+		if cs[0].Name() == "evalsha" {
+			p.pipelines.Add(1)
+		}
+		return next(ctx, cs)
+	}
+}
+
+// The record.lua calls of many jobs finishing together share one
+// pipeline, and each gets its own answer as if it had run alone: a job's
+// final state recorded once, a second call for it
+// answered "already recorded", a job whose record is gone answered with
+// nothing recorded, and a job whose key holds the wrong type fails alone.
+// On a server that lost its scripts (SCRIPT FLUSH: a restart) every call
+// still runs.
+func TestRecordCallsShareARoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := t.Context()
+	count := &pipelineCount{}
+	rdb.AddHook(count)
+	var busy tracker
+	s := newStore(rdb, time.Hour)
+	// A long linger: every call below joins the first batch.
+	s.records = newScriptBatcher(rdb, recordScript, 300*time.Millisecond, &busy)
+
+	const jobs = 30
+	chunks := make([]*chunk, jobs)
+	for i := range chunks {
+		chunks[i] = &chunk{Job: fmt.Sprintf("batched-%d", i), AcceptedAt: time.Now()}
+		r := recordInfo{ID: chunks[i].Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}
+		if i == 7 {
+			continue // no record: gone
+		}
+		if _, err := s.create(ctx, r, jobQueued); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Job 9's recipient states are a string: its call fails, alone.
+	if err := rdb.Set(ctx, recpKey(chunks[9].Job), "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for round, want := range []bool{true, false} {
+		if round == 0 {
+			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, singles := count.pipelines.Load(), count.singles.Load()
+		type answer struct {
+			got []bool
+			err error
+		}
+		answers := make([]answer, jobs)
+		var wg sync.WaitGroup
+		for i, c := range chunks {
+			wg.Go(func() {
+				rec := &chunkRecord{}
+				rec.final(0, stateDelivered)
+				answers[i].got, answers[i].err = s.record(ctx, c, rec)
+			})
+		}
+		wg.Wait()
+		for i, a := range answers {
+			switch {
+			case i == 9:
+				if a.err == nil || !redis.HasErrorPrefix(errorsUnwrapAll(a.err), "WRONGTYPE") {
+					t.Errorf("round %d: job %d with a bad key: %v, %v; want its own WRONGTYPE", round, i, a.got, a.err)
+				}
+			case a.err != nil || len(a.got) != 1:
+				t.Errorf("round %d: job %d: %v, %v", round, i, a.got, a.err)
+			case i == 7 && a.got[0]:
+				t.Errorf("round %d: job %d without a record: recorded", round, i)
+			case i != 7 && a.got[0] != want:
+				t.Errorf("round %d: job %d: recorded %v, want %v", round, i, a.got[0], want)
+			}
+		}
+		if n := count.pipelines.Load() - before; n != 1 {
+			t.Errorf("round %d: %d calls in %d pipelines, want 1", round, jobs, n)
+		}
+		if n := count.singles.Load() - singles; round == 0 && n < jobs {
+			t.Errorf("after SCRIPT FLUSH: %d commands alone, want each call run again alone", n)
+		}
+	}
+	for i, c := range chunks {
+		if i == 7 || i == 9 {
+			continue
+		}
+		if st, err := s.status(ctx, c.Job); err != nil || st.Counts[stateDelivered] != 1 {
+			t.Errorf("job %d: %+v, %v; want its recipient delivered, once", i, st, err)
+		}
+	}
+	if !busy.wait(time.Second) {
+		t.Error("a batch is still counted as under way")
+	}
+
+	// A caller whose context ends stops waiting.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.records.run(cctx, jobKeys("gone"), "1").Err(); err != context.Canceled {
+		t.Errorf("a cancelled caller got %v, want context.Canceled", err)
+	}
+	busy.wait(time.Second)
+}
+
+// errorsUnwrapAll is err's innermost error.
+func errorsUnwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok || u.Unwrap() == nil {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
