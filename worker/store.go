@@ -218,6 +218,9 @@ func ttlFor(accepted, deadline time.Time) time.Duration {
 type store struct {
 	rdb  redis.UniversalClient
 	done doneBuckets
+	// records, when set (a Worker's store), runs record.lua calls in
+	// group commits (scriptBatcher); nil: each call is its own round trip.
+	records *scriptBatcher
 }
 
 func newStore(rdb redis.UniversalClient, retention time.Duration) store {

@@ -358,7 +358,11 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 	var vals []int64
 	err := persist(ctx, func(ctx context.Context) error {
 		var err error
-		vals, err = recordScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+		if s.records != nil {
+			vals, err = s.records.run(ctx, keys, args...).Int64Slice()
+		} else {
+			vals, err = recordScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+		}
 		return err
 	})
 	if err != nil {

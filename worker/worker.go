@@ -268,6 +268,8 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.stopping = context.Background() // Run replaces it; tests call handlers directly
 	w.events = &events{rdb: rdb, maxLen: o.EventsMaxLen, m: m}
 	w.rec = newRecorder(rdb, w.events)
+	// Chunk records share the device outcomes' tracker: Run waits for both.
+	w.store.records = newScriptBatcher(rdb, recordScript, recordLinger, &w.rec.busy)
 	if o.WebhookURL != "" {
 		w.events.webhook = newWebhook(o.WebhookURL, o.Logger, m)
 	}
