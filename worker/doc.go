@@ -90,7 +90,9 @@
 //	               left to the delivery task (which rebooks) when more than
 //	               100 ms after its slot. Each device's answer is recorded as
 //	               it comes (outcomes.go); the recipients' final states are
-//	               recorded in one script call (record.lua). Recipients
+//	               recorded in one script call (record.lua), pipelined with
+//	               the calls of other chunks finishing within 2 ms
+//	               (scriptbatch.go). Recipients
 //	               the limiter holds back for longer than a wait in place
 //	               go to hush:held tasks.
 //	hush:held      recipients of chunk k the limiter held back, waking at

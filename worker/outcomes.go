@@ -13,8 +13,9 @@ import (
 // Device outcomes are recorded here, and only here (recorder.write), as the
 // providers answer: a device that has the push (or whose token is dead) is
 // never sent to again, by any run of any task, once its answer is recorded.
-// A recipient's final state is recorded afterwards, by record.lua or
-// finalize.lua (store.go lists the job store's parts). The window
+// A recipient's final state is recorded afterwards, by record.lua (whose
+// calls are group-committed too, scriptbatch.go) or finalize.lua
+// (store.go lists the job store's parts). The window
 // in which a push can be sent twice is therefore the time between the
 // provider's answer and this write: recordLinger plus one Redis round trip.
 //
