@@ -13,7 +13,7 @@ import (
 // each answered on its own, as if it had run alone. The chunks of a
 // batch's single-recipient jobs finish together, each with its own
 // record.lua call (no script spans two jobs' records); they now share a
-// round trip, which cost Redis more than the script itself.
+// round trip.
 //
 // A call's answer, errors included, is its own: the caller retries it
 // (persist) as it would a call of its own. A call whose script the server
