@@ -95,6 +95,16 @@ local function put_back(keys, old, old_at)
   end
 end
 
+-- empty_for tells whether a home set of rule set hr is known to hold no
+-- entry in (now - d, now] from its counts hc. (A function of its own, not
+-- a closure made per request.)
+local function empty_for(hr, hc, d)
+  for i = 1, hr.count do
+    if hr.w[i] >= d and hc[i] == 0 then return true end
+  end
+  return false
+end
+
 -- newest returns the score of key's newest entry, or nil.
 local function newest(key)
   local e = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
@@ -199,14 +209,6 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
         if ti > t then t = ti end
       end
     end
-    -- empty_for tells whether the home set is known to hold no entry in
-    -- (now - d, now] from its counts.
-    local function empty_for(d)
-      for i = 1, hr.count do
-        if hr.w[i] >= d and hc[i] == 0 then return true end
-      end
-      return false
-    end
     local read_last = false
     for b = 1, #keys do
       local key, r = keys[b], rs[b]
@@ -226,7 +228,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
           end
         end
       end
-      if r.gap > 0 and not empty_for(r.gap) then
+      if r.gap > 0 and not empty_for(hr, hc, r.gap) then
         if not read_last then
           last, read_last = newest(home), true
         end
@@ -317,6 +319,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
 end
 
 local out = {}
+local noquiet = {} -- the quiet intervals of a request without any
 local key = 1 -- the next KEYS to read
 local nargv = #ARGV
 while arg <= nargv do
@@ -334,7 +337,10 @@ while arg <= nargv do
   end
   local nquiet = tonumber(ARGV[arg])
   arg = arg + 1
-  local qs, qe = {}, {}
+  local qs, qe = noquiet, noquiet -- read only
+  if nquiet > 0 then
+    qs, qe = {}, {}
+  end
   for k = 1, nquiet do
     qs[k], qe[k] = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1])
     arg = arg + 2
