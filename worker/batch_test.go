@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -399,6 +400,103 @@ func TestEnqueueGathersConcurrentSubmissions(t *testing.T) {
 		if got := len(requestsFor(reqs, apnsToken(id))); got != 1 {
 			t.Errorf("%s: %d pushes, want 1", id, got)
 		}
+	}
+}
+
+// A write that follows one of answered jobs waits (up to gatherLinger)
+// for as many more jobs as it answered: a caller submitting one job after
+// another, answered by one write, is carried by the next instead of
+// missing it. Write 1 carries x's first job alone while y1 to y3 wait;
+// once it answers, x submits again (20 ms later) and write 2 carries y1
+// to y3 and x's second job. When x does not come back, write 2 goes when the
+// linger ends, without it.
+func TestGatheringWaitsForTheCallersItAnswered(t *testing.T) {
+	for _, comesBack := range []bool{true, false} {
+		t.Run(fmt.Sprintf("comes-back=%v", comesBack), func(t *testing.T) {
+			e := newEnv(t, envOptions{noRun: true})
+			c := e.client
+			c.linger = 3 * time.Second // ended by x's return, or below
+			if !comesBack {
+				c.linger = 50 * time.Millisecond
+			}
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			c.afterEnqueue = func() {
+				once.Do(func() {
+					close(entered)
+					<-release
+				})
+			}
+			job := func(id string) payload.Job { return alertJob(id, "g", apnsRecipient("u-"+id, apnsToken(id))) }
+			var wg sync.WaitGroup
+			second := make(chan error, 1)
+			wg.Go(func() {
+				if _, err := c.Enqueue(context.Background(), job("x1")); err != nil {
+					t.Error(err)
+				}
+				if comesBack {
+					// Some work between two submissions: write 2 would
+					// have gone without x2 by then.
+					time.Sleep(20 * time.Millisecond)
+					_, err := c.Enqueue(context.Background(), job("x2"))
+					second <- err
+				}
+			})
+			<-entered // write 1 (x1 alone) is under way
+			for _, id := range []string{"y1", "y2", "y3"} {
+				wg.Go(func() {
+					if _, err := c.Enqueue(context.Background(), job(id)); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			for waiting := 0; waiting < 3; time.Sleep(time.Millisecond) {
+				c.gathering.mu.Lock()
+				waiting = len(c.gathering.waiting)
+				c.gathering.mu.Unlock()
+			}
+			close(release)
+			wg.Wait()
+			if !comesBack {
+				// Written after the linger (write 2 is done): a task of its own.
+				_, err := c.Enqueue(context.Background(), job("x2"))
+				second <- err
+			}
+			if err := <-second; err != nil {
+				t.Fatal(err)
+			}
+			pending, err := e.insp.ListPendingTasks("normal")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tk := range pending {
+				switch tk.Type {
+				case TypeBatch:
+					var b batch
+					if err := json.Unmarshal(tk.Payload, &b); err != nil {
+						t.Fatal(err)
+					}
+					var ids []string
+					for _, j := range b.Jobs {
+						ids = append(ids, j.ID)
+					}
+					slices.Sort(ids)
+					got = append(got, strings.Join(ids, "+"))
+				default:
+					got = append(got, tk.ID)
+				}
+			}
+			slices.Sort(got)
+			want := []string{jobTaskID("x1"), "x2+y1+y2+y3"}
+			if !comesBack {
+				want = []string{jobTaskID("x1"), jobTaskID("x2"), "y1+y2+y3"}
+			}
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("tasks %q, want %q", got, want)
+			}
+		})
 	}
 }
 

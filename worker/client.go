@@ -48,6 +48,8 @@ type Client struct {
 	// afterEnqueue, when set (by tests), runs once a submission's task is
 	// enqueued, before its records are written.
 	afterEnqueue func()
+	// linger is gatherLinger (tests set it).
+	linger time.Duration
 }
 
 // ClientOption configures a Client.
@@ -102,7 +104,7 @@ func WithCategories(names ...string) ClientOption {
 // NewClient returns a Client enqueueing through rdb. It does not own rdb.
 func NewClient(rdb redis.UniversalClient, opts ...ClientOption) *Client {
 	c := &Client{rdb: rdb, aq: asynq.NewClientFromRedisClient(rdb), insp: asynq.NewInspectorFromRedisClient(rdb),
-		store: newStore(rdb, DefaultJobRetention), now: time.Now, shards: 1, gathers: true}
+		store: newStore(rdb, DefaultJobRetention), now: time.Now, shards: 1, gathers: true, linger: gatherLinger}
 	for _, o := range opts {
 		o(c)
 	}
