@@ -15,8 +15,10 @@ import (
 // job is written at once, so a lone submission costs what it always did,
 // and under load the jobs arriving during one write share the next, which
 // costs Redis one Asynq task and a few round trips for all of them
-// instead of one task and three round trips each. Each caller still gets
-// its own job's answer, and only once the job is written.
+// instead of one task and three round trips each. A write that follows
+// another first waits, up to gatherLinger, for the callers the write
+// before it answered to come back (lingerGathering). Each caller still
+// gets its own job's answer, and only once the job is written.
 //
 // One write is under way per Client at a time, taking up to MaxBatch
 // waiting jobs; a caller whose context ends while it waits gets the
