@@ -357,7 +357,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 			}
 			if !woken[task] {
 				woken[task] = true
-				_ = c.insp.RunTask(q, task)
+				_ = c.wakeHeld(ctx, q, task)
 			}
 		}
 		wait := time.Until(cx.at.Add(cancelGrace))

@@ -105,15 +105,23 @@
 //	               their bookings, waits for each slot without holding a
 //	               send permit, and sends; the job record's held marker of
 //	               each recipient names the one task that owns it (held.go).
-//	hush:waiting-jobs the single-recipient jobs one run of a hush:batch
-//	               (or hush:job) task held back, waking at Unix second s
-//	               (task id "jobs:<task id>/<token>/<s>", the token new to
-//	               each run), in the same held queues. Its run marks itself
-//	               (hush:held-run:{<id>}) and reads the jobs' cancellation
-//	               in one round trip, takes each job's slot from the task
-//	               (or finds the booking of a job with a collapse key), and
-//	               sends and records each job as a hush:held task does
-//	               (heldjobs.go).
+//	hush:waiting-second the groups of single-recipient jobs that runs of
+//	               hush:batch (or hush:job) tasks held back to one held
+//	               queue q and Unix second s (task id "second:<q>/<s>"):
+//	               each run adds its group ("jobs:<task id>/<token>/<s>",
+//	               the token new to each run) to the hash
+//	               hush:jobs-at:{<q>/<s>}, which the task takes at s in
+//	               one script call (together.go). Each group's run marks
+//	               itself (hush:held-run:{<id>}); the members' cancellation
+//	               is read in one round trip, each job's slot taken from
+//	               its group (or the booking of a job with a collapse key
+//	               found), and each job sent and recorded as a hush:held
+//	               task does (heldjobs.go).
+//	hush:waiting-jobs one such group in a task of its own (the task id is
+//	               the group's): a group that joined its second after the
+//	               second's task took it, one woken early by a
+//	               cancellation or a collapse, or one an earlier version
+//	               made.
 //	hush:delivery  one recipient (task id "delivery:<id>/<index>"), created
 //	               by a chunk only for the recipients it does not settle:
 //	               held back by the limiter by an earlier version's

@@ -163,7 +163,9 @@ func (w *Worker) wake(job string, index int, queues ...string) bool {
 		if task == "" {
 			task = id
 		}
-		if w.insp.RunTask(q, task) == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if w.client.wakeHeld(ctx, q, task) {
 			return true
 		}
 	}

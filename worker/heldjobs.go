@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/throttle"
 )
@@ -109,11 +110,12 @@ func newHeldJobsGroups(scope string) *heldJobsGroups {
 	return &heldJobsGroups{scope: scope, token: hex.EncodeToString(b[:]), tasks: map[string]*heldJobs{}}
 }
 
-// id is the task this run holds a job of priority queue q back in, to
-// wake at Unix second wake, and its queue.
+// id is the group this run holds a job of priority queue q back in, to
+// wake at Unix second wake, and the queue its markers name: its held
+// queue, marked as waiting for its second's task (together.go).
 func (g *heldJobsGroups) id(w *Worker, c *chunk, wake int64) (id, queue string) {
 	id = heldJobsTaskID(g.scope, g.token, wake)
-	return id, heldQueueOf(shardQueue(string(c.Priority), id, w.shards))
+	return id, heldQueueOf(shardQueue(string(c.Priority), id, w.shards)) + togetherSuffix
 }
 
 // check reports an error when owner, the task c's marker names in queue,
@@ -153,8 +155,10 @@ func (g *heldJobsGroups) put(c *chunk, j heldJoin) error {
 	return nil
 }
 
-// enqueue creates the run's tasks; again: also those an earlier run named
-// in markers (only when every job of this run was read and recorded).
+// enqueue adds the run's groups to their seconds (together.go); again:
+// also those an earlier run named in markers (only when every job of this
+// run was read and recorded). A group an earlier version's run made (its
+// markers name its own task) gets its own task again.
 func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -168,11 +172,13 @@ func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) err
 		if err != nil {
 			return fmt.Errorf("encode held task %s: %w", id, err)
 		}
-		_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeHeldJobs, body),
-			asynq.TaskID(id), asynq.Queue(h.queue), asynq.ProcessAt(time.Unix(h.Wake, 0)),
-			asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
-		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-			return fmt.Errorf("enqueue held task %s: %w", id, err)
+		if q, joined := joinedQueue(h.queue); joined {
+			err = w.joinSecond(ctx, id, q, h.Wake, body)
+		} else {
+			err = w.client.enqueueHeldJobs(ctx, id, h.queue, time.Unix(h.Wake, 0), body)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -206,20 +212,39 @@ func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
 	if err := json.Unmarshal(t.Payload(), &h); err != nil {
 		return fmt.Errorf("undecodable held jobs payload: %w: %w", err, asynq.SkipRetry)
 	}
+	if err := h.valid(); err != nil {
+		return err
+	}
+	return w.runHeldJobs(ctx, []*heldJobs{&h})
+}
+
+// valid reports an error (SkipRetry) when h is not a group a run made.
+func (h *heldJobs) valid() error {
 	if _, _, wake, ok := parseHeldJobsTaskID(h.ID); !ok || wake != h.Wake || len(h.Jobs) == 0 {
 		return fmt.Errorf("invalid held jobs payload (id %q, wake %d, %d jobs): %w", h.ID, h.Wake, len(h.Jobs), asynq.SkipRetry)
 	}
-	cs := make([]*chunk, len(h.Jobs))
 	for i := range h.Jobs {
-		c := &h.Jobs[i]
-		if c.Job == "" || len(c.Recipients) != 1 {
-			return fmt.Errorf("invalid held jobs payload (job %q, %d recipients): %w", c.Job, len(c.Recipients), asynq.SkipRetry)
+		if c := &h.Jobs[i]; c.Job == "" || len(c.Recipients) != 1 {
+			return fmt.Errorf("invalid held jobs payload %s (job %q, %d recipients): %w", h.ID, c.Job, len(c.Recipients), asynq.SkipRetry)
 		}
-		c.From, c.Indices, c.Wake, c.Waits, c.group = 0, []int{0}, h.Wake, true, h.ID
-		cs[i] = c
 	}
-	w.logHeldRun(ctx, h.ID, len(cs))
-	sts, errs, err := w.store.heldJobsStates(ctx, h.ID, cs)
+	return nil
+}
+
+// runHeldJobs runs hush:waiting-jobs groups (valid ones): a group's own
+// task, or every group of one held queue and second (together.go), their
+// members side by side.
+func (w *Worker) runHeldJobs(ctx context.Context, groups []*heldJobs) error {
+	var cs []*chunk
+	for _, h := range groups {
+		for i := range h.Jobs {
+			c := &h.Jobs[i]
+			c.From, c.Indices, c.Wake, c.Waits, c.group = 0, []int{0}, h.Wake, true, h.ID
+			cs = append(cs, c)
+		}
+		w.logHeldRun(ctx, h.ID, len(h.Jobs))
+	}
+	sts, errs, err := w.store.heldJobsStates(ctx, cs)
 	if err != nil {
 		return err
 	}
@@ -240,16 +265,26 @@ func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if slices.ContainsFunc(sts, func(st *chunkStates) bool { return st.handed }) {
-		// A member went to its delivery task: a later run of this task (a
-		// lost completion, or by hand) must read its states, so the mark
-		// stays (it expires with the job records).
-		return nil
+	// Every member is settled, and its job retired, but those that went to
+	// their delivery tasks: a later run of a group (a lost completion, or
+	// by hand) reads them retired and does nothing, unless one of its
+	// members was handed over; that group must read its states again, so
+	// its mark stays (it expires with the job records).
+	handed := map[string]bool{}
+	for i, st := range sts {
+		handed[cs[i].group] = handed[cs[i].group] || st.handed
 	}
-	// Every member is settled, and its job retired: a later run reads them
-	// retired and does nothing.
-	if err := w.rdb.Del(context.WithoutCancel(ctx), heldRunKey(h.ID)).Err(); err != nil {
-		w.log.Warn("deleting a held task's run mark failed (it expires with the job records)", "task", h.ID, "err", err)
+	dctx := context.WithoutCancel(ctx)
+	_, err = w.rdb.Pipelined(dctx, func(p redis.Pipeliner) error {
+		for _, h := range groups {
+			if !handed[h.ID] {
+				p.Del(dctx, heldRunKey(h.ID))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		w.log.Warn("deleting held tasks' run marks failed (they expire with the job records)", "groups", len(groups), "err", err)
 	}
 	return nil
 }

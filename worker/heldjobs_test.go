@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -36,12 +37,40 @@ func heldJobsEnv(t *testing.T, n int, gap time.Duration) (*env, *asynq.Task, []p
 	return e, asynq.NewTask(TypeBatch, pending[0].Payload), jobs
 }
 
-// heldJobsTasks lists the hush:waiting-jobs tasks waiting in the held
-// queue of priority normal, decoded, by id.
+// heldJobsTasks lists the hush:waiting-jobs groups waiting in the held
+// queue of priority normal, decoded, by id: in a task of their own, or
+// in the hash of a hush:waiting-second task that has not taken them yet
+// (together.go).
 func (e *env) heldJobsTasks() map[string]heldJobs {
 	e.t.Helper()
 	out := map[string]heldJobs{}
-	for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){e.insp.ListScheduledTasks, e.insp.ListPendingTasks} {
+	add := func(id string, body []byte) {
+		var h heldJobs
+		if err := json.Unmarshal(body, &h); err != nil {
+			e.t.Fatal(err)
+		}
+		if h.ID != id {
+			e.t.Errorf("held jobs %s names itself %s", id, h.ID)
+		}
+		out[id] = h
+	}
+	for _, ti := range e.heldTasks(TypeHeldJobs) {
+		add(ti.ID, ti.Payload)
+	}
+	for _, s := range e.heldSeconds() {
+		for id, body := range e.rdb.HGetAll(e.t.Context(), togetherKeys(s.Queue, s.Wake)[0]).Val() {
+			add(id, []byte(body))
+		}
+	}
+	return out
+}
+
+// heldTasks lists the tasks of type typ scheduled, pending or active in
+// the held queue of priority normal.
+func (e *env) heldTasks(typ string) []*asynq.TaskInfo {
+	e.t.Helper()
+	var out []*asynq.TaskInfo
+	for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){e.insp.ListScheduledTasks, e.insp.ListPendingTasks, e.insp.ListActiveTasks} {
 		tasks, err := list(heldNormal, asynq.PageSize(1000))
 		if errors.Is(err, asynq.ErrQueueNotFound) {
 			break
@@ -50,21 +79,57 @@ func (e *env) heldJobsTasks() map[string]heldJobs {
 			e.t.Fatal(err)
 		}
 		for _, ti := range tasks {
-			if ti.Type != TypeHeldJobs {
-				continue
+			if ti.Type == typ {
+				out = append(out, ti)
 			}
-			var h heldJobs
-			if err := json.Unmarshal(ti.Payload, &h); err != nil {
-				e.t.Fatal(err)
-			}
-			if h.ID != ti.ID {
-				e.t.Errorf("held jobs task %s names itself %s", ti.ID, h.ID)
-			}
-			out[ti.ID] = h
 		}
 	}
 	return out
 }
+
+// heldSeconds lists the hush:waiting-second tasks of the held queue of
+// priority normal, by id, checking each is its second's.
+func (e *env) heldSeconds() map[string]heldSecond {
+	e.t.Helper()
+	out := map[string]heldSecond{}
+	for _, ti := range e.heldTasks(TypeHeldSecond) {
+		var s heldSecond
+		if err := json.Unmarshal(ti.Payload, &s); err != nil {
+			e.t.Fatal(err)
+		}
+		if id := heldSecondTaskID(s.Queue, s.Wake); id != ti.ID || s.Queue != heldNormal {
+			e.t.Errorf("held second %s: payload %+v", ti.ID, s)
+		}
+		out[ti.ID] = s
+	}
+	return out
+}
+
+// runHeldSeconds runs each hush:waiting-second task as Asynq would, at its
+// second, runs times each, and deletes it (Asynq would, once it ran).
+func (e *env) runHeldSeconds(runs int) {
+	e.t.Helper()
+	secs := e.heldSeconds()
+	for _, id := range slices.Sorted(maps.Keys(secs)) {
+		time.Sleep(time.Until(time.Unix(secs[id].Wake, 0)))
+		body, err := json.Marshal(secs[id])
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for run := range runs {
+			if err := e.w.handleHeldSecond(e.t.Context(), asynq.NewTask(TypeHeldSecond, body)); err != nil {
+				e.t.Fatalf("run %d of %s: %v", run+1, id, err)
+			}
+		}
+		if err := e.insp.DeleteTask(heldNormal, id); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// heldJoined is the queue a joined group's markers name in the held queue
+// of priority normal.
+var heldJoined = heldNormal + togetherSuffix
 
 // checkHeldJobs checks that tasks hold exactly jobs hj-<want...>, each
 // marked held by its task in heldNormal, and returns the jobs' ids per
@@ -78,8 +143,8 @@ func checkHeldJobs(t *testing.T, e *env, tasks map[string]heldJobs, want []int) 
 			got = append(got, c.Job)
 			out[id] = append(out[id], c.Job)
 			mark := e.rdb.HGet(t.Context(), jobKey(c.Job), heldPrefix+"0").Val()
-			if mark != heldMark(heldNormal, id) {
-				t.Errorf("job %s marked %q, want held by %s in %s", c.Job, mark, id, heldNormal)
+			if mark != heldMark(heldJoined, id) {
+				t.Errorf("job %s marked %q, want held by %s in %s", c.Job, mark, id, heldJoined)
 			}
 		}
 	}
@@ -96,12 +161,13 @@ func checkHeldJobs(t *testing.T, e *env, tasks map[string]heldJobs, want []int) 
 }
 
 // TestBatchHoldsSingleJobsBackTogether: a batch whose single-recipient
-// jobs the limiter all defers holds them in hush:waiting-jobs tasks (one
-// per second of waking), not in a delivery task each; each job's record
-// marks it held by its task. The tasks' runs send each job once, at its
-// slot; a second run of a task sends nothing more. A re-run of the batch,
-// with the held tasks gone (a crash between the markers and the tasks),
-// creates them again whole under the same ids, and sends nothing.
+// jobs the limiter all defers holds them in hush:waiting-jobs groups (one
+// per second of waking), each waiting for its second's hush:waiting-second
+// task, not in a delivery task each; each job's record marks it held by
+// its group. The seconds' runs send each job once, at its slot; a second
+// run of a second's task sends nothing more. A re-run of the batch, with
+// the groups and tasks lost (a crash between the markers and the joins),
+// adds them again whole under the same ids, and sends nothing.
 func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 	const n, gap = 12, 3 * time.Second
 	e, batchT, jobs := heldJobsEnv(t, n, gap)
@@ -113,22 +179,35 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 	}
 	tasks := e.heldJobsTasks()
 	if len(tasks) == 0 || len(tasks) > 2 {
-		t.Fatalf("%d held jobs tasks, want 1 or 2 (the bookings were made within a moment)", len(tasks))
+		t.Fatalf("%d held jobs groups, want 1 or 2 (the bookings were made within a moment)", len(tasks))
+	}
+	if own := e.heldTasks(TypeHeldJobs); len(own) != 0 {
+		t.Errorf("%d groups in tasks of their own, want each waiting for its second's task", len(own))
+	}
+	secs := e.heldSeconds()
+	if len(secs) != len(tasks) {
+		t.Errorf("%d hush:waiting-second tasks for %d groups of one run, want one each", len(secs), len(tasks))
 	}
 	members := checkHeldJobs(t, e, tasks, seq(0, n))
 
-	// Lost tasks: the batch's re-run creates each again, whole.
-	for id := range tasks {
+	// Lost groups and tasks: the batch's re-run, in a new process, adds
+	// each group again, whole, and makes its second's task.
+	for id, s := range secs {
 		if err := e.insp.DeleteTask(heldNormal, id); err != nil {
 			t.Fatal(err)
 		}
+		e.rdb.Del(t.Context(), togetherKeys(s.Queue, s.Wake)[0])
 	}
+	e.w.seconds.reset()
 	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
 		t.Fatal(err)
 	}
 	again := e.heldJobsTasks()
 	if !slices.Equal(keysOf(again), keysOf(tasks)) {
-		t.Fatalf("re-run made held jobs tasks %v, want %v", keysOf(again), keysOf(tasks))
+		t.Fatalf("re-run made held jobs groups %v, want %v", keysOf(again), keysOf(tasks))
+	}
+	if !slices.Equal(keysOf(e.heldSeconds()), keysOf(secs)) {
+		t.Fatalf("re-run made seconds' tasks %v, want %v", keysOf(e.heldSeconds()), keysOf(secs))
 	}
 	checkHeldJobs(t, e, again, seq(0, n))
 	if got := len(e.scheduled(TypeDelivery)); got != 0 {
@@ -138,23 +217,12 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 		t.Fatalf("%d pushes before the held tasks ran, want none", got)
 	}
 
-	// Each task's run, at its second as Asynq would run it, sends its jobs
-	// at their slots; a second run nothing.
-	for _, id := range keysOf(again) {
-		time.Sleep(time.Until(time.Unix(again[id].Wake, 0)))
-		body, err := json.Marshal(again[id])
-		if err != nil {
-			t.Fatal(err)
-		}
-		task := asynq.NewTask(TypeHeldJobs, body)
-		if err := e.w.handleHeldJobs(t.Context(), task); err != nil {
-			t.Fatal(err)
-		}
+	// Each second's task, run at its second as Asynq would, sends its
+	// jobs at their slots; a second run nothing.
+	e.runHeldSeconds(2)
+	for id := range again {
 		if n := e.rdb.Exists(t.Context(), heldRunKey(id)).Val(); n != 0 {
 			t.Errorf("run mark of %s left after a run that settled every job", id)
-		}
-		if err := e.w.handleHeldJobs(t.Context(), task); err != nil {
-			t.Fatalf("second run of %s: %v", id, err)
 		}
 	}
 	reqs := e.apns.Requests()
@@ -180,10 +248,11 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 }
 
 // TestHeldJobsReRunsCreateOnlyWholeTasks: a run that fails for one job,
-// or is cut by a shutdown, creates its own new held tasks (every member is
-// known: it added them) but not an earlier run's (a member might be the
-// failed job's), and a later run without a failure creates those. A marker naming another
-// task's held jobs task stops that job alone (SkipRetry), sending nothing.
+// or is cut by a shutdown, adds its own new groups to their second (every
+// member is known: it added them) but not an earlier run's (a member might
+// be the failed job's), and a later run without a failure adds those. A
+// marker naming another task's group stops that job alone (SkipRetry),
+// sending nothing.
 func TestHeldJobsReRunsCreateOnlyWholeTasks(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	c := chunkOf(&payload.Job{ID: "j1", Recipients: []payload.Recipient{apnsRecipient("u", apnsToken("t"))}}, 0)
@@ -196,41 +265,42 @@ func TestHeldJobsReRunsCreateOnlyWholeTasks(t *testing.T) {
 	wake := time.Now().Add(time.Hour).Unix()
 	oldID, q := old.id(e.w, c, wake)
 	newID, q2 := cur.id(e.w, c, wake)
-	if oldID == newID || q != q2 {
-		t.Fatalf("ids %s and %s (queues %s, %s): want two ids of one wake in one queue", oldID, newID, q, q2)
+	if oldID == newID || q != q2 || q != heldJoined {
+		t.Fatalf("ids %s and %s (queues %s, %s): want two ids of one wake in %s", oldID, newID, q, q2, heldJoined)
 	}
 	for _, id := range []string{oldID, newID} {
 		if err := cur.put(c, heldJoin{id: id, queue: q}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	waiting := togetherKeys(heldNormal, wake)[0]
 	exists := func(id string) bool {
-		_, err := e.insp.GetTaskInfo(q, id)
-		return err == nil
+		return e.rdb.HExists(t.Context(), waiting, id).Val()
 	}
-	// Shutdown: this run's task is whole, and made before the hand-back.
+	// Shutdown: this run's group is whole, and added before the hand-back.
 	stopped, stop := context.WithCancel(t.Context())
 	stop()
 	if err := cur.finish(stopped, e.w, []error{nil, context.Canceled}); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(newID) || exists(oldID) {
-		t.Fatalf("after a shutdown: this run's task exists %v, the earlier run's %v; want true, false", exists(newID), exists(oldID))
+		t.Fatalf("after a shutdown: this run's group waits %v, the earlier run's %v; want true, false", exists(newID), exists(oldID))
 	}
-	if err := e.insp.DeleteTask(q, newID); err != nil {
-		t.Fatal(err)
+	if _, err := e.insp.GetTaskInfo(heldNormal, heldSecondTaskID(heldNormal, wake)); err != nil {
+		t.Fatalf("the second's task: %v", err)
 	}
+	e.rdb.HDel(t.Context(), waiting, newID)
 	if err := cur.finish(t.Context(), e.w, []error{nil, errors.New("redis down")}); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(newID) || exists(oldID) {
-		t.Fatalf("after a failed job: this run's task exists %v, the earlier run's %v; want true, false", exists(newID), exists(oldID))
+		t.Fatalf("after a failed job: this run's group waits %v, the earlier run's %v; want true, false", exists(newID), exists(oldID))
 	}
 	if err := cur.finish(t.Context(), e.w, []error{nil, fmt.Errorf("job x: %w", asynq.SkipRetry)}); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(oldID) {
-		t.Fatal("a run whose jobs all ended (one for good) did not create the earlier run's task again")
+		t.Fatal("a run whose jobs all ended (one for good) did not add the earlier run's group again")
 	}
 
 	other := heldJobsTaskID("batch:other", "t0", wake)
@@ -240,7 +310,7 @@ func TestHeldJobsReRunsCreateOnlyWholeTasks(t *testing.T) {
 	if err := cur.check(c, q, oldID); err != nil {
 		t.Errorf("a marker naming an earlier run's task: %v", err)
 	}
-	if err := cur.put(c, heldJoin{id: oldID, queue: "held-normal.2"}); !errors.Is(err, asynq.SkipRetry) {
+	if err := cur.put(c, heldJoin{id: oldID, queue: "held-normal.2" + togetherSuffix}); !errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("one task marked in two queues: %v, want SkipRetry", err)
 	}
 }
@@ -333,7 +403,7 @@ func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
 		e.waitDone(j.ID, 10*time.Second)
 	}
 	e.submitBatch(second)
-	held := e.waitHeldActive("the held jobs task to wait for its slots", func() []string { return keysOf(e.heldJobsTasks()) })
+	held := e.waitHeldActive("the held second's task to wait for its slots", func() []string { return keysOf(e.heldSeconds()) })
 	e.shutdown()
 	reqs := e.apns.Requests()
 	for _, j := range second {
@@ -377,18 +447,24 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 		latest = later(latest, slot)
 	}
 	time.Sleep(time.Until(latest.Add(lateRebook + 300*time.Millisecond)))
+	// The second's task, twice (the second run takes nothing: done), then
+	// each group's own task by hand (it reads its members' states).
+	e.runHeldSeconds(2)
 	for _, id := range keysOf(tasks) {
 		body, err := json.Marshal(tasks[id])
 		if err != nil {
 			t.Fatal(err)
 		}
 		for run := range 2 {
+			if n, err := e.rdb.Exists(t.Context(), heldRunKey(id)).Result(); err != nil || n != 1 {
+				t.Errorf("before run %d of %s by hand: run mark exists %d, %v; want kept", run+1, id, n, err)
+			}
 			if err := e.w.handleHeldJobs(t.Context(), asynq.NewTask(TypeHeldJobs, body)); err != nil {
 				t.Fatalf("run %d of %s: %v", run+1, id, err)
 			}
-			if n, err := e.rdb.Exists(t.Context(), heldRunKey(id)).Result(); err != nil || n != 1 {
-				t.Errorf("after run %d of %s: run mark exists %d, %v; want kept", run+1, id, n, err)
-			}
+		}
+		if n, err := e.rdb.Exists(t.Context(), heldRunKey(id)).Result(); err != nil || n != 1 {
+			t.Errorf("after the runs of %s by hand: run mark exists %d, %v; want kept", id, n, err)
 		}
 	}
 	if got := len(e.apns.Requests()); got != 0 {
@@ -403,4 +479,11 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 			t.Errorf("job %s marked %q, want held by its delivery task in normal", j.ID, mark)
 		}
 	}
+}
+
+// reset forgets the seconds' tasks made, as a new process would.
+func (s *seconds) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.made = nil
 }

@@ -151,6 +151,27 @@ func TestShardedDeliveries(t *testing.T) {
 				}
 			}
 			for _, ti := range tasks {
+				if ti.Type == TypeHeldSecond {
+					// The groups of one shard's second: each in the shard
+					// of its id.
+					var s heldSecond
+					if err := json.Unmarshal(ti.Payload, &s); err != nil || s.Queue != ti.Queue {
+						t.Fatalf("task %s in %s: payload %+v, %v", ti.ID, ti.Queue, s, err)
+					}
+					for id, body := range e.rdb.HGetAll(t.Context(), togetherKeys(s.Queue, s.Wake)[0]).Val() {
+						if want := heldQueueOf(shardQueue("normal", id, shards)); ti.Queue != want {
+							t.Errorf("group %s waits in %s, want %s", id, ti.Queue, want)
+						}
+						var h heldJobs
+						if err := json.Unmarshal([]byte(body), &h); err != nil {
+							t.Fatalf("group %s in %s: %v", id, ti.Queue, err)
+						}
+						for _, c := range h.Jobs {
+							users[c.Recipients[0].UserID] = ti.Queue
+						}
+					}
+					continue
+				}
 				if want := heldQueueOf(shardQueue("normal", ti.ID, shards)); ti.Queue != want {
 					t.Errorf("%s task %s waits in %s, want %s", ti.Type, ti.ID, ti.Queue, want)
 				}

@@ -198,28 +198,32 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 // later run, after a lost completion or by hand, reads them retired).
 func heldRunKey(task string) string { return "hush:held-run:{" + task + "}" }
 
-// heldJobsStates reads the states of a hush:waiting-jobs task's members
-// (chunks of one recipient, each of its own job). Its first run finds no
-// run mark (heldRunKey, set in the same round trip): its members are fresh
-// and its own (heldjobs.go), and it reads only their jobs' cancellation.
-// A re-run reads each member's states with chunk.lua, one round trip each.
-func (s store) heldJobsStates(ctx context.Context, task string, cs []*chunk) ([]*chunkStates, []error, error) {
+// heldJobsStates reads the states of the members of hush:waiting-jobs
+// groups (chunks of one recipient, each of its own job; c.group names its
+// group's task id), one group or a second's many (together.go). A group's
+// first run finds no run mark (heldRunKey, set in the same round trip):
+// its members are fresh and its own (heldjobs.go), and it reads only their
+// jobs' cancellation. A re-run reads each member's states with chunk.lua,
+// one round trip each.
+func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates, []error, error) {
 	readAt := time.Now()
-	var set *redis.BoolCmd
+	sets := map[string]*redis.BoolCmd{}
 	heads := make([]*redis.SliceCmd, len(cs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		set = p.SetNX(ctx, heldRunKey(task), 1, recordTTL)
 		for i, c := range cs {
+			if sets[c.group] == nil {
+				sets[c.group] = p.SetNX(ctx, heldRunKey(c.group), 1, recordTTL)
+			}
 			heads[i] = queueHead(ctx, p, c.Job)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the states of %s: %w", task, err)
+		return nil, nil, fmt.Errorf("read the states of %d held jobs: %w", len(cs), err)
 	}
 	sts, errs := make([]*chunkStates, len(cs)), make([]error, len(cs))
 	for i, c := range cs {
-		if set.Val() {
+		if sets[c.group].Val() {
 			head, _ := heads[i].Result()
 			if len(head) != 2 {
 				errs[i] = fmt.Errorf("read the states of %s: unexpected reply %v", c.Job, head)

@@ -38,4 +38,9 @@ const (
 	// (heldjobs.go). It does not start with "hush:job" or "hush:held" on
 	// purpose: an earlier version would run it as one of those.
 	TypeHeldJobs = "hush:waiting-jobs"
+	// TypeHeldSecond is the hush:waiting-jobs groups of one held queue and
+	// second, woken together (together.go). It starts with no earlier
+	// type's name: an earlier version finds no handler and retries it,
+	// leaving it to this version's processes.
+	TypeHeldSecond = "hush:waiting-second"
 )

@@ -178,6 +178,8 @@ type Worker struct {
 	rec         *recorder // device outcomes as they come
 	client      *Client
 	insp        *asynq.Inspector
+	// seconds: the hush:waiting-second tasks this process made sure of.
+	seconds seconds
 
 	// halt is cancelled by Run when in-flight provider calls must end: a
 	// while after shutdown began, just before Asynq gives up on handlers.
@@ -333,6 +335,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	heldMux := asynq.NewServeMux()
 	heldMux.HandleFunc(TypeHeld, w.handleChunk)
 	heldMux.HandleFunc(TypeHeldJobs, w.handleHeldJobs)
+	heldMux.HandleFunc(TypeHeldSecond, w.handleHeldSecond)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start task server: %w", err)
 	}

@@ -1,0 +1,278 @@
+package worker
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+)
+
+// Held jobs of many runs wake together: the hush:waiting-jobs groups
+// (heldjobs.go) that runs of different batch tasks hold back to the same
+// held queue and second share one hush:waiting-second task, instead of a
+// task each. A group holds the held jobs of one batch run (about 4 with
+// 16 callers submitting one by one), and a task's Asynq lifecycle
+// (enqueue, forward, dequeue, done) costs Redis about 100 µs, so under
+// pressure the tasks were most of what a held push cost; a second's task
+// carries every group of that second.
+//
+// The groups wait in Redis, not in the task's payload (together.lua): a
+// hash per held queue and second, one field per group, its value the
+// group as its own task's payload would hold it. A group is still made
+// whole by one run and owned through its members' markers, as before:
+//   - A run writes its held jobs' markers first, naming the group and its
+//     queue with togetherSuffix, then adds the group (join), then makes
+//     sure the second's task exists (Asynq refuses a second task of its
+//     id, so any run may try). Only then does its batch task end.
+//   - The second's task, at its second, takes the hash in one script call
+//     that leaves a mark: a group that joins after it is refused and gets
+//     a task of its own (a run late for its second, or a re-run). A group
+//     is thus either in what the task took or in a task of its own, never
+//     both, and never in neither once its run ended.
+//   - A re-run of a batch adds its earlier run's groups again (the field
+//     is set only when missing: the first run's is whole and carries the
+//     slots), under the same conditions as it created them again before.
+//     A group the task took already is left to it.
+//   - Waking a group early (a cancellation or a collapse, which must not
+//     send the whole second's jobs to their delivery tasks) moves it from
+//     the hash to a woken hash and makes its own task to run now; the
+//     second's task makes sure each woken group's task exists, in case
+//     the waker died in between.
+//   - A run of the second's task that fails is retried, and takes the
+//     same groups again: each group's own run mark (heldRunKey) tells its
+//     members' re-run from a first run, as for a group's own task.
+//
+// The marker's queue carries togetherSuffix so that a process of an
+// earlier version, re-running a batch task a process of this version
+// left, cannot run a group the second's task runs too: it would create the
+// group's own task in that marked queue, which no process serves.
+
+// togetherSuffix ends the queue in a marker naming a group that waits for
+// its second's task.
+const togetherSuffix = "#together"
+
+// togetherDoneTTL is how long a second's task's mark outlives its run
+// (refusing groups that join later: they get a task of their own). A
+// group joining after it is gone makes the second's task again, which
+// runs it then.
+const togetherDoneTTL = time.Hour
+
+//go:embed together.lua
+var togetherSrc string
+
+var togetherScript = redis.NewScript(togetherSrc)
+
+// togetherKeys are together.lua's keys for held queue q and Unix second
+// wake.
+func togetherKeys(q string, wake int64) []string {
+	base := "hush:jobs-at:{" + q + "/" + strconv.FormatInt(wake, 10) + "}"
+	return []string{base, base + ":taken", base + ":woken"}
+}
+
+// heldSecondTaskID is the id of the hush:waiting-second task of held queue
+// q and Unix second wake.
+func heldSecondTaskID(q string, wake int64) string {
+	return "second:" + q + "/" + strconv.FormatInt(wake, 10)
+}
+
+// heldSecond is a hush:waiting-second task's payload.
+type heldSecond struct {
+	Queue string `json:"queue"`
+	Wake  int64  `json:"wake"`
+}
+
+// joinedQueue is the held queue of a marker's queue that names a group
+// waiting for its second's task, and whether it does.
+func joinedQueue(marked string) (string, bool) {
+	return strings.CutSuffix(marked, togetherSuffix)
+}
+
+// seconds remembers the hush:waiting-second tasks a process made sure of.
+// A group that joins its second finds it not taken yet, or taken more
+// than togetherDoneTTL ago (its mark gone); so a task this process made
+// is still there while its second is younger than that.
+type seconds struct {
+	mu   sync.Mutex
+	made map[string]int64 // task id: its second
+}
+
+// fresh reports whether a task of second wake made at some point is
+// still there for a group that joins now.
+func (s *seconds) fresh(wake int64, now time.Time) bool {
+	return now.Unix() < wake+int64((togetherDoneTTL-time.Minute)/time.Second)
+}
+
+func (s *seconds) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wake, ok := s.made[id]
+	return ok && s.fresh(wake, time.Now())
+}
+
+func (s *seconds) add(id string, wake int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.made == nil {
+		s.made = map[string]int64{}
+	}
+	if len(s.made) >= 1024 {
+		now := time.Now()
+		maps.DeleteFunc(s.made, func(_ string, w int64) bool { return !s.fresh(w, now) || w < now.Unix()-60 })
+	}
+	s.made[id] = wake
+}
+
+// joinSecond adds group id (its payload body) to the second wake of held
+// queue q, and makes sure the second's task exists; a group the second's
+// task can no longer take gets a task of its own.
+func (w *Worker) joinSecond(ctx context.Context, id, q string, wake int64, body []byte) error {
+	keys := togetherKeys(q, wake)
+	r, err := togetherScript.Run(ctx, w.rdb, keys, "join", recordTTL.Milliseconds(), id, body).Int()
+	if err != nil {
+		return fmt.Errorf("add held jobs %s to %s: %w", id, keys[0], err)
+	}
+	switch r {
+	case 1:
+		return w.ensureSecond(ctx, q, wake)
+	case 2:
+		return nil // taken by the second's task: it runs the group
+	default:
+		return w.client.enqueueHeldJobs(ctx, id, q, time.Unix(wake, 0), body)
+	}
+}
+
+// ensureSecond creates the hush:waiting-second task of held queue q and
+// second wake unless this process did, or it exists.
+func (w *Worker) ensureSecond(ctx context.Context, q string, wake int64) error {
+	id := heldSecondTaskID(q, wake)
+	if w.seconds.has(id) {
+		return nil
+	}
+	body, err := json.Marshal(heldSecond{Queue: q, Wake: wake})
+	if err != nil {
+		return err
+	}
+	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeHeldSecond, body),
+		asynq.TaskID(id), asynq.Queue(q), asynq.ProcessAt(time.Unix(wake, 0)),
+		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("enqueue held task %s: %w", id, err)
+	}
+	w.seconds.add(id, wake)
+	return nil
+}
+
+// enqueueHeldJobs creates group id's own hush:waiting-jobs task (payload
+// body) in held queue q, to run at at; one that exists is left as it is.
+func (c *Client) enqueueHeldJobs(ctx context.Context, id, q string, at time.Time, body []byte) error {
+	_, err := c.aq.EnqueueContext(ctx, asynq.NewTask(TypeHeldJobs, body),
+		asynq.TaskID(id), asynq.Queue(q), asynq.ProcessAt(at),
+		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("enqueue held task %s: %w", id, err)
+	}
+	return nil
+}
+
+// wakeHeld runs now the held task a marker names (queue q as marked,
+// task): a task of its own, or a group waiting for its second's task, which
+// is taken out of that second (pluck) and given a task of its own to run
+// now. It reports whether something was woken: a group its second's task
+// took already is left to that task.
+func (c *Client) wakeHeld(ctx context.Context, q, task string) bool {
+	q, joined := joinedQueue(q)
+	if c.insp.RunTask(q, task) == nil {
+		return true
+	}
+	_, _, wake, ok := parseHeldJobsTaskID(task)
+	if !joined || !ok {
+		return false
+	}
+	body, err := togetherScript.Run(ctx, c.rdb, togetherKeys(q, wake), "pluck", recordTTL.Milliseconds(), task).Text()
+	if err != nil {
+		return false // taken, or not waiting there (redis.Nil), or Redis failed
+	}
+	// The group is in the woken hash now: its second's task makes sure
+	// of this task too, should this process die first.
+	return c.enqueueHeldJobs(ctx, task, q, time.Now(), []byte(body)) == nil
+}
+
+func (w *Worker) handleHeldSecond(ctx context.Context, t *asynq.Task) error {
+	return w.handle(ctx, t, w.heldSecondTask)
+}
+
+// heldSecondTask runs a hush:waiting-second task: takes its second's
+// groups (a re-run takes the same ones), makes sure each woken group's own
+// task exists, runs the groups' members side by side (runHeldJobs), and
+// once that ends without an error marks the second done.
+func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
+	var s heldSecond
+	if err := json.Unmarshal(t.Payload(), &s); err != nil || s.Queue == "" || s.Wake <= 0 {
+		return fmt.Errorf("invalid held second payload %q (%v): %w", t.Payload(), err, asynq.SkipRetry)
+	}
+	keys := togetherKeys(s.Queue, s.Wake)
+	vals, err := togetherScript.Run(ctx, w.rdb, keys, "take", recordTTL.Milliseconds()).Slice()
+	if err != nil || len(vals) != 2 {
+		return fmt.Errorf("take the held jobs of %s (%v): %w", keys[0], vals, err)
+	}
+	taken, woken := hashOf(vals[0]), hashOf(vals[1])
+	for _, id := range slices.Sorted(maps.Keys(woken)) {
+		if err := w.client.enqueueHeldJobs(ctx, id, s.Queue, time.Now(), []byte(woken[id])); err != nil {
+			return err
+		}
+	}
+	var groups []*heldJobs
+	var bad []error
+	for _, id := range slices.Sorted(maps.Keys(taken)) {
+		h := &heldJobs{}
+		err := json.Unmarshal([]byte(taken[id]), h)
+		if err == nil && h.ID != id {
+			err = fmt.Errorf("names itself %s", h.ID)
+		}
+		if err == nil {
+			err = h.valid()
+		}
+		if err != nil {
+			// Not a group a run wrote: archived with the reason, once the
+			// others ran.
+			bad = append(bad, fmt.Errorf("held jobs %s in %s: %w: %w", id, keys[1], err, asynq.SkipRetry))
+			continue
+		}
+		groups = append(groups, h)
+	}
+	if len(groups) > 0 {
+		if err := w.runHeldJobs(ctx, groups); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(bad...); err != nil {
+		return err
+	}
+	dctx := context.WithoutCancel(ctx)
+	if err := togetherScript.Run(dctx, w.rdb, keys, "done", togetherDoneTTL.Milliseconds()).Err(); err != nil {
+		// A later run takes the same groups and finds them settled.
+		w.log.Warn("marking a held second done failed", "queue", s.Queue, "second", s.Wake, "err", err)
+	}
+	return nil
+}
+
+// hashOf reads an HGETALL reply as a map.
+func hashOf(v any) map[string]string {
+	out := map[string]string{}
+	vals, _ := v.([]any)
+	for i := 0; i+1 < len(vals); i += 2 {
+		k, _ := vals[i].(string)
+		out[k], _ = vals[i+1].(string)
+	}
+	return out
+}

@@ -1,0 +1,286 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/payload"
+)
+
+// twoBatchesEnv is a worker that does not run, with two batches of n
+// single-recipient jobs each ("<a>-<i>" and "<b>-<i>"), for users booked
+// just before under gap, alternating between the batches, so that every
+// second of waking holds jobs of both. The batch tasks are returned, not
+// run.
+func twoBatchesEnv(t *testing.T, n int, gap time.Duration, a, b string) (e *env, ta, tb *asynq.Task, ja, jb []payload.Job) {
+	t.Helper()
+	e = newEnv(t, envOptions{noRun: true, gap: gap.String()})
+	for i := range 2 * n {
+		if _, err := e.lim.Reserve(t.Context(), fmt.Sprint("u-", i), fmt.Sprint("before/", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		ja = append(ja, alertJob(fmt.Sprint(a, "-", i), "a", apnsRecipient(fmt.Sprint("u-", 2*i), apnsToken(fmt.Sprint(a, i)))))
+		jb = append(jb, alertJob(fmt.Sprint(b, "-", i), "b", apnsRecipient(fmt.Sprint("u-", 2*i+1), apnsToken(fmt.Sprint(b, i)))))
+	}
+	batch := func(jobs []payload.Job, seen map[string]bool) *asynq.Task {
+		e.submitBatch(jobs)
+		pending, err := e.insp.ListPendingTasks("normal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ti := range pending {
+			if ti.Type == TypeBatch && !seen[ti.ID] {
+				seen[ti.ID] = true
+				return asynq.NewTask(TypeBatch, ti.Payload)
+			}
+		}
+		t.Fatalf("no new batch task in %v", pending)
+		return nil
+	}
+	seen := map[string]bool{}
+	return e, batch(ja, seen), batch(jb, seen), ja, jb
+}
+
+// checkSentOnce checks that each job got one push, not before its slot.
+func checkSentOnce(t *testing.T, e *env, jobs []payload.Job, tokenOf func(i int) string) {
+	t.Helper()
+	reqs := e.apns.Requests()
+	for i, j := range jobs {
+		got := requestsFor(reqs, tokenOf(i))
+		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
+		switch {
+		case len(got) != 1:
+			t.Errorf("job %s: %d pushes, want 1", j.ID, len(got))
+		case !ok:
+			t.Errorf("job %s: no booking recorded", j.ID)
+		case got[0].At.Before(slot.Add(-50 * time.Millisecond)):
+			t.Errorf("job %s sent at %s, before its slot %s", j.ID, got[0].At.Format(time.StampMilli), slot.Format(time.StampMilli))
+		}
+	}
+}
+
+// TestHeldJobsOfTwoBatchesShareTheirSecond: the held jobs of two batch
+// tasks' runs that wake in the same second wait for one
+// hush:waiting-second task, not one task per run; its run sends every job
+// once, at its slot. A run of it that Asynq repeats after the run's work
+// but before its end was recorded (its groups taken again) sends nothing
+// more. The queue an earlier version would create a group's own task in
+// (its marker's) is one no process serves.
+func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
+	const n, gap = 6, 3 * time.Second
+	e, ta, tb, ja, jb := twoBatchesEnv(t, n, gap, "sa", "sb")
+	for _, bt := range []*asynq.Task{ta, tb} {
+		if err := e.w.handleBatch(t.Context(), bt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups := e.heldJobsTasks()
+	secs := e.heldSeconds()
+	wakes := map[int64][]string{}
+	for id, h := range groups {
+		wakes[h.Wake] = append(wakes[h.Wake], id)
+	}
+	if len(secs) != len(wakes) || len(groups) < 2*len(wakes) {
+		t.Fatalf("%d groups waking in %d seconds wait for %d tasks; want one task per second, each holding a group of each batch (%v)", len(groups), len(wakes), len(secs), wakes)
+	}
+	if own := e.heldTasks(TypeHeldJobs); len(own) != 0 {
+		t.Errorf("%d groups in tasks of their own, want none", len(own))
+	}
+	all := append(slices.Clone(ja), jb...)
+	var held []string
+	for id, h := range groups {
+		for _, c := range h.Jobs {
+			held = append(held, c.Job)
+			if mark := e.rdb.HGet(t.Context(), jobKey(c.Job), heldPrefix+"0").Val(); mark != heldMark(heldJoined, id) {
+				t.Errorf("job %s marked %q, want held by %s in %s", c.Job, mark, id, heldJoined)
+			}
+		}
+	}
+	if len(held) != len(all) {
+		t.Errorf("%d jobs held in groups, want %d", len(held), len(all))
+	}
+	taken := map[string]map[string]string{}
+	for id, s := range secs {
+		taken[id] = e.rdb.HGetAll(t.Context(), togetherKeys(s.Queue, s.Wake)[0]).Val()
+	}
+	e.runHeldSeconds(1)
+	// Asynq runs a task again when its end was not recorded: here after
+	// the groups ran but before the second was marked done.
+	for id, s := range secs {
+		k := togetherKeys(s.Queue, s.Wake)
+		e.rdb.Del(t.Context(), k[1])
+		e.rdb.HSet(t.Context(), k[1], taken[id])
+		body, _ := json.Marshal(s)
+		if err := e.w.handleHeldSecond(t.Context(), asynq.NewTask(TypeHeldSecond, body)); err != nil {
+			t.Fatalf("run again of %s: %v", id, err)
+		}
+	}
+	checkSentOnce(t, e, all, func(i int) string {
+		if i < n {
+			return apnsToken(fmt.Sprint("sa", i))
+		}
+		return apnsToken(fmt.Sprint("sb", i-n))
+	})
+	if got := len(e.scheduled(TypeDelivery)); got != 0 {
+		t.Errorf("%d delivery tasks, want none", got)
+	}
+	served := servedHeldQueues(map[string]int{"normal": 1}, 2, []string{heldJoined, heldQueueOf("normal.1") + togetherSuffix})
+	for q := range served {
+		if strings.Contains(q, togetherSuffix) {
+			t.Errorf("held queues served %v: %s is a marker's", sortedQueues(served), q)
+		}
+	}
+}
+
+// TestHeldSecondTakenRefusesLaterGroups: once a second's task took its
+// groups, a group that joins the second (a batch run late for it) gets a
+// task of its own, which sends its jobs once; a re-run of a batch whose
+// group the task took adds nothing and creates nothing, and the task's
+// run sends that group's jobs once.
+func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
+	const n, gap = 6, 3 * time.Second
+	e, ta, tb, ja, jb := twoBatchesEnv(t, n, gap, "la", "lb")
+	if err := e.w.handleBatch(t.Context(), ta); err != nil {
+		t.Fatal(err)
+	}
+	secs := e.heldSeconds()
+	if len(secs) == 0 {
+		t.Fatal("no second's task after the first batch")
+	}
+	for _, s := range secs {
+		// The task's first step, before the second batch's run ends.
+		if err := togetherScript.Run(t.Context(), e.rdb, togetherKeys(s.Queue, s.Wake), "take", recordTTL.Milliseconds()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.w.handleBatch(t.Context(), tb); err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]*asynq.TaskInfo{}
+	for _, ti := range e.heldTasks(TypeHeldJobs) {
+		own[ti.ID] = ti
+	}
+	late := 0
+	for id, h := range e.heldJobsTasks() {
+		if own[id] == nil {
+			continue
+		}
+		late++
+		var g heldJobs
+		if err := json.Unmarshal(own[id].Payload, &g); err != nil || g.Wake != h.Wake {
+			t.Errorf("own task of %s: %+v, %v", id, g, err)
+		}
+		if !slices.ContainsFunc(g.Jobs, func(c chunk) bool { return strings.HasPrefix(c.Job, "lb-") }) {
+			t.Errorf("group %s of the first batch got a task of its own", id)
+		}
+	}
+	if late == 0 {
+		t.Fatalf("no group of the second batch got a task of its own (own tasks %v)", keysOf(own))
+	}
+	// The first batch's re-run: its groups were taken, and stay the task's.
+	if err := e.w.handleBatch(t.Context(), ta); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(e.heldTasks(TypeHeldJobs)); got != late {
+		t.Errorf("%d groups in tasks of their own after the first batch's re-run, want %d", got, late)
+	}
+	e.runHeldSeconds(1)
+	for _, id := range keysOf(own) {
+		time.Sleep(time.Until(own[id].NextProcessAt))
+		if err := e.w.handleHeldJobs(t.Context(), asynq.NewTask(TypeHeldJobs, own[id].Payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkSentOnce(t, e, ja, func(i int) string { return apnsToken(fmt.Sprint("la", i)) })
+	checkSentOnce(t, e, jb, func(i int) string { return apnsToken(fmt.Sprint("lb", i)) })
+}
+
+// TestCancelWakesOneGroupOutOfItsSecond: cancelling a job held in a
+// group waiting for its second's task wakes that group alone, at once, in
+// a task of its own: the job ends cancelled, with its booking given back,
+// and the other batch's group still waits for the second, its jobs still
+// marked held by it. A waker that died after taking a group out of its
+// second, before making its task, leaves it to the second's task, which
+// makes the task.
+func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
+	const n = 4
+	e := newEnv(t, envOptions{gap: "20s"})
+	for i := range 3 * n {
+		if _, err := e.lim.Reserve(t.Context(), fmt.Sprint("u-", i), fmt.Sprint("before/", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var batches [3][]payload.Job
+	for i := range 3 * n {
+		b := i % 3
+		id := fmt.Sprintf("c%d-%d", b, i)
+		batches[b] = append(batches[b], alertJob(id, "c", apnsRecipient(fmt.Sprint("u-", i), apnsToken(id))))
+	}
+	for _, jobs := range batches {
+		e.submitBatch(jobs)
+	}
+	groupOf := func(job string) (q, id string) {
+		return parseHeldMark(e.rdb.HGet(t.Context(), jobKey(job), heldPrefix+"0").Val())
+	}
+	waitFor(t, 10*time.Second, "every job held in a group", func() bool {
+		for _, jobs := range batches {
+			for _, j := range jobs {
+				if q, _ := groupOf(j.ID); q != heldJoined {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	// A waker that died: batch 2's group out of its second, no task made.
+	_, g2 := groupOf(batches[2][0].ID)
+	_, _, wake2, _ := parseHeldJobsTaskID(g2)
+	if err := togetherScript.Run(t.Context(), e.rdb, togetherKeys(heldNormal, wake2), "pluck", recordTTL.Milliseconds(), g2).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	cancelled := batches[0][0].ID
+	_, g0 := groupOf(cancelled)
+	if _, err := e.client.Cancel(t.Context(), cancelled); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the cancelled job final", func() bool {
+		st, err := e.client.Status(t.Context(), cancelled)
+		return err == nil && st.Counts[stateCancelled] == 1
+	})
+	if _, ok := e.lim.slot(memberOf(cancelled, 0, 0)); ok {
+		t.Error("the cancelled job's booking kept")
+	}
+	for _, j := range batches[1] {
+		q, g := groupOf(j.ID)
+		_, _, wake, _ := parseHeldJobsTaskID(g)
+		if q != heldJoined || !e.rdb.HExists(t.Context(), togetherKeys(heldNormal, wake)[0], g).Val() {
+			t.Errorf("job %s of the other batch: marked %s %s, not waiting in its second (woken with %s?)", j.ID, q, g, g0)
+		}
+	}
+	if got := len(requestsFor(e.apns.Requests(), apnsToken(cancelled))); got != 0 {
+		t.Errorf("the cancelled job got %d pushes", got)
+	}
+	// The second's task, due in about 20 s, makes batch 2's group's task.
+	s := heldSecond{Queue: heldNormal, Wake: wake2}
+	body, _ := json.Marshal(s)
+	if _, err := e.insp.GetTaskInfo(heldNormal, g2); err == nil {
+		t.Fatalf("group %s has a task before its second's task ran", g2)
+	}
+	// Its groups' runs would wait for their slots, 20 s on: cut short.
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_ = e.w.heldSecondTask(ctx, asynq.NewTask(TypeHeldSecond, body))
+	if _, err := e.insp.GetTaskInfo(heldNormal, g2); err != nil {
+		t.Errorf("woken group %s: %v, want a task of its own made by its second's task", g2, err)
+	}
+}
