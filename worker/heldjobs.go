@@ -215,7 +215,7 @@ func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
 	if err := h.valid(); err != nil {
 		return err
 	}
-	return w.runHeldJobs(ctx, []*heldJobs{&h})
+	return w.runHeldJobs(ctx, h.ID, []*heldJobs{&h})
 }
 
 // valid reports an error (SkipRetry) when h is not a group a run made.
@@ -231,10 +231,10 @@ func (h *heldJobs) valid() error {
 	return nil
 }
 
-// runHeldJobs runs hush:waiting-jobs groups (valid ones): a group's own
-// task, or every group of one held queue and second (together.go), their
-// members side by side.
-func (w *Worker) runHeldJobs(ctx context.Context, groups []*heldJobs) error {
+// runHeldJobs runs hush:waiting-jobs groups (valid ones) in task: a
+// group's own task, or every group of one held queue and second
+// (together.go), their members side by side.
+func (w *Worker) runHeldJobs(ctx context.Context, task string, groups []*heldJobs) error {
 	var cs []*chunk
 	for _, h := range groups {
 		for i := range h.Jobs {
@@ -242,8 +242,8 @@ func (w *Worker) runHeldJobs(ctx context.Context, groups []*heldJobs) error {
 			c.From, c.Indices, c.Wake, c.Waits, c.group = 0, []int{0}, h.Wake, true, h.ID
 			cs = append(cs, c)
 		}
-		w.logHeldRun(ctx, h.ID, len(h.Jobs))
 	}
+	w.logHeldRun(ctx, task, len(cs))
 	sts, errs, err := w.store.heldJobsStates(ctx, cs)
 	if err != nil {
 		return err

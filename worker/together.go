@@ -251,7 +251,7 @@ func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
 		groups = append(groups, h)
 	}
 	if len(groups) > 0 {
-		if err := w.runHeldJobs(ctx, groups); err != nil {
+		if err := w.runHeldJobs(ctx, heldSecondTaskID(s.Queue, s.Wake), groups); err != nil {
 			return err
 		}
 	}

@@ -30,8 +30,8 @@ func TestE2EKillNineHeld(t *testing.T) {
 
 // TestE2EKillNineHeldJobs: the same with single-recipient jobs submitted
 // in batches of 25 (as TestE2EKillNineBatched), 4 per user: each user's
-// later jobs wait in hush:waiting-jobs tasks, and the process running one
-// is killed. (With batches of 100, CI once answered 37 jobs of a batch
+// later jobs wait for hush:waiting-second tasks (the held jobs of every
+// batch waking in one second), and the process running one is killed. (With batches of 100, CI once answered 37 jobs of a batch
 // "duplicate": the batch task had delivered and retired them before the
 // API's own write of their records, which then found them retired. That
 // answer is wrong and open; smaller batches make the window smaller.)
@@ -43,10 +43,10 @@ func TestE2EKillNineHeldJobs(t *testing.T) {
 	})
 }
 
-// The ids of hush:held and hush:waiting-jobs tasks start with these.
+// The ids of hush:held and hush:waiting-second tasks start with these.
 const (
 	heldTaskPrefix     = "wait:"
-	heldJobsTaskPrefix = "jobs:"
+	heldJobsTaskPrefix = "second:"
 )
 
 // killNineHeld runs a kill -9 test of held tasks whose ids start with
