@@ -265,11 +265,11 @@ func (w *Worker) runHeldJobs(ctx context.Context, task string, groups []*heldJob
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	// Every member is settled, and its job retired, but those that went to
-	// their delivery tasks: a later run of a group (a lost completion, or
-	// by hand) reads them retired and does nothing, unless one of its
-	// members was handed over; that group must read its states again, so
-	// its mark stays (it expires with the job records).
+	// Every member is settled (its job retired) or handed to its delivery
+	// task. A later run of a group (a lost completion, or by hand) reads
+	// settled members retired and does nothing; a group with a member
+	// handed over must read its states again, so its mark stays (it
+	// expires with the job records).
 	handed := map[string]bool{}
 	for i, st := range sts {
 		handed[cs[i].group] = handed[cs[i].group] || st.handed
