@@ -225,18 +225,8 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 			t.Errorf("run mark of %s left after a run that settled every job", id)
 		}
 	}
-	reqs := e.apns.Requests()
-	for i, j := range jobs {
-		got := requestsFor(reqs, apnsToken(j.ID))
-		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
-		switch {
-		case len(got) != 1:
-			t.Errorf("job %s: %d pushes, want 1", j.ID, len(got))
-		case !ok:
-			t.Errorf("job %s: no booking recorded", j.ID)
-		case got[0].At.Before(slot.Add(-50 * time.Millisecond)):
-			t.Errorf("job %s (user %d) sent at %s, before its slot %s", j.ID, i, got[0].At.Format(time.StampMilli), slot.Format(time.StampMilli))
-		}
+	checkSentOnce(t, e, jobs, func(i int) string { return apnsToken(jobs[i].ID) })
+	for _, j := range jobs {
 		if st, err := e.client.Status(t.Context(), j.ID); err != nil || st.Counts[stateDelivered] != 1 {
 			t.Errorf("job %s: status %+v, %v; want 1 delivered", j.ID, st, err)
 		}
