@@ -740,15 +740,20 @@ func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
 	checkOnePushEachApart(t, reqs, "sa", "sb", 2, gap)
 }
 
-// waitHeldActive waits until the last task list names is active in the
-// held queue of priority normal (a held task waiting for its slots), and
-// returns its id.
+// waitHeldActive waits until the earliest task list names (the least id:
+// the ids list gives differ only by their second) is active in the held
+// queue of priority normal (a held task waiting for its slots), and
+// returns its id. The earliest, because pushes held back together may
+// straddle a second: a later second's task becomes active only after the
+// earlier one sent.
 func (e *env) waitHeldActive(what string, list func() []string) string {
 	e.t.Helper()
 	var held string
 	waitFor(e.t, 15*time.Second, what, func() bool {
 		for _, id := range list() {
-			held = id
+			if held == "" || id < held {
+				held = id
+			}
 		}
 		if held == "" {
 			return false
