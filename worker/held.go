@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -182,13 +181,7 @@ func (w *Worker) enqueueHeld(ctx context.Context, h *chunk) error {
 	if err != nil {
 		return fmt.Errorf("encode held task %s: %w", h.name(), err)
 	}
-	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeHeld, b),
-		asynq.TaskID(h.name()), asynq.Queue(h.queue), asynq.ProcessAt(time.Unix(h.Wake, 0)),
-		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue held task %s: %w", h.name(), err)
-	}
-	return nil
+	return w.client.enqueueHeld(ctx, TypeHeld, h.name(), h.queue, time.Unix(h.Wake, 0), b)
 }
 
 // heldCall sends d, a held task's recipient, at sendAt: it waits without a

@@ -175,7 +175,7 @@ func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) err
 		if q, joined := joinedQueue(h.queue); joined {
 			err = w.joinSecond(ctx, id, q, h.Wake, body)
 		} else {
-			err = w.client.enqueueHeldJobs(ctx, id, h.queue, time.Unix(h.Wake, 0), body)
+			err = w.client.enqueueHeld(ctx, TypeHeldJobs, id, h.queue, time.Unix(h.Wake, 0), body)
 		}
 		if err != nil {
 			return err

@@ -106,9 +106,9 @@ type seconds struct {
 	made map[string]int64 // task id: its second
 }
 
-// fresh reports whether a task of second wake made at some point is
-// still there for a group that joins now.
-func (s *seconds) fresh(wake int64, now time.Time) bool {
+// secondFresh reports whether a task of second wake made at some point
+// is still there for a group that joins now.
+func secondFresh(wake int64, now time.Time) bool {
 	return now.Unix() < wake+int64((togetherDoneTTL-time.Minute)/time.Second)
 }
 
@@ -116,7 +116,7 @@ func (s *seconds) has(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	wake, ok := s.made[id]
-	return ok && s.fresh(wake, time.Now())
+	return ok && secondFresh(wake, time.Now())
 }
 
 func (s *seconds) add(id string, wake int64) {
@@ -126,8 +126,8 @@ func (s *seconds) add(id string, wake int64) {
 		s.made = map[string]int64{}
 	}
 	if len(s.made) >= 1024 {
-		now := time.Now()
-		maps.DeleteFunc(s.made, func(_ string, w int64) bool { return !s.fresh(w, now) || w < now.Unix()-60 })
+		past := time.Now().Unix() - 60 // no longer joined but by late runs
+		maps.DeleteFunc(s.made, func(_ string, w int64) bool { return w < past })
 	}
 	s.made[id] = wake
 }
@@ -147,7 +147,7 @@ func (w *Worker) joinSecond(ctx context.Context, id, q string, wake int64, body 
 	case 2:
 		return nil // taken by the second's task: it runs the group
 	default:
-		return w.client.enqueueHeldJobs(ctx, id, q, time.Unix(wake, 0), body)
+		return w.client.enqueueHeld(ctx, TypeHeldJobs, id, q, time.Unix(wake, 0), body)
 	}
 }
 
@@ -162,20 +162,17 @@ func (w *Worker) ensureSecond(ctx context.Context, q string, wake int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeHeldSecond, body),
-		asynq.TaskID(id), asynq.Queue(q), asynq.ProcessAt(time.Unix(wake, 0)),
-		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue held task %s: %w", id, err)
+	if err := w.client.enqueueHeld(ctx, TypeHeldSecond, id, q, time.Unix(wake, 0), body); err != nil {
+		return err
 	}
 	w.seconds.add(id, wake)
 	return nil
 }
 
-// enqueueHeldJobs creates group id's own hush:waiting-jobs task (payload
-// body) in held queue q, to run at at; one that exists is left as it is.
-func (c *Client) enqueueHeldJobs(ctx context.Context, id, q string, at time.Time, body []byte) error {
-	_, err := c.aq.EnqueueContext(ctx, asynq.NewTask(TypeHeldJobs, body),
+// enqueueHeld creates held task id of type typ (payload body) in held
+// queue q, to run at at; one that exists is left as it is.
+func (c *Client) enqueueHeld(ctx context.Context, typ, id, q string, at time.Time, body []byte) error {
+	_, err := c.aq.EnqueueContext(ctx, asynq.NewTask(typ, body),
 		asynq.TaskID(id), asynq.Queue(q), asynq.ProcessAt(at),
 		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
@@ -204,7 +201,7 @@ func (c *Client) wakeHeld(ctx context.Context, q, task string) bool {
 	}
 	// The group is in the woken hash now: its second's task makes sure
 	// of this task too, should this process die first.
-	return c.enqueueHeldJobs(ctx, task, q, time.Now(), []byte(body)) == nil
+	return c.enqueueHeld(ctx, TypeHeldJobs, task, q, time.Now(), []byte(body)) == nil
 }
 
 func (w *Worker) handleHeldSecond(ctx context.Context, t *asynq.Task) error {
@@ -227,7 +224,7 @@ func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
 	}
 	taken, woken := hashOf(vals[0]), hashOf(vals[1])
 	for _, id := range slices.Sorted(maps.Keys(woken)) {
-		if err := w.client.enqueueHeldJobs(ctx, id, s.Queue, time.Now(), []byte(woken[id])); err != nil {
+		if err := w.client.enqueueHeld(ctx, TypeHeldJobs, id, s.Queue, time.Now(), []byte(woken[id])); err != nil {
 			return err
 		}
 	}
