@@ -144,9 +144,15 @@
 // failing user (WRONGTYPE) reported alone; a request naming an unknown
 // category fails alone too (ErrUnknownCategory). Script invocation, not
 // the commands, dominates a single decision's cost on the server, so this
-// is what makes batches cheap. On Redis Cluster (or any other client) the
-// keys may live on different nodes, so they pipeline one single-key script
-// call per user instead, split by slot. Both paths decide the same.
+// is what makes batches cheap. On Redis Cluster the keys may live on
+// different nodes: ReserveBatch groups the requests by the node the
+// client's slot map places their keys on and calls reserve.lua once per
+// node's chunk in its node form (the keys travel in ARGV; a script may
+// touch keys of any slot its node serves), which checks each request's
+// keys are served there before writing, and books a request whose slot
+// moved again on its own. AllowBatch (and any other client) pipelines one
+// single-key script call per user instead, split by slot. All paths decide
+// the same.
 // ReserveBatchWith lets a caller put its own commands in the same pipeline
 // (the worker writes a job's record and books its one recipient in one
 // round trip); Uses tells whether the limiter runs on the caller's client.

@@ -36,7 +36,10 @@ type Redis struct {
 	// multiKey is set when one script may touch any keys: rdb is a
 	// *redis.Client (standalone or Sentinel). Cluster and Ring clients
 	// shard keys across servers, and unknown clients might.
-	multiKey   bool
+	multiKey bool
+	// cluster is rdb when it is a *redis.ClusterClient: bookings of
+	// users on one node share a call (reserve.lua's node form).
+	cluster    *redis.ClusterClient
 	policy     Policy
 	c          compiled
 	r          *rules // the global rules (Allow, Peek)
@@ -66,6 +69,7 @@ func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
 	l := &Redis{rdb: rdb, policy: copyPolicy(p), c: c, r: &c.global, prefix: o.Prefix, scope: o.Scope, clock: o.Clock,
 		maxPending: o.MaxPending, margin: o.CollapseMargin.Milliseconds(), scripts: newScripts()}
 	_, l.multiKey = rdb.(*redis.Client)
+	l.cluster, _ = rdb.(*redis.ClusterClient)
 	if l.prefix == "" {
 		l.prefix = DefaultPrefix
 	}

@@ -35,19 +35,37 @@ func (l *Redis) ReserveBatchWith(ctx context.Context, reqs []Request, queue func
 		bs = append(bs, b)
 	}
 	// One call per chunk of requests where one script may touch any keys,
-	// else one per request (its keys share the user's hash tag).
-	per := 1
-	if l.multiKey {
-		per = batchChunk
+	// one per node's chunk on Redis Cluster, else one per request (its
+	// keys share the user's hash tag).
+	parts := l.reserveParts(ctx, bs)
+	calls := make([]scriptCall, len(parts))
+	for c, part := range parts {
+		calls[c] = l.reserveCall(part)
+		if l.cluster != nil && len(part) > 1 {
+			calls[c] = nodeForm(calls[c])
+		}
 	}
-	var calls []scriptCall
-	var parts [][]booking
-	for from := 0; from < len(bs); from += per {
-		part := bs[from:min(from+per, len(bs))]
-		calls = append(calls, l.reserveCall(part))
-		parts = append(parts, part)
+	again := l.takeReservations(l.pipeline(ctx, queue, l.scripts.reserve, calls), parts, out, fail)
+	// Requests of a node's call whose keys that node did not serve (the
+	// client's slot map was behind a resharding) were not booked there:
+	// each is booked on its own, where the cluster client's redirections
+	// lead.
+	if len(again) > 0 {
+		parts, calls = make([][]booking, len(again)), make([]scriptCall, len(again))
+		for k, b := range again {
+			parts[k] = []booking{b}
+			calls[k] = l.reserveCall(parts[k])
+		}
+		_ = l.takeReservations(l.pipeline(ctx, nil, l.scripts.reserve, calls), parts, out, fail)
 	}
-	for c, cmd := range l.pipeline(ctx, queue, l.scripts.reserve, calls) {
+	return out, errors.Join(failed...)
+}
+
+// takeReservations reads each call's replies into out (fail reports a
+// failed request) and returns the requests a node's call found on another
+// node ("NOTHERE"), which it neither fails nor fills.
+func (l *Redis) takeReservations(cmds []*redis.Cmd, parts [][]booking, out []Reservation, fail func(int, error)) (again []booking) {
+	for c, cmd := range cmds {
 		part := parts[c]
 		v, err := cmd.Result()
 		a, ok := v.([]any)
@@ -59,7 +77,11 @@ func (l *Redis) ReserveBatchWith(ctx context.Context, reqs []Request, queue func
 			case err != nil:
 				fail(b.i, err)
 			case isError(a[j]):
-				fail(b.i, a[j].(error))
+				if redis.HasErrorPrefix(a[j].(error), "NOTHERE") {
+					again = append(again, b)
+				} else {
+					fail(b.i, a[j].(error))
+				}
 			default:
 				var perr error
 				if out[b.i], perr = parseReservation(a[j]); perr != nil {
@@ -68,7 +90,54 @@ func (l *Redis) ReserveBatchWith(ctx context.Context, reqs []Request, queue func
 			}
 		}
 	}
-	return out, errors.Join(failed...)
+	return again
+}
+
+// reserveParts splits bs into the requests of one script call each: on a
+// *redis.Client chunks of batchChunk; on Redis Cluster, chunks of the
+// requests whose keys the client's slot map places on one node (in order,
+// so a user's requests stay in order); otherwise one request per call.
+func (l *Redis) reserveParts(ctx context.Context, bs []booking) [][]booking {
+	var parts [][]booking
+	switch {
+	case l.multiKey:
+		for from := 0; from < len(bs); from += batchChunk {
+			parts = append(parts, bs[from:min(from+batchChunk, len(bs))])
+		}
+	case l.cluster != nil:
+		at := map[*redis.Client]int{} // node -> its part in parts being filled
+		for _, b := range bs {
+			node, err := l.cluster.MasterForKey(ctx, l.setKey(b.q.User, b.sets[0].cat))
+			if err != nil { // a call of its own, which reports the error
+				parts = append(parts, []booking{b})
+				continue
+			}
+			p, ok := at[node]
+			if !ok || len(parts[p]) == batchChunk {
+				p = len(parts)
+				at[node] = p
+				parts = append(parts, nil)
+			}
+			parts[p] = append(parts[p], b)
+		}
+	default:
+		for i := range bs {
+			parts = append(parts, bs[i:i+1])
+		}
+	}
+	return parts
+}
+
+// nodeForm is c in reserve.lua's node form: its first key routes the call
+// and every key travels in ARGV, so that one call may book users of any
+// slots its node serves.
+func nodeForm(c scriptCall) scriptCall {
+	args := make([]any, 0, 2+len(c.keys)+len(c.args))
+	args = append(args, "node", len(c.keys))
+	for _, k := range c.keys {
+		args = append(args, k)
+	}
+	return scriptCall{keys: c.keys[:1], args: append(args, c.args...)}
 }
 
 func isError(v any) bool {

@@ -27,11 +27,32 @@
 --          the set at the cap, 'late' with slot = the slot it would have
 --          booked, 'collapsed' with slot = now; or an error reply when the
 --          request's calls failed (e.g. WRONGTYPE), which stops no other.
-local now = now_ms(ARGV[1])
-local minttl = tonumber(ARGV[2])
-local max_pending = tonumber(ARGV[3])
-local margin = tonumber(ARGV[4])
-local nrules = tonumber(ARGV[5])
+--
+-- Node form (Redis Cluster): one call books requests of many users whose
+-- keys a client's slot map places on one node. KEYS holds only the key
+-- that routes the call there; ARGV[1] is 'node', ARGV[2] the number of
+-- keys k, ARGV[3..2+k] the keys as KEYS above, and the arguments above
+-- follow, each 2+k later. Redis lets a script without flags touch keys of
+-- other slots its node serves. Before a request of this form writes
+-- anything, each of its keys is looked up: one this node does not serve
+-- (another node's slot, or a key already moved out of a slot being
+-- migrated) fails the request alone with a reply starting "NOTHERE", and
+-- the caller books it again on its own.
+local keys_in, base = KEYS, 0
+local node_form = ARGV[1] == 'node'
+if node_form then
+  local k = tonumber(ARGV[2])
+  keys_in = {}
+  for i = 1, k do
+    keys_in[i] = ARGV[2 + i]
+  end
+  base = 2 + k
+end
+local now = now_ms(ARGV[base + 1])
+local minttl = tonumber(ARGV[base + 2])
+local max_pending = tonumber(ARGV[base + 3])
+local margin = tonumber(ARGV[base + 4])
+local nrules = tonumber(ARGV[base + 5])
 -- Scores are whole ms, so an exclusive bound (x is x + 1.
 local after_now = now + 1
 -- A number given to redis.call is formatted ("%.17g") for every command;
@@ -41,7 +62,7 @@ local after_now = now + 1
 -- they are: Redis formats them faster than Lua's string.format. (Not
 -- through a table keyed by the numbers: gopher-lua, which miniredis runs,
 -- grows a table's array part up to an integer key.)
-local shared = #KEYS > 1
+local shared = #keys_in > 1
 local function fmt(x)
   if shared then
     return string.format('%.17g', x)
@@ -49,7 +70,7 @@ local function fmt(x)
   return x
 end
 local now_s, after_now_s = fmt(now), fmt(after_now)
-local arg = 6 -- the next ARGV to read
+local arg = base + 6 -- the next ARGV to read
 -- A rule set, with what every request of this call reads it with (they
 -- share now): cut = now - horizon, for each rule the first instant of its
 -- window, from = now - W + 1, and short, the rule with the shortest
@@ -318,9 +339,24 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
   return {t, 0, now, '', old or ''}
 end
 
+-- not_here returns the error of the first of keys (and ckey) this node
+-- does not serve, or nil (node form only).
+local function not_here(keys, ckey)
+  for b = 1, #keys + 1 do
+    local k = keys[b] or ckey
+    if k then
+      local r = redis.pcall('EXISTS', k)
+      if type(r) == 'table' and r.err then
+        return r.err
+      end
+    end
+  end
+  return nil
+end
+
 local out = {}
 local noquiet = {} -- the quiet intervals of a request without any
-local key = 1 -- the next KEYS to read
+local key = 1 -- the next of keys_in to read
 local nargv = #ARGV
 while arg <= nargv do
   local member, not_after, not_before = ARGV[arg], tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
@@ -328,12 +364,12 @@ while arg <= nargv do
   arg = arg + 6
   local keys, rs = {}, {}
   for b = 1, nsets do
-    keys[b], rs[b] = KEYS[key], rulesets[tonumber(ARGV[arg])]
+    keys[b], rs[b] = keys_in[key], rulesets[tonumber(ARGV[arg])]
     key, arg = key + 1, arg + 1
   end
   local ckey
   if collapse_key ~= '' then
-    ckey, key = KEYS[key], key + 1
+    ckey, key = keys_in[key], key + 1
   end
   local nquiet = tonumber(ARGV[arg])
   arg = arg + 1
@@ -346,7 +382,13 @@ while arg <= nargv do
     arg = arg + 2
   end
   tick = tick + 1
-  local ok, reply = pcall(reserve, keys, rs, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
+  local away = node_form and not_here(keys, ckey)
+  local ok, reply
+  if away then
+    ok, reply = false, {err = 'NOTHERE ' .. away}
+  else
+    ok, reply = pcall(reserve, keys, rs, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
+  end
   if ok then
     out[#out + 1] = reply
   else

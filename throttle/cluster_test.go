@@ -1,0 +1,186 @@
+package throttle_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/throttle"
+	"github.com/redis/go-redis/v9"
+)
+
+// clusterPolicy: a gap of a minute, so a user's second booking waits it.
+var clusterPolicy = throttle.Policy{Limits: []throttle.Limit{{N: 10, Window: time.Hour}}, MinGap: time.Minute}
+
+// scriptCalls counts EVAL and EVALSHA calls served by the nodes so far.
+func scriptCalls(t *testing.T, c *redistest.Cluster) int64 {
+	t.Helper()
+	var n int64
+	for _, node := range c.Nodes {
+		stats, err := node.Client(t).Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(stats, "\n") {
+			if !strings.HasPrefix(line, "cmdstat_eval:") && !strings.HasPrefix(line, "cmdstat_evalsha:") {
+				continue
+			}
+			calls, _, _ := strings.Cut(strings.TrimPrefix(line[strings.Index(line, ":")+1:], "calls="), ",")
+			v, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				t.Fatalf("commandstats line %q: %v", line, err)
+			}
+			n += v
+		}
+	}
+	return n
+}
+
+// On a 3-master cluster a batch of bookings costs one script call per
+// node (reserve.lua's node form), not one per user, and decides as one
+// call per user would: a fresh user's booking is due now, its next waits
+// the gap, a member booked again gets its slot back, and a user twice in
+// one batch is booked in order.
+func TestRedisClusterBooksOneNodeInOneCall(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartCluster(t, 3)
+	rdb := c.Client(t)
+	ctx := context.Background()
+	l, err := throttle.NewRedis(rdb, clusterPolicy, throttle.Options{Prefix: redistest.Prefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := func(user, member string) []throttle.Request {
+		var out []throttle.Request
+		for i := range 60 {
+			out = append(out, throttle.Request{User: fmt.Sprintf("%s%d", user, i), Member: member})
+		}
+		return out
+	}
+	// Other users first: every node loads the script (NOSCRIPT, then
+	// EVAL) and the client learns the slot map.
+	if _, err := l.ReserveBatch(ctx, reqs("warm", "w")); err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]bool{}
+	for _, q := range reqs("u", "") {
+		addr, err := redistest.MasterOf(ctx, rdb, l.Key(q.User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[addr] = true
+	}
+	if len(nodes) != 3 {
+		t.Fatalf("the 60 users live on %d nodes, want all 3", len(nodes))
+	}
+	check := func(name string, batch []throttle.Request, wantWait time.Duration, wantExisting bool) {
+		t.Helper()
+		before := scriptCalls(t, c)
+		res, err := l.ReserveBatch(ctx, batch)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if calls := scriptCalls(t, c) - before; calls != 3 {
+			t.Errorf("%s: %d script calls for %d bookings on 3 nodes, want 3", name, calls, len(batch))
+		}
+		for i, r := range res {
+			if r.Existing != wantExisting || r.Refused != "" || r.Wait < wantWait-time.Second || r.Wait > wantWait {
+				t.Errorf("%s: %s: wait %v existing %v refused %q, want wait %v existing %v", name, batch[i].User, r.Wait, r.Existing, r.Refused, wantWait, wantExisting)
+			}
+		}
+	}
+	check("first", reqs("u", "a"), 0, false)
+	check("second", reqs("u", "b"), time.Minute, false)
+	check("again", reqs("u", "a"), 0, true)
+
+	twice := []throttle.Request{{User: "x", Member: "1"}, {User: "y", Member: "1"}, {User: "x", Member: "2"}}
+	res, err := l.ReserveBatch(ctx, twice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gap := res[2].At.Sub(res[0].At); gap != time.Minute {
+		t.Errorf("x booked twice in one batch: %v apart, want the gap (1m)", gap)
+	}
+}
+
+// A client whose slot map is behind a resharding still books every
+// request once, on the node that now serves it: the node's call finds the
+// moved user's keys are not its own before writing anything ("NOTHERE"),
+// and that request is booked again on its own, through the redirection.
+func TestRedisClusterBooksUsersOfAMovedSlot(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartCluster(t, 3)
+	rdb := c.Client(t)
+	ctx := context.Background()
+	l, err := throttle.NewRedis(rdb, clusterPolicy, throttle.Options{Prefix: redistest.Prefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReserveBatch(ctx, []throttle.Request{{User: "warm", Member: "w"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Four users on one node A, whose slots hold nothing yet.
+	byNode := map[string][]string{}
+	for i := 0; len(byNode[c.Nodes[0].Addr]) < 4; i++ {
+		u := fmt.Sprintf("m%d", i)
+		addr, err := redistest.MasterOf(ctx, rdb, l.Key(u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		byNode[addr] = append(byNode[addr], u)
+	}
+	users := byNode[c.Nodes[0].Addr]
+	moved := users[1]
+	slot, err := rdb.ClusterKeySlot(ctx, l.Key(moved)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Move the moved user's (empty) slot from A to B behind the client's
+	// back: every node learns it, the client's map does not.
+	a, b := c.Nodes[0].Client(t), c.Nodes[1].Client(t)
+	bID, err := b.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*redis.Client{b, a, c.Nodes[2].Client(t)} {
+		if err := n.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", bID).Err(); err != nil {
+			t.Fatalf("CLUSTER SETSLOT %d NODE B on %s: %v", slot, n.Options().Addr, err)
+		}
+	}
+	if addr, _ := redistest.MasterOf(ctx, rdb, l.Key(moved)); addr != c.Nodes[0].Addr {
+		t.Fatalf("the client already knows the slot moved (%s): the test needs a stale map", addr)
+	}
+
+	var batch []throttle.Request
+	for _, u := range users {
+		batch = append(batch, throttle.Request{User: u, Member: "a"})
+	}
+	res, err := l.ReserveBatch(ctx, batch)
+	if err != nil {
+		t.Fatalf("booking through a stale slot map: %v", err)
+	}
+	for i, r := range res {
+		if r.Now.IsZero() || r.Wait != 0 || r.Existing || r.Refused != "" {
+			t.Errorf("%s: %+v, want a fresh booking due now", users[i], r)
+		}
+	}
+	onA, _ := a.Exists(ctx, l.Key(moved)).Result()
+	onB, _ := b.Exists(ctx, l.Key(moved)).Result()
+	if onA != 0 || onB != 1 {
+		t.Errorf("the moved user's set: %d on A, %d on B; want only on B, its slot's new node", onA, onB)
+	}
+	// Booked once: the same member again is the existing booking.
+	res, err = l.ReserveBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if !r.Existing || r.Wait != 0 {
+			t.Errorf("%s booked again: %+v, want its existing slot", users[i], r)
+		}
+	}
+}
