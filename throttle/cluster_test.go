@@ -25,17 +25,27 @@ func scriptCalls(t *testing.T, c *redistest.Cluster) int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for line := range strings.SplitSeq(stats, "\n") {
-			if !strings.HasPrefix(line, "cmdstat_eval:") && !strings.HasPrefix(line, "cmdstat_evalsha:") {
-				continue
-			}
-			calls, _, _ := strings.Cut(strings.TrimPrefix(line[strings.Index(line, ":")+1:], "calls="), ",")
-			v, err := strconv.ParseInt(calls, 10, 64)
-			if err != nil {
-				t.Fatalf("commandstats line %q: %v", line, err)
-			}
-			n += v
+		n += evalCalls(t, stats)
+	}
+	return n
+}
+
+// evalCalls is the EVAL and EVALSHA calls an INFO commandstats reply
+// counts.
+func evalCalls(tb testing.TB, stats string) int64 {
+	tb.Helper()
+	var n int64
+	for line := range strings.SplitSeq(stats, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "cmdstat_eval:") && !strings.HasPrefix(line, "cmdstat_evalsha:") {
+			continue
 		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(line[strings.Index(line, ":")+1:], "calls="), ",")
+		v, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			tb.Fatalf("commandstats line %q: %v", line, err)
+		}
+		n += v
 	}
 	return n
 }
@@ -182,5 +192,86 @@ func TestRedisClusterBooksUsersOfAMovedSlot(t *testing.T) {
 		if !r.Existing || r.Wait != 0 {
 			t.Errorf("%s booked again: %+v, want its existing slot", users[i], r)
 		}
+	}
+}
+
+// BenchmarkClusterWave books waves of 25 users (a fan-out wave) from
+// 100,000 on a 3-master cluster, one user per script call (the code
+// before node batches) and one call per node, and on one server beside
+// them, and reports the Redis CPU per booking summed over the nodes
+// (INFO cpu) and the script calls per booking. Run it with -benchtime
+// 400x or more; compare the rows of one run.
+func BenchmarkClusterWave(b *testing.B) {
+	const wave, pool = 25, 100_000
+	c := redistest.StartCluster(b, 3)
+	cc := c.Client(b)
+	srv := redistest.Start(b)
+	if !srv.Real() {
+		b.Skip("needs a real redis-server: miniredis has no CPU accounting")
+	}
+	one := srv.Client(b)
+	nodes := make([]redis.UniversalClient, len(c.Nodes))
+	for i, n := range c.Nodes {
+		nodes[i] = n.Client(b)
+	}
+	for _, run := range []struct {
+		name  string
+		rdb   redis.UniversalClient
+		nodes []redis.UniversalClient
+		setup func(*throttle.Redis)
+	}{
+		{"cluster-per-user", cc, nodes, throttle.BookPerUser},
+		{"cluster-per-node", cc, nodes, func(*throttle.Redis) {}},
+		{"one-server", one, []redis.UniversalClient{one}, func(*throttle.Redis) {}},
+	} {
+		b.Run(run.name, func(b *testing.B) {
+			ctx := b.Context()
+			l, err := throttle.NewRedis(run.rdb, clusterPolicy, throttle.Options{Prefix: redistest.Prefix(b)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			run.setup(l)
+			next := 0
+			reqs := func() []throttle.Request {
+				out := make([]throttle.Request, wave)
+				for i := range out {
+					out[i] = throttle.Request{User: "u" + strconv.Itoa(next%pool), Member: strconv.Itoa(next)}
+					next++
+				}
+				return out
+			}
+			for range 20 { // load the script on every node
+				if _, err := l.ReserveBatch(ctx, reqs()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := func() (total time.Duration, calls int64) {
+				for _, n := range run.nodes {
+					d, err := redisCPU(ctx, n)
+					if err != nil {
+						b.Fatal(err)
+					}
+					total += d
+					stats, err := n.Info(ctx, "commandstats").Result()
+					if err != nil {
+						b.Fatal(err)
+					}
+					calls += evalCalls(b, stats)
+				}
+				return total, calls
+			}
+			cpu0, calls0 := cpu()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := l.ReserveBatch(ctx, reqs()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			cpu1, calls1 := cpu()
+			n := float64(b.N * wave)
+			b.ReportMetric(float64((cpu1-cpu0).Microseconds())/n, "redis-us/booking")
+			b.ReportMetric(float64(calls1-calls0)/n, "calls/booking")
+		})
 	}
 }
