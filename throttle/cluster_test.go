@@ -50,6 +50,18 @@ func evalCalls(tb testing.TB, stats string) int64 {
 	return n
 }
 
+// clusterLimiter is a limiter on a 3-master cluster of the test's own.
+func clusterLimiter(t *testing.T) (*redistest.Cluster, *redis.ClusterClient, *throttle.Redis) {
+	t.Helper()
+	c := redistest.StartCluster(t, 3)
+	rdb := c.Client(t)
+	l, err := throttle.NewRedis(rdb, clusterPolicy, throttle.Options{Prefix: redistest.Prefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rdb, l
+}
+
 // On a 3-master cluster a batch of bookings costs one script call per
 // node (reserve.lua's node form), not one per user, and decides as one
 // call per user would: a fresh user's booking is due now, its next waits
@@ -57,13 +69,8 @@ func evalCalls(tb testing.TB, stats string) int64 {
 // one batch is booked in order.
 func TestRedisClusterBooksOneNodeInOneCall(t *testing.T) {
 	t.Parallel()
-	c := redistest.StartCluster(t, 3)
-	rdb := c.Client(t)
+	c, rdb, l := clusterLimiter(t)
 	ctx := context.Background()
-	l, err := throttle.NewRedis(rdb, clusterPolicy, throttle.Options{Prefix: redistest.Prefix(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reqs := func(user, member string) []throttle.Request {
 		var out []throttle.Request
 		for i := range 60 {
@@ -123,13 +130,8 @@ func TestRedisClusterBooksOneNodeInOneCall(t *testing.T) {
 // and that request is booked again on its own, through the redirection.
 func TestRedisClusterBooksUsersOfAMovedSlot(t *testing.T) {
 	t.Parallel()
-	c := redistest.StartCluster(t, 3)
-	rdb := c.Client(t)
+	c, rdb, l := clusterLimiter(t)
 	ctx := context.Background()
-	l, err := throttle.NewRedis(rdb, clusterPolicy, throttle.Options{Prefix: redistest.Prefix(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := l.ReserveBatch(ctx, []throttle.Request{{User: "warm", Member: "w"}}); err != nil {
 		t.Fatal(err)
 	}
