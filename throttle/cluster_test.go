@@ -3,8 +3,11 @@ package throttle_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,4 +279,134 @@ func BenchmarkClusterWave(b *testing.B) {
 			b.ReportMetric(float64(calls1-calls0)/n, "calls/booking")
 		})
 	}
+}
+
+// Processes booking batches of the same few users at once on a 3-master
+// cluster (each with its own client, every batch mixing users of several
+// nodes and repeating some) never break a rule, and what Redis holds is
+// exactly what the calls reported: each node's call books its users
+// atomically and in order, like one call per user.
+func TestRedisClusterConcurrentBatches(t *testing.T) {
+	t.Parallel()
+	const (
+		procs  = 8
+		n      = 3
+		window = 300 * time.Millisecond
+		gap    = 30 * time.Millisecond
+		run    = time.Second
+	)
+	p := throttle.Policy{Limits: []throttle.Limit{{N: n, Window: window}}, MinGap: gap}
+	c := redistest.StartCluster(t, 3)
+	prefix := redistest.Prefix(t)
+	users := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}
+	ctx := context.Background()
+
+	type booked struct {
+		user, member string
+		at           int64
+	}
+	var mu sync.Mutex
+	var all []booked
+	var batches atomic.Int64
+	errs := make(chan error, procs)
+	var wg sync.WaitGroup
+	var l0 *throttle.Redis
+	for g := range procs {
+		rdb := c.Client(t)
+		l, err := throttle.NewRedis(rdb, p, throttle.Options{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l0 = l
+		wg.Go(func() {
+			var mine []booked
+			end := time.Now().Add(run)
+			for b := 0; time.Now().Before(end); b++ {
+				batch := make([]throttle.Request, 6)
+				for j := range batch {
+					batch[j] = throttle.Request{User: users[(g+b*7+j*j)%len(users)], Member: fmt.Sprintf("%d-%d-%d", g, b, j)}
+				}
+				res, err := l.ReserveBatch(ctx, batch)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for j, r := range res {
+					if r.Existing || r.Refused != "" {
+						errs <- fmt.Errorf("%s: %+v, want a new booking", batch[j].Member, r)
+						return
+					}
+					mine = append(mine, booked{batch[j].User, batch[j].Member, r.At.UnixMilli()})
+				}
+				batches.Add(1)
+			}
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	nodes := map[string]bool{}
+	rdb := c.Client(t)
+	for _, u := range users {
+		addr, err := redistest.MasterOf(ctx, rdb, l0.Key(u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[addr] = true
+	}
+	if len(nodes) < 2 {
+		t.Fatalf("the users live on %d node(s): the test needs batches spanning nodes", len(nodes))
+	}
+	byUser := map[string][]booked{}
+	for _, b := range all {
+		byUser[b.user] = append(byUser[b.user], b)
+	}
+	for _, u := range users {
+		bs := byUser[u]
+		ts := make([]int64, len(bs))
+		for i, b := range bs {
+			ts[i] = b.at
+		}
+		slices.Sort(ts)
+		for i := 0; i+n < len(ts); i++ {
+			if span := ts[i+n] - ts[i]; span < window.Milliseconds() {
+				t.Errorf("user %s: %d bookings within %d ms", u, n+1, span)
+			}
+		}
+		for i := 0; i+1 < len(ts); i++ {
+			if d := ts[i+1] - ts[i]; d < gap.Milliseconds() {
+				t.Errorf("user %s: bookings %d ms apart", u, d)
+			}
+		}
+		// Redis holds each reported booking at its reported slot, and
+		// nothing else; a booking older than the horizon (the window) may
+		// have been trimmed since.
+		aged := time.Now().Add(-window).UnixMilli()
+		held, err := rdb.ZRangeWithScores(ctx, l0.Key(u), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int64{}
+		for _, b := range bs {
+			want[b.member] = b.at
+		}
+		for _, z := range held {
+			at, ok := want[z.Member.(string)]
+			if !ok || at != int64(z.Score) {
+				t.Errorf("user %s: Redis holds %v at %d; reported: %d (%v)", u, z.Member, int64(z.Score), at, ok)
+			}
+			delete(want, z.Member.(string))
+		}
+		for m, at := range want {
+			if at > aged {
+				t.Errorf("user %s: booking %s at %d reported, not in Redis", u, m, at)
+			}
+		}
+	}
+	t.Logf("%d processes, %d batches, %d bookings of %d users on %d nodes", procs, batches.Load(), len(all), len(users), len(nodes))
 }
