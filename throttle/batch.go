@@ -58,8 +58,9 @@ func (l *Redis) AllowBatch(ctx context.Context, users []string) ([]Decision, err
 }
 
 // ReserveBatch is Reserve for many requests in one network round trip, in
-// order, with one script call per chunk of requests or one per request as
-// AllowBatch explains. Each request may carry a NotAfter; each answer is
+// order, with one script call per chunk of requests on a *redis.Client,
+// one per node's chunk on Redis Cluster (see the package doc), or one per
+// request with any other client. Each request may carry a NotAfter; each answer is
 // booked, existing or refused on its own, and a refused request takes no
 // place from the requests after it. A Reservation whose Now is zero marks
 // a failed request.
