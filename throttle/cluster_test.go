@@ -16,8 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// clusterPolicy: a gap of a minute, so a user's second booking waits it.
-var clusterPolicy = throttle.Policy{Limits: []throttle.Limit{{N: 10, Window: time.Hour}}, MinGap: time.Minute}
+// clusterPolicy: a gap of a minute, so a user's second booking waits it,
+// and a category whose bookings are kept in a second set of the user's.
+var clusterPolicy = throttle.Policy{Limits: []throttle.Limit{{N: 10, Window: time.Hour}}, MinGap: time.Minute,
+	Categories: map[string]throttle.Category{"news": {Limits: []throttle.Limit{{N: 5, Window: time.Hour}}}}}
 
 // scriptCalls counts EVAL and EVALSHA calls served by the nodes so far.
 func scriptCalls(t *testing.T, c *redistest.Cluster) int64 {
@@ -170,32 +172,42 @@ func TestRedisClusterBooksUsersOfAMovedSlot(t *testing.T) {
 		t.Fatalf("the client already knows the slot moved (%s): the test needs a stale map", addr)
 	}
 
+	// The moved user books three times: with one key (its set), with a
+	// category (two sets) and with a collapse key (its set and its
+	// collapse hash), each a gap after the one before.
 	var batch []throttle.Request
+	var wait []time.Duration
 	for _, u := range users {
 		batch = append(batch, throttle.Request{User: u, Member: "a"})
+		wait = append(wait, 0)
 	}
+	batch = append(batch, throttle.Request{User: moved, Member: "c", Category: "news"},
+		throttle.Request{User: moved, Member: "k", CollapseKey: "x"})
+	wait = append(wait, time.Minute, 2*time.Minute)
 	res, err := l.ReserveBatch(ctx, batch)
 	if err != nil {
 		t.Fatalf("booking through a stale slot map: %v", err)
 	}
 	for i, r := range res {
-		if r.Now.IsZero() || r.Wait != 0 || r.Existing || r.Refused != "" {
-			t.Errorf("%s: %+v, want a fresh booking due now", users[i], r)
+		if r.Now.IsZero() || r.Wait > wait[i] || r.Wait < wait[i]-time.Second || r.Existing || r.Refused != "" {
+			t.Errorf("%s %s: %+v, want a new booking due in %v", batch[i].User, batch[i].Member, r, wait[i])
 		}
 	}
-	onA, _ := a.Exists(ctx, l.Key(moved)).Result()
-	onB, _ := b.Exists(ctx, l.Key(moved)).Result()
-	if onA != 0 || onB != 1 {
-		t.Errorf("the moved user's set: %d on A, %d on B; want only on B, its slot's new node", onA, onB)
+	for _, k := range []string{l.Key(moved), l.Key(moved) + ":c:news", l.Key(moved) + ":k"} {
+		onA, _ := a.Exists(ctx, k).Result()
+		onB, _ := b.Exists(ctx, k).Result()
+		if onA != 0 || onB != 1 {
+			t.Errorf("the moved user's %s: %d on A, %d on B; want only on B, its slot's new node", k, onA, onB)
+		}
 	}
-	// Booked once: the same member again is the existing booking.
+	// Booked once: the same members again are the existing bookings.
 	res, err = l.ReserveBatch(ctx, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range res {
-		if !r.Existing || r.Wait != 0 {
-			t.Errorf("%s booked again: %+v, want its existing slot", users[i], r)
+		if !r.Existing {
+			t.Errorf("%s %s booked again: %+v, want its existing slot", batch[i].User, batch[i].Member, r)
 		}
 	}
 }

@@ -34,10 +34,13 @@
 -- keys k, ARGV[3..2+k] the keys as KEYS above, and the arguments above
 -- follow, each 2+k later. Redis lets a script without flags touch keys of
 -- other slots its node serves. Before a request of this form writes
--- anything, each of its keys is looked up: one this node does not serve
--- (another node's slot, or a key already moved out of a slot being
--- migrated) fails the request alone with a reply starting "NOTHERE", and
--- the caller books it again on its own.
+-- anything, its keys are looked up: one this node does not serve (another
+-- node's slot, or a key already moved out of a slot being migrated) fails
+-- the request alone with a reply starting "NOTHERE", and the caller books
+-- it again on its own. A request with more than one key looks them all up
+-- with one EXISTS; a request with one key (no category, no collapse key)
+-- needs no lookup of its own: its first command is a count of that key
+-- (first_count), made with pcall.
 local keys_in, base = KEYS, 0
 local node_form = ARGV[1] == 'node'
 if node_form then
@@ -92,6 +95,21 @@ for k = 1, nrules do
   r.cut = now - r.horizon
   r.horizon_s = fmt(r.horizon)
   rulesets[k] = r
+end
+-- first_count is the count of key's entries from from on: the first
+-- command a request without a collapse key runs (one with a collapse key
+-- was looked up before it started). In the node form it is made with
+-- pcall, and its error fails the request with NOTHERE, before anything
+-- was written (see the node form above).
+local function first_count(key, from)
+  if not node_form then
+    return redis.call('ZCOUNT', key, from, '+inf')
+  end
+  local c = redis.pcall('ZCOUNT', key, from, '+inf')
+  if type(c) == 'table' and c.err then
+    error({err = 'NOTHERE ' .. c.err})
+  end
+  return c
 end
 local L -- lib(), built the first time a request needs it
 local tick = 0 -- requests seen, to spread the trims over a batch
@@ -182,12 +200,12 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
   local hc = {} -- the home set's count per rule, once counted
   local fut
   if hr.short then
-    local c = redis.call('ZCOUNT', home, hr.from_s[hr.short], '+inf')
+    local c = first_count(home, hr.from_s[hr.short])
     hc[hr.short] = c
     if c == 0 then fut = 0 end
   end
   if fut == nil then
-    fut = redis.call('ZCOUNT', home, after_now_s, '+inf')
+    fut = first_count(home, after_now_s)
   end
   if max_pending > 0 then
     for b = 1, #keys do
@@ -339,17 +357,22 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
   return {t, 0, now, '', old or ''}
 end
 
--- not_here returns the error of the first of keys (and ckey) this node
--- does not serve, or nil (node form only).
+-- not_here returns the error of looking up a request's keys (its sets
+-- and ckey) in one EXISTS when this node does not serve one of them, or
+-- nil (node form only; they share the user's hash tag, so one slot). A
+-- request with one key is looked up by its first_count instead.
 local function not_here(keys, ckey)
-  for b = 1, #keys + 1 do
-    local k = keys[b] or ckey
-    if k then
-      local r = redis.pcall('EXISTS', k)
-      if type(r) == 'table' and r.err then
-        return r.err
-      end
-    end
+  if #keys == 1 and not ckey then
+    return nil
+  end
+  local r
+  if ckey then
+    r = redis.pcall('EXISTS', ckey, unpack(keys))
+  else
+    r = redis.pcall('EXISTS', unpack(keys))
+  end
+  if type(r) == 'table' and r.err then
+    return r.err
   end
   return nil
 end
