@@ -119,6 +119,32 @@ func TestRedisClusterBooksOneNodeInOneCall(t *testing.T) {
 	check("second", reqs("u", "b"), time.Minute, false)
 	check("again", reqs("u", "a"), 0, true)
 
+	// A node's call books at most 256 requests (a script call blocks its
+	// node while it runs): 900 users, about 300 a node, take two calls a
+	// node.
+	var big []throttle.Request
+	perNode := map[string]int{}
+	for i := range 900 {
+		q := throttle.Request{User: fmt.Sprintf("big%d", i), Member: "a"}
+		addr, err := redistest.MasterOf(ctx, rdb, l.Key(q.User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		perNode[addr]++
+		big = append(big, q)
+	}
+	want := int64(0)
+	for _, n := range perNode {
+		want += int64((n + 255) / 256)
+	}
+	before := scriptCalls(t, c)
+	if _, err := l.ReserveBatch(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	if calls := scriptCalls(t, c) - before; calls != want {
+		t.Errorf("900 bookings (%v a node): %d script calls, want %d", perNode, calls, want)
+	}
+
 	twice := []throttle.Request{{User: "x", Member: "1"}, {User: "y", Member: "1"}, {User: "x", Member: "2"}}
 	res, err := l.ReserveBatch(ctx, twice)
 	if err != nil {
