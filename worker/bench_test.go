@@ -41,6 +41,9 @@ import (
 //   - paced, paced-e2e: single-recipient jobs submitted live at 80% of
 //     single's rate: its delivery-only rate, and its end-to-end rate
 //     (submission time included).
+//   - paced-fanout: 1,000-recipient jobs submitted live at 80% of
+//     fanout's delivery rate; a delivery's lag counts from its job's
+//     submission.
 //
 // The work is enqueued before the worker starts (paced excepted); a run is
 // timed from the worker's start to the fakes' last arrival. Lag is the
@@ -72,7 +75,7 @@ func BenchmarkPipeline(b *testing.B) {
 	fa, ff, senders := startFakes(b)
 	bb := &pipelineBench{rdb: rdb, rt: rt, apns: fa, fcm: ff, senders: senders, conc: 50}
 
-	var baseline, peak, peakE2E float64
+	var baseline, peak, peakE2E, peakFanout float64
 	var rows []string
 	row := func(b *testing.B, name string, r benchResult) {
 		rows = append(rows, r.row(name, baseline))
@@ -100,6 +103,7 @@ func BenchmarkPipeline(b *testing.B) {
 	})
 	b.Run("fanout", func(b *testing.B) {
 		r := bb.hush(b, loose, n/1000, 1000, n, 0)
+		peakFanout = r.rate()
 		row(b, fmt.Sprintf("hush, %d jobs x 1,000 recipients", n/1000), r)
 	})
 	b.Run("pressure-single", func(b *testing.B) {
@@ -123,10 +127,18 @@ func BenchmarkPipeline(b *testing.B) {
 				b.Skip("needs the single sub-benchmark's rate")
 			}
 			rate := 0.8 * *p.peak
-			r := bb.paced(b, loose, rate, max(int(rate*5*scale), 500))
+			r := bb.paced(b, loose, rate, max(int(rate*5*scale), 500), 1)
 			row(b, fmt.Sprintf("hush, single-recipient jobs submitted at %.0f/s (80%% of the %s peak)", rate, p.what), r)
 		})
 	}
+	b.Run("paced-fanout", func(b *testing.B) {
+		if peakFanout == 0 {
+			b.Skip("needs the fanout sub-benchmark's rate")
+		}
+		rate := 0.8 * peakFanout
+		r := bb.paced(b, loose, rate, max(int(rate*5*scale), 2000), 1000)
+		row(b, fmt.Sprintf("hush, 1,000-recipient jobs submitted at %.1f/s (%.0f deliveries/s, 80%% of fanout's peak)", rate/1000, rate), r)
+	})
 	b.Logf("\n| run | deliveries/s | x baseline | Redis CPU µs/delivery | process CPU µs/delivery | round trips/delivery | Redis cmds/delivery | lag p50 | lag p99 | Redis B/job settled / retained |\n|---|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }
 
@@ -477,26 +489,28 @@ func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users
 
 // paced submits n single-recipient jobs at rate per second to a running
 // worker; lag is measured from each job's submission.
-func (bb *pipelineBench) paced(b *testing.B, p throttle.Policy, rate float64, n int) benchResult {
+func (bb *pipelineBench) paced(b *testing.B, p throttle.Policy, rate float64, n, size int) benchResult {
 	bb.reset(b)
 	w, _ := bb.benchWorker(b, p)
-	js, tokens := benchJobs("paced", n, 1, n)
+	jobs := max(n/size, 1)
+	n = jobs * size
+	js, tokens := benchJobs("paced", jobs, size, n)
 	stop := run(b, w)
 	defer stop()
 	waitWorker(b, w)
-	submitted := make([]time.Time, n)
+	submitted := make([]time.Time, jobs)
 	subs := map[string]int{}
 	for i, j := range js {
 		subs[j.ID] = i
 	}
 	m := bb.meter(b)
-	const submitters = 16
+	submitters := min(16, jobs)
 	var wg sync.WaitGroup
 	for k := range submitters {
 		wg.Go(func() {
-			for i := k; i < n; i += submitters {
+			for i := k; i < jobs; i += submitters {
 				// Pacing, not waiting for a condition.
-				time.Sleep(time.Until(m.start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
+				time.Sleep(time.Until(m.start.Add(time.Duration(float64(i*size) / rate * float64(time.Second)))))
 				submitted[i] = time.Now()
 				if _, err := w.Client().Enqueue(context.Background(), js[i]); err != nil {
 					b.Error(err)
@@ -509,7 +523,7 @@ func (bb *pipelineBench) paced(b *testing.B, p throttle.Policy, rate float64, n 
 	lastSubmit := time.Now()
 	bb.waitArrivals(b, n, 5*time.Minute)
 	r := m.done(b, n, bb.lastArrival)
-	if behind := lastSubmit.Sub(m.start) - time.Duration(float64(n-1)/rate*float64(time.Second)); behind > 100*time.Millisecond {
+	if behind := lastSubmit.Sub(m.start) - time.Duration(float64((jobs-1)*size)/rate*float64(time.Second)); behind > 100*time.Millisecond {
 		b.Logf("submissions fell %s behind the pace", behind)
 	}
 	for _, req := range bb.apns.Requests() {
