@@ -487,8 +487,9 @@ func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users
 	return r
 }
 
-// paced submits n single-recipient jobs at rate per second to a running
-// worker; lag is measured from each job's submission.
+// paced submits n deliveries, as jobs of size recipients, at rate
+// deliveries per second to a running worker; a delivery's lag is measured
+// from its job's submission.
 func (bb *pipelineBench) paced(b *testing.B, p throttle.Policy, rate float64, n, size int) benchResult {
 	bb.reset(b)
 	w, _ := bb.benchWorker(b, p)
