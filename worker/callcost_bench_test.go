@@ -29,12 +29,7 @@ import (
 // per-job calls into one call per node is worth building: the per-call
 // cost is what it could save.
 func BenchmarkJobScriptCalls(b *testing.B) {
-	srv := redistest.Start(b)
-	if !srv.Real() {
-		b.Skip("needs a real redis-server")
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	b.Cleanup(func() { _ = rdb.Close() })
+	rdb := privateRedis(b)
 	ctx := context.Background()
 	s := newStore(rdb, DefaultJobRetention)
 	const group = 16
@@ -139,6 +134,18 @@ return out`, scriptSource[s]))
 // scriptSource is the source of the scripts manyScript wraps.
 var scriptSource = map[*redis.Script]string{startScript: startSrc, recordScript: retireSrc + recordSrc}
 
+// privateRedis is a client of a redis-server of b's own, whose CPU
+// nothing else uses.
+func privateRedis(b *testing.B) *redis.Client {
+	srv := redistest.Start(b)
+	if !srv.Real() {
+		b.Skip("needs a real redis-server")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	b.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 // serverCPU is the server's used_cpu_user + used_cpu_sys.
 func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
 	bb := &pipelineBench{rdb: rdb}
@@ -160,12 +167,7 @@ func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
 // server's Redis CPU per job, both steps together. The scripts are
 // models of the real ones' writes, not the real scripts.
 func BenchmarkJobKeyLifecycle(b *testing.B) {
-	srv := redistest.Start(b)
-	if !srv.Real() {
-		b.Skip("needs a real redis-server")
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	b.Cleanup(func() { _ = rdb.Close() })
+	rdb := privateRedis(b)
 	ctx := context.Background()
 	const retire = `redis.call('HSET', KEYS[3], ARGV[1], 'normal|1764198000123|1||||1')
 redis.call('PEXPIREAT', KEYS[3], 1864198000123)`
