@@ -8,13 +8,18 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/throttle"
 )
 
@@ -210,6 +215,57 @@ func TestChunkLateForItsSlotRebooks(t *testing.T) {
 	}
 	if late := reqs[0].At.Sub(slot); late < 0 || late > 250*time.Millisecond {
 		t.Errorf("push arrived %s after its slot, want within [0, 250ms]", late)
+	}
+}
+
+// lateFirst is a sender that finds its first push late for its SendBy,
+// as a real sender does when it gets to a call after it, and sends the
+// others through the real sender.
+type lateFirst struct {
+	Sender
+	calls atomic.Int32
+}
+
+func (s *lateFirst) Send(ctx context.Context, p providers.Push) providers.Result {
+	if s.calls.Add(1) == 1 {
+		return providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: fmt.Errorf("apns: %w", providers.ErrNotSent)}
+	}
+	return s.Sender.Send(ctx, p)
+}
+
+// TestSenderLateForSendByCountsLate: a push the sender finds late for its
+// SendBy never left, so it is counted in hush_late_sends_total, not as a
+// provider answer or a provider call's latency, and the delivery is booked
+// again and delivered once.
+func TestSenderLateForSendByCountsLate(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	app, _ := e.w.apps.Get(DefaultApp)
+	app.Senders[payload.APNs] = &lateFirst{Sender: app.Senders[payload.APNs]}
+	e.start()
+	t.Cleanup(e.shutdown)
+	tok := apnsToken("late-sender")
+	st := e.waitDone(e.submit(alertJob("late-sender", "l", apnsRecipient("u-1", tok))), 10*time.Second)
+	if st.Counts[stateDelivered] != 1 {
+		t.Errorf("counts %v, want delivered", st.Counts)
+	}
+	if got := len(requestsFor(e.apns.Requests(), tok)); got != 1 {
+		t.Errorf("%d pushes, want 1", got)
+	}
+	if got := e.lateSends(); got != 1 {
+		t.Errorf("hush_late_sends_total %d, want 1", got)
+	}
+	sends := func(outcome string) float64 {
+		return testutil.ToFloat64(e.w.m.deviceSends.WithLabelValues(DefaultApp, string(payload.APNs), outcome))
+	}
+	if d, tr := sends("delivered"), sends("transient"); d != 1 || tr != 0 {
+		t.Errorf("hush_device_sends_total delivered %v, transient %v; want 1 and 0 (a push not sent is no provider answer)", d, tr)
+	}
+	var h dto.Metric
+	if err := e.w.m.latency.WithLabelValues(DefaultApp, string(payload.APNs)).(prometheus.Histogram).Write(&h); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.GetHistogram().GetSampleCount(); n != 1 {
+		t.Errorf("%d provider latencies observed, want 1 (the call made)", n)
 	}
 }
 

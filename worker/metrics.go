@@ -14,6 +14,7 @@ import (
 type metrics struct {
 	reg           *prometheus.Registry
 	deviceSends   *prometheus.CounterVec // hush_device_sends_total
+	lateSends     *prometheus.CounterVec // hush_late_sends_total
 	deliveries    *prometheus.CounterVec // hush_deliveries_total
 	limiter       *prometheus.CounterVec
 	deferral      prometheus.Histogram
@@ -31,6 +32,10 @@ func newMetrics() *metrics {
 			Name: "hush_device_sends_total",
 			Help: "Provider answers per device, by app, platform and outcome (delivered, token_invalid, throttled, transient, permanent).",
 		}, []string{"app", "platform", "outcome"}),
+		lateSends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hush_late_sends_total",
+			Help: "Device calls not made because they would have left after their send-by time (more than 100 ms after the booked slot, or 3 s after the job's cancellation was read): the process was late (overloaded CPU, a pause, a slow Redis); each delivery is booked again and sent at its new slot. By app and platform.",
+		}, []string{"app", "platform"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_deliveries_total",
 			Help: "Deliveries (one per recipient) that reached a final state, by app: delivered, expired, token_invalid, failed, throttle_full, collapsed, cancelled.",
@@ -67,7 +72,7 @@ func newMetrics() *metrics {
 		Help:    "Jobs per queue task written by this process's submissions: 1 for a job written alone (its own hush:job task), up to 100 for a hush:batch task of a batch or of gathered submissions.",
 		Buckets: []float64{1, 2, 5, 10, 25, 50, 100},
 	})
-	m.reg.MustRegister(m.deviceSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped, m.dequeues, m.taskJobs,
+	m.reg.MustRegister(m.deviceSends, m.lateSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped, m.dequeues, m.taskJobs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -72,6 +72,7 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 			}
 			if !sendBy.IsZero() && time.Now().After(sendBy) {
 				results[j] = &notSent
+				w.m.lateSends.WithLabelValues(app.Name, string(d.Devices[j].Platform)).Inc()
 				return
 			}
 			r := w.sendOne(ctx, app, d, j, attempt, sendBy)
@@ -116,6 +117,12 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt 
 		if v := recover(); v != nil {
 			w.log.Error("provider call panicked", "delivery", d.member(), "platform", dev.Platform, "panic", v)
 			r = providers.Result{Outcome: providers.Transient, Reason: "panic", Err: fmt.Errorf("sender panicked: %v", v)}
+		}
+		if errors.Is(r.Err, providers.ErrNotSent) {
+			// Late for SendBy when the sender got to it: no provider
+			// answer, no call to time.
+			w.m.lateSends.WithLabelValues(app.Name, string(dev.Platform)).Inc()
+			return
 		}
 		w.m.latency.WithLabelValues(app.Name, string(dev.Platform)).Observe(time.Since(start).Seconds())
 		w.m.deviceSends.WithLabelValues(app.Name, string(dev.Platform), outcomeNames[r.Outcome]).Inc()

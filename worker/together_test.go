@@ -50,14 +50,22 @@ func twoBatchesEnv(t *testing.T, n int, gap time.Duration, a, b string) (e *env,
 	return e, batch(ja, seen), batch(jb, seen), ja, jb
 }
 
-// checkSentOnce checks that each job got one push, not before its slot.
+// checkSentOnce checks that each job got one push, not before its slot,
+// and that nothing else waits in a delivery task: but for jobs whose run
+// was late for their slots on a loaded machine (lateHandoffs), which got
+// none and wait in their delivery tasks.
 func checkSentOnce(t *testing.T, e *env, jobs []payload.Job, tokenOf func(i int) string) {
 	t.Helper()
 	reqs := e.apns.Requests()
+	handed := e.lateHandoffs()
 	for i, j := range jobs {
 		got := requestsFor(reqs, tokenOf(i))
 		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
 		switch {
+		case handed[memberOf(j.ID, 0, 0)]:
+			if len(got) != 0 {
+				t.Errorf("job %s: %d pushes and a delivery task, want none and the task", j.ID, len(got))
+			}
 		case len(got) != 1:
 			t.Errorf("job %s: %d pushes, want 1", j.ID, len(got))
 		case !ok:
@@ -132,9 +140,6 @@ func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 		}
 		return apnsToken(fmt.Sprint("sb", i-n))
 	})
-	if got := len(e.scheduled(TypeDelivery)); got != 0 {
-		t.Errorf("%d delivery tasks, want none", got)
-	}
 	served := servedHeldQueues(map[string]int{"normal": 1}, 2, []string{heldJoined, heldQueueOf("normal.1") + togetherSuffix})
 	for q := range served {
 		if strings.Contains(q, togetherSuffix) {
@@ -202,8 +207,12 @@ func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	checkSentOnce(t, e, ja, func(i int) string { return apnsToken(fmt.Sprint("la", i)) })
-	checkSentOnce(t, e, jb, func(i int) string { return apnsToken(fmt.Sprint("lb", i)) })
+	checkSentOnce(t, e, append(slices.Clone(ja), jb...), func(i int) string {
+		if i < n {
+			return apnsToken(fmt.Sprint("la", i))
+		}
+		return apnsToken(fmt.Sprint("lb", i-n))
+	})
 }
 
 // TestCancelWakesOneGroupOutOfItsSecond: cancelling a job held in a
@@ -284,5 +293,74 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 	_ = e.w.heldSecondTask(ctx, asynq.NewTask(TypeHeldSecond, body))
 	if _, err := e.insp.GetTaskInfo(heldNormal, g2); err != nil {
 		t.Errorf("woken group %s: %v, want a task of its own made by its second's task", g2, err)
+	}
+}
+
+// TestHeldRunLateForItsSlotsHandsOver: a second's task whose run cannot
+// start its calls until well after its jobs' slots (every send permit
+// held, as by a provider answering slowly) makes no call: each device
+// is counted in hush_late_sends_total and each job handed to its delivery
+// task, which books again and sends it once.
+func TestHeldRunLateForItsSlotsHandsOver(t *testing.T) {
+	const n, gap = 3, 3 * time.Second
+	e, ta, _, ja, _ := twoBatchesEnv(t, n, gap, "xa", "xb")
+	if err := e.w.handleBatch(t.Context(), ta); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.heldSeconds()) == 0 || len(e.scheduled(TypeDelivery)) != 0 {
+		t.Fatalf("seconds' tasks %v, delivery tasks %v; want the jobs held for their seconds", keysOf(e.heldSeconds()), keysOf(e.scheduled(TypeDelivery)))
+	}
+	var latest time.Time
+	for _, j := range ja {
+		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
+		if !ok {
+			t.Fatalf("job %s: no booking", j.ID)
+		}
+		latest = later(latest, slot)
+	}
+	// Every permit taken until well after the last slot.
+	if err := e.w.sends.Acquire(t.Context(), 10); err != nil {
+		t.Fatal(err)
+	}
+	freed := make(chan struct{})
+	go func() {
+		defer close(freed)
+		time.Sleep(time.Until(latest.Add(lateRebook + 400*time.Millisecond)))
+		e.w.sends.Release(10)
+	}()
+	e.runHeldSeconds(1)
+	<-freed
+	if got := len(e.apns.Requests()); got != 0 {
+		t.Fatalf("%d pushes sent late for their slots, want none", got)
+	}
+	if got := e.lateSends(); got != n {
+		t.Errorf("hush_late_sends_total %d, want %d", got, n)
+	}
+	handed := e.lateHandoffs()
+	for _, j := range ja {
+		if !handed[memberOf(j.ID, 0, 0)] {
+			t.Errorf("job %s not handed to its delivery task", j.ID)
+		}
+	}
+	for _, ti := range e.scheduled(TypeDelivery) {
+		if err := e.w.handleDelivery(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil {
+			t.Errorf("delivery %s: %v", ti.ID, err)
+		}
+	}
+	reqs := e.apns.Requests()
+	for i, j := range ja {
+		got := requestsFor(reqs, apnsToken(fmt.Sprint("xa", i)))
+		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
+		switch {
+		case len(got) != 1:
+			t.Errorf("job %s: %d pushes after its delivery task, want 1", j.ID, len(got))
+		case !ok || !slot.After(latest):
+			t.Errorf("job %s: booked at %v (%v), want a new slot after the missed ones", j.ID, slot, ok)
+		case got[0].At.Before(slot.Add(-50 * time.Millisecond)):
+			t.Errorf("job %s sent at %s, before its new slot %s", j.ID, got[0].At.Format(time.StampMilli), slot.Format(time.StampMilli))
+		}
+		if st, err := e.client.Status(t.Context(), j.ID); err != nil || st.Counts[stateDelivered] != 1 {
+			t.Errorf("job %s: status %+v, %v; want 1 delivered", j.ID, st, err)
+		}
 	}
 }
