@@ -464,7 +464,7 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 	if got := len(e.apns.Requests()); got != 0 {
 		t.Errorf("%d pushes sent by late held tasks, want none", got)
 	}
-	if got := len(e.scheduled(TypeDelivery)); got != n {
+	if got := len(e.lateHandoffs()); got != n {
 		t.Errorf("%d delivery tasks, want %d (one per job)", got, n)
 	}
 	for _, j := range jobs {
