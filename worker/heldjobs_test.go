@@ -432,14 +432,7 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 	if len(tasks) == 0 {
 		t.Fatal("no held jobs task")
 	}
-	var latest time.Time
-	for _, j := range jobs {
-		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
-		if !ok {
-			t.Fatalf("job %s: no booking", j.ID)
-		}
-		latest = later(latest, slot)
-	}
+	latest := latestSlot(t, e, jobs)
 	time.Sleep(time.Until(latest.Add(lateRebook + 300*time.Millisecond)))
 	// The second's task, twice (the second run takes nothing: done), then
 	// each group's own task by hand (it reads its members' states).

@@ -50,6 +50,20 @@ func twoBatchesEnv(t *testing.T, n int, gap time.Duration, a, b string) (e *env,
 	return e, batch(ja, seen), batch(jb, seen), ja, jb
 }
 
+// latestSlot is the latest slot booked for the single-recipient jobs.
+func latestSlot(t *testing.T, e *env, jobs []payload.Job) time.Time {
+	t.Helper()
+	var latest time.Time
+	for _, j := range jobs {
+		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
+		if !ok {
+			t.Fatalf("job %s: no booking", j.ID)
+		}
+		latest = later(latest, slot)
+	}
+	return latest
+}
+
 // checkSentOnce checks that each job got one push, not before its slot,
 // and that nothing else waits in a delivery task: but for jobs whose run
 // was late for their slots on a loaded machine (lateHandoffs), which got
@@ -314,14 +328,7 @@ func TestHeldRunLateForItsSlotsHandsOver(t *testing.T) {
 	if len(e.heldSeconds()) == 0 || len(e.scheduled(TypeDelivery)) != 0 {
 		t.Fatalf("seconds' tasks %v, delivery tasks %v; want the jobs held for their seconds", keysOf(e.heldSeconds()), keysOf(e.scheduled(TypeDelivery)))
 	}
-	var latest time.Time
-	for _, j := range ja {
-		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
-		if !ok {
-			t.Fatalf("job %s: no booking", j.ID)
-		}
-		latest = later(latest, slot)
-	}
+	latest := latestSlot(t, e, ja)
 	// Every permit taken until well after the last slot.
 	if err := e.w.sends.Acquire(t.Context(), 10); err != nil {
 		t.Fatal(err)
