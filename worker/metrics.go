@@ -34,7 +34,7 @@ func newMetrics() *metrics {
 		}, []string{"app", "platform", "outcome"}),
 		lateSends: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_late_sends_total",
-			Help: "Device calls not made because they would have left after their send-by time (more than 100 ms after the booked slot, or 3 s after the job's cancellation was read): the process was late (overloaded CPU, a pause, a slow Redis); each delivery is booked again and sent at its new slot. By app and platform.",
+			Help: "Device calls not made because they would have left after their send-by time (more than 100 ms after the booked slot, or 3 s after the job's cancellation was read): the process was late (overloaded CPU, a pause, a slow Redis); each delivery is booked again and sent at its new slot. A delivery found that late before its call counts as the rebooked limiter decision instead. By app and platform.",
 		}, []string{"app", "platform"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_deliveries_total",
