@@ -355,19 +355,27 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-ctx.Done()
 	w.running.Store(false)
 	w.log.Info("worker stopping: no new tasks, finishing in-flight deliveries", "timeout", w.shutdown)
-	srv.Stop()
-	held.Stop()
 	// At ShutdownTimeout handlers are told to stop starting sends and hand
 	// their deliveries back; provider calls already under way go on, so
 	// an answer on its way is recorded rather than sent again, until
-	// haltAfter later, just before Asynq stops waiting for handlers.
+	// haltAfter later, just before Asynq stops waiting for handlers. Both
+	// count from the signal: an Asynq server's Stop waits for its fetch
+	// loop, which may be sleeping between polls of empty queues (up to
+	// 375 ms) or in a dequeue's round trip, so timers started after the
+	// two Stops ran late by that much, and a held task waiting for a slot
+	// inside that delay sent after the timeout had passed.
 	stop := time.AfterFunc(w.shutdown, cancelHandlers)
 	defer stop.Stop()
 	halt := time.AfterFunc(w.shutdown+haltAfter, w.cancelHalt)
 	defer halt.Stop()
-	// Both wait for their handlers, side by side.
+	// Both stop fetching, then wait for their handlers, side by side.
 	heldDone := make(chan struct{})
-	go func() { defer close(heldDone); held.Shutdown() }()
+	go func() {
+		defer close(heldDone)
+		held.Stop()
+		held.Shutdown()
+	}()
+	srv.Stop()
 	srv.Shutdown()
 	<-heldDone
 	// Asynq may have stopped waiting for a handler whose provider call or
