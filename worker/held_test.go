@@ -802,11 +802,14 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 // once, the gap intact.
 func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
 	const gap = 4 * time.Second
-	e := newEnv(t, envOptions{gap: gap.String(), shutdownTimeout: 100 * time.Millisecond})
-	e.waitDone(e.submit(fanJob("sa", 2)), 10*time.Second)
-	second := e.submit(fanJob("sb", 2))
-	held := e.waitHeldActive("the second job's held task to wait for its slots", func() []string { return keysOf(e.scheduled(TypeHeld)) })
-	e.shutdown()
+	var second string
+	e, held := shutdownWhileHeldWaits(t, func() (*env, string, []string) {
+		e := newEnv(t, envOptions{gap: gap.String(), shutdownTimeout: 100 * time.Millisecond})
+		e.waitDone(e.submit(fanJob("sa", 2)), 10*time.Second)
+		second = e.submit(fanJob("sb", 2))
+		held := e.waitHeldActive("the second job's held task to wait for its slots", func() []string { return keysOf(e.scheduled(TypeHeld)) })
+		return e, held, []string{"sb/0", "sb/1"}
+	})
 	reqs := e.apns.Requests()
 	for i := range 2 {
 		if got := len(requestsFor(reqs, apnsToken(fmt.Sprint("sb", i)))); got != 0 {
@@ -820,6 +823,45 @@ func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
 	}
 	reqs = e.apns.Requests()
 	checkOnePushEachApart(t, reqs, "sa", "sb", 2, gap)
+}
+
+// shutdownWhileHeldWaits runs scenario, which makes an env whose held task
+// (its id returned) waits in the handler for the slots of members, then
+// shuts the worker down and returns the env and the task's id. Asynq
+// wakes a held task between about 2 s and 0.1 s before its slots
+// (wakeMargin), and shutdown lets work under way go on for the shutdown
+// timeout: a shutdown that begins less than that (and 200 ms for the
+// test's own steps) before the first slot rightly sends, and shows
+// nothing about a shutdown during the wait. Such a run is made again with
+// a new env, up to three times in all; the test fails if none leaves the
+// time.
+func shutdownWhileHeldWaits(t *testing.T, scenario func() (e *env, held string, members []string)) (*env, string) {
+	t.Helper()
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		e, held, members := scenario()
+		stop := time.Now()
+		e.shutdown()
+		var first time.Time
+		for _, m := range members {
+			slot, ok := e.lim.slot(m)
+			if !ok {
+				t.Fatalf("%s: no booking", m)
+			}
+			if first.IsZero() || slot.Before(first) {
+				first = slot
+			}
+		}
+		need := e.opts.ShutdownTimeout + 200*time.Millisecond
+		left := first.Sub(stop)
+		if left >= need {
+			return e, held
+		}
+		if attempt == attempts {
+			t.Fatalf("in %d runs the shutdown began at most %s before the first slot (%s in the last), want at least %s: the held task woke too close to its slots to test a shutdown during its wait", attempts, need, left, need)
+		}
+		t.Logf("run %d: the shutdown began %s before the first slot, less than %s: run again", attempt, left, need)
+	}
 }
 
 // waitHeldActive waits until the earliest task list names (the least id:

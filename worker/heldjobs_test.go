@@ -386,19 +386,25 @@ func TestHeldJobsThrottledBurst(t *testing.T) {
 // each push once, the gap intact.
 func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
 	const gap = 4 * time.Second
-	e := newEnv(t, envOptions{gap: gap.String(), shutdownTimeout: 100 * time.Millisecond})
 	var first, second []payload.Job
 	for i := range 3 {
 		first = append(first, alertJob(fmt.Sprint("sa", i), "a", apnsRecipient(fmt.Sprint("u-", i), apnsToken(fmt.Sprint("sa", i)))))
 		second = append(second, alertJob(fmt.Sprint("sb", i), "b", apnsRecipient(fmt.Sprint("u-", i), apnsToken(fmt.Sprint("sb", i)))))
 	}
-	e.submitBatch(first)
-	for _, j := range first {
-		e.waitDone(j.ID, 10*time.Second)
-	}
-	e.submitBatch(second)
-	held := e.waitHeldActive("the held second's task to wait for its slots", func() []string { return keysOf(e.heldSeconds()) })
-	e.shutdown()
+	e, held := shutdownWhileHeldWaits(t, func() (*env, string, []string) {
+		e := newEnv(t, envOptions{gap: gap.String(), shutdownTimeout: 100 * time.Millisecond})
+		e.submitBatch(first)
+		for _, j := range first {
+			e.waitDone(j.ID, 10*time.Second)
+		}
+		e.submitBatch(second)
+		held := e.waitHeldActive("the held second's task to wait for its slots", func() []string { return keysOf(e.heldSeconds()) })
+		var members []string
+		for _, j := range second {
+			members = append(members, memberOf(j.ID, 0, 0))
+		}
+		return e, held, members
+	})
 	reqs := e.apns.Requests()
 	for _, j := range second {
 		if got := len(requestsFor(reqs, apnsToken(j.ID))); got != 0 {
