@@ -357,7 +357,11 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		recorded, err = w.recordHeld(c, &rec)
 	default:
 		recorded, err = w.store.record(ctx, c, &rec)
+		w.settleFolded(rec.folded, err == nil)
 	}
+	// Not written by a record call above (none made, or it failed): written
+	// on its own.
+	w.settleFolded(rec.folded, false)
 	if err != nil {
 		return errors.Join(werr, err)
 	}
@@ -649,19 +653,32 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	}
 	results := make([][]*providers.Result, len(c.Recipients))
 	var calls []func()
+	// A chunk of one recipient with one device leaves its delivered
+	// answer to the record call that follows it (foldedAnswer).
+	var fold *foldedAnswer
+	if len(c.Recipients) == 1 && len(sendNow) == 1 && len(ds[sendNow[0]].Devices) == 1 && !c.held() {
+		fold = &foldedAnswer{}
+	}
 	for _, i := range sendNow {
 		results[i] = make([]*providers.Result, len(ds[i].Devices))
 		if c.held() {
 			calls = append(calls, w.heldCall(ctx, app, &ds[i], st.devices[i], sendAt[i], sendBy[i], results[i]))
 			continue
 		}
-		calls = append(calls, w.deviceCalls(ctx, app, &ds[i], st.devices[i], 0, sendAt[i], sendBy[i], results[i], func() { p.release(1) })...)
+		calls = append(calls, w.deviceCalls(ctx, app, &ds[i], st.devices[i], 0, sendAt[i], sendBy[i], results[i], fold, func() { p.release(1) })...)
 	}
 	w.pool.all(calls)
 	var errs []error
 	for _, i := range sendNow {
 		v := judge(st.devices[i], results[i], st.attempts[i], w.retry, time.Now(), ctx.Err() != nil)
 		final, n, err := w.after(ctx, &ds[i], st.attempts[i], v)
+		if fold != nil {
+			if err == nil && n.failed == "" && final != "" {
+				rec.folded = fold // written with its final state
+			} else {
+				w.settleFolded(fold, false)
+			}
+		}
 		switch {
 		case err != nil:
 			errs = append(errs, err)

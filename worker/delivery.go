@@ -229,7 +229,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		}
 	}
 	results := make([]*providers.Result, len(d.Devices))
-	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, time.Time{}, sendBy, results, func() {}))
+	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, time.Time{}, sendBy, results, nil, func() {}))
 	v := judge(st.devices, results, a, w.retry, time.Now(), ctx.Err() != nil)
 	if v.act == actRebook {
 		return true, w.release(ctx, d, a.n)

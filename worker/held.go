@@ -196,6 +196,6 @@ func (w *Worker) heldCall(ctx context.Context, app *App, d *delivery, states []s
 		if err := w.sends.Acquire(ctx, 1); err != nil {
 			return
 		}
-		w.pool.all(w.deviceCalls(ctx, app, d, states, 0, time.Time{}, sendBy, results, func() { w.sends.Release(1) }))
+		w.pool.all(w.deviceCalls(ctx, app, d, states, 0, time.Time{}, sendBy, results, nil, func() { w.sends.Release(1) }))
 	}
 }

@@ -4,8 +4,14 @@
 -- the chunk's deferrals. Go side: recordArgs in store.go builds ARGV in
 -- this order.
 --
--- Device outcomes are not recorded here: outcomes.go records each device's
--- state as its provider answers (recorder.write), before this call.
+-- Device outcomes are recorded as their providers answer (outcomes.go,
+-- recorder.write), before this call, with one exception: the one device of
+-- a chunk of one recipient with one device (a single-recipient job's usual
+-- shape), whose answer is its recipient's last event. Its state comes here
+-- (dev_field, dev_state) and is written by this call, within the same
+-- linger and round trip as its own write would have been, unless this call
+-- retires the job (which deletes the device states): such a job then never
+-- creates its device-state hash.
 --
 -- KEYS[1] job record hash   hush:job:{<id>}
 -- KEYS[2] recipient states  hush:job:{<id>}:r
@@ -15,7 +21,9 @@
 -- ARGV[1] ttl        TTL of the keys in milliseconds
 -- ARGV[2] deferrals  deferrals to add to the job's count
 -- ARGV[3] expire_at  when the done bucket expires (Unix ms)
--- ARGV[4..] per recipient, 3 values each: recipient, state, queue
+-- ARGV[4] dev_field  a device state to write ("<i>/<d>"), or "" for none
+-- ARGV[5] dev_state  its state
+-- ARGV[6..] per recipient, 3 values each: recipient, state, queue
 --           (a final state, or "" for a held recipient whose task waits on
 --           queue: field "h:<recipient>" of the job record)
 --
@@ -27,6 +35,17 @@
 local ttl = ARGV[1]
 local deferrals = tonumber(ARGV[2])
 local expire_at = ARGV[3]
+local dev_field = ARGV[4]
+local dev_state = ARGV[5]
+
+-- write_device writes the folded device state, as recorder.write would
+-- have: the device-state hash gets the TTL the job's keys get.
+local function write_device()
+  if dev_field ~= '' then
+    redis.call('HSET', KEYS[3], dev_field, dev_state)
+    redis.call('PEXPIRE', KEYS[3], ttl)
+  end
+end
 
 -- The record as retire() reads it; none of its fields is there when it is
 -- gone (retired, or its TTL ran out).
@@ -40,7 +59,10 @@ for i = 1, #retire_fields do
   end
 end
 if not exists then
-  for _ = 4, #ARGV - 2, 3 do
+  -- Written all the same, as recorder.write writes whatever the record's
+  -- fate: a device that has the push is never sent to again.
+  write_device()
+  for _ = 6, #ARGV - 2, 3 do
     out[#out + 1] = 0
   end
   return out
@@ -48,7 +70,7 @@ end
 
 -- Which recipients already have a final state: the others get theirs now.
 local names = {}
-for i = 4, #ARGV - 2, 3 do
+for i = 6, #ARGV - 2, 3 do
   if ARGV[i + 1] ~= '' then
     names[#names + 1] = ARGV[i]
   end
@@ -59,7 +81,7 @@ local had = #names > 0 and redis.call('HMGET', KEYS[2], unpack(names)) or {}
 -- finishes the job retires it without writing them first.
 local new, seen, changed, k = {}, {}, deferrals > 0, 0
 local view = h
-for i = 4, #ARGV - 2, 3 do
+for i = 6, #ARGV - 2, 3 do
   local recipient, state = ARGV[i], ARGV[i + 1]
   if state == '' then
     changed = true
@@ -80,14 +102,18 @@ end
 if deferrals > 0 then
   view[7] = (tonumber(view[7]) or 0) + deferrals
 end
-if not changed or retire_with(view, KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at) == 1 then
+if changed and retire_with(view, KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at) == 1 then
+  return out
+end
+write_device()
+if not changed then
   return out
 end
 
 -- The writes, one call per kind for the whole chunk: the held markers, the
 -- new final states, their counts per state, the markers they replace.
 local holds, finals, gone, counts, states = {}, {}, {}, {}, {}
-for i = 4, #ARGV - 2, 3 do
+for i = 6, #ARGV - 2, 3 do
   local recipient, state, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if state == '' then
     holds[#holds + 1] = 'h:' .. recipient

@@ -33,10 +33,11 @@ var notSent = providers.Result{Outcome: providers.Transient, Reason: "late for i
 // deviceCalls returns one call per device of d not yet settled (states),
 // each waiting until sendAt (zero: at once), then filling results[j]: the
 // provider's answer, recorded (outcomes.go) before the call returns when
-// it settles the device; notSent when the call would leave after sendBy
-// (zero: no limit); nil when shutdown began before it. after runs when the
-// last of d's calls ends.
-func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states []string, attempt int, sendAt, sendBy time.Time, results []*providers.Result, after func()) []func() {
+// it settles the device, or, with fold set, a delivered answer left in
+// fold for the caller's record call to write (foldedAnswer); notSent when
+// the call would leave after sendBy (zero: no limit); nil when shutdown
+// began before it. after runs when the last of d's calls ends.
+func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states []string, attempt int, sendAt, sendBy time.Time, results []*providers.Result, fold *foldedAnswer, after func()) []func() {
 	pending := 0
 	for _, st := range states {
 		if st == "" {
@@ -62,9 +63,15 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 			}()
 			// Counted from before the shutdown check to after the answer's
 			// record, so Run never sees no call under way between a
-			// provider's answer and its record.
+			// provider's answer and its record (a folded answer's count
+			// ends when it is written: settleFolded).
 			w.calls.add()
-			defer w.calls.done()
+			counted := true
+			defer func() {
+				if counted {
+					w.calls.done()
+				}
+			}()
 			// The app's send rate's time (at most lateRebook after the
 			// slot).
 			if !sleepUntil(ctx, sendAt) {
@@ -77,6 +84,11 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 			}
 			r := w.sendOne(ctx, app, d, j, attempt, sendBy)
 			results[j] = &r
+			if fold != nil && r.Outcome == providers.Delivered {
+				fold.o = deviceOutcome{job: d.Job, field: devField(d.Index, j), state: stateDelivered, ttl: d.ttl()}
+				fold.pending, counted = true, false
+				return
+			}
 			w.recordAnswer(d, j, r)
 		})
 	}
@@ -158,6 +170,38 @@ func (w *Worker) recordAnswer(d *delivery, j int, r providers.Result) {
 		// Redis stayed away for recordTimeout: a later run may send to this
 		// device again.
 		w.log.Error("device outcome not recorded; the device may get the push again", "delivery", d.member(), "device", j, "err", err)
+	}
+}
+
+// foldedAnswer is a delivered device's answer whose write is left to its
+// chunk's record call (record.lua's dev_field) instead of a write of its own
+// (recorder.write): the one device of a chunk of one recipient with one
+// device, a single-recipient job's usual shape, whose answer is the chunk's
+// last event. The record call follows the answer as closely as the
+// answer's own write would (a linger and a round trip), so the window in
+// which a push can be sent twice stays the same, and a job it retires
+// never creates its device-state hash (an HSET, a PEXPIRE and a key to
+// delete). The provider call stays counted in Worker.calls until the
+// answer is written, so shutdown waits for it as for any answer's write.
+type foldedAnswer struct {
+	o       deviceOutcome
+	pending bool // an answer waits to be written
+}
+
+// settleFolded ends f's wait: written, its record call wrote it; else it
+// is written now, as recordAnswer would have. Either way its provider
+// call stops counting. f may be nil or hold no answer.
+func (w *Worker) settleFolded(f *foldedAnswer, written bool) {
+	if f == nil || !f.pending {
+		return
+	}
+	f.pending = false
+	defer w.calls.done()
+	if written {
+		return
+	}
+	if err := w.rec.record(f.o); err != nil {
+		w.log.Error("device outcome not recorded; the device may get the push again", "job", f.o.job, "device", f.o.field, "err", err)
 	}
 }
 

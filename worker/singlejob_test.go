@@ -9,9 +9,10 @@ import (
 	"github.com/hushpush/hush/payload"
 )
 
-// TestSingleJobBooksWithStart: a one-recipient job task books its slot in
-// start.lua's round trip: two round trips in all (that one, and recording
-// the outcome), one push.
+// TestSingleJobBooksWithStart: a one-recipient, one-device job task books
+// its slot in start.lua's round trip and writes its device's answer in the
+// round trip recording its final state (foldedAnswer): two round trips in
+// all, one push.
 func TestSingleJobBooksWithStart(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	if app, _ := e.w.apps.Get(DefaultApp); e.w.pipeOf(app) == nil {
@@ -35,8 +36,8 @@ func TestSingleJobBooksWithStart(t *testing.T) {
 	if err := e.w.handleJob(t.Context(), task); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Count(); got != 3 {
-		t.Errorf("the job task made %d Redis round trips, want 3 (start.lua with the booking, the device's answer, then the final state)", got)
+	if got := c.Count(); got != 2 {
+		t.Errorf("the job task made %d Redis round trips, want 2 (start.lua with the booking, then the final state with the device's answer)", got)
 	}
 	if got := len(requestsFor(e.apns.Requests(), tok)); got != 1 {
 		t.Errorf("%d pushes, want 1", got)

@@ -149,17 +149,20 @@ func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *
 }
 
 // recordArgs is record.lua's ARGV: the keys' ttl, the deferrals to count,
-// when the done bucket expires, then entries (recipient index, final
-// state, queue triples: a final state, or "" and the queue a held
-// recipient's task waits on).
-func recordArgs(ttl time.Duration, deferrals int, expireAt int64, entries []any) []any {
-	args := make([]any, 0, 3+len(entries))
+// when the done bucket expires, the device state folded into the call
+// (field "" for none), then entries (recipient index, final state, queue
+// triples: a final state, or "" and the queue a held recipient's task
+// waits on).
+func recordArgs(ttl time.Duration, deferrals int, expireAt int64, devField, devState string, entries []any) []any {
+	args := make([]any, 0, 5+len(entries))
 	args = append(args,
 		ttl.Milliseconds(), // ARGV[1] ttl
 		deferrals,          // ARGV[2] deferrals
 		expireAt,           // ARGV[3] expire_at
+		devField,           // ARGV[4] dev_field
+		devState,           // ARGV[5] dev_state
 	)
-	return append(args, entries...) // ARGV[4..] recipient, state, queue
+	return append(args, entries...) // ARGV[6..] recipient, state, queue
 }
 
 // fannedArgs is fanned.lua's ARGV.

@@ -336,6 +336,9 @@ func chunkArgs(c *chunk, always bool, rf, df []string) []any {
 type chunkRecord struct {
 	entries   []any // recipient index, final state ("": held), queue triples
 	deferrals int
+	// folded is a device answer the record call writes too (record.lua's
+	// dev_field), nil or not pending for none.
+	folded *foldedAnswer
 }
 
 func (r *chunkRecord) final(recipient int, state string) {
@@ -354,9 +357,14 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 	if len(r.entries) == 0 && r.deferrals == 0 {
 		return nil, nil
 	}
-	// Device states were recorded as the answers came (outcomes.go).
+	// Device states were recorded as the answers came (outcomes.go), but
+	// for a folded one (foldedAnswer).
 	keys, at := s.retiring(c.Job)
-	args := recordArgs(c.ttl(), r.deferrals, at, r.entries)
+	devField, devState := "", ""
+	if f := r.folded; f != nil && f.pending {
+		devField, devState = f.o.field, f.o.state
+	}
+	args := recordArgs(c.ttl(), r.deferrals, at, devField, devState, r.entries)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	var vals []int64

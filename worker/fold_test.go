@@ -1,0 +1,148 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/providers/fake"
+)
+
+// TestStoreRecordWritesAFoldedDevice: record.lua writes the device state
+// folded into it (dev_field) with the keys' TTL whenever its job does not
+// retire in that call: the job goes on, the recipient was final already,
+// or the record is gone (as recorder.write would write it); the call that
+// retires the job writes none, so the job never has a device-state hash.
+func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(redistest.Client(t), DefaultJobRetention)
+	prefix := redistest.Prefix(t)
+	record := func(c *chunk, recipient int, final string) {
+		t.Helper()
+		rec := &chunkRecord{folded: &foldedAnswer{pending: true,
+			o: deviceOutcome{job: c.Job, field: devField(recipient, 0), state: stateDelivered, ttl: c.ttl()}}}
+		rec.final(recipient, final)
+		if _, err := s.record(ctx, c, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	device := func(id string, recipient int) (string, time.Duration) {
+		t.Helper()
+		return s.rdb.HGet(ctx, devKey(id), devField(recipient, 0)).Val(), s.rdb.PTTL(ctx, devKey(id)).Val()
+	}
+	newJob := func(name string, recipients int) *chunk {
+		c := &chunk{Job: prefix + name, AcceptedAt: time.Now()}
+		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(c.Job)...) })
+		s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFannedOut, "recipients", recipients,
+			"accepted_at", "2026-11-25T10:00:00Z")
+		return c
+	}
+
+	// The job goes on (recipient 1 has no final state): written.
+	on := newJob("on", 2)
+	record(on, 0, stateDelivered)
+	if st, ttl := device(on.Job, 0); st != stateDelivered || ttl <= 0 {
+		t.Errorf("job going on: device 0/0 %q with TTL %v, want delivered with a TTL", st, ttl)
+	}
+	// Recipient 0 again (already final, nothing new): written all the same.
+	s.rdb.HDel(ctx, devKey(on.Job), devField(0, 0))
+	record(on, 0, stateDelivered)
+	if st, _ := device(on.Job, 0); st != stateDelivered {
+		t.Errorf("recipient already final: device 0/0 %q, want delivered", st)
+	}
+	// The last recipient retires the job: no device-state hash left.
+	record(on, 1, stateDelivered)
+	if n := s.rdb.Exists(ctx, jobKeys(on.Job)...).Val(); n != 0 {
+		t.Errorf("%d of the retired job's keys left, want none", n)
+	}
+
+	// A job of one recipient retires in the call: the hash is never made.
+	one := newJob("one", 1)
+	record(one, 0, stateDelivered)
+	if n := s.rdb.Exists(ctx, devKey(one.Job)).Val(); n != 0 {
+		t.Error("the retiring call left a device-state hash")
+	}
+	if st, err := s.status(ctx, one.Job); err != nil || st.State != jobDone || st.Counts[stateDelivered] != 1 {
+		t.Errorf("status %+v, %v: want done with 1 delivered", st, err)
+	}
+
+	// The record is gone (its TTL ran out): the device state is written,
+	// with a TTL, as recorder.write would.
+	gone := &chunk{Job: prefix + "gone", AcceptedAt: time.Now()}
+	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(gone.Job)...) })
+	record(gone, 0, stateDelivered)
+	if st, ttl := device(gone.Job, 0); st != stateDelivered || ttl <= 0 {
+		t.Errorf("record gone: device 0/0 %q with TTL %v, want delivered with a TTL", st, ttl)
+	}
+	if n := s.rdb.Exists(ctx, jobKey(gone.Job)).Val(); n != 0 {
+		t.Error("the call made a job record where there was none")
+	}
+}
+
+// TestFoldedAnswerOnlyForOneDevice: a single-recipient job with one device
+// writes that device's answer in its record call (no write of the
+// device-state hash at all: the job retires in that call); one with two
+// devices writes each answer as it comes, before the record call, since
+// the first answer would otherwise wait for the second's.
+func TestFoldedAnswerOnlyForOneDevice(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	l := &commandLog{}
+	e.rdb.AddHook(l)
+	one := e.submit(alertJob("fold-one", "f", apnsRecipient("u-f1", apnsToken("fold-one"))))
+	two := e.submit(alertJob("fold-two", "f", apnsRecipient("u-f2", apnsToken("fold-two-a"), apnsToken("fold-two-b"))))
+	for _, id := range []string{one, two} {
+		if st := e.waitDone(id, 10*time.Second); st.Counts[stateDelivered] != 1 {
+			t.Errorf("job %s: counts %v, want delivered", id, st.Counts)
+		}
+	}
+	for _, tok := range []string{"fold-one", "fold-two-a", "fold-two-b"} {
+		if got := len(requestsFor(e.apns.Requests(), apnsToken(tok))); got != 1 {
+			t.Errorf("device %s got %d pushes, want 1", tok, got)
+		}
+	}
+	l.mu.Lock()
+	cmds := slices.Clone(l.cmds)
+	l.mu.Unlock()
+	if slices.Contains(cmds, "hset "+devKey(one)) {
+		t.Errorf("the one-device job wrote its device-state hash (commands %v): its answer was not folded", cmds)
+	}
+	// (Two answers within the recorder's linger may share one HSET.)
+	if !slices.Contains(cmds, "hset "+devKey(two)) {
+		t.Errorf("the two-device job never wrote its device-state hash (commands %v): an answer waited for the other's", cmds)
+	}
+}
+
+// TestShutdownRecordsFoldedAnswers: single-recipient jobs whose provider
+// answers after the shutdown timeout (500 ms; answers take 1 s) are
+// stopped by a restart. Their answers, folded into their record calls, are
+// written before the worker stops: each device got the push once and
+// every job is delivered, none sent again by the new worker.
+func TestShutdownRecordsFoldedAnswers(t *testing.T) {
+	const n = 6
+	e := newEnv(t, envOptions{shutdownTimeout: 500 * time.Millisecond})
+	var ids []string
+	for i := range n {
+		tok := apnsToken(fmt.Sprintf("slow-fold-%d", i))
+		e.apns.Script(tok, fake.OK().WithLatency(time.Second))
+		ids = append(ids, e.submit(alertJob(fmt.Sprintf("slow-fold-%d", i), "s", apnsRecipient(fmt.Sprintf("u-sf-%d", i), tok))))
+	}
+	waitFor(t, 10*time.Second, "every push at the provider", func() bool { return len(e.apns.Requests()) >= n })
+	e.restart()
+	for _, id := range ids {
+		if st := e.waitDone(id, 20*time.Second); st.Counts[stateDelivered] != 1 {
+			t.Errorf("job %s: counts %v, want delivered", id, st.Counts)
+		}
+	}
+	for i := range n {
+		if got := len(requestsFor(e.apns.Requests(), apnsToken(fmt.Sprintf("slow-fold-%d", i)))); got != 1 {
+			t.Errorf("device %d got %d pushes, want exactly 1", i, got)
+		}
+	}
+	if got := e.rdb.Keys(t.Context(), "hush:job:{*}:dev").Val(); len(slices.DeleteFunc(got, func(k string) bool { return !strings.Contains(k, "slow-fold") })) != 0 {
+		t.Errorf("device-state hashes left: %v", got)
+	}
+}
