@@ -227,10 +227,13 @@ type meter struct {
 	stats redisStats
 	rts   int64
 	cpu   time.Duration
+	// scripts logs the cost of each script (HUSH_BENCH_SCRIPTS=1).
+	scripts scriptCosts
 }
 
 func (bb *pipelineBench) meter(b *testing.B) meter {
-	return meter{bb: bb, start: time.Now(), stats: bb.redisStats(b), rts: bb.rt.Count(), cpu: fake.ProcessCPU()}
+	sc := bb.scriptCostsStart(b)
+	return meter{bb: bb, start: time.Now(), stats: bb.redisStats(b), rts: bb.rt.Count(), cpu: fake.ProcessCPU(), scripts: sc}
 }
 
 // done returns the run's result for deliveries ending at end (read after
@@ -259,6 +262,7 @@ func (m meter) done(b *testing.B, deliveries int, end func() time.Time) benchRes
 		roundTrips: m.bb.rt.Count() - m.rts,
 	}
 	r.elapsed = end().Sub(m.start)
+	m.scripts.log(b, m.bb, deliveries)
 	return r
 }
 

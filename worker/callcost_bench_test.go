@@ -161,9 +161,11 @@ func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
 //	go test -run '^$' -bench JobKeyLifecycle -benchtime 100000x ./worker/
 //
 // Each job is written once (a record hash of 8 fields and a device hash,
-// each with a TTL; or one packed field and the shared hash's expiry) and
-// retired once (its keys deleted, or its field removed, and its done entry
-// written), each by a script call, 16 calls a pipeline. It reports the
+// each with a TTL; the same fields in the record alone, as a job whose
+// device answer is folded into its record call keeps them; or one packed
+// field and the shared hash's expiry) and retired once (its keys deleted,
+// or its field removed, and its done entry written), each by a script
+// call, 16 calls a pipeline. It reports the
 // server's Redis CPU per job, both steps together. The scripts are
 // models of the real ones' writes, not the real scripts.
 func BenchmarkJobKeyLifecycle(b *testing.B) {
@@ -187,6 +189,16 @@ redis.call('DEL', KEYS[1], KEYS[2])
 ` + retire + `
 end
 return 1`), func(id, _, done string) []string { return []string{jobKey(id), devKey(id), done} }},
+		{"one-key-states-inside", redis.NewScript(`if ARGV[2] == 'w' then
+redis.call('HSET', KEYS[1], 'queue', 'normal', 'task', 'batch:x', 'accepted_at', '2026-11-26T23:00:00.123456789Z',
+  'recipients', '1', 'deadline', '', 'state', 'queued', 'cursor', '0', 'ttl', '604800000')
+redis.call('PEXPIRE', KEYS[1], 604800000)
+redis.call('HSET', KEYS[1], '0/0', 'delivered')
+else
+redis.call('DEL', KEYS[1])
+` + retire + `
+end
+return 1`), func(id, _, done string) []string { return []string{jobKey(id), jobKey(id), done} }},
 		{"field-of-a-shared-hash", redis.NewScript(`if ARGV[2] == 'w' then
 redis.call('HSET', KEYS[1], ARGV[1], 'normal|batch:x|2026-11-26T23:00:00.123456789Z|1||queued|0|0/0:delivered')
 redis.call('PEXPIREAT', KEYS[1], 1864198000123)
