@@ -10,14 +10,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Device outcomes are recorded here, and only here (recorder.write), as the
-// providers answer: a device that has the push (or whose token is dead) is
-// never sent to again, by any run of any task, once its answer is recorded.
-// A recipient's final state is recorded afterwards, by record.lua (whose
+// Device outcomes are recorded here (recorder.write) as the providers
+// answer: a device that has the push (or whose token is dead) is never sent
+// to again, by any run of any task, once its answer is recorded. A
+// recipient's final state is recorded afterwards, by record.lua (whose
 // calls are group-committed too, scriptbatch.go) or finalize.lua
-// (store.go lists the job store's parts). The window
-// in which a push can be sent twice is therefore the time between the
-// provider's answer and this write: recordLinger plus one Redis round trip.
+// (store.go lists the job store's parts). The one exception is a folded
+// answer (send.go, foldedAnswer): the delivered answer of the one device of
+// a one-recipient chunk, written by that chunk's record.lua call, which
+// follows it as closely. The window in which a push can be sent twice is
+// therefore the time between the provider's answer and its write:
+// recordLinger plus one Redis round trip.
 //
 // Answers arriving within recordLinger of each other share one write (a
 // group commit): one pipeline with an HSET per job. The write runs under
