@@ -653,16 +653,16 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	}
 	results := make([][]*providers.Result, len(c.Recipients))
 	var calls []func()
-	// A chunk of one recipient with one device leaves its delivered
-	// answer to the record call that follows it (foldedAnswer).
+	// A chunk of one recipient with one device (held or not) leaves its
+	// delivered answer to the record call that follows it (foldedAnswer).
 	var fold *foldedAnswer
-	if len(c.Recipients) == 1 && len(sendNow) == 1 && len(ds[sendNow[0]].Devices) == 1 && !c.held() {
+	if len(c.Recipients) == 1 && len(sendNow) == 1 && len(ds[sendNow[0]].Devices) == 1 {
 		fold = &foldedAnswer{}
 	}
 	for _, i := range sendNow {
 		results[i] = make([]*providers.Result, len(ds[i].Devices))
 		if c.held() {
-			calls = append(calls, w.heldCall(ctx, app, &ds[i], st.devices[i], sendAt[i], sendBy[i], results[i]))
+			calls = append(calls, w.heldCall(ctx, app, &ds[i], st.devices[i], sendAt[i], sendBy[i], results[i], fold))
 			continue
 		}
 		calls = append(calls, w.deviceCalls(ctx, app, &ds[i], st.devices[i], 0, sendAt[i], sendBy[i], results[i], fold, func() { p.release(1) })...)

@@ -146,3 +146,33 @@ func TestShutdownRecordsFoldedAnswers(t *testing.T) {
 		t.Errorf("device-state hashes left: %v", got)
 	}
 }
+
+// TestHeldJobFoldsItsAnswer: a single-recipient job the limiter defers
+// (the user's 3 s gap: longer than a task waits in place) waits with the
+// held jobs and, when its slot comes, writes its one device's answer in
+// its record call too: no write of a device-state hash, one push.
+func TestHeldJobFoldsItsAnswer(t *testing.T) {
+	e := newEnv(t, envOptions{gap: "3s"})
+	l := &commandLog{}
+	e.rdb.AddHook(l)
+	first := e.submit(alertJob("held-fold-1", "h", apnsRecipient("u-hf", apnsToken("held-fold-1"))))
+	second := e.submit(alertJob("held-fold-2", "h", apnsRecipient("u-hf", apnsToken("held-fold-2"))))
+	e.waitDone(first, 10*time.Second)
+	st := e.waitDone(second, 10*time.Second)
+	if st.Counts[stateDelivered] != 1 || st.Deferrals == 0 {
+		t.Fatalf("second job: counts %v, %d deferrals; want delivered after a deferral", st.Counts, st.Deferrals)
+	}
+	for _, tok := range []string{"held-fold-1", "held-fold-2"} {
+		if got := len(requestsFor(e.apns.Requests(), apnsToken(tok))); got != 1 {
+			t.Errorf("device %s got %d pushes, want 1", tok, got)
+		}
+	}
+	l.mu.Lock()
+	cmds := slices.Clone(l.cmds)
+	l.mu.Unlock()
+	for _, id := range []string{first, second} {
+		if slices.Contains(cmds, "hset "+devKey(id)) {
+			t.Errorf("job %s wrote its device-state hash: its answer was not folded", id)
+		}
+	}
+}

@@ -186,9 +186,9 @@ func (w *Worker) enqueueHeld(ctx context.Context, h *chunk) error {
 
 // heldCall sends d, a held task's recipient, at sendAt: it waits without a
 // send permit, then takes one for d's device calls (deviceCalls), which
-// fill results. Shutdown during the wait leaves results empty (the task
-// goes back as it is).
-func (w *Worker) heldCall(ctx context.Context, app *App, d *delivery, states []string, sendAt, sendBy time.Time, results []*providers.Result) func() {
+// fill results (and fold, when set). Shutdown during the wait leaves
+// results empty (the task goes back as it is).
+func (w *Worker) heldCall(ctx context.Context, app *App, d *delivery, states []string, sendAt, sendBy time.Time, results []*providers.Result, fold *foldedAnswer) func() {
 	return func() {
 		if !sleepUntil(ctx, sendAt) {
 			return
@@ -196,6 +196,6 @@ func (w *Worker) heldCall(ctx context.Context, app *App, d *delivery, states []s
 		if err := w.sends.Acquire(ctx, 1); err != nil {
 			return
 		}
-		w.pool.all(w.deviceCalls(ctx, app, d, states, 0, time.Time{}, sendBy, results, nil, func() { w.sends.Release(1) }))
+		w.pool.all(w.deviceCalls(ctx, app, d, states, 0, time.Time{}, sendBy, results, fold, func() { w.sends.Release(1) }))
 	}
 }
