@@ -75,7 +75,14 @@ for i = 6, #ARGV - 2, 3 do
     names[#names + 1] = ARGV[i]
   end
 end
-local had = #names > 0 and redis.call('HMGET', KEYS[2], unpack(names)) or {}
+-- A final state is only ever written with its count, in one call (here and
+-- in finalize.lua), so a record that counts none has no recipient with
+-- one: the read is skipped (a single-recipient job's only record call).
+local counted = 0
+for x = 8, 14 do
+  counted = counted + (tonumber(h[x]) or 0)
+end
+local had = #names > 0 and counted > 0 and redis.call('HMGET', KEYS[2], unpack(names)) or {}
 
 -- view: h as it will be after this call's writes, so that the call that
 -- finishes the job retires it without writing them first.
