@@ -371,3 +371,36 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 		t.Errorf("retired status %+v, want done, 7 deferrals, counts %v", st, want)
 	}
 }
+
+// TestStartKeepsAFoundRecordsExpiry: start.lua sets the TTL of a record it
+// writes, but a record it finds (written by the accepting client, whose
+// TTL ends where the task's would) keeps its expiry, unless the task's TTL
+// is at ttlFor's one-minute floor, which may reach past it.
+func TestStartKeepsAFoundRecordsExpiry(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(redistest.Client(t), DefaultJobRetention)
+	id := redistest.Prefix(t) + "ttl"
+	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
+	r := recordInfo{ID: id, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}
+	run := func(ttl time.Duration) {
+		t.Helper()
+		c := s.startCallWith(r, jobFanning, false, nil)
+		c.args[7] = ttl.Milliseconds() // ARGV[8] ttl
+		if _, _, _, err := c.result(ctx, startScript.Run(ctx, s.rdb, c.keys, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(time.Hour) // writes the record
+	if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Fatalf("a new record's TTL %v, want the hour given", ttl)
+	}
+	run(2 * time.Hour) // finds it
+	if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Errorf("a found record's TTL %v, want its hour kept", ttl)
+	}
+	s.rdb.PExpire(ctx, jobKey(id), 10*time.Second)
+	run(time.Minute) // the floor
+	if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 50*time.Second {
+		t.Errorf("a found record at the floor has TTL %v, want the minute given", ttl)
+	}
+}

@@ -29,7 +29,8 @@
 -- ARGV[7] keep         "1": set state only when the record has none (the
 --                      accepting client, which may write after the job
 --                      task started)
--- ARGV[8] ttl          TTL of the record in milliseconds
+-- ARGV[8] ttl          TTL of the record in milliseconds (set when this call
+--                      writes the record, or near the floor: see below)
 -- ARGV[9] nread        how many recipients' states to read, from index 0
 --                      (the chunk the job task delivers itself)
 -- ARGV[10..] per recipient read, 1 value each: devices
@@ -68,6 +69,7 @@ end
 local head = redis.call('HMGET', KEYS[1], 'queue', 'cursor', 'cancelled_at', 'state', 'task')
 local owner = head[1]
 local owning = head[5] or ''
+local found = owner -- false when missing (Redis gives Lua false for a nil reply)
 if not owner then
   local id = string.sub(KEYS[1], 11, -2)
   for k = 4, 9 do
@@ -97,7 +99,14 @@ end
 if owning ~= '' then
   owner = owner .. '@' .. owning
 end
-redis.call('PEXPIRE', KEYS[1], ttl)
+-- Every writer of a job's records gives them a TTL ending at one instant,
+-- the job's retention from its acceptance or a day after its deadline
+-- (ttlFor), so a record found here already expires then: only a TTL near
+-- ttlFor's one-minute floor (a job at the end of its retention, or one
+-- the floor already kept) is set again.
+if not found or tonumber(ttl) <= 120000 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
 -- A job whose task has not run yet (no state, or queued) has sent
 -- nothing: no recipient or device has a state to read.
 local fresh = not head[4] or head[4] == 'queued'
