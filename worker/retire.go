@@ -150,13 +150,15 @@ func slotTag(slot int) string { return slotTags()[slot] }
 // compactStatus is a retired job's status from its done-hash entry, as
 // retire.lua writes it: queue|accepted_at|recipients|deadline|cancelled_at|
 // deferrals|counts, instants in Unix ms ("" for none), counts in
-// FinalStates order, trailing zeros left out.
+// FinalStates order, trailing zeros left out; the queue is followed by "@"
+// and a task tag when a batch task owned the job (finishedBy).
 func compactStatus(id, v string) (JobStatus, error) {
 	f := strings.Split(v, "|")
 	if len(f) != 7 {
 		return JobStatus{}, fmt.Errorf("job %s: unreadable finished record %q", id, v)
 	}
-	st := JobStatus{ID: id, State: jobDone, Queue: f[0], Counts: map[string]int{"pending": 0}}
+	queue, _, _ := strings.Cut(f[0], "@")
+	st := JobStatus{ID: id, State: jobDone, Queue: queue, Counts: map[string]int{"pending": 0}}
 	st.AcceptedAt = msTime(f[1])
 	st.Recipients, _ = strconv.Atoi(f[2])
 	st.Deadline = msTime(f[3])

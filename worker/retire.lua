@@ -33,7 +33,7 @@ end
 -- retire_fields are what retire reads of the job record, in the order
 -- retire_with takes them; final_index maps each final state to its place.
 local retire_fields = {'state', 'recipients', 'queue', 'accepted_at', 'deadline', 'cancelled_at', 'deferrals',
-  'delivered', 'expired', 'token_invalid', 'failed', 'throttle_full', 'collapsed', 'cancelled'}
+  'delivered', 'expired', 'token_invalid', 'failed', 'throttle_full', 'collapsed', 'cancelled', 'task'}
 local final_index = {delivered = 8, expired = 9, token_invalid = 10, failed = 11, throttle_full = 12,
   collapsed = 13, cancelled = 14}
 
@@ -58,7 +58,14 @@ local function retire_with(h, job, recp, dev, into, expire_at)
   if final < n then
     return 0
   end
-  local entry = table.concat({h[3] or '', epoch_ms(h[4]), h[2], epoch_ms(h[5]), epoch_ms(h[6]), h[7] or '0',
+  -- The queue, and when a batch task owned the job the last 6 characters
+  -- of that task's id (taskTag), which tell its submission from another
+  -- batch's of the same id, queue and millisecond (finishedBy).
+  local owner = h[3] or ''
+  if h[15] and h[15] ~= '' then
+    owner = owner .. '@' .. string.sub(h[15], -6)
+  end
+  local entry = table.concat({owner, epoch_ms(h[4]), h[2], epoch_ms(h[5]), epoch_ms(h[6]), h[7] or '0',
     table.concat(counts, ',', 1, last)}, '|')
   redis.call('HSET', into, string.sub(job, 11, -2), entry)
   redis.call('PEXPIREAT', into, expire_at)

@@ -265,7 +265,11 @@ func TestRetireCountsInFinalStatesOrder(t *testing.T) {
 			got = append(got, f)
 		}
 	}
-	if diff := cmp.Diff(finalStates, got); diff != "" {
+	// The counters, then the owning task (retire_with reads it as h[15]).
+	if n := len(finalStates); len(got) != n+1 || got[n] != "task" {
+		t.Fatalf("retire.lua's retire_fields after deferrals %q, want the %d counters then task", got, n)
+	}
+	if diff := cmp.Diff(finalStates, got[:len(finalStates)]); diff != "" {
 		t.Errorf("retire.lua's counters differ from FinalStates (-FinalStates +retire.lua):\n%s", diff)
 	}
 	m = regexp.MustCompile(`final_index = \{([^}]*)\}`).FindStringSubmatch(retireSrc)
@@ -349,5 +353,75 @@ func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
 		if n := rdb.Exists(ctx, jobKey(id)).Val(); n != 0 {
 			t.Errorf("id %q: its record is still there", id)
 		}
+	}
+}
+
+// TestFinishedByTellsBatchesApart: two batches submit one id into one
+// queue in the same millisecond, and batch A's task finishes the job
+// before batch B's write of its record. B's write reads the job finished
+// by another submission (a duplicate), A's by its own; the status shows
+// the queue without the tag.
+func TestFinishedByTellsBatchesApart(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(redistest.Client(t), DefaultJobRetention)
+	id := redistest.Prefix(t) + "twice"
+	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
+	at := time.Now().Truncate(time.Millisecond)
+	a := recordInfo{ID: id, Queue: "normal", Task: batchTaskID("0123456789abcdef0123456789aaaaaa"), Recipients: 1, AcceptedAt: at, Retain: at}
+	b := a
+	b.Task = batchTaskID("0123456789abcdef0123456789bbbbbb")
+	if dup, err := s.create(ctx, a, jobQueued); err != nil || dup {
+		t.Fatalf("A's write: duplicate %v, err %v", dup, err)
+	}
+	// A's task runs it: fanned out, its one recipient delivered.
+	if _, _, _, err := s.start(ctx, a, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec := &chunkRecord{}
+	rec.final(0, stateDelivered)
+	if _, err := s.record(ctx, &chunk{Job: id, AcceptedAt: at}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.rdb.Exists(ctx, jobKey(id)).Val(); n != 0 {
+		t.Fatal("the job did not retire")
+	}
+	if dup, err := s.create(ctx, b, jobQueued); err != nil || !dup {
+		t.Errorf("B's write after A finished: duplicate %v, err %v; want a duplicate", dup, err)
+	}
+	if dup, err := s.create(ctx, a, jobQueued); err != nil || dup {
+		t.Errorf("A's write after its task finished: duplicate %v, err %v; want accepted", dup, err)
+	}
+	st, err := s.status(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Queue != "normal" || st.State != jobDone {
+		t.Errorf("status %+v, want done on queue normal", st)
+	}
+}
+
+// TestFinishedByWithoutATag: an entry without a task tag (a job of its own
+// task, or one written before entries had tags) is told by its queue and
+// its millisecond, as before.
+func TestFinishedByWithoutATag(t *testing.T) {
+	at := time.Now().Truncate(time.Millisecond)
+	st := &chunkStates{retired: true, acceptedAt: at}
+	r := recordInfo{Queue: "normal", Task: batchTaskID("whatever"), AcceptedAt: at}
+	for _, tt := range []struct {
+		owner string
+		want  bool
+	}{
+		{"normal", true},
+		{"high", false},
+		{"normal@" + taskTag(r.Task), true},
+		{"normal@other", false},
+	} {
+		if got := finishedBy(tt.owner, st, r); got != tt.want {
+			t.Errorf("finishedBy(%q) = %v, want %v", tt.owner, got, tt.want)
+		}
+	}
+	r.Task = ""
+	if finishedBy("normal@"+taskTag(batchTaskID("whatever")), st, r) {
+		t.Error("a job of its own task read as finished by it, though a batch's task finished it")
 	}
 }

@@ -39,7 +39,8 @@
 -- batch owns it), cursor or "", cancelled_at or "" (the
 -- job was cancelled), "1" when the job was retired (then only its
 -- accepted_at follows, in Unix ms as its done entry keeps it, and the
--- owner is its queue and the cursor its recipient count) else "", "1" when the job's task
+-- owner is its queue, then "@" and its batch task's tag when a batch owned
+-- it, and the cursor its recipient count) else "", "1" when the job's task
 -- had not run before (the record had no state, or queued: nothing of the
 -- job was sent, and its chunk tasks may skip their reads, chunk.lua) else
 -- "", then nread final

@@ -318,8 +318,25 @@ func (s store) create(ctx context.Context, r recordInfo, state string) (dup bool
 // millisecond, which the submission's acceptance is truncated to
 // (Client.prepare): two submissions of one id into one queue in the same
 // millisecond, the other one finishing first, read as this one.
+//
+// A job a batch task owned keeps that task's tag in its entry (the queue,
+// "@" and taskTag), so of two batches submitting one id into one queue in
+// the same millisecond only the one whose task finished it reads as the
+// finisher. An entry without a tag (a job of its own task, or one written
+// before entries had tags) is told by the queue and the millisecond alone.
 func finishedBy(owner string, st *chunkStates, r recordInfo) bool {
-	return st.retired && owner == r.Queue && st.acceptedAt.Equal(r.AcceptedAt.Truncate(time.Millisecond))
+	if !st.retired || !st.acceptedAt.Equal(r.AcceptedAt.Truncate(time.Millisecond)) {
+		return false
+	}
+	q, tag, tagged := strings.Cut(owner, "@")
+	return q == r.Queue && (!tagged || tag == taskTag(r.Task))
+}
+
+// taskTag is what a finished job's done entry keeps of the batch task that
+// owned it: the task id's last 6 characters (retire.lua), random in a
+// batch task's id. "" for none.
+func taskTag(task string) string {
+	return task[max(0, len(task)-6):]
 }
 
 // exists reports whether job id has a live record: a job accepted and not
