@@ -350,6 +350,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	// shutdown does not cancel.
 	var recorded []bool
 	var err error
+	folded := false // rec.folded's answer written by the record call
 	switch {
 	case len(rec.entries) == 0 && rec.deferrals == 0:
 		// Nothing settled or held (a run cut early): no write.
@@ -357,11 +358,11 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		recorded, err = w.recordHeld(c, &rec)
 	default:
 		recorded, err = w.store.record(ctx, c, &rec)
-		w.settleFolded(rec.folded, err == nil)
+		folded = err == nil
 	}
-	// Not written by a record call above (none made, or it failed): written
-	// on its own.
-	w.settleFolded(rec.folded, false)
+	// A folded answer no record call above wrote (none made, or it failed)
+	// is written on its own.
+	w.settleFolded(rec.folded, folded)
 	if err != nil {
 		return errors.Join(werr, err)
 	}

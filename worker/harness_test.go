@@ -277,6 +277,20 @@ func (e *env) waitDone(id string, timeout time.Duration) JobStatus {
 	return st
 }
 
+// waitDelivered waits for each job of ids to be done with its one
+// recipient delivered, and returns how many deferrals they took in all.
+func (e *env) waitDelivered(ids []string, timeout time.Duration) (deferrals int) {
+	e.t.Helper()
+	for _, id := range ids {
+		st := e.waitDone(id, timeout)
+		if st.Counts[stateDelivered] != 1 {
+			e.t.Errorf("job %s: counts %v, want 1 delivered", id, st.Counts)
+		}
+		deferrals += st.Deferrals
+	}
+	return deferrals
+}
+
 // events returns the events in hush:events.
 func (e *env) events() []Event {
 	e.t.Helper()

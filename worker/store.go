@@ -314,16 +314,16 @@ func (s store) create(ctx context.Context, r recordInfo, state string) (dup bool
 // submission's own task: a client enqueues the task first and writes the
 // record after, and under load the task can deliver every recipient and
 // retire the job in between. The job is then the caller's, accepted, not
-// a duplicate. The done entry keeps the queue and the acceptance to the
-// millisecond, which the submission's acceptance is truncated to
-// (Client.prepare): two submissions of one id into one queue in the same
-// millisecond, the other one finishing first, read as this one.
-//
-// A job a batch task owned keeps that task's tag in its entry (the queue,
-// "@" and taskTag), so of two batches submitting one id into one queue in
-// the same millisecond only the one whose task finished it reads as the
+// a duplicate. The done entry keeps the queue, the acceptance to the
+// millisecond (which the submission's acceptance is truncated to,
+// Client.prepare) and, for a job a batch task owned, that task's tag ("@"
+// and taskTag): of two batches submitting one id into one queue in the
+// same millisecond, only the one whose task finished the job reads as its
 // finisher. An entry without a tag (a job of its own task, or one written
-// before entries had tags) is told by the queue and the millisecond alone.
+// before entries had tags) is told by the queue and the millisecond alone,
+// so two such submissions in one millisecond, the other finishing first,
+// read as this one. Queue names never hold "@": they are a priority and a
+// shard number (shards.go).
 func finishedBy(owner string, st *chunkStates, r recordInfo) bool {
 	if !st.retired || !st.acceptedAt.Equal(r.AcceptedAt.Truncate(time.Millisecond)) {
 		return false
