@@ -68,7 +68,7 @@ func BenchmarkJobScriptCalls(b *testing.B) {
 				}},
 				{"record", recordScript, func(i int) ([]string, []any) {
 					keys, at := s.retiring(jobs[i].ID)
-					return keys, recordArgs(chunkOf(&jobs[i], 0).ttl(), 0, at, "", "", []any{0, stateDelivered, ""})
+					return keys, recordArgs(chunkOf(&jobs[i], 0).ttl(), 0, at, "", "", "", []any{0, stateDelivered, ""})
 				}},
 			}
 			for _, ph := range phases {

@@ -23,7 +23,9 @@
 -- ARGV[3] expire_at  when the done bucket expires (Unix ms)
 -- ARGV[4] dev_field  a device state to write ("<i>/<d>"), or "" for none
 -- ARGV[5] dev_state  its state
--- ARGV[6..] per recipient, 3 values each: recipient, state, queue
+-- ARGV[6] range      the recipients' range (recipient / 100, every one of
+--                    this call's in it), or "" for none: see below
+-- ARGV[7..] per recipient, 3 values each: recipient, state, queue
 --           (a final state, or "" for a held recipient whose task waits on
 --           queue: field "h:<recipient>" of the job record)
 --
@@ -37,6 +39,7 @@ local deferrals = tonumber(ARGV[2])
 local expire_at = ARGV[3]
 local dev_field = ARGV[4]
 local dev_state = ARGV[5]
+local range = ARGV[6]
 
 -- write_device writes the folded device state, as recorder.write would
 -- have: the device-state hash gets the TTL the job's keys get.
@@ -48,8 +51,15 @@ local function write_device()
 end
 
 -- The record as retire() reads it; none of its fields is there when it is
--- gone (retired, or its TTL ran out).
-local h = redis.call('HMGET', KEYS[1], unpack(retire_fields))
+-- gone (retired, or its TTL ran out). With a range, two more fields
+-- follow: h[16] 'ranged' and h[17] 'f:<range>' (below).
+local fields = retire_fields
+if range ~= '' then
+  fields = {unpack(retire_fields)}
+  fields[#fields + 1] = 'ranged'
+  fields[#fields + 1] = 'f:' .. range
+end
+local h = redis.call('HMGET', KEYS[1], unpack(fields))
 local out = {}
 local exists = false
 for i = 1, #retire_fields do
@@ -62,7 +72,7 @@ if not exists then
   -- Written all the same, as recorder.write writes whatever the record's
   -- fate: a device that has the push is never sent to again.
   write_device()
-  for _ = 6, #ARGV - 2, 3 do
+  for _ = 7, #ARGV - 2, 3 do
     out[#out + 1] = 0
   end
   return out
@@ -70,7 +80,7 @@ end
 
 -- Which recipients already have a final state: the others get theirs now.
 local names = {}
-for i = 6, #ARGV - 2, 3 do
+for i = 7, #ARGV - 2, 3 do
   if ARGV[i + 1] ~= '' then
     names[#names + 1] = ARGV[i]
   end
@@ -78,17 +88,28 @@ end
 -- A final state is only ever written with its count, in one call (here and
 -- in finalize.lua), so a record that counts none has no recipient with
 -- one: the read is skipped (a single-recipient job's only record call).
+--
+-- Nor is it made when no recipient of the call's range can have one. A
+-- call given a range counts the final states it writes twice more: in
+-- 'ranged' (all such calls') and in 'f:<range>' (that range's). Every
+-- other writer of final states (finalize.lua, a call without a range, a
+-- version before this one) counts them only under their states. So while
+-- 'ranged' equals the count of every final state, and 'f:<range>' is 0,
+-- no recipient of the range has a final state. (A chunk run makes one
+-- record call; a call that reached Redis but whose reply was lost, sent
+-- again, finds its own range's count.)
 local counted = 0
 for x = 8, 14 do
   counted = counted + (tonumber(h[x]) or 0)
 end
-local had = #names > 0 and counted > 0 and redis.call('HMGET', KEYS[2], unpack(names)) or {}
+local fresh = range ~= '' and (tonumber(h[16]) or 0) == counted and (tonumber(h[17]) or 0) == 0
+local had = #names > 0 and counted > 0 and not fresh and redis.call('HMGET', KEYS[2], unpack(names)) or {}
 
 -- view: h as it will be after this call's writes, so that the call that
 -- finishes the job retires it without writing them first.
 local new, seen, changed, k = {}, {}, deferrals > 0, 0
 local view = h
-for i = 6, #ARGV - 2, 3 do
+for i = 7, #ARGV - 2, 3 do
   local recipient, state = ARGV[i], ARGV[i + 1]
   if state == '' then
     changed = true
@@ -120,7 +141,7 @@ end
 -- The writes, one call per kind for the whole chunk: the held markers, the
 -- new final states, their counts per state, the markers they replace.
 local holds, finals, gone, counts, states = {}, {}, {}, {}, {}
-for i = 6, #ARGV - 2, 3 do
+for i = 7, #ARGV - 2, 3 do
   local recipient, state, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if state == '' then
     holds[#holds + 1] = 'h:' .. recipient
@@ -142,6 +163,10 @@ if #finals > 0 then
   redis.call('HSET', KEYS[2], unpack(finals))
   for _, state in ipairs(states) do
     redis.call('HINCRBY', KEYS[1], state, counts[state])
+  end
+  if range ~= '' then
+    redis.call('HINCRBY', KEYS[1], 'ranged', #finals / 2)
+    redis.call('HINCRBY', KEYS[1], 'f:' .. range, #finals / 2)
   end
   redis.call('HDEL', KEYS[1], unpack(gone))
 end

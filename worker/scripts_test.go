@@ -121,9 +121,9 @@ func TestScriptArgs(t *testing.T) {
 		{
 			script: "record.lua",
 			src:    recordSrc,
-			got:    recordArgs(2*time.Hour, 5, 1700000000000, "7/0", stateDelivered, []any{7, stateDelivered, "", 9, "", "normal.2"}),
+			got:    recordArgs(2*time.Hour, 5, 1700000000000, "7/0", stateDelivered, "0", []any{7, stateDelivered, "", 9, "", "normal.2"}),
 			fixed: map[string]any{"ttl": int64(7200000), "deferrals": 5, "expire_at": int64(1700000000000),
-				"dev_field": "7/0", "dev_state": stateDelivered},
+				"dev_field": "7/0", "dev_state": stateDelivered, "range": "0"},
 			groups: [][]any{{7, stateDelivered, ""}, {9, "", "normal.2"}},
 		},
 		{

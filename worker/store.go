@@ -40,7 +40,10 @@ func FinalStates() []string { return slices.Clone(finalStates) }
 // Fields of the job record besides its fixed ones and counters: when the
 // job was cancelled, and per held delivery "h:<index>" -> the queue its
 // task waits on, and which task that is (heldMark), so a cancellation can
-// wake it and a re-run finds it.
+// wake it and a re-run finds it. record.lua keeps two more counts of the
+// final states written by calls given a range (recordRange): "ranged"
+// (all such calls') and "f:<range>" (one range's), which tell it when no
+// recipient of a range can have a final state yet.
 const (
 	fieldCancelled = "cancelled_at"
 	heldPrefix     = "h:"
@@ -153,16 +156,36 @@ func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *
 // (field "" for none), then entries (recipient index, final state, queue
 // triples: a final state, or "" and the queue a held recipient's task
 // waits on).
-func recordArgs(ttl time.Duration, deferrals int, expireAt int64, devField, devState string, entries []any) []any {
-	args := make([]any, 0, 5+len(entries))
+func recordArgs(ttl time.Duration, deferrals int, expireAt int64, devField, devState, rng string, entries []any) []any {
+	args := make([]any, 0, 6+len(entries))
 	args = append(args,
 		ttl.Milliseconds(), // ARGV[1] ttl
 		deferrals,          // ARGV[2] deferrals
 		expireAt,           // ARGV[3] expire_at
 		devField,           // ARGV[4] dev_field
 		devState,           // ARGV[5] dev_state
+		rng,                // ARGV[6] range
 	)
-	return append(args, entries...) // ARGV[6..] recipient, state, queue
+	return append(args, entries...) // ARGV[7..] recipient, state, queue
+}
+
+// recordRange is record.lua's range for a call recording entries
+// (recipient, state, queue triples) of c: the recipients' index /
+// chunkSize when every one of them has the same, else "". A chunk of one
+// recipient gives none: a single-recipient job's record call skips its
+// read already (record.lua), and the range's counts would cost it two
+// writes whenever the call does not retire the job.
+func recordRange(c *chunk, entries []any) string {
+	if len(c.Recipients) < 2 || len(entries) == 0 {
+		return ""
+	}
+	r := entries[0].(int) / chunkSize
+	for k := 3; k < len(entries); k += 3 {
+		if entries[k].(int)/chunkSize != r {
+			return ""
+		}
+	}
+	return strconv.Itoa(r)
 }
 
 // fannedArgs is fanned.lua's ARGV.

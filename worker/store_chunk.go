@@ -364,7 +364,7 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 	if f := r.folded; f != nil && f.pending {
 		devField, devState = f.o.field, f.o.state
 	}
-	args := recordArgs(c.ttl(), r.deferrals, at, devField, devState, r.entries)
+	args := recordArgs(c.ttl(), r.deferrals, at, devField, devState, recordRange(c, r.entries), r.entries)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	var vals []int64
