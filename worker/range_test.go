@@ -143,6 +143,7 @@ func TestRecordRangeSkipsTheRead(t *testing.T) {
 func TestRecordRange(t *testing.T) {
 	many := &chunk{From: 100, Recipients: make([]payload.Recipient, 100)}
 	one := &chunk{From: 0, Recipients: make([]payload.Recipient, 1)}
+	held := &chunk{From: 100, Recipients: make([]payload.Recipient, 2), Indices: []int{120, 130}, Wake: 1764237600}
 	for _, c := range []struct {
 		c       *chunk
 		entries []any
@@ -153,6 +154,7 @@ func TestRecordRange(t *testing.T) {
 		{many, []any{5, stateDelivered, ""}, "0"},
 		{many, nil, ""},
 		{one, []any{0, stateDelivered, ""}, ""},
+		{held, []any{120, stateDelivered, "", 130, stateDelivered, ""}, ""},
 	} {
 		if got := recordRange(c.c, c.entries); got != c.want {
 			t.Errorf("recordRange(%d recipients, %v) = %q, want %q", len(c.c.Recipients), c.entries, got, c.want)

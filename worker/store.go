@@ -171,12 +171,14 @@ func recordArgs(ttl time.Duration, deferrals int, expireAt int64, devField, devS
 
 // recordRange is record.lua's range for a call recording entries
 // (recipient, state, queue triples) of c: the recipients' index /
-// chunkSize when every one of them has the same, else "". A chunk of one
-// recipient gives none: a single-recipient job's record call skips its
-// read already (record.lua), and the range's counts would cost it two
-// writes whenever the call does not retire the job.
+// chunkSize when every one of them has the same, else "". Two kinds of
+// chunk give none, as the range's counts would cost them two writes and
+// save them no read: a chunk of one recipient (a single-recipient job's
+// record call skips its read already, record.lua), and a held task's
+// chunk (the chunk that held its recipients back has, as a rule, recorded
+// final states in their range already).
 func recordRange(c *chunk, entries []any) string {
-	if len(c.Recipients) < 2 || len(entries) == 0 {
+	if len(c.Recipients) < 2 || c.held() || len(entries) == 0 {
 		return ""
 	}
 	r := entries[0].(int) / chunkSize
