@@ -153,7 +153,8 @@ func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *
 
 // recordArgs is record.lua's ARGV: the keys' ttl, the deferrals to count,
 // when the done bucket expires, the device state folded into the call
-// (field "" for none), then entries (recipient index, final state, queue
+// (field "" for none), the recipients' range (recordRange; "" for none),
+// then entries (recipient index, final state, queue
 // triples: a final state, or "" and the queue a held recipient's task
 // waits on).
 func recordArgs(ttl time.Duration, deferrals int, expireAt int64, devField, devState, rng string, entries []any) []any {
