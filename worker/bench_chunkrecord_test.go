@@ -25,8 +25,9 @@ import (
 //   - unranged: record.lua given no range, as a call whose recipients
 //     span ranges (or a version before ranges): it reads them (an HMGET
 //     of 100 fields);
-//   - lua-only: without any write or that read, the Lua around them
-//     kept;
+//   - lua-only: given the range (so without that read) and without the
+//     writes of final states, their counts and the markers they replace,
+//     the Lua around them kept;
 //   - empty: a script that returns at once, given the same keys and
 //     arguments (what carrying the call's 300 arguments costs).
 //
@@ -38,12 +39,10 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 	ctx := context.Background()
 	s := newStore(rdb, DefaultJobRetention)
 	src := retireSrc + recordSrc
-	read := "local had = #names > 0 and counted > 0 and not fresh and redis.call('HMGET', KEYS[2], unpack(names)) or {}"
 	models := map[string]string{
 		"ranged":   src,
 		"unranged": src,
 		"lua-only": strings.NewReplacer(
-			read, "local had = {}",
 			"  redis.call('HSET', KEYS[2], unpack(finals))\n", "",
 			"  redis.call('HDEL', KEYS[1], unpack(gone))\n", "",
 			"    redis.call('HINCRBY', KEYS[1], state, counts[state])\n", "",

@@ -25,9 +25,10 @@
 -- ARGV[5] dev_state  its state
 -- ARGV[6] range      the recipients' range (recipient / 100, every one of
 --                    this call's in it), or "" for none: see below
--- ARGV[7..] per recipient, 3 values each: recipient, state, queue
---           (a final state, or "" for a held recipient whose task waits on
---           queue: field "h:<recipient>" of the job record)
+-- ARGV[7..] per recipient, 2 values each: recipient, state
+--           (its final state, or '@' followed by the queue its delivery
+--           task waits on for a held recipient: field "h:<recipient>" of
+--           the job record; no final state starts with '@')
 --
 -- Reply: per recipient, 1 when this call recorded its final state, else 0
 -- (it already had one, or it is held, or the job was retired: its record
@@ -40,6 +41,7 @@ local expire_at = ARGV[3]
 local dev_field = ARGV[4]
 local dev_state = ARGV[5]
 local range = ARGV[6]
+local HELD = 64 -- '@': a held recipient's ARGV value starts with it
 
 -- write_device writes the folded device state, as recorder.write would
 -- have: the device-state hash gets the TTL the job's keys get.
@@ -72,19 +74,12 @@ if not exists then
   -- Written all the same, as recorder.write writes whatever the record's
   -- fate: a device that has the push is never sent to again.
   write_device()
-  for _ = 7, #ARGV - 2, 3 do
+  for _ = 7, #ARGV - 1, 2 do
     out[#out + 1] = 0
   end
   return out
 end
 
--- Which recipients already have a final state: the others get theirs now.
-local names = {}
-for i = 7, #ARGV - 2, 3 do
-  if ARGV[i + 1] ~= '' then
-    names[#names + 1] = ARGV[i]
-  end
-end
 -- A final state is only ever written with its count, in one call (here and
 -- in finalize.lua), so a record that counts none has no recipient with
 -- one: the read is skipped (a single-recipient job's only record call).
@@ -103,29 +98,58 @@ for x = 8, 14 do
   counted = counted + (tonumber(h[x]) or 0)
 end
 local fresh = range ~= '' and (tonumber(h[16]) or 0) == counted and (tonumber(h[17]) or 0) == 0
-local had = #names > 0 and counted > 0 and not fresh and redis.call('HMGET', KEYS[2], unpack(names)) or {}
 
--- view: h as it will be after this call's writes, so that the call that
--- finishes the job retires it without writing them first.
-local new, seen, changed, k = {}, {}, deferrals > 0, 0
+-- Which recipients already have a final state: the others get theirs now.
+local had = {}
+if counted > 0 and not fresh then
+  local names = {}
+  for i = 7, #ARGV - 1, 2 do
+    if string.byte(ARGV[i + 1]) ~= HELD then
+      names[#names + 1] = ARGV[i]
+    end
+  end
+  if #names > 0 then
+    had = redis.call('HMGET', KEYS[2], unpack(names))
+  end
+end
+
+-- One walk over the entries builds the reply, the writes (one call per
+-- kind for the whole chunk: the held markers, the new final states, their
+-- counts per state, the markers they replace) and view: h as it will be
+-- after those writes, so that the call that finishes the job retires it
+-- without writing them first.
+local holds, finals, gone, counts, states = {}, {}, {}, {}, {}
+local seen, changed, k = {}, deferrals > 0, 0
 local view = h
-for i = 7, #ARGV - 2, 3 do
+for i = 7, #ARGV - 1, 2 do
   local recipient, state = ARGV[i], ARGV[i + 1]
-  if state == '' then
+  local new = 0
+  if string.byte(state) == HELD then
     changed = true
+    holds[#holds + 1] = 'h:' .. recipient
+    holds[#holds + 1] = string.sub(state, 2)
   else
     k = k + 1
     if not had[k] and not seen[recipient] then
       seen[recipient] = true
-      new[i] = true
+      new = 1
       changed = true
+      finals[#finals + 1] = recipient
+      finals[#finals + 1] = state
+      gone[#gone + 1] = 'h:' .. recipient
+      local c = counts[state]
+      if not c then
+        states[#states + 1] = state
+        c = 0
+      end
+      counts[state] = c + 1
       local x = final_index[state]
       if x then
         view[x] = (tonumber(view[x]) or 0) + 1
       end
     end
   end
-  out[#out + 1] = new[i] and 1 or 0
+  out[#out + 1] = new
 end
 if deferrals > 0 then
   view[7] = (tonumber(view[7]) or 0) + deferrals
@@ -138,24 +162,6 @@ if not changed then
   return out
 end
 
--- The writes, one call per kind for the whole chunk: the held markers, the
--- new final states, their counts per state, the markers they replace.
-local holds, finals, gone, counts, states = {}, {}, {}, {}, {}
-for i = 7, #ARGV - 2, 3 do
-  local recipient, state, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  if state == '' then
-    holds[#holds + 1] = 'h:' .. recipient
-    holds[#holds + 1] = queue
-  elseif new[i] then
-    finals[#finals + 1] = recipient
-    finals[#finals + 1] = state
-    gone[#gone + 1] = 'h:' .. recipient
-    if not counts[state] then
-      states[#states + 1] = state
-    end
-    counts[state] = (counts[state] or 0) + 1
-  end
-end
 if #holds > 0 then
   redis.call('HSET', KEYS[1], unpack(holds))
 end

@@ -154,11 +154,11 @@ func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *
 // recordArgs is record.lua's ARGV: the keys' ttl, the deferrals to count,
 // when the done bucket expires, the device state folded into the call
 // (field "" for none), the recipients' range (recordRange; "" for none),
-// then entries (recipient index, final state, queue
-// triples: a final state, or "" and the queue a held recipient's task
-// waits on).
+// then two values per entry of entries (recipient index, final state,
+// queue triples: a final state, or "" and the queue a held recipient's
+// task waits on): the recipient, then its final state or heldValue(queue).
 func recordArgs(ttl time.Duration, deferrals int, expireAt int64, devField, devState, rng string, entries []any) []any {
-	args := make([]any, 0, 6+len(entries))
+	args := make([]any, 0, 6+len(entries)/3*2)
 	args = append(args,
 		ttl.Milliseconds(), // ARGV[1] ttl
 		deferrals,          // ARGV[2] deferrals
@@ -167,8 +167,19 @@ func recordArgs(ttl time.Duration, deferrals int, expireAt int64, devField, devS
 		devState,           // ARGV[5] dev_state
 		rng,                // ARGV[6] range
 	)
-	return append(args, entries...) // ARGV[7..] recipient, state, queue
+	for k := 0; k+2 < len(entries); k += 3 {
+		v := entries[k+1]
+		if v == "" {
+			v = heldValue(entries[k+2].(string))
+		}
+		args = append(args, entries[k], v) // ARGV[7..] recipient, state
+	}
+	return args
 }
+
+// heldValue is record.lua's value for a held recipient whose delivery task
+// waits on queue: "@" and the queue. No final state starts with "@".
+func heldValue(queue string) string { return "@" + queue }
 
 // recordRange is record.lua's range for a call recording entries
 // (recipient, state, queue triples) of c: the recipients' index /
