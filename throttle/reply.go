@@ -58,8 +58,15 @@ func (l *Redis) parseDecision(v any) (Decision, error) {
 	return d, nil
 }
 
-// parseReservation reads one of reserve.lua's replies.
-func parseReservation(v any) (Reservation, error) {
+// parseReservation reads one of reserve.lua's replies, given the call's
+// now: a new booking's slot alone, or an array.
+func parseReservation(v any, now int64) (Reservation, error) {
+	if at, ok := v.(int64); ok {
+		if at < now {
+			return Reservation{}, fmt.Errorf("%w: reserve: a new booking at %d, before now %d", ErrUnexpectedReply, at, now)
+		}
+		return reservation(at, now, false, ""), nil
+	}
 	a, x, err := ints(v, 3, "reserve")
 	if err != nil {
 		return Reservation{}, err

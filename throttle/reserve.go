@@ -69,8 +69,12 @@ func (l *Redis) takeReservations(cmds []*redis.Cmd, parts [][]booking, out []Res
 		part := parts[c]
 		v, err := cmd.Result()
 		a, ok := v.([]any)
-		if err == nil && (!ok || len(a) != len(part)) {
-			err = fmt.Errorf("%w: reserve: want an array of %d replies, got %#v", ErrUnexpectedReply, len(part), v)
+		var now int64
+		if err == nil && ok && len(a) == len(part)+1 {
+			now, ok = a[len(part)].(int64)
+		}
+		if err == nil && (!ok || len(a) != len(part)+1) {
+			err = fmt.Errorf("%w: reserve: want an array of %d replies and now, got %#v", ErrUnexpectedReply, len(part), v)
 		}
 		for j, b := range part {
 			switch {
@@ -84,7 +88,7 @@ func (l *Redis) takeReservations(cmds []*redis.Cmd, parts [][]booking, out []Res
 				}
 			default:
 				var perr error
-				if out[b.i], perr = parseReservation(a[j]); perr != nil {
+				if out[b.i], perr = parseReservation(a[j], now); perr != nil {
 					fail(b.i, perr)
 				}
 			}
@@ -201,7 +205,15 @@ func (l *Redis) reserveCall(bs []booking) scriptCall {
 	var keys []string
 	for _, b := range bs {
 		q := b.q
-		args = append(args, q.Member, msArg(b.notAfter), msArg(b.notBefore), q.Category, q.CollapseKey, len(b.sets))
+		if len(b.sets) == 1 && b.notBefore == 0 && q.CollapseKey == "" && len(b.quiet) == 0 {
+			// The short form: its rule set, member, not-after. (A category
+			// names the set, in its key; the script reads it only for a
+			// collapse key.)
+			keys = append(keys, l.setKey(q.User, b.sets[0].cat))
+			args = append(args, index[b.sets[0].r], q.Member, msArg(b.notAfter))
+			continue
+		}
+		args = append(args, 0, q.Member, msArg(b.notAfter), msArg(b.notBefore), q.Category, q.CollapseKey, len(b.sets))
 		for _, s := range b.sets {
 			keys = append(keys, l.setKey(q.User, s.cat))
 			args = append(args, index[s.r])

@@ -17,16 +17,26 @@
 --          is never collapsed
 -- ARGV[5]  R, the number of rule sets, then R rule sets, each
 --          gap, horizon, count, N1, W1, ..., Ncount, Wcount
--- then     per request: member, not-after (ms or ""), not-before (ms or
---          ""), category ("" none), collapse key ("" none), nsets, the
---          rule set (1..R) of each of its sets, nquiet, then nquiet quiet
---          intervals start, end (ms, [start, end), sorted, disjoint)
--- Reply    per request {slot ms, existing 0|1, now ms, refused,
+-- then     per request, in one of two forms told by its first value:
+--          the short form, a rule set k (1..R), member, not-after (ms or
+--          ""): one set, of rule set k, and nothing else (the common
+--          request: 3 values instead of 8); the full form, 0, member,
+--          not-after, not-before (ms or ""), category ("" none), collapse
+--          key ("" none), nsets, the rule set (1..R) of each of its sets,
+--          nquiet, then nquiet quiet intervals start, end (ms, [start,
+--          end), sorted, disjoint)
+-- Reply    per request, in order: for a new booking (the member books
+--          its slot now, and replaces no held booking), the slot (ms)
+--          alone; else {slot ms, existing 0|1, now ms, refused,
 --          collapsed member or ""}: refused is '' when the member holds
 --          the slot, 'full' with slot = the earliest entry after now of
 --          the set at the cap, 'late' with slot = the slot it would have
 --          booked, 'collapsed' with slot = now; or an error reply when the
 --          request's calls failed (e.g. WRONGTYPE), which stops no other.
+--          Then, after the last request's, now (ms), which every request
+--          of the call shares. (A new booking, the common reply, is one
+--          integer: a table of five per request cost Redis building it
+--          and sending it.)
 --
 -- Node form (Redis Cluster): one call books requests of many users whose
 -- keys a client's slot map places on one node. KEYS holds only the key
@@ -354,7 +364,10 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
       redis.call('PEXPIRE', ckey, ttl)
     end
   end
-  return {t, 0, now, '', old or ''}
+  if old then
+    return {t, 0, now, '', old}
+  end
+  return t
 end
 
 -- not_here returns the error of looking up a request's keys (its sets
@@ -382,27 +395,35 @@ local noquiet = {} -- the quiet intervals of a request without any
 local key = 1 -- the next of keys_in to read
 local nargv = #ARGV
 while arg <= nargv do
-  local member, not_after, not_before = ARGV[arg], tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
-  local category, collapse_key, nsets = ARGV[arg + 3], ARGV[arg + 4], tonumber(ARGV[arg + 5])
-  arg = arg + 6
-  local keys, rs = {}, {}
-  for b = 1, nsets do
-    keys[b], rs[b] = keys_in[key], rulesets[tonumber(ARGV[arg])]
-    key, arg = key + 1, arg + 1
-  end
-  local ckey
-  if collapse_key ~= '' then
-    ckey, key = keys_in[key], key + 1
-  end
-  local nquiet = tonumber(ARGV[arg])
-  arg = arg + 1
+  local form = tonumber(ARGV[arg])
+  local member, not_after = ARGV[arg + 1], tonumber(ARGV[arg + 2])
+  local not_before, category, collapse_key, keys, rs, ckey
   local qs, qe = noquiet, noquiet -- read only
-  if nquiet > 0 then
-    qs, qe = {}, {}
-  end
-  for k = 1, nquiet do
-    qs[k], qe[k] = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1])
-    arg = arg + 2
+  if form > 0 then
+    not_before, category, collapse_key = nil, '', ''
+    keys, rs = {keys_in[key]}, {rulesets[form]}
+    key, arg = key + 1, arg + 3
+  else
+    not_before, category, collapse_key = tonumber(ARGV[arg + 3]), ARGV[arg + 4], ARGV[arg + 5]
+    local nsets = tonumber(ARGV[arg + 6])
+    arg = arg + 7
+    keys, rs = {}, {}
+    for b = 1, nsets do
+      keys[b], rs[b] = keys_in[key], rulesets[tonumber(ARGV[arg])]
+      key, arg = key + 1, arg + 1
+    end
+    if collapse_key ~= '' then
+      ckey, key = keys_in[key], key + 1
+    end
+    local nquiet = tonumber(ARGV[arg])
+    arg = arg + 1
+    if nquiet > 0 then
+      qs, qe = {}, {}
+    end
+    for k = 1, nquiet do
+      qs[k], qe[k] = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1])
+      arg = arg + 2
+    end
   end
   tick = tick + 1
   local away = node_form and not_here(keys, ckey)
@@ -418,4 +439,5 @@ while arg <= nargv do
     out[#out + 1] = error_reply(reply)
   end
 end
+out[#out + 1] = now
 return out
