@@ -712,7 +712,11 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 		}
 	}
 	oldID := heldTaskID("held", 0, wake, false)
-	movedID := heldTaskID("held", 0, wake+1, true)
+	// An hour later: no fresh recipient of the re-run wakes in that second
+	// (one second later, a load that spreads the slots over two seconds
+	// put fresh recipients in a task of this id in held-normal, and the
+	// run rightly refused a second queue for it).
+	movedID := heldTaskID("held", 0, wake+3600, true)
 	const moved = "held-normal.2"
 	marks := map[string]any{"cursor": nil}
 	for i := range chunkSize {
