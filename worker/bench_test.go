@@ -475,6 +475,13 @@ func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users
 	r := m.done(b, n, bb.lastArrival)
 	r.submit = submit
 	stop()
+	if p.MinGap > 0 {
+		// What a run late for its slots cost: each of these pushes was
+		// booked again, through its own delivery task (decide.go).
+		rebooked := counterTotal(b, w.m.limiter, func(l map[string]string) bool { return l["decision"] == "rebooked" })
+		b.Logf("late for their slots: %d pushes found late before their calls, %d at their calls (%.1f per 1,000 deliveries)",
+			rebooked, counterTotal(b, w.m.lateSends, nil), float64(rebooked+counterTotal(b, w.m.lateSends, nil))*1000/float64(n))
+	}
 	r.memPerJob, r.retainedPerJob = bb.memoryPerJob(b, jobs, base)
 	for _, req := range bb.apns.Requests() {
 		from := m.start

@@ -41,7 +41,14 @@ type chunk struct {
 	Waits bool `json:"waits,omitempty"`
 	// Slot is a hush:waiting-jobs member's booked instant on the clock of
 	// the process that held it back (heldjobs.go); zero when not known.
-	Slot       time.Time           `json:"slot,omitzero"`
+	// Only earlier versions' runs read it: this one's read Slots.
+	Slot time.Time `json:"slot,omitzero"`
+	// Slots are a hush:held task's recipients' slots, or a
+	// hush:waiting-jobs member's, beside Indices, in Unix ms on the
+	// limiter's clock (their reservations' At); 0 where not known (an
+	// earlier version's task has none). The task's first run takes them as
+	// found instead of looking its bookings up (heldSlots, bookHeldJobs).
+	Slots      []int64             `json:"slots,omitempty"`
 	Recipients []payload.Recipient `json:"recipients"`
 	Content    payload.Content     `json:"content"`
 	Priority   payload.Priority    `json:"priority"`
@@ -200,8 +207,9 @@ type handoff struct {
 	// foreign: a held task's recipient that its marker gives to its
 	// delivery task already: the task is created again, the marker kept.
 	foreign bool
-	// slot: a deferred recipient's booked instant (local clock).
-	slot time.Time
+	// slot: a deferred recipient's booked instant (local clock); at: the
+	// same on the limiter's clock (its reservation's At).
+	slot, at time.Time
 }
 
 // deliverChunk delivers a chunk in waves of up to w.wave recipients: each
@@ -286,6 +294,9 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		pre = nil
 	}
 	w.cancelled(ctx, c, cancel, &rec)
+	if pre == nil {
+		pre = w.heldSlots(app, c, st, todo)
+	}
 	var werr error
 	for len(todo) > 0 && ctx.Err() == nil {
 		size := w.wave
@@ -332,10 +343,10 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		case h.deferred && hj != nil && !c.held():
 			id, queue := hj.id(w, c, h.wake.Unix())
 			rec.held(c.index(h.i), heldMark(queue, id))
-			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot})
+			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot, at: h.at})
 			continue
 		case h.deferred && grouping:
-			g := groups.add(w, c, h.i, h.wake.Unix())
+			g := groups.add(w, c, h.i, h.wake.Unix(), h.at)
 			rec.held(c.index(h.i), heldMark(g.queue, g.name()))
 			continue
 		case h.foreign:
@@ -583,7 +594,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 				rec.deferrals++
 				w.logDeferred(&d, pl)
 				delay := deferDelay(pl.wait)
-				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: time.Now().Add(delay), slot: pl.slot})
+				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: time.Now().Add(delay), slot: pl.slot, at: r.At})
 			default:
 				// Near (its task waits in place), expired, full or
 				// collapsed (dropped there), or stalled (booked again

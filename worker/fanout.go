@@ -140,6 +140,7 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, job
 	})
 	answered := time.Now()
 	mid := asked.Add(answered.Sub(asked) / 2)
+	w.limiterClockOf(app.Name).learn(res, asked, answered)
 	if len(res) == len(jobs) {
 		// A request that failed alone is marked by its zero Now.
 		rerr = nil

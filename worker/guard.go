@@ -89,6 +89,7 @@ func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttl
 	}
 	b.answered = time.Now()
 	b.mid = b.asked.Add(b.answered.Sub(b.asked) / 2)
+	w.limiterClockOf(a.Name).learn(b.res, b.asked, b.answered)
 	cancelled, err := isCancelled(cc)
 	if err != nil {
 		b.err = errors.Join(b.err, fmt.Errorf("read the cancellation of %s: %w", job, err))

@@ -316,12 +316,14 @@ func requestsFor(reqs []fake.Request, token string) []fake.Request {
 }
 
 // recordingLimiter remembers the slot booked for each member, so tests can
-// compare arrivals with bookings.
+// compare arrivals with bookings, and counts the batched requests made
+// for each member (asks).
 type recordingLimiter struct {
 	*throttle.Redis
 	mu       sync.Mutex
 	slots    map[string]time.Time
 	released []string
+	asks     map[string]int
 }
 
 func (l *recordingLimiter) Reserve(ctx context.Context, user, member string) (throttle.Reservation, error) {
@@ -345,6 +347,12 @@ func (l *recordingLimiter) ReserveBatchWith(ctx context.Context, reqs []throttle
 	rs, err := l.Redis.ReserveBatchWith(ctx, reqs, queue)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.asks == nil {
+		l.asks = map[string]int{}
+	}
+	for _, q := range reqs {
+		l.asks[q.Member]++
+	}
 	for i, r := range rs {
 		if r.Now.IsZero() || r.Refused != "" {
 			continue // failed, or refused: nothing booked
@@ -389,6 +397,13 @@ func (l *recordingLimiter) ReleaseBatch(ctx context.Context, hs []throttle.Held)
 	}
 	l.mu.Unlock()
 	return l.Redis.ReleaseBatch(ctx, hs)
+}
+
+// asked is how many batched requests member was in.
+func (l *recordingLimiter) asked(member string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.asks[member]
 }
 
 func (l *recordingLimiter) slot(member string) (time.Time, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/throttle"
 )
 
 // Held tasks: the recipients a chunk task's run holds back for a slot
@@ -41,11 +43,13 @@ import (
 // deterministic, and Asynq refuses an id already in that queue). A chunk re-run never
 // hands a recipient held by a held task to a delivery task.
 //
-// A held task's run books its recipients again (their bookings are found:
-// the same slots) and treats a slot within a wait in place like a slot
-// now: it waits for it, then sends. Anything else (late, expired,
-// collapsed, partly sent, a retry) goes to the recipient's delivery task,
-// which handles every case for one recipient (decide.go).
+// A held task's first run takes its recipients' bookings as found, at the
+// slots its payload carries (heldSlots), unless they may have changed (a
+// collapse key: then, as on a re-run, it books them again and finds
+// them), and treats a slot within a wait in place like a slot now: it
+// waits for it, then sends. Anything else (late, expired, collapsed,
+// partly sent, a retry) goes to the recipient's delivery task, which
+// handles every case for one recipient (decide.go).
 
 // heldTaskID is the Asynq task id of the recipients chunk k of a job held
 // back to wake at Unix second wake: "wait:<job>/<k>/<wake>" for a held task
@@ -128,15 +132,21 @@ func (w *Worker) heldQueue(c *chunk) string {
 // again, by task id.
 type heldGroups map[string]*chunk
 
-// add puts c's recipient i into the held task (in a held queue) waking at
-// Unix second wake, and returns that task.
-func (g heldGroups) add(w *Worker, c *chunk, i int, wake int64) *chunk {
+// add puts c's recipient i, booked at slot (the limiter's clock), into
+// the held task (in a held queue) waking at Unix second wake, and returns
+// that task.
+func (g heldGroups) add(w *Worker, c *chunk, i int, wake int64, slot time.Time) *chunk {
 	h := g.task(c, wake, true)
 	if h.queue == "" {
 		h.queue = w.heldQueue(h)
 	}
 	h.Indices = append(h.Indices, c.index(i))
 	h.Recipients = append(h.Recipients, c.Recipients[i])
+	var at int64
+	if !slot.IsZero() {
+		at = slot.UnixMilli()
+	}
+	h.Slots = append(h.Slots, at)
 	return h
 }
 
@@ -156,6 +166,7 @@ func (g heldGroups) again(c *chunk, i int, queue, owner string) (*chunk, error) 
 	}
 	h.Indices = append(h.Indices, c.index(i))
 	h.Recipients = append(h.Recipients, c.Recipients[i])
+	h.Slots = append(h.Slots, 0) // not known here: the task's run looks it up
 	return h, nil
 }
 
@@ -171,6 +182,42 @@ func (g heldGroups) task(c *chunk, wake int64, waits bool) *chunk {
 		g[id] = h
 	}
 	return h
+}
+
+// heldSlots answers the bookings of recipients todo of c, a held task of
+// app (nil: not resolved), on its first run, from the slots its payload
+// carries, taken as found; nil when it cannot (the wave looks them up
+// with the limiter, one round trip). Nothing but a cancellation or the recipient's own delivery gives
+// such a booking back: the recipient is its held task's alone (its
+// marker), and a first run follows only the run of the chunk that booked
+// it. The cancellation was read with the states, at st.readAt, so sendBy
+// counts from there. The slots are on the limiter's clock, read here as
+// this process last read that clock (limiterClock), so processes whose
+// clocks disagree still send at the limiter's instants. Three cases look
+// their bookings up: a chunk with a collapse key (a newer push may have
+// taken a booking's place, which only the limiter knows), a re-run (an
+// earlier run may have given a booking back, or booked again), and a
+// process with no recent reading of the limiter's clock (the lookup reads
+// it).
+func (w *Worker) heldSlots(app *App, c *chunk, st *chunkStates, todo []int) *booking {
+	if app == nil || !c.held() || !st.first || st.cancelled || len(todo) == 0 || w.bypass[c.Priority] ||
+		c.Content.CollapseKey != "" || len(c.Slots) != len(c.Recipients) {
+		return nil
+	}
+	clock := w.limiterClockOf(app.Name)
+	now := time.Now()
+	res := make([]throttle.Reservation, len(todo))
+	for k, i := range todo {
+		if c.Slots[i] <= 0 {
+			return nil
+		}
+		r, ok := clock.found(time.UnixMilli(c.Slots[i]), now)
+		if !ok {
+			return nil
+		}
+		res[k] = r
+	}
+	return &booking{idx: slices.Clone(todo), res: res, asked: st.readAt, mid: now, answered: now, permits: &wavePermits{sem: w.sends}}
 }
 
 // enqueueHeld creates held task h, in its queue, to run at its second of

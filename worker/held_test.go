@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/throttle"
 )
 
 // heldEnv is a worker that does not run, with job "held" of 150
@@ -92,6 +94,13 @@ func (e *env) rebooked() int {
 // all).
 func (e *env) counterSum(c prometheus.Collector, keep func(labels map[string]string) bool) int {
 	e.t.Helper()
+	return counterTotal(e.t, c, keep)
+}
+
+// counterTotal sums the values of c's series whose labels match keep
+// (nil: all).
+func counterTotal(t testing.TB, c prometheus.Collector, keep func(labels map[string]string) bool) int {
+	t.Helper()
 	ch := make(chan prometheus.Metric, 64)
 	go func() {
 		c.Collect(ch)
@@ -101,7 +110,7 @@ func (e *env) counterSum(c prometheus.Collector, keep func(labels map[string]str
 	for m := range ch {
 		var pb dto.Metric
 		if err := m.Write(&pb); err != nil {
-			e.t.Fatal(err)
+			t.Fatal(err)
 		}
 		labels := map[string]string{}
 		for _, l := range pb.GetLabel() {
@@ -321,13 +330,7 @@ func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
 	}
 	// Woken within a wait in place of the latest slot.
 	time.Sleep(time.Until(latest.Add(-2 * time.Second)))
-	run := func(ctx context.Context, c chunk) error {
-		b, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e.w.handleChunk(ctx, asynq.NewTask(TypeHeld, b))
-	}
+	run := e.runHeld
 	// The first task's run is cut by shutdown while it waits (its slots
 	// are about 2 s away). The cut comes 1 s in: cut sooner, a loaded
 	// machine can still be booking, and a run cut there hands its
@@ -349,15 +352,7 @@ func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
 	// run one after another, a task whose slots are those of the one
 	// before (two tasks of one wake second) would start after them.
 	for range 2 {
-		var wg sync.WaitGroup
-		for _, c := range held {
-			wg.Go(func() {
-				if err := run(t.Context(), c); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
+		e.runHeldTogether(held)
 	}
 	reqs := e.apns.Requests()
 	handed := e.lateHandoffs()
@@ -370,25 +365,57 @@ func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
 	}
 	for _, c := range held {
 		for _, i := range c.Indices {
-			got := requestsFor(reqs, apnsToken(fmt.Sprint("held", i)))
-			if handed[fmt.Sprintf("held/%d", i)] {
-				if len(got) != 0 {
-					t.Errorf("recipient %d: %d pushes and a delivery task, want none and the task", i, len(got))
-				}
-				continue
-			}
-			if len(got) != 1 {
-				t.Errorf("recipient %d got %d pushes, want 1", i, len(got))
-				continue
-			}
 			slot, _ := e.lim.slot(fmt.Sprintf("held/%d", i))
-			// The call leaves within lateRebook of the slot; its arrival at
-			// the fake is checked against the tests' 250 ms tolerance (TLS
-			// and HTTP/2 under the race detector on a shared machine).
-			if late := got[0].At.Sub(slot); late < -5*time.Millisecond || late > 250*time.Millisecond {
-				t.Errorf("recipient %d arrived %s after its slot, want within [0, 250ms]", i, late)
-			}
+			checkHeldSent(t, reqs, handed, i, slot)
 		}
+	}
+}
+
+// runHeld runs held task c as Asynq would.
+func (e *env) runHeld(ctx context.Context, c chunk) error {
+	e.t.Helper()
+	b, err := json.Marshal(c)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.w.handleChunk(ctx, asynq.NewTask(TypeHeld, b))
+}
+
+// runHeldTogether runs held tasks side by side, as Asynq runs them, each
+// in a held slot of its own; each must end without an error.
+func (e *env) runHeldTogether(held []chunk) {
+	e.t.Helper()
+	var wg sync.WaitGroup
+	for _, c := range held {
+		wg.Go(func() {
+			if err := e.runHeld(e.t.Context(), c); err != nil {
+				e.t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// checkHeldSent checks that recipient i of job "held" got one push, at
+// slot, or none when handed to its delivery task for lateness.
+func checkHeldSent(t *testing.T, reqs []fake.Request, handed map[string]bool, i int, slot time.Time) {
+	t.Helper()
+	got := requestsFor(reqs, apnsToken(fmt.Sprint("held", i)))
+	if handed[fmt.Sprintf("held/%d", i)] {
+		if len(got) != 0 {
+			t.Errorf("recipient %d: %d pushes and a delivery task, want none and the task", i, len(got))
+		}
+		return
+	}
+	if len(got) != 1 {
+		t.Errorf("recipient %d got %d pushes, want 1", i, len(got))
+		return
+	}
+	// The call leaves within lateRebook of the slot; its arrival at the
+	// fake is checked against the tests' 250 ms tolerance (TLS and HTTP/2
+	// under the race detector on a shared machine).
+	if late := got[0].At.Sub(slot); late < -5*time.Millisecond || late > 250*time.Millisecond {
+		t.Errorf("recipient %d arrived %s after its slot, want within [0, 250ms]", i, late)
 	}
 }
 
@@ -918,5 +945,207 @@ func checkOnePushEachApart(t *testing.T, reqs []fake.Request, first, second stri
 		} else if d := b[0].At.Sub(a[0].At); d < gap-250*time.Millisecond {
 			t.Errorf("user %d: pushes %s apart, want at least %s", i, d, gap)
 		}
+	}
+}
+
+// TestHeldTaskTakesItsSlotsFromItsPayload: the chunk's run writes each
+// held recipient's slot into its held task; the task's first run sends at
+// those slots without asking the limiter (moved 600 ms later here, the
+// pushes follow the payload, not the limiter), and a re-run asks the
+// limiter and sends at the slots it booked.
+func TestHeldTaskTakesItsSlotsFromItsPayload(t *testing.T) {
+	e, _, chunkTask := heldEnv(t, 4*time.Second)
+	byJob := heldOf(t, e.scheduled(TypeHeld))
+	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
+		t.Fatal(err)
+	}
+	var own, jobs []chunk
+	for _, c := range heldOf(t, e.scheduled(TypeHeld)) {
+		if c.From == 0 {
+			jobs = append(jobs, c)
+		} else {
+			own = append(own, c)
+		}
+	}
+	if len(own) == 0 || len(jobs) == 0 || len(jobs) != len(byJob) {
+		t.Fatalf("%d held tasks of the chunk task, %d of the job task (%d before the chunk ran): want some of each", len(own), len(jobs), len(byJob))
+	}
+	const moved = 600 // ms
+	member := func(i int) string { return fmt.Sprintf("held/%d", i) }
+	var earliest time.Time
+	for _, c := range append(own, jobs...) {
+		if len(c.Slots) != len(c.Indices) {
+			t.Fatalf("held task %s carries %d slots for %d recipients", c.name(), len(c.Slots), len(c.Indices))
+		}
+		for k, i := range c.Indices {
+			booked, ok := e.lim.slot(member(i))
+			if !ok {
+				t.Fatalf("recipient %d not booked", i)
+			}
+			// The payload's slot is the booking's answer on the local
+			// clock: at or after the limiter's, by at most the round trip.
+			if d := time.UnixMilli(c.Slots[k]).Sub(booked); d < -time.Millisecond || d > time.Second {
+				t.Errorf("recipient %d: payload slot %s after the limiter's", i, d)
+			}
+			if earliest.IsZero() || booked.Before(earliest) {
+				earliest = booked
+			}
+			c.Slots[k] += moved
+		}
+	}
+	time.Sleep(time.Until(earliest.Add(-1500 * time.Millisecond)))
+	run := e.runHeld
+	// The job task's held tasks: a first run cut by shutdown while it
+	// waits for the slots, then its re-run.
+	ctx, cancel := context.WithCancel(t.Context())
+	cut := time.AfterFunc(500*time.Millisecond, cancel)
+	var wg sync.WaitGroup
+	for _, c := range jobs {
+		wg.Go(func() {
+			if err := run(ctx, c); err == nil {
+				t.Errorf("held task %s cut by shutdown returned no error", c.name())
+			}
+		})
+	}
+	wg.Wait()
+	cut.Stop()
+	cancel()
+	for _, c := range jobs {
+		for _, i := range c.Indices {
+			if n := e.lim.asked(member(i)); n != 1 {
+				t.Errorf("recipient %d: in %d limiter requests after its held task's first run, want only its chunk's booking", i, n)
+			}
+		}
+	}
+	if got := len(e.apns.Requests()); got != 0 {
+		t.Fatalf("%d pushes sent by runs cut before the slots, want none", got)
+	}
+	// Side by side: the chunk task's held tasks' first runs, and the job
+	// task's held tasks' re-runs.
+	e.runHeldTogether(append(own, jobs...))
+	reqs := e.apns.Requests()
+	handed := e.lateHandoffs()
+	check := func(c chunk, rerun bool) {
+		for k, i := range c.Indices {
+			asks := e.lim.asked(member(i))
+			if rerun && asks < 2 {
+				t.Errorf("recipient %d: its held task's re-run did not ask the limiter (%d requests)", i, asks)
+			}
+			if !rerun && asks != 1 {
+				t.Errorf("recipient %d: in %d limiter requests after its held task's first run, want only its chunk's booking", i, asks)
+			}
+			slot, _ := e.lim.slot(member(i))
+			if !rerun {
+				slot = time.UnixMilli(c.Slots[k]) // moved: the payload's
+			}
+			checkHeldSent(t, reqs, handed, i, slot)
+		}
+	}
+	for _, c := range own {
+		check(c, false)
+	}
+	for _, c := range jobs {
+		check(c, true)
+	}
+	if len(reqs) == 0 {
+		t.Errorf("every held recipient late for its slot: want the held tasks to send at least one at its slot")
+	}
+}
+
+// TestHeldSlotsOnlyWhenUnchanged: a held task takes its payload's slots
+// only on a first run of a job that was not cancelled, without a collapse
+// key, a bypass priority or an unknown slot.
+func TestHeldSlotsOnlyWhenUnchanged(t *testing.T) {
+	w := &Worker{bypass: map[payload.Priority]bool{payload.PriorityCritical: true}}
+	// The limiter's clock is 5 s ahead of this process's.
+	const ahead = 5 * time.Second
+	asked := time.Now()
+	w.limiterClockOf("a").learn([]throttle.Reservation{{Now: asked.Add(ahead + time.Millisecond)}}, asked, asked.Add(2*time.Millisecond))
+	at := time.Now().Add(ahead + 2*time.Second).UnixMilli()
+	base := func() (*chunk, *chunkStates) {
+		c := &chunk{Job: "j", Wake: 1, Indices: []int{3, 5}, Slots: []int64{at, at + 7},
+			Recipients: make([]payload.Recipient, 2), Priority: payload.PriorityNormal, Content: payload.Content{App: "a"}}
+		return c, &chunkStates{first: true, readAt: time.Now()}
+	}
+	c, st := base()
+	app := &App{Name: "a"}
+	b := w.heldSlots(app, c, st, []int{1})
+	if b == nil || !slices.Equal(b.idx, []int{1}) || len(b.res) != 1 || !b.res[0].Existing || b.res[0].At.UnixMilli() != at+7 || !b.asked.Equal(st.readAt) {
+		t.Fatalf("a fresh held task's booking: %+v, want recipient 1 found at its payload's slot, its cancellation read at the states'", b)
+	}
+	// Planned on the local clock: the slot 5 s earlier, never before the
+	// limiter's instant (its reading came 1 ms before the answer).
+	pl := plan(b.res[0], b.mid, b.answered, b.answered, time.Time{}, false)
+	want := time.UnixMilli(at + 7).Add(-ahead + time.Millisecond)
+	if pl.step != stepWait || pl.slot.Before(want) || pl.slot.After(want.Add(20*time.Millisecond)) {
+		t.Errorf("planned %v at %s, want a wait until %s (the payload's slot on the local clock)", pl.step, pl.slot, want)
+	}
+	for name, change := range map[string]func(*chunk, *chunkStates){
+		"no reading of the limiter's clock": func(c *chunk, _ *chunkStates) { app = &App{Name: "b"} },
+		"re-run":                            func(_ *chunk, st *chunkStates) { st.first = false },
+		"cancelled":                         func(_ *chunk, st *chunkStates) { st.cancelled = true },
+		"collapse key":                      func(c *chunk, _ *chunkStates) { c.Content.CollapseKey = "score" },
+		"bypass priority":                   func(c *chunk, _ *chunkStates) { c.Priority = payload.PriorityCritical },
+		"slot not known":                    func(c *chunk, _ *chunkStates) { c.Slots[1] = 0 },
+		"no slots":                          func(c *chunk, _ *chunkStates) { c.Slots = nil },
+		"slots not beside indices":          func(c *chunk, _ *chunkStates) { c.Slots = c.Slots[:1] },
+		"not a held task":                   func(c *chunk, _ *chunkStates) { c.Wake = 0 },
+	} {
+		c, st := base()
+		app = &App{Name: "a"}
+		change(c, st)
+		if b := w.heldSlots(app, c, st, []int{0, 1}); b != nil {
+			t.Errorf("%s: slots taken from the payload (%+v), want them looked up", name, b.res)
+		}
+	}
+}
+
+// TestLimiterClock: the reading with the shortest round trip is kept
+// until it is limiterClockAge old; a failed booking teaches nothing; and
+// a slot on the limiter's clock is read on the local one never before
+// its instant.
+func TestLimiterClock(t *testing.T) {
+	var c limiterClock
+	t0 := time.Now()
+	at := t0.Add(time.Minute)
+	if _, ok := c.found(at, t0); ok {
+		t.Fatal("a slot read with no reading of the limiter's clock")
+	}
+	c.learn([]throttle.Reservation{{}}, t0, t0.Add(time.Millisecond))
+	if _, ok := c.found(at, t0); ok {
+		t.Fatal("a failed booking (no Now) taught the limiter's clock")
+	}
+	// The limiter is 3 s ahead; it read its clock in the middle of a 40 ms
+	// round trip, then of a 4 ms one.
+	c.learn([]throttle.Reservation{{}, {Now: t0.Add(3*time.Second + 20*time.Millisecond)}}, t0, t0.Add(40*time.Millisecond))
+	local := func(now time.Time) time.Time {
+		t.Helper()
+		r, ok := c.found(at, now)
+		if !ok {
+			t.Fatalf("no reading at %s", now.Sub(t0))
+		}
+		return now.Add(r.Wait) // as plan reads it, answered = now
+	}
+	if got, want := local(t0), at.Add(-3*time.Second); got.Before(want) || got.After(want.Add(20*time.Millisecond)) {
+		t.Errorf("slot read at %s, want within 20 ms after %s", got.Sub(t0), want.Sub(t0))
+	}
+	t1 := t0.Add(time.Second)
+	c.learn([]throttle.Reservation{{Now: t1.Add(3*time.Second + 2*time.Millisecond)}}, t1, t1.Add(4*time.Millisecond))
+	if got, want := local(t1), at.Add(-3*time.Second); got.Before(want) || got.After(want.Add(2*time.Millisecond)) {
+		t.Errorf("after a shorter round trip: slot read at %s, want within 2 ms after %s", got.Sub(t0), want.Sub(t0))
+	}
+	// A longer round trip does not replace it, until it is too old.
+	t2 := t1.Add(time.Second)
+	c.learn([]throttle.Reservation{{Now: t2.Add(time.Hour)}}, t2, t2.Add(50*time.Millisecond))
+	if got, want := local(t2), at.Add(-3*time.Second); got.Before(want) || got.After(want.Add(2*time.Millisecond)) {
+		t.Errorf("a longer round trip replaced the reading: slot read at %s", got.Sub(t0))
+	}
+	if _, ok := c.found(at, t1.Add(limiterClockAge+time.Second)); ok {
+		t.Error("a reading older than limiterClockAge was used")
+	}
+	t3 := t1.Add(limiterClockAge + time.Second)
+	c.learn([]throttle.Reservation{{Now: t3.Add(time.Second + 25*time.Millisecond)}}, t3, t3.Add(50*time.Millisecond))
+	if got, want := local(t3), at.Add(-time.Second); got.Before(want) || got.After(want.Add(50*time.Millisecond)) {
+		t.Errorf("after the reading aged out: slot read at %s, want within 50 ms after %s", got.Sub(t0), want.Sub(t0))
 	}
 }

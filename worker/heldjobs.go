@@ -129,11 +129,12 @@ func (g *heldJobsGroups) check(c *chunk, queue, owner string) error {
 }
 
 // heldJoin is a hush:waiting-jobs task a job's recipient joins: its id,
-// its queue, and the recipient's booked instant when this run booked it
-// (zero when an earlier run did: the task's run finds the booking).
+// its queue, and the recipient's slot when this run booked it, on the
+// local clock and on the limiter's (zero when an earlier run did: the
+// task's run finds the booking).
 type heldJoin struct {
 	id, queue string
-	slot      time.Time
+	slot, at  time.Time
 }
 
 // put adds c (its job's only recipient) to task j, once its marker names
@@ -150,7 +151,10 @@ func (g *heldJobsGroups) put(c *chunk, j heldJoin) error {
 		return fmt.Errorf("held task %s is marked in both %s and %s: %w", j.id, h.queue, j.queue, asynq.SkipRetry)
 	}
 	m := *c
-	m.From, m.Indices, m.Wake, m.Waits, m.Slot, m.group, m.queue = 0, []int{0}, wake, true, j.slot, "", ""
+	m.From, m.Indices, m.Wake, m.Waits, m.Slot, m.Slots, m.group, m.queue = 0, []int{0}, wake, true, j.slot, nil, "", ""
+	if !j.at.IsZero() {
+		m.Slots = []int64{j.at.UnixMilli()}
+	}
 	h.Jobs = append(h.Jobs, m)
 	return nil
 }
@@ -289,14 +293,34 @@ func (w *Worker) runHeldJobs(ctx context.Context, task string, groups []*heldJob
 	return nil
 }
 
+// heldJobSlot is the booking member c of a hush:waiting-jobs task was held
+// back with, as found at now: its slot (c.Slots, on the limiter's clock)
+// read on the local clock as this process last read the limiter's
+// (limiterClock), as heldSlots reads a held task's. ok is false when the
+// limiter must be asked: no slot (an earlier version's member carries its
+// holder's local clock's only, which another process's clock may
+// disagree with), a collapse key, an unknown app, or no recent reading of
+// its limiter's clock.
+func (w *Worker) heldJobSlot(c *chunk, now time.Time) (throttle.Reservation, bool) {
+	if len(c.Slots) != 1 || c.Slots[0] <= 0 || c.Content.CollapseKey != "" {
+		return throttle.Reservation{}, false
+	}
+	app, err := w.apps.resolve(c.Content.App)
+	if err != nil {
+		return throttle.Reservation{}, false
+	}
+	return w.limiterClockOf(app.Name).found(time.UnixMilli(c.Slots[0]), now)
+}
+
 // bookHeldJobs answers the bookings of the members of a hush:waiting-jobs
 // task on its first run (fresh, not cancelled), nil for the others (their
 // runs book, as a re-run does). A member whose slot the task carries and
 // whose job has no collapse key keeps the booking it was held back with:
 // nothing but a cancellation (read with the states) or its own delivery
-// gives such a booking back, so it is taken as found, at that slot; the
-// others' are found in one round trip per app. The cancellation was read
-// with the states, at st.readAt, so sendBy counts from there.
+// gives such a booking back, so it is taken as found, at that slot
+// (heldJobSlot); the others' are found in one round trip per app. The
+// cancellation was read with the states, at st.readAt, so sendBy counts
+// from there.
 func (w *Worker) bookHeldJobs(ctx context.Context, cs []*chunk, sts []*chunkStates, errs []error) []*booking {
 	pres := make([]*booking, len(cs))
 	byApp := map[string][]int{}
@@ -305,8 +329,7 @@ func (w *Worker) bookHeldJobs(ctx context.Context, cs []*chunk, sts []*chunkStat
 		if errs[i] != nil || !sts[i].first || sts[i].cancelled || w.bypass[c.Priority] {
 			continue
 		}
-		if !c.Slot.IsZero() && c.Content.CollapseKey == "" {
-			r := throttle.Reservation{At: c.Slot, Now: now, Wait: max(c.Slot.Sub(now), 0), Existing: true}
+		if r, ok := w.heldJobSlot(c, now); ok {
 			pres[i] = &booking{idx: []int{0}, res: []throttle.Reservation{r}, asked: sts[i].readAt,
 				mid: now, answered: now, permits: &wavePermits{sem: w.sends}}
 			continue
@@ -326,6 +349,7 @@ func (w *Worker) bookHeldJobs(ctx context.Context, cs []*chunk, sts []*chunkStat
 		asked := time.Now()
 		res, _ := app.Limiter.ReserveBatch(ctx, reqs)
 		answered := time.Now()
+		w.limiterClockOf(app.Name).learn(res, asked, answered)
 		if len(res) != len(reqs) {
 			continue // each member books on its own
 		}

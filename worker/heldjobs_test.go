@@ -480,3 +480,36 @@ func (s *seconds) reset() {
 	defer s.mu.Unlock()
 	s.made = nil
 }
+
+// TestHeldJobsTakeTheirSlotsFromTheGroup: a batch's run writes each held
+// job's slot (the limiter's) into its group; the second's task's first
+// run sends each at it without asking the limiter again.
+func TestHeldJobsTakeTheirSlotsFromTheGroup(t *testing.T) {
+	const n, gap = 8, 3 * time.Second
+	e, batchT, jobs := heldJobsEnv(t, n, gap)
+	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, h := range e.heldJobsTasks() {
+		for _, c := range h.Jobs {
+			held++
+			booked, ok := e.lim.slot(memberOf(c.Job, 0, 0))
+			if !ok || len(c.Slots) != 1 || c.Slots[0] != booked.UnixMilli() {
+				t.Errorf("job %s held with slots %v, want its booking's %v", c.Job, c.Slots, booked)
+			}
+		}
+	}
+	if held != n {
+		t.Fatalf("%d jobs held back, want %d", held, n)
+	}
+	e.runHeldSeconds(1)
+	handed := e.lateHandoffs()
+	checkSentOnce(t, e, jobs, func(i int) string { return apnsToken(jobs[i].ID) })
+	for _, j := range jobs {
+		m := memberOf(j.ID, 0, 0)
+		if asks := e.lim.asked(m); !handed[m] && asks != 1 {
+			t.Errorf("job %s: in %d limiter requests, want only its batch's booking", j.ID, asks)
+		}
+	}
+}

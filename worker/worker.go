@@ -155,6 +155,9 @@ type Worker struct {
 	rdb   redis.UniversalClient
 	apps  *Apps
 	pacer Pacer // nil: no app has a MaxRate
+	// limClocks are the apps' limiterClocks, by app name.
+	limClocks sync.Map
+
 	// defaultLoc is the time zone of a recipient without one; zones caches
 	// the others by name (location).
 	defaultLoc *time.Location
