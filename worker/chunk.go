@@ -201,9 +201,10 @@ type handoff struct {
 	// failed: see delivery.
 	failed string
 	// deferred: its first booking's slot is further than a wait in place;
-	// wake is when to wake for it (delay from the plan's instant).
-	deferred bool
-	wake     time.Time
+	// wake is when to wake for it (delay from the plan's instant). near:
+	// its slot is within a wait in place, wake is now.
+	deferred, near bool
+	wake           time.Time
 	// foreign: a held task's recipient that its marker gives to its
 	// delivery task already: the task is created again, the marker kept.
 	foreign bool
@@ -345,7 +346,12 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			rec.held(c.index(h.i), heldMark(queue, id))
 			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot, at: h.at})
 			continue
-		case h.deferred && grouping:
+		case (h.deferred || h.near && hj == nil) && grouping:
+			// A near recipient waits in a held task too: a delivery task
+			// would wait in place in a delivery slot, and a burst of them
+			// took every slot, so the later ones started after their
+			// slots and were booked again at the back of their users'
+			// queues.
 			g := groups.add(w, c, h.i, h.wake.Unix(), h.at)
 			rec.held(c.index(h.i), heldMark(g.queue, g.name()))
 			continue
@@ -595,10 +601,13 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 				w.logDeferred(&d, pl)
 				delay := deferDelay(pl.wait)
 				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: time.Now().Add(delay), slot: pl.slot, at: r.At})
+			case pl.step == stepWait:
+				// Near: it waits in a held task of this second (a run
+				// that groups), else in its delivery task, in place.
+				handoffs = append(handoffs, handoff{i: i, near: true, wake: time.Now(), slot: pl.slot, at: r.At})
 			default:
-				// Near (its task waits in place), expired, full or
-				// collapsed (dropped there), or stalled (booked again
-				// there).
+				// Expired, full or collapsed (dropped there), or stalled
+				// (booked again there).
 				handoffs = append(handoffs, handoff{i: i})
 			}
 		}

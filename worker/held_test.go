@@ -1149,3 +1149,40 @@ func TestLimiterClock(t *testing.T) {
 		t.Errorf("after the reading aged out: slot read at %s, want within 50 ms after %s", got.Sub(t0), want.Sub(t0))
 	}
 }
+
+// TestNearRecipientsWaitInHeldTasks: recipients whose slots are within a
+// wait in place (the users' 2 s gap) wait in held tasks of this second,
+// not in delivery tasks (which would each keep a delivery slot while they
+// wait, and a burst of them took every slot and started late); the held
+// tasks send each at its slot, without asking the limiter again.
+func TestNearRecipientsWaitInHeldTasks(t *testing.T) {
+	e, _, chunkTask := heldEnv(t, 2*time.Second)
+	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(e.scheduled(TypeDelivery)); got != 0 {
+		t.Errorf("%d delivery tasks for near recipients, want none", got)
+	}
+	held := heldOf(t, e.scheduled(TypeHeld))
+	checkHeld(t, e, e.scheduled(TypeHeld), seq(0, 150))
+	now := time.Now().Unix()
+	for _, c := range held {
+		if c.Wake > now {
+			t.Errorf("held task %s wakes at %d, after now (%d): want it due at once", c.name(), c.Wake, now)
+		}
+	}
+	e.runHeldTogether(held)
+	reqs := e.apns.Requests()
+	handed := e.lateHandoffs()
+	if len(reqs) == 0 {
+		t.Fatal("no push sent by the held tasks")
+	}
+	for i := range 150 {
+		m := fmt.Sprintf("held/%d", i)
+		if n := e.lim.asked(m); !handed[m] && n != 1 {
+			t.Errorf("recipient %d: in %d limiter requests, want only its chunk's booking", i, n)
+		}
+		slot, _ := e.lim.slot(m)
+		checkHeldSent(t, reqs, handed, i, slot)
+	}
+}
