@@ -184,8 +184,9 @@ func (g heldGroups) task(c *chunk, wake int64, waits bool) *chunk {
 	return h
 }
 
-// heldSlots answers the bookings of recipients todo of c, a held task of
-// app (nil: not resolved), on its first run, from the slots its payload
+// heldSlots answers the bookings of recipients todo of c, a held task (or
+// a hush:waiting-jobs member: bookHeldJobs) of app (nil: not resolved),
+// on its first run, from the slots its payload
 // carries, taken as found; nil when it cannot (the wave looks them up
 // with the limiter, one round trip). Nothing but a cancellation or the recipient's own delivery gives
 // such a booking back: the recipient is its held task's alone (its

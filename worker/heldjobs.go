@@ -293,46 +293,28 @@ func (w *Worker) runHeldJobs(ctx context.Context, task string, groups []*heldJob
 	return nil
 }
 
-// heldJobSlot is the booking member c of a hush:waiting-jobs task was held
-// back with, as found at now: its slot (c.Slots, on the limiter's clock)
-// read on the local clock as this process last read the limiter's
-// (limiterClock), as heldSlots reads a held task's. ok is false when the
-// limiter must be asked: no slot (an earlier version's member carries its
-// holder's local clock's only, which another process's clock may
-// disagree with), a collapse key, an unknown app, or no recent reading of
-// its limiter's clock.
-func (w *Worker) heldJobSlot(c *chunk, now time.Time) (throttle.Reservation, bool) {
-	if len(c.Slots) != 1 || c.Slots[0] <= 0 || c.Content.CollapseKey != "" {
-		return throttle.Reservation{}, false
-	}
-	app, err := w.apps.resolve(c.Content.App)
-	if err != nil {
-		return throttle.Reservation{}, false
-	}
-	return w.limiterClockOf(app.Name).found(time.UnixMilli(c.Slots[0]), now)
-}
-
 // bookHeldJobs answers the bookings of the members of a hush:waiting-jobs
 // task on its first run (fresh, not cancelled), nil for the others (their
 // runs book, as a re-run does). A member whose slot the task carries and
 // whose job has no collapse key keeps the booking it was held back with:
 // nothing but a cancellation (read with the states) or its own delivery
 // gives such a booking back, so it is taken as found, at that slot
-// (heldJobSlot); the others' are found in one round trip per app. The
+// (heldSlots, as a held task's are); the others' are found in one round
+// trip per app. The
 // cancellation was read with the states, at st.readAt, so sendBy counts
 // from there.
 func (w *Worker) bookHeldJobs(ctx context.Context, cs []*chunk, sts []*chunkStates, errs []error) []*booking {
 	pres := make([]*booking, len(cs))
 	byApp := map[string][]int{}
-	now := time.Now()
 	for i, c := range cs {
 		if errs[i] != nil || !sts[i].first || sts[i].cancelled || w.bypass[c.Priority] {
 			continue
 		}
-		if r, ok := w.heldJobSlot(c, now); ok {
-			pres[i] = &booking{idx: []int{0}, res: []throttle.Reservation{r}, asked: sts[i].readAt,
-				mid: now, answered: now, permits: &wavePermits{sem: w.sends}}
-			continue
+		if app, err := w.apps.resolve(c.Content.App); err == nil {
+			if b := w.heldSlots(app, c, sts[i], []int{0}); b != nil {
+				pres[i] = b
+				continue
+			}
 		}
 		byApp[c.Content.App] = append(byApp[c.Content.App], i)
 	}
