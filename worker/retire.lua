@@ -7,27 +7,54 @@
 
 -- epoch_ms turns an RFC 3339 instant in UTC as the job record holds it
 -- ("2026-11-23T23:32:34.123456789Z") into Unix milliseconds; "" for none.
+-- Go writes it with a four-digit year, read here with one string.byte (a
+-- string.match and its captures cost a retiring job about a microsecond
+-- each); any other layout (a longer year) takes the pattern.
 local function epoch_ms(s)
   if not s or s == '' then
     return ''
   end
-  local y, mo, d, h, mi, sec = string.match(s, '^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)')
-  if not y then
-    return ''
+  local y, mo, d, h, mi, sec
+  local frac = 0
+  local b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15, b16, b17, b18, b19, b20, f1, f2, f3 =
+    string.byte(s, 1, 23)
+  if b5 == 45 and b8 == 45 and b11 == 84 and b14 == 58 and b17 == 58 then
+    y = ((b1 * 10 + b2) * 10 + b3) * 10 + b4 - 53328 -- 48 * 1111
+    mo = b6 * 10 + b7 - 528
+    d = b9 * 10 + b10 - 528
+    h = b12 * 10 + b13 - 528
+    mi = b15 * 10 + b16 - 528
+    sec = b18 * 10 + b19 - 528
+    -- the fraction's first three digits, as many as there are
+    if b20 == 46 and f1 and f1 >= 48 and f1 <= 57 then
+      frac = (f1 - 48) * 100
+      if f2 and f2 >= 48 and f2 <= 57 then
+        frac = frac + (f2 - 48) * 10
+        if f3 and f3 >= 48 and f3 <= 57 then
+          frac = frac + f3 - 48
+        end
+      end
+    end
+  else
+    local f
+    y, mo, d, h, mi, sec, f = string.match(s, '^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)%.?(%d*)')
+    if not y then
+      return ''
+    end
+    frac = tonumber(string.sub(f .. '000', 1, 3))
+    y, mo, d, h, mi, sec = tonumber(y), tonumber(mo), tonumber(d), tonumber(h), tonumber(mi), tonumber(sec)
   end
-  local frac = string.match(s, '^%.(%d+)', 20) or ''
-  y, mo = tonumber(y), tonumber(mo)
   if mo <= 2 then
     y = y - 1
   end
   -- days from 1970-01-01 (Howard Hinnant's days_from_civil)
   local era = math.floor(y / 400)
   local yoe = y - era * 400
-  local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + tonumber(d) - 1
+  local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + d - 1
   local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
   local days = era * 146097 + doe - 719468
-  local secs = ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60 + tonumber(sec)
-  return string.format('%.0f', secs * 1000 + tonumber(string.sub(frac .. '000', 1, 3)))
+  local secs = ((days * 24 + h) * 60 + mi) * 60 + sec
+  return string.format('%.0f', secs * 1000 + frac)
 end
 
 -- retire_fields are what retire reads of the job record, in the order
@@ -46,13 +73,15 @@ local function retire_with(h, job, recp, dev, into, expire_at)
   if h[1] ~= 'fanned_out' or not n then
     return 0
   end
+  -- counts holds numbers: table.concat writes an integer count as %d
+  -- would (string.format costs a call each).
   local counts, final, last = {}, 0, 0
   for i = 8, 14 do
     local c = tonumber(h[i]) or 0
-    counts[#counts + 1] = string.format('%d', c)
+    counts[i - 7] = c
     final = final + c
     if c > 0 then
-      last = #counts
+      last = i - 7
     end
   end
   if final < n then

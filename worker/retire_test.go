@@ -250,6 +250,48 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 	}
 }
 
+// TestRetiredInstantsOfEveryLayout: retire.lua reads Go's usual layout
+// (a four-digit year, then 0 to 9 digits of fraction) by byte position,
+// and any other (a longer year) by its pattern; both give the instant's
+// Unix ms, the fraction's first three digits kept.
+func TestRetiredInstantsOfEveryLayout(t *testing.T) {
+	ctx := context.Background()
+	s := store{rdb: redistest.Client(t), done: doneBuckets{retention: time.Hour}}
+	prefix := redistest.Prefix(t)
+	for k, c := range []struct {
+		field string
+		want  time.Time
+	}{
+		{"2026-11-27T13:04:05Z", time.Date(2026, 11, 27, 13, 4, 5, 0, time.UTC)},
+		{"2026-11-27T13:04:05.1Z", time.Date(2026, 11, 27, 13, 4, 5, 100e6, time.UTC)},
+		{"2026-11-27T13:04:05.12Z", time.Date(2026, 11, 27, 13, 4, 5, 120e6, time.UTC)},
+		{"2026-11-27T13:04:05.123Z", time.Date(2026, 11, 27, 13, 4, 5, 123e6, time.UTC)},
+		{"2026-11-27T13:04:05.999999999Z", time.Date(2026, 11, 27, 13, 4, 5, 999e6, time.UTC)},
+		{"2026-02-28T23:59:59.000000001Z", time.Date(2026, 2, 28, 23, 59, 59, 0, time.UTC)},
+		{"0001-01-01T00:00:00.5Z", time.Date(1, 1, 1, 0, 0, 0, 500e6, time.UTC)},
+		{"10000-03-01T00:00:00.25Z", time.Date(10000, 3, 1, 0, 0, 0, 250e6, time.UTC)},
+		{"12345-06-07T08:09:10Z", time.Date(12345, 6, 7, 8, 9, 10, 0, time.UTC)},
+	} {
+		id := fmt.Sprintf("%slayout%d", prefix, k)
+		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
+		if err := s.rdb.HSet(ctx, jobKey(id), "queue", "high", "accepted_at", c.field, "recipients", 1,
+			"deadline", c.field, "state", jobFanning, stateDelivered, 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.fannedOut(ctx, id, 1); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.status(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != jobDone || !got.AcceptedAt.Equal(c.want) || !got.Deadline.Equal(c.want) {
+			t.Errorf("%s retired as state %s, accepted at %s, deadline %s; want done, %s", c.field, got.State,
+				got.AcceptedAt.UTC().Format(time.RFC3339Nano), got.Deadline.UTC().Format(time.RFC3339Nano), c.want.Format(time.RFC3339Nano))
+		}
+	}
+}
+
 // TestRetireCountsInFinalStatesOrder: retire.lua reads the counters in
 // FinalStates' order, which compactStatus reads them back in, and
 // final_index (record.lua's in-memory count of what it is about to

@@ -115,21 +115,32 @@ local out = {owner, head[2] or '', head[3] or '', '', fresh and '1' or ''}
 if nread == 0 then
   return out
 end
+if fresh then
+  -- Nothing to read: every final state, held marker, device state and
+  -- attempt field is false, and naming them would cost more than the
+  -- reply (a single-recipient job's usual case).
+  local n = 2 * nread
+  for i = 1, nread do
+    n = n + devices[i] + 4
+  end
+  for x = 6, 5 + n do
+    out[x] = false
+  end
+  return out
+end
 local fields = {}
 for i = 0, nread - 1 do
   fields[#fields + 1] = tostring(i)
 end
-local finals = fresh and {} or redis.call('HMGET', KEYS[2], unpack(fields))
+local finals = redis.call('HMGET', KEYS[2], unpack(fields))
 for i = 1, nread do
   out[#out + 1] = finals[i] or false
 end
 local holds = {}
-if not fresh then
-  for i = 1, nread do
-    holds[i] = 'h:' .. fields[i]
-  end
-  holds = redis.call('HMGET', KEYS[1], unpack(holds))
+for i = 1, nread do
+  holds[i] = 'h:' .. fields[i]
 end
+holds = redis.call('HMGET', KEYS[1], unpack(holds))
 for i = 1, nread do
   out[#out + 1] = holds[i] or false
 end
@@ -144,7 +155,7 @@ for i = 0, nread - 1 do
   fields[#fields + 1] = i .. '/p'
 end
 if #fields > 0 then
-  local devs = fresh and {} or redis.call('HMGET', KEYS[3], unpack(fields))
+  local devs = redis.call('HMGET', KEYS[3], unpack(fields))
   for i = 1, #fields do
     out[#out + 1] = devs[i] or false
   end
