@@ -74,7 +74,7 @@ func (b doneBuckets) width() int64 {
 func (b doneBuckets) keys(id string, now time.Time) []string {
 	w := b.width()
 	cur := now.UnixMilli() / w
-	prefix := "hush:done:{" + b.tag(id) + "}:" + strconv.FormatInt(w, 10) + ":"
+	prefix := b.prefix(id, w)
 	out := make([]string, 0, doneLookups)
 	for k := cur - 4; k <= cur+1; k++ {
 		out = append(out, prefix+strconv.FormatInt(k, 10))
@@ -82,12 +82,17 @@ func (b doneBuckets) keys(id string, now time.Time) []string {
 	return out
 }
 
-// write is the bucket a writer at now adds to, and when that key expires
-// (Unix ms): retention after the bucket ends.
+// prefix is the part of id's bucket keys before the bucket's number.
+func (b doneBuckets) prefix(id string, width int64) string {
+	return "hush:done:{" + b.tag(id) + "}:" + strconv.FormatInt(width, 10) + ":"
+}
+
+// write is the bucket a writer at now adds to (keys' last-but-one), and
+// when that key expires (Unix ms): retention after the bucket ends.
 func (b doneBuckets) write(id string, now time.Time) (key string, expireAt int64) {
 	w := b.width()
 	cur := now.UnixMilli() / w
-	return b.keys(id, now)[4], (cur+1)*w + b.retention.Milliseconds()
+	return b.prefix(id, w) + strconv.FormatInt(cur, 10), (cur+1)*w + b.retention.Milliseconds()
 }
 
 // keySlot is the Redis Cluster slot of key: CRC16 (XMODEM) mod 16384 of

@@ -292,6 +292,28 @@ func TestRetiredInstantsOfEveryLayout(t *testing.T) {
 	}
 }
 
+// TestDoneBucketWriteIsTheReadersLastButOne: a writer at now adds to the
+// bucket readers at now look in last but one, and it expires a retention
+// after that bucket ends; whatever the retention, id and layout.
+func TestDoneBucketWriteIsTheReadersLastButOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, retention := range []time.Duration{time.Millisecond, time.Minute, 24 * time.Hour, 30 * 24 * time.Hour} {
+		for _, perSlot := range []bool{false, true} {
+			b := doneBuckets{retention: retention, perSlot: perSlot}
+			for _, id := range []string{"a", "}x", "job/1", "{t}:9", strconv.Itoa(rng.IntN(1e9))} {
+				now := time.UnixMilli(rng.Int64N(4e12))
+				key, at := b.write(id, now)
+				keys := b.keys(id, now)
+				w := b.width()
+				if want := (now.UnixMilli()/w+1)*w + retention.Milliseconds(); key != keys[4] || at != want {
+					t.Errorf("retention %s, per slot %t, id %q at %d: write gave %s expiring at %d, want %s expiring at %d",
+						retention, perSlot, id, now.UnixMilli(), key, at, keys[4], want)
+				}
+			}
+		}
+	}
+}
+
 // TestRetireCountsInFinalStatesOrder: retire.lua reads the counters in
 // FinalStates' order, which compactStatus reads them back in, and
 // final_index (record.lua's in-memory count of what it is about to
