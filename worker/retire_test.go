@@ -231,16 +231,7 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 				want.Counts[f] = 0
 			}
 		}
-		if err := s.rdb.HSet(ctx, jobKey(id), fields...).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.fannedOut(ctx, id, 7); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.status(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := retireRecord(t, s, id, 7, fields...)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("status of a job accepted at %s after it retired (-want +got):\n%s", timeField(at), diff)
 		}
@@ -250,12 +241,30 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 	}
 }
 
+// retireRecord writes job id's record as fields, fans it out to n
+// recipients (which retires it once every one has a final state) and
+// returns the status read back.
+func retireRecord(t *testing.T, s store, id string, n int, fields ...any) JobStatus {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.rdb.HSet(ctx, jobKey(id), fields...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.fannedOut(ctx, id, n); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.status(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // TestRetiredInstantsOfEveryLayout: retire.lua reads Go's usual layout
 // (a four-digit year, then 0 to 9 digits of fraction) by byte position,
 // and any other (a longer year) by its pattern; both give the instant's
 // Unix ms, the fraction's first three digits kept.
 func TestRetiredInstantsOfEveryLayout(t *testing.T) {
-	ctx := context.Background()
 	s := store{rdb: redistest.Client(t), done: doneBuckets{retention: time.Hour}}
 	prefix := redistest.Prefix(t)
 	for k, c := range []struct {
@@ -274,17 +283,8 @@ func TestRetiredInstantsOfEveryLayout(t *testing.T) {
 	} {
 		id := fmt.Sprintf("%slayout%d", prefix, k)
 		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
-		if err := s.rdb.HSet(ctx, jobKey(id), "queue", "high", "accepted_at", c.field, "recipients", 1,
-			"deadline", c.field, "state", jobFanning, stateDelivered, 1).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.fannedOut(ctx, id, 1); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.status(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := retireRecord(t, s, id, 1, "queue", "high", "accepted_at", c.field, "recipients", 1,
+			"deadline", c.field, "state", jobFanning, stateDelivered, 1)
 		if got.State != jobDone || !got.AcceptedAt.Equal(c.want) || !got.Deadline.Equal(c.want) {
 			t.Errorf("%s retired as state %s, accepted at %s, deadline %s; want done, %s", c.field, got.State,
 				got.AcceptedAt.UTC().Format(time.RFC3339Nano), got.Deadline.UTC().Format(time.RFC3339Nano), c.want.Format(time.RFC3339Nano))
