@@ -451,13 +451,49 @@ func (w *Worker) deleteThrottle(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := r.PathValue("id")
-	if err := admin.Reset(r.Context(), user); err != nil {
+	if err := w.resetThrottle(r.Context(), admin, user); err != nil {
 		w.log.Error("throttle reset failed", "err", err)
 		writeError(rw, http.StatusServiceUnavailable, "could not reset the limiter, try again")
 		return
 	}
 	w.log.Info("throttle reset", "user", user, "app", a.Name)
 	writeJSON(rw, http.StatusOK, map[string]string{"user_id": user, "status": "reset"})
+}
+
+// resetThrottle forgets user's limiter state (admin.Reset) between two
+// raises of the reset mark (resetmark.go): before, to the limiter's
+// instant read first plus resetMargin, so that a held task booked before
+// the deletion and run after it looks its bookings up; after, to the
+// limiter's instant read after the deletion, in case it took longer.
+func (w *Worker) resetThrottle(ctx context.Context, admin ThrottleAdmin, user string) error {
+	limiterNow := func() (time.Time, error) {
+		st, err := admin.Status(ctx, user, time.UTC)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if st.Now.IsZero() {
+			return time.Now(), nil
+		}
+		return st.Now, nil
+	}
+	now, err := limiterNow()
+	if err != nil {
+		return err
+	}
+	if err := w.store.raiseResetMark(ctx, now.Add(resetMargin)); err != nil {
+		return err
+	}
+	if err := admin.Reset(ctx, user); err != nil {
+		return err
+	}
+	if now, err = limiterNow(); err == nil {
+		err = w.store.raiseResetMark(ctx, now)
+	}
+	if err != nil {
+		w.log.Warn("throttle reset: raising the reset mark after it failed; held pushes booked more than the margin before the reset's end may go uncounted",
+			"user", user, "margin", resetMargin, "err", err)
+	}
+	return nil
 }
 
 func (w *Worker) readyz(rw http.ResponseWriter, r *http.Request) {

@@ -48,7 +48,12 @@ type chunk struct {
 	// limiter's clock (their reservations' At); 0 where not known (an
 	// earlier version's task has none). The task's first run takes them as
 	// found instead of looking its bookings up (heldSlots, bookHeldJobs).
-	Slots      []int64             `json:"slots,omitempty"`
+	Slots []int64 `json:"slots,omitempty"`
+	// Booked is the limiter's instant (Unix ms, its clock) of the earliest
+	// booking whose slot Slots carries; 0 when not known (an earlier
+	// version's task). A first run booked before the reset mark looks its
+	// bookings up (resetmark.go).
+	Booked     int64               `json:"booked,omitempty"`
 	Recipients []payload.Recipient `json:"recipients"`
 	Content    payload.Content     `json:"content"`
 	Priority   payload.Priority    `json:"priority"`
@@ -209,8 +214,9 @@ type handoff struct {
 	// delivery task already: the task is created again, the marker kept.
 	foreign bool
 	// slot: a deferred recipient's booked instant (local clock); at: the
-	// same on the limiter's clock (its reservation's At).
-	slot, at time.Time
+	// same on the limiter's clock (its reservation's At); booked: the
+	// limiter's instant of that booking (its reservation's Now).
+	slot, at, booked time.Time
 }
 
 // deliverChunk delivers a chunk in waves of up to w.wave recipients: each
@@ -344,7 +350,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		case h.deferred && hj != nil && !c.held():
 			id, queue := hj.id(w, c, h.wake.Unix())
 			rec.held(c.index(h.i), heldMark(queue, id))
-			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot, at: h.at})
+			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot, at: h.at, booked: h.booked})
 			continue
 		case (h.deferred || h.near && hj == nil) && grouping:
 			// A near recipient waits in a held task too: a delivery task
@@ -352,7 +358,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// took every slot, so the later ones started after their
 			// slots and were booked again at the back of their users'
 			// queues.
-			g := groups.add(w, c, h.i, h.wake.Unix(), h.at)
+			g := groups.add(w, c, h.i, h.wake.Unix(), h.at, h.booked)
 			rec.held(c.index(h.i), heldMark(g.queue, g.name()))
 			continue
 		case h.foreign:
@@ -600,11 +606,11 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 				rec.deferrals++
 				w.logDeferred(&d, pl)
 				delay := deferDelay(pl.wait)
-				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: time.Now().Add(delay), slot: pl.slot, at: r.At})
+				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: time.Now().Add(delay), slot: pl.slot, at: r.At, booked: r.Now})
 			case pl.step == stepWait:
 				// Near: it waits in a held task of this second (a run
 				// that groups), else in its delivery task, in place.
-				handoffs = append(handoffs, handoff{i: i, near: true, wake: time.Now(), slot: pl.slot, at: r.At})
+				handoffs = append(handoffs, handoff{i: i, near: true, wake: time.Now(), slot: pl.slot, at: r.At, booked: r.Now})
 			default:
 				// Expired, full or collapsed (dropped there), or stalled
 				// (booked again there).

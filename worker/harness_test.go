@@ -322,8 +322,22 @@ type recordingLimiter struct {
 	*throttle.Redis
 	mu       sync.Mutex
 	slots    map[string]time.Time
+	users    map[string]string // member's user, for Reset
 	released []string
 	asks     map[string]int
+}
+
+// Reset forgets the user's slots with its bookings: booked again, they
+// rightly get new ones.
+func (l *recordingLimiter) Reset(ctx context.Context, user string) error {
+	l.mu.Lock()
+	for m, u := range l.users {
+		if u == user {
+			delete(l.slots, m)
+		}
+	}
+	l.mu.Unlock()
+	return l.Redis.Reset(ctx, user)
 }
 
 func (l *recordingLimiter) Reserve(ctx context.Context, user, member string) (throttle.Reservation, error) {
@@ -334,6 +348,7 @@ func (l *recordingLimiter) Reserve(ctx context.Context, user, member string) (th
 			err = errors.New("recordingLimiter: member " + member + " got a different slot on re-booking")
 		}
 		l.slots[member] = r.At
+		l.user(member, user)
 		l.mu.Unlock()
 	}
 	return r, err
@@ -365,8 +380,17 @@ func (l *recordingLimiter) ReserveBatchWith(ctx context.Context, reqs []throttle
 			err = errors.Join(err, errors.New("recordingLimiter: member "+m+" got a different slot on re-booking"))
 		}
 		l.slots[m] = r.At
+		l.user(m, reqs[i].User)
 	}
 	return rs, err
+}
+
+// user notes member's user (l.mu held).
+func (l *recordingLimiter) user(member, user string) {
+	if l.users == nil {
+		l.users = map[string]string{}
+	}
+	l.users[member] = user
 }
 
 // agedOut reports whether a booking at slot has left the limiter by now

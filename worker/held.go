@@ -132,22 +132,41 @@ func (w *Worker) heldQueue(c *chunk) string {
 // again, by task id.
 type heldGroups map[string]*chunk
 
-// add puts c's recipient i, booked at slot (the limiter's clock), into
-// the held task (in a held queue) waking at Unix second wake, and returns
-// that task.
-func (g heldGroups) add(w *Worker, c *chunk, i int, wake int64, slot time.Time) *chunk {
+// add puts c's recipient i, booked at slot at the limiter's instant
+// booked (both on the limiter's clock), into the held task (in a held
+// queue) waking at Unix second wake, and returns that task.
+func (g heldGroups) add(w *Worker, c *chunk, i int, wake int64, slot, booked time.Time) *chunk {
 	h := g.task(c, wake, true)
 	if h.queue == "" {
 		h.queue = w.heldQueue(h)
 	}
 	h.Indices = append(h.Indices, c.index(i))
 	h.Recipients = append(h.Recipients, c.Recipients[i])
-	var at int64
-	if !slot.IsZero() {
-		at = slot.UnixMilli()
-	}
-	h.Slots = append(h.Slots, at)
+	h.Slots = append(h.Slots, heldSlot(slot, booked))
+	h.Booked = earliestBooking(h.Booked, slot, booked)
 	return h
+}
+
+// heldSlot is the slot a held task carries for a booking at slot made at
+// the limiter's instant booked: 0 (looked up) when either is not known.
+func heldSlot(slot, booked time.Time) int64 {
+	if slot.IsZero() || booked.IsZero() {
+		return 0
+	}
+	return slot.UnixMilli()
+}
+
+// earliestBooking is Booked (Unix ms, 0 for none yet) of a held task
+// carrying ms, once it carries the slot of a booking at slot made at
+// booked too.
+func earliestBooking(ms int64, slot, booked time.Time) int64 {
+	if heldSlot(slot, booked) == 0 {
+		return ms
+	}
+	if b := booked.UnixMilli(); ms == 0 || b < ms {
+		return b
+	}
+	return ms
 }
 
 // again puts c's recipient i back into the held task its marker names
@@ -191,18 +210,19 @@ func (g heldGroups) task(c *chunk, wake int64, waits bool) *chunk {
 // with the limiter, one round trip). Nothing but a cancellation or the recipient's own delivery gives
 // such a booking back: the recipient is its held task's alone (its
 // marker), and a first run follows only the run of the chunk that booked
-// it. The cancellation was read with the states, at st.readAt, so sendBy
-// counts from there. The slots are on the limiter's clock, read here as
+// it, but for a reset (resetmark.go). The cancellation was read with the
+// states, at st.readAt, so sendBy counts from there. The slots are on the limiter's clock, read here as
 // this process last read that clock (limiterClock), so processes whose
-// clocks disagree still send at the limiter's instants. Three cases look
+// clocks disagree still send at the limiter's instants. Four cases look
 // their bookings up: a chunk with a collapse key (a newer push may have
 // taken a booking's place, which only the limiter knows), a re-run (an
-// earlier run may have given a booking back, or booked again), and a
-// process with no recent reading of the limiter's clock (the lookup reads
-// it).
+// earlier run may have given a booking back, or booked again), a task
+// that booked before the reset mark (a reset may have deleted a booking),
+// and a process with no recent reading of the limiter's clock (the lookup
+// reads it).
 func (w *Worker) heldSlots(app *App, c *chunk, st *chunkStates, todo []int) *booking {
 	if app == nil || !c.held() || !st.first || st.cancelled || len(todo) == 0 || w.bypass[c.Priority] ||
-		c.Content.CollapseKey != "" || len(c.Slots) != len(c.Recipients) {
+		c.Content.CollapseKey != "" || len(c.Slots) != len(c.Recipients) || c.Booked < st.resetMark {
 		return nil
 	}
 	clock := w.limiterClockOf(app.Name)

@@ -1063,9 +1063,10 @@ func TestHeldSlotsOnlyWhenUnchanged(t *testing.T) {
 	w.limiterClockOf("a").learn([]throttle.Reservation{{Now: asked.Add(ahead + time.Millisecond)}}, asked, asked.Add(2*time.Millisecond))
 	at := time.Now().Add(ahead + 2*time.Second).UnixMilli()
 	base := func() (*chunk, *chunkStates) {
-		c := &chunk{Job: "j", Wake: 1, Indices: []int{3, 5}, Slots: []int64{at, at + 7},
+		c := &chunk{Job: "j", Wake: 1, Indices: []int{3, 5}, Slots: []int64{at, at + 7}, Booked: at - 4000,
 			Recipients: make([]payload.Recipient, 2), Priority: payload.PriorityNormal, Content: payload.Content{App: "a"}}
-		return c, &chunkStates{first: true, readAt: time.Now()}
+		// A reset before the bookings: they are as made.
+		return c, &chunkStates{first: true, readAt: time.Now(), resetMark: at - 4000}
 	}
 	c, st := base()
 	app := &App{Name: "a"}
@@ -1090,6 +1091,8 @@ func TestHeldSlotsOnlyWhenUnchanged(t *testing.T) {
 		"no slots":                          func(c *chunk, _ *chunkStates) { c.Slots = nil },
 		"slots not beside indices":          func(c *chunk, _ *chunkStates) { c.Slots = c.Slots[:1] },
 		"not a held task":                   func(c *chunk, _ *chunkStates) { c.Wake = 0 },
+		"booked before a reset":             func(_ *chunk, st *chunkStates) { st.resetMark++ },
+		"booking instant not known":         func(c *chunk, _ *chunkStates) { c.Booked = 0 },
 	} {
 		c, st := base()
 		app = &App{Name: "a"}

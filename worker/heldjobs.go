@@ -133,8 +133,8 @@ func (g *heldJobsGroups) check(c *chunk, queue, owner string) error {
 // local clock and on the limiter's (zero when an earlier run did: the
 // task's run finds the booking).
 type heldJoin struct {
-	id, queue string
-	slot, at  time.Time
+	id, queue        string
+	slot, at, booked time.Time // booked: the limiter's instant of the booking
 }
 
 // put adds c (its job's only recipient) to task j, once its marker names
@@ -151,9 +151,9 @@ func (g *heldJobsGroups) put(c *chunk, j heldJoin) error {
 		return fmt.Errorf("held task %s is marked in both %s and %s: %w", j.id, h.queue, j.queue, asynq.SkipRetry)
 	}
 	m := *c
-	m.From, m.Indices, m.Wake, m.Waits, m.Slot, m.Slots, m.group, m.queue = 0, []int{0}, wake, true, j.slot, nil, "", ""
-	if !j.at.IsZero() {
-		m.Slots = []int64{j.at.UnixMilli()}
+	m.From, m.Indices, m.Wake, m.Waits, m.Slot, m.Slots, m.Booked, m.group, m.queue = 0, []int{0}, wake, true, j.slot, nil, 0, "", ""
+	if at := heldSlot(j.at, j.booked); at != 0 {
+		m.Slots, m.Booked = []int64{at}, j.booked.UnixMilli()
 	}
 	h.Jobs = append(h.Jobs, m)
 	return nil

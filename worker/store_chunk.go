@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -114,7 +115,10 @@ type chunkStates struct {
 	cancelled bool
 	readAt    time.Time
 	// first: a held task's first run (nothing read: nothing was sent).
-	first bool
+	// resetMark: on a first run, the reset mark read with the states
+	// (resetmark.go), Unix ms on the limiter's clock; 0 for none.
+	first     bool
+	resetMark int64
 	// handed: the run handed a recipient to a delivery task (set by
 	// deliverChunk).
 	handed bool
@@ -180,16 +184,38 @@ func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 // finds no mark, reads nothing, in one round trip; its re-runs read in a
 // second one. An unmarked task's run (hush:rereading-chunk, hush:chunk)
 // reads always, in one.
+//
+// A held task's read takes the reset mark too (resetmark.go), in the same
+// round trip, when its first run might take its slots from its payload.
 func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkStates, error) {
 	readAt := time.Now()
-	var reply []any
-	var err error
-	if marked {
-		reply, err = s.chunkRead(ctx, c, false)
-	} else {
-		reply, err = s.chunkRead(ctx, c, true)
+	if !c.held() || !marked || len(c.Slots) == 0 || c.Content.CollapseKey != "" {
+		reply, err := s.chunkRead(ctx, c, !marked)
+		return s.statesFrom(ctx, c, marked, readAt, reply, err)
 	}
-	return s.statesFrom(ctx, c, marked, readAt, reply, err)
+	var read *redis.Cmd
+	var mark *redis.StringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		read = chunkScript.EvalSha(ctx, p, jobKeys(c.Job)[:3], chunkArgs(c, false, nil, nil)...)
+		mark = p.Get(ctx, resetMarkKey(c.name()))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(read.Err(), "NOSCRIPT") {
+		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
+	}
+	at, err := resetMarkOf(mark)
+	if err != nil {
+		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
+	}
+	reply, err := read.Slice()
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		reply, err = s.chunkRead(ctx, c, false)
+	}
+	st, err := s.statesFrom(ctx, c, marked, readAt, reply, err)
+	if st != nil && st.first {
+		st.resetMark = at
+	}
+	return st, err
 }
 
 // heldRunKey marks a hush:waiting-jobs task's runs (heldjobs.go): set by
@@ -209,7 +235,9 @@ func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates,
 	readAt := time.Now()
 	sets := map[string]*redis.BoolCmd{}
 	heads := make([]*redis.SliceCmd, len(cs))
+	var mark *redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		mark = p.Get(ctx, resetMarkKey(cs[0].group))
 		for i, c := range cs {
 			if sets[c.group] == nil {
 				sets[c.group] = p.SetNX(ctx, heldRunKey(c.group), 1, recordTTL)
@@ -218,6 +246,10 @@ func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates,
 		}
 		return nil
 	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("read the states of %d held jobs: %w", len(cs), err)
+	}
+	at, err := resetMarkOf(mark)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the states of %d held jobs: %w", len(cs), err)
 	}
@@ -230,6 +262,9 @@ func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates,
 				continue
 			}
 			sts[i], errs[i] = s.statesFrom(ctx, c, true, readAt, []any{head[0], head[1], int64(1)}, nil)
+			if sts[i] != nil && sts[i].first {
+				sts[i].resetMark = at
+			}
 			continue
 		}
 		at := time.Now()

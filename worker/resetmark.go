@@ -1,0 +1,85 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Reset marks. A reset (DELETE /v1/users/{id}/throttle) deletes a user's
+// bookings, the held pushes' too. A held task's first run takes its
+// recipients' bookings as found, at the slots its payload carries
+// (heldSlots), so without more a push held at the reset would go out at
+// its slot uncounted, and the user's next pushes could follow it sooner
+// than the rules allow.
+//
+// So the reset first raises a mark: the limiter's instant (its clock, the
+// one bookings are answered on) before which a booking may be gone, with
+// resetMargin to spare for the time the reset takes, and raises it again
+// to the limiter's instant after the reset. A held task (and a
+// hush:waiting-jobs member) carries the limiter's instant of its earliest
+// booking (chunk.Booked); its first run reads the mark with its states
+// and looks its bookings up, as a re-run does, when it booked before the
+// mark: a booking the reset deleted is made again, and counted.
+//
+// The mark is one number for every app and user, raised only, kept
+// without expiry (resetMarkShards small keys). A reset makes the held
+// tasks booked before it look up once, which costs them one round trip;
+// resets are an operator's action, rare beside held pushes. The mark is
+// written in resetMarkShards keys on their own hash slots, and a run
+// reads the one of its task id, so that on a cluster no one key is read
+// by every held task.
+const (
+	resetMarkShards = 16
+	resetMargin     = 10 * time.Second
+)
+
+// resetMarkKey is the reset mark's key that task's runs read.
+func resetMarkKey(task string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(task))
+	return resetMarkKeyOf(int(h.Sum32() % resetMarkShards))
+}
+
+func resetMarkKeyOf(shard int) string {
+	return "hush:throttle-reset:{" + strconv.Itoa(shard) + "}"
+}
+
+// raiseScript sets KEYS[1] to ARGV[1] (Unix ms) unless it holds a later
+// instant.
+var raiseScript = redis.NewScript(`local v = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if tonumber(ARGV[1]) > v then redis.call('SET', KEYS[1], ARGV[1]) end
+return 0`)
+
+// raiseResetMark raises every shard of the reset mark to at (the
+// limiter's clock).
+func (s store) raiseResetMark(ctx context.Context, at time.Time) error {
+	ms := at.UnixMilli()
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range resetMarkShards {
+			raiseScript.Eval(ctx, p, []string{resetMarkKeyOf(i)}, ms)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write the reset mark: %w", err)
+	}
+	return nil
+}
+
+// resetMarkOf reads a reset mark's GET: Unix ms, 0 for none.
+func resetMarkOf(g *redis.StringCmd) (int64, error) {
+	v, err := g.Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the reset mark: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,162 @@
+package worker
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// resetUser resets user's limiter state through the HTTP API, as `hush
+// throttle reset` does, and checks that it holds no entry after.
+func resetUser(t *testing.T, e *env, user string) {
+	t.Helper()
+	srv := httptest.NewServer(e.w.Handler())
+	defer srv.Close()
+	if got := call(t, srv, http.MethodDelete, "/v1/users/"+user+"/throttle", "", ""); got.Status != http.StatusOK {
+		t.Fatalf("DELETE throttle of %s: %d %v", user, got.Status, got.Body)
+	}
+	if st, err := e.lim.Status(t.Context(), user, time.UTC); err != nil || len(st.Entries) != 0 {
+		t.Fatalf("after the reset %s has entries %v (%v), want none", user, st.Entries, err)
+	}
+}
+
+// checkCounted checks that the limiter holds exactly one entry for user,
+// the push sent after the reset, and so holds the user's next push a gap
+// after it.
+func checkCounted(t *testing.T, e *env, user string, gap time.Duration) {
+	t.Helper()
+	st, err := e.lim.Status(t.Context(), user, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Entries) != 1 {
+		t.Fatalf("%s has %d limiter entries after its held push went out, want 1: the push sent after the reset is not counted", user, len(st.Entries))
+	}
+	r, err := e.lim.Reserve(t.Context(), user, "after-the-reset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := r.At.Sub(st.Entries[0].At); d < gap {
+		t.Errorf("%s's next push booked %s after the held one, want at least the gap %s", user, d, gap)
+	}
+}
+
+// TestResetCountsHeldPushes: a reset deletes the bookings of the user's
+// pushes held in held tasks. Their first runs, which take their slots from
+// their payloads when nothing changed, read the reset mark, look their
+// bookings up, book the reset user's push again and send it counted; the
+// other users' pushes are found at their slots and go out there.
+func TestResetCountsHeldPushes(t *testing.T) {
+	const gap = 4 * time.Second
+	e, _, chunkTask := heldEnv(t, gap)
+	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
+		t.Fatal(err)
+	}
+	held := heldOf(t, e.scheduled(TypeHeld))
+	if len(held) == 0 {
+		t.Fatal("no held tasks")
+	}
+	slices.SortFunc(held, func(a, b chunk) int { return cmp.Or(cmp.Compare(a.Wake, b.Wake), strings.Compare(a.name(), b.name())) })
+	for _, c := range held {
+		// The payload's booking instant is the limiter's, at the booking.
+		if b := time.UnixMilli(c.Booked); time.Since(b) > 2*gap || time.Until(b) > time.Second {
+			t.Errorf("held task %s carries booking instant %d (%s), want its chunk's booking's", c.name(), c.Booked, b)
+		}
+	}
+	i := held[0].Indices[0]
+	user := fmt.Sprint("u-", i)
+	resetUser(t, e, user)
+
+	// As Asynq runs them: at their second of waking.
+	time.Sleep(time.Until(time.Unix(held[0].Wake, 0)))
+	e.runHeldTogether(held)
+	reqs := e.apns.Requests()
+	handed := e.lateHandoffs()
+	member := func(i int) string { return fmt.Sprintf("held/%d", i) }
+	if handed[member(i)] {
+		t.Fatalf("the reset user's recipient %d was handed to its delivery task, want it sent by its held task", i)
+	}
+	for _, c := range held {
+		for _, k := range c.Indices {
+			if asks := e.lim.asked(member(k)); !handed[member(k)] && asks != 2 {
+				t.Errorf("recipient %d: in %d limiter requests, want its chunk's booking and its held task's lookup (booked before the reset)", k, asks)
+			}
+			slot, _ := e.lim.slot(member(k))
+			checkHeldSent(t, reqs, handed, k, slot)
+		}
+	}
+	checkCounted(t, e, user, gap)
+}
+
+// TestResetCountsHeldJobs: the same for single-recipient jobs held in
+// hush:waiting-jobs groups.
+func TestResetCountsHeldJobs(t *testing.T) {
+	const n, gap = 4, 3 * time.Second
+	e, batchT, jobs := heldJobsEnv(t, n, gap)
+	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range e.heldJobsTasks() {
+		for _, c := range h.Jobs {
+			if len(c.Slots) != 1 || c.Booked == 0 {
+				t.Errorf("job %s held with slots %v and booking instant %d, want both", c.Job, c.Slots, c.Booked)
+			}
+		}
+	}
+	resetUser(t, e, "u-0")
+	e.runHeldSeconds(1)
+	handed := e.lateHandoffs()
+	checkSentOnce(t, e, jobs, func(i int) string { return apnsToken(jobs[i].ID) })
+	for _, j := range jobs {
+		m := memberOf(j.ID, 0, 0)
+		if asks := e.lim.asked(m); !handed[m] && asks != 2 {
+			t.Errorf("job %s: in %d limiter requests, want its batch's booking and its group's lookup (booked before the reset)", j.ID, asks)
+		}
+	}
+	if handed[memberOf(jobs[0].ID, 0, 0)] {
+		t.Fatalf("the reset user's job was handed to its delivery task, want it sent by its group")
+	}
+	checkCounted(t, e, "u-0", gap)
+}
+
+// TestResetMarkOnlyRises: a later reset never lowers the mark, in any of
+// its shards, and a held task reads the shard of its id.
+func TestResetMarkOnlyRises(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	at := time.UnixMilli(1_800_000_000_000)
+	for _, raise := range []time.Time{at, at.Add(-time.Hour), at.Add(-time.Millisecond)} {
+		if err := e.w.store.raiseResetMark(t.Context(), raise); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shards := map[string]bool{}
+	for k := range resetMarkShards {
+		key := resetMarkKeyOf(k)
+		if v, err := resetMarkOf(e.rdb.Get(t.Context(), key)); err != nil || v != at.UnixMilli() {
+			t.Errorf("%s = %d (%v), want the highest raise %d", key, v, err, at.UnixMilli())
+		}
+		shards[key] = true
+	}
+	if err := e.w.store.raiseResetMark(t.Context(), at.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := resetMarkOf(e.rdb.Get(t.Context(), resetMarkKeyOf(3))); v != at.Add(time.Second).UnixMilli() {
+		t.Errorf("mark %d after a later raise, want %d", v, at.Add(time.Second).UnixMilli())
+	}
+	read := map[string]bool{}
+	for k := range 200 {
+		key := resetMarkKey(heldTaskID("j", k, 1, true))
+		if !shards[key] {
+			t.Fatalf("a held task reads %s, not a shard of the mark", key)
+		}
+		read[key] = true
+	}
+	if len(read) < resetMarkShards/2 {
+		t.Errorf("200 held tasks read %d of the mark's %d shards, want them spread", len(read), resetMarkShards)
+	}
+}
