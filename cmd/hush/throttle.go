@@ -42,7 +42,8 @@ when its next push would be allowed, its quiet hours and its held pushes.
 
 reset forgets the user's recorded sends and bookings, in every category, so
 their next notification goes out at once. Deliveries already deferred keep
-their wake-up time but are no longer held back when they wake.
+their wake-up time but are no longer held back when they wake: each is
+booked again then, and counted.
 
 Examples:
   hush throttle status u-42
