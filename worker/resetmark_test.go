@@ -160,3 +160,49 @@ func TestResetMarkOnlyRises(t *testing.T) {
 		t.Errorf("200 held tasks read %d of the mark's %d shards, want them spread", len(read), resetMarkShards)
 	}
 }
+
+// TestResetMidFloodKeepsTheGap: a flood for one user through a running
+// worker. The first push goes out and the next waits for its slot in a
+// hush:waiting-jobs group. Then the operator resets the user, and a new
+// push, free to go at once, goes; the held one, booked again as its group
+// wakes, keeps the gap from it. Taken from its payload's slot, it went out
+// about 4 s after the new push, with a gap of 6 s.
+func TestResetMidFloodKeepsTheGap(t *testing.T) {
+	const gap = 6 * time.Second
+	e := newEnv(t, envOptions{gap: gap.String()})
+	token := apnsToken("flood")
+	sent := func() []time.Time {
+		var at []time.Time
+		for _, r := range requestsFor(e.apns.Requests(), token) {
+			at = append(at, r.At)
+		}
+		slices.SortFunc(at, time.Time.Compare)
+		return at
+	}
+	first := e.submit(alertJob("flood-0", "f", apnsRecipient("u-flood", token)))
+	e.waitDone(first, 10*time.Second)
+	held := e.submit(alertJob("flood-1", "f", apnsRecipient("u-flood", token)))
+	waitFor(t, 10*time.Second, "the flood's second push held", func() bool {
+		st, err := e.client.Status(t.Context(), held)
+		return err == nil && st.Deferrals > 0
+	})
+	if tasks := e.heldJobsTasks(); len(tasks) != 1 {
+		t.Fatalf("%d hush:waiting-jobs groups, want the held push's", len(tasks))
+	}
+	// Two seconds into the gap, well before the group wakes (a second or
+	// two before the slot).
+	time.Sleep(time.Until(sent()[0].Add(2 * time.Second)))
+	resetUser(t, e, "u-flood")
+	after := e.submit(alertJob("after-reset", "f", apnsRecipient("u-flood", token)))
+	e.waitDone(after, 10*time.Second)
+	e.waitDone(held, 20*time.Second)
+	at := sent()
+	if len(at) != 3 {
+		t.Fatalf("%d pushes, want 3", len(at))
+	}
+	// Arrivals, not sends: the earlier one may have taken up to 250 ms to
+	// arrive (TLS and HTTP/2 under the race detector).
+	if d := at[2].Sub(at[1]); d < gap-250*time.Millisecond {
+		t.Errorf("after the reset, two pushes %s apart, want at least the gap %s", d, gap)
+	}
+}
