@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
 )
 
 // resetUser resets user's limiter state through the HTTP API, as `hush
@@ -125,27 +129,48 @@ func TestResetCountsHeldJobs(t *testing.T) {
 }
 
 // TestResetMarkOnlyRises: a later reset never lowers the mark, in any of
-// its shards, and a held task reads the shard of its id.
+// its shards, and a held task reads a shard of it; on a Redis Cluster too,
+// where the shards spread over every master.
 func TestResetMarkOnlyRises(t *testing.T) {
-	e := newEnv(t, envOptions{noRun: true})
+	srv := redistest.Start(t)
+	checkResetMark(t, srv.Client(t))
+	c := redistest.StartCluster(t, 3)
+	cc := c.Client(t)
+	checkResetMark(t, cc)
+	masters := map[string]bool{}
+	for k := range resetMarkShards {
+		addr, err := redistest.MasterOf(t.Context(), cc, resetMarkKeyOf(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		masters[addr] = true
+	}
+	if len(masters) != 3 {
+		t.Errorf("the reset mark's %d shards are on %d of 3 masters, want all", resetMarkShards, len(masters))
+	}
+}
+
+func checkResetMark(t *testing.T, rdb redis.UniversalClient) {
+	t.Helper()
+	s := newStore(rdb, time.Hour)
 	at := time.UnixMilli(1_800_000_000_000)
 	for _, raise := range []time.Time{at, at.Add(-time.Hour), at.Add(-time.Millisecond)} {
-		if err := e.w.store.raiseResetMark(t.Context(), raise); err != nil {
+		if err := s.raiseResetMark(t.Context(), raise); err != nil {
 			t.Fatal(err)
 		}
 	}
 	shards := map[string]bool{}
 	for k := range resetMarkShards {
 		key := resetMarkKeyOf(k)
-		if v, err := resetMarkOf(e.rdb.Get(t.Context(), key)); err != nil || v != at.UnixMilli() {
+		if v, err := resetMarkOf(rdb.Get(t.Context(), key)); err != nil || v != at.UnixMilli() {
 			t.Errorf("%s = %d (%v), want the highest raise %d", key, v, err, at.UnixMilli())
 		}
 		shards[key] = true
 	}
-	if err := e.w.store.raiseResetMark(t.Context(), at.Add(time.Second)); err != nil {
+	if err := s.raiseResetMark(t.Context(), at.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := resetMarkOf(e.rdb.Get(t.Context(), resetMarkKeyOf(3))); v != at.Add(time.Second).UnixMilli() {
+	if v, _ := resetMarkOf(rdb.Get(t.Context(), resetMarkKeyOf(3))); v != at.Add(time.Second).UnixMilli() {
 		t.Errorf("mark %d after a later raise, want %d", v, at.Add(time.Second).UnixMilli())
 	}
 	read := map[string]bool{}
