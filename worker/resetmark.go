@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"strconv"
 	"time"
 
@@ -72,14 +73,17 @@ func (s store) raiseResetMark(ctx context.Context, at time.Time) error {
 	return nil
 }
 
-// resetMarkOf reads a reset mark's GET: Unix ms, 0 for none.
-func resetMarkOf(g *redis.StringCmd) (int64, error) {
+// resetMarkOf reads a reset mark's GET: Unix ms, 0 for none. A mark that
+// could not be read (its node did not answer, or the key holds something
+// else) is the latest instant: every booking is looked up, which is always
+// safe.
+func resetMarkOf(g *redis.StringCmd) int64 {
 	v, err := g.Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
+	switch {
+	case errors.Is(err, redis.Nil):
+		return 0
+	case err != nil:
+		return math.MaxInt64
 	}
-	if err != nil {
-		return 0, fmt.Errorf("read the reset mark: %w", err)
-	}
-	return v, nil
+	return v
 }

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -195,25 +194,19 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 	}
 	var read *redis.Cmd
 	var mark *redis.StringCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// Each command's error is its own (read below).
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		read = chunkScript.EvalSha(ctx, p, jobKeys(c.Job)[:3], chunkArgs(c, false, nil, nil)...)
 		mark = p.Get(ctx, resetMarkKey(c.name()))
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(read.Err(), "NOSCRIPT") {
-		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
-	}
-	at, err := resetMarkOf(mark)
-	if err != nil {
-		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
-	}
 	reply, err := read.Slice()
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
 		reply, err = s.chunkRead(ctx, c, false)
 	}
 	st, err := s.statesFrom(ctx, c, marked, readAt, reply, err)
 	if st != nil && st.first {
-		st.resetMark = at
+		st.resetMark = resetMarkOf(mark)
 	}
 	return st, err
 }
@@ -236,7 +229,7 @@ func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates,
 	sets := map[string]*redis.BoolCmd{}
 	heads := make([]*redis.SliceCmd, len(cs))
 	var mark *redis.StringCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		mark = p.Get(ctx, resetMarkKey(cs[0].group))
 		for i, c := range cs {
 			if sets[c.group] == nil {
@@ -246,13 +239,13 @@ func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates,
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, fmt.Errorf("read the states of %d held jobs: %w", len(cs), err)
+	// The mark's error is its own (resetMarkOf).
+	for _, cmd := range cmds[1:] {
+		if err := cmd.Err(); err != nil {
+			return nil, nil, fmt.Errorf("read the states of %d held jobs: %w", len(cs), err)
+		}
 	}
-	at, err := resetMarkOf(mark)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the states of %d held jobs: %w", len(cs), err)
-	}
+	at := resetMarkOf(mark)
 	sts, errs := make([]*chunkStates, len(cs)), make([]error, len(cs))
 	for i, c := range cs {
 		if sets[c.group].Val() {
