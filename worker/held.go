@@ -211,8 +211,9 @@ func (g heldGroups) task(c *chunk, wake int64, waits bool) *chunk {
 // such a booking back: the recipient is its held task's alone (its
 // marker), and a first run follows only the run of the chunk that booked
 // it, but for a reset (resetmark.go). The cancellation was read with the
-// states, at st.readAt, so sendBy counts from there. The slots are on the limiter's clock, read here as
-// this process last read that clock (limiterClock), so processes whose
+// states, at st.readAt, so sendBy counts from there. The slots are on the
+// limiter's clock, read here as this process last read that clock
+// (limiterClock), so processes whose
 // clocks disagree still send at the limiter's instants. Four cases look
 // their bookings up: a chunk with a collapse key (a newer push may have
 // taken a booking's place, which only the limiter knows), a re-run (an

@@ -75,26 +75,34 @@ func TestResetCountsHeldPushes(t *testing.T) {
 	i := held[0].Indices[0]
 	user := fmt.Sprint("u-", i)
 	resetUser(t, e, user)
+	if handed := runHeldLookingUp(t, e, held); handed[fmt.Sprintf("held/%d", i)] {
+		t.Fatalf("the reset user's recipient %d was handed to its delivery task, want it sent by its held task", i)
+	}
+	checkCounted(t, e, user, gap)
+}
 
-	// As Asynq runs them: at their second of waking.
-	time.Sleep(time.Until(time.Unix(held[0].Wake, 0)))
+// runHeldLookingUp runs held tasks of job "held" side by side at their
+// second of waking, as Asynq does, and checks that each recipient was
+// looked up (its chunk's booking, then its held task's lookup) and sent
+// once at its slot, or handed over late. It returns those handed over.
+func runHeldLookingUp(t *testing.T, e *env, held []chunk) map[string]bool {
+	t.Helper()
+	wake := slices.MinFunc(held, func(a, b chunk) int { return cmp.Compare(a.Wake, b.Wake) }).Wake
+	time.Sleep(time.Until(time.Unix(wake, 0)))
 	e.runHeldTogether(held)
 	reqs := e.apns.Requests()
 	handed := e.lateHandoffs()
-	member := func(i int) string { return fmt.Sprintf("held/%d", i) }
-	if handed[member(i)] {
-		t.Fatalf("the reset user's recipient %d was handed to its delivery task, want it sent by its held task", i)
-	}
 	for _, c := range held {
-		for _, k := range c.Indices {
-			if asks := e.lim.asked(member(k)); !handed[member(k)] && asks != 2 {
-				t.Errorf("recipient %d: in %d limiter requests, want its chunk's booking and its held task's lookup (booked before the reset)", k, asks)
+		for _, i := range c.Indices {
+			m := fmt.Sprintf("held/%d", i)
+			if asks := e.lim.asked(m); !handed[m] && asks != 2 {
+				t.Errorf("recipient %d: in %d limiter requests, want its chunk's booking and its held task's lookup", i, asks)
 			}
-			slot, _ := e.lim.slot(member(k))
-			checkHeldSent(t, reqs, handed, k, slot)
+			slot, _ := e.lim.slot(m)
+			checkHeldSent(t, reqs, handed, i, slot)
 		}
 	}
-	checkCounted(t, e, user, gap)
+	return handed
 }
 
 // TestResetCountsHeldJobs: the same for single-recipient jobs held in
@@ -114,15 +122,7 @@ func TestResetCountsHeldJobs(t *testing.T) {
 	}
 	resetUser(t, e, "u-0")
 	e.runHeldSeconds(1)
-	handed := e.lateHandoffs()
-	checkSentOnce(t, e, jobs, func(i int) string { return apnsToken(jobs[i].ID) })
-	for _, j := range jobs {
-		m := memberOf(j.ID, 0, 0)
-		if asks := e.lim.asked(m); !handed[m] && asks != 2 {
-			t.Errorf("job %s: in %d limiter requests, want its batch's booking and its group's lookup (booked before the reset)", j.ID, asks)
-		}
-	}
-	if handed[memberOf(jobs[0].ID, 0, 0)] {
+	if handed := checkHeldJobsSent(t, e, jobs, 2); handed[memberOf(jobs[0].ID, 0, 0)] {
 		t.Fatalf("the reset user's job was handed to its delivery task, want it sent by its group")
 	}
 	checkCounted(t, e, "u-0", gap)
@@ -257,13 +257,7 @@ func TestUnreadableResetMarkLooksUp(t *testing.T) {
 		}
 		spoil(t, e, false)
 		e.runHeldSeconds(1)
-		handed := e.lateHandoffs()
-		checkSentOnce(t, e, jobs, func(i int) string { return apnsToken(jobs[i].ID) })
-		for _, j := range jobs {
-			if m := memberOf(j.ID, 0, 0); !handed[m] && e.lim.asked(m) != 2 {
-				t.Errorf("job %s: in %d limiter requests, want its batch's booking and its group's lookup", j.ID, e.lim.asked(m))
-			}
-		}
+		checkHeldJobsSent(t, e, jobs, 2)
 	})
 	t.Run("held tasks", func(t *testing.T) {
 		e, _, chunkTask := heldEnv(t, 3*time.Second)
@@ -271,21 +265,6 @@ func TestUnreadableResetMarkLooksUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		spoil(t, e, true)
-		held := heldOf(t, e.scheduled(TypeHeld))
-		slices.SortFunc(held, func(a, b chunk) int { return cmp.Compare(a.Wake, b.Wake) })
-		time.Sleep(time.Until(time.Unix(held[0].Wake, 0)))
-		e.runHeldTogether(held)
-		reqs := e.apns.Requests()
-		handed := e.lateHandoffs()
-		for _, c := range held {
-			for _, i := range c.Indices {
-				m := fmt.Sprintf("held/%d", i)
-				if !handed[m] && e.lim.asked(m) != 2 {
-					t.Errorf("recipient %d: in %d limiter requests, want its chunk's booking and its held task's lookup", i, e.lim.asked(m))
-				}
-				slot, _ := e.lim.slot(m)
-				checkHeldSent(t, reqs, handed, i, slot)
-			}
-		}
+		runHeldLookingUp(t, e, heldOf(t, e.scheduled(TypeHeld)))
 	})
 }
