@@ -166,6 +166,38 @@ func userNames(n int) []string {
 	return users
 }
 
+// spreadPasses is how many passes over the users (the untimed one
+// included) a spread run makes before it goes on with users of new names,
+// so that no user is decided for more than benchN-1 times and reaches the
+// rule, however long -benchtime makes the run. Left at the same names, a
+// run of 10 timed passes (ReserveBatch100 at g=8) booked its last pass's
+// users late and ran the limiter's capped path (waited/decision 0.10),
+// which is not the spread case every design is compared on.
+const spreadPasses = benchN - 1
+
+// spreadUser is the user of decision k of a spread run over users.
+func spreadUser(users []string, k int64) string {
+	n := int64(len(users))
+	if gen := k / (n * spreadPasses); gen > 0 {
+		return users[k%n] + "/" + strconv.FormatInt(gen, 10)
+	}
+	return users[k%n]
+}
+
+// spreadBatch is the users of decisions from k to k+size-1 of a spread
+// run (size divides len(users)).
+func spreadBatch(users []string, k int64, size int) []string {
+	n := int64(len(users))
+	if k/(n*spreadPasses) == 0 {
+		return users[k%n : k%n+int64(size)]
+	}
+	batch := make([]string, size)
+	for j := range batch {
+		batch[j] = spreadUser(users, k+int64(j))
+	}
+	return batch
+}
+
 // callFunc makes the decisions of call number i (one, or a batch).
 type callFunc func(ctx context.Context, i int64) error
 
@@ -212,7 +244,8 @@ func (p *pool) stop() error {
 // pass of warmCalls calls, and reports decisions/s, redis-cpu-us/decision,
 // redis-cmd-us/decision (the time spent in the commands named cmds) and
 // redis-calls/decision (every command Redis ran, scripts' included).
-func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls int64, cmds []string, call callFunc) {
+// It returns the number of timed calls.
+func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls int64, cmds []string, call callFunc) (timed int64) {
 	b.Helper()
 	ctx := b.Context()
 	warm := startPool(ctx, g, call)
@@ -265,6 +298,7 @@ func measure(b *testing.B, rdb redis.UniversalClient, g, perCall int, warmCalls 
 	b.ReportMetric(decisions/elapsed.Seconds(), "decisions/s")
 	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/decisions, "redis-cpu-us/decision")
 	b.ReportMetric(float64((cmd1-cmd0).Microseconds())/decisions, "redis-cmd-us/decision")
+	return calls - warmCalls
 }
 
 // design is one limiter under test: call makes the decisions of call number
@@ -275,12 +309,17 @@ type design struct {
 	perCall int
 	cmds    []string
 	build   func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc
+	// waited, when set, counts the timed decisions that did not book now
+	// (the user's window was full: Wait > 0, or refused); a spread run
+	// reports its share as waited/decision, which tells whether the run
+	// still measured users under their limit.
+	waited *atomic.Int64
 }
 
 func spreadDesigns() []design {
 	one := func(allow func(ctx context.Context, user string) (bool, error), users []string) callFunc {
 		return func(ctx context.Context, i int64) error {
-			_, err := allow(ctx, users[i%int64(len(users))])
+			_, err := allow(ctx, spreadUser(users, i))
 			return err
 		}
 	}
@@ -295,8 +334,7 @@ func spreadDesigns() []design {
 		{name: "AllowBatch100", perCall: batchSize, cmds: []string{"evalsha", "eval"}, build: func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 			lim := newBenchLimiter(b, rdb)
 			return func(ctx context.Context, i int64) error {
-				from := (i * batchSize) % int64(len(users))
-				_, err := lim.AllowBatch(ctx, users[from:from+batchSize])
+				_, err := lim.AllowBatch(ctx, spreadBatch(users, i*batchSize, batchSize))
 				return err
 			}
 		}},
@@ -304,10 +342,10 @@ func spreadDesigns() []design {
 		// or a batch of 100, with the default cap on held bookings),
 		// without a category and with one whose own
 		// rule (the same 10/1m) is decided over a second set.
-		{name: "Reserve", perCall: 1, cmds: []string{"evalsha", "eval"}, build: reserveDesign(1, "")},
-		{name: "ReserveCategory", perCall: 1, cmds: []string{"evalsha", "eval"}, build: reserveDesign(1, benchCategory)},
-		{name: "ReserveBatch100", perCall: batchSize, cmds: []string{"evalsha", "eval"}, build: reserveDesign(batchSize, "")},
-		{name: "ReserveBatch100Category", perCall: batchSize, cmds: []string{"evalsha", "eval"}, build: reserveDesign(batchSize, benchCategory)},
+		reserveDesign("Reserve", 1, ""),
+		reserveDesign("ReserveCategory", 1, benchCategory),
+		reserveDesign("ReserveBatch100", batchSize, ""),
+		reserveDesign("ReserveBatch100Category", batchSize, benchCategory),
 		{name: "MultiZSet", perCall: 1, cmds: []string{"multi", "exec"}, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 			return one(newMultiZSet(rdb, "bench:multi:", benchLimit(), time.Now).allow, users)
 		}},
@@ -321,9 +359,11 @@ func spreadDesigns() []design {
 const benchCategory = "social"
 
 // reserveDesign books n users per call (ReserveBatch), in category cat
-// ("" none), each booking under a member of its own.
-func reserveDesign(n int, cat string) func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
-	return func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+// ("" none), each booking under a member of its own, and counts the timed
+// bookings that were not for now.
+func reserveDesign(name string, n int, cat string) design {
+	waited := new(atomic.Int64)
+	build := func(b *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 		p := throttle.Policy{Limits: []throttle.Limit{benchLimit()},
 			Categories: map[string]throttle.Category{benchCategory: {Limits: []throttle.Limit{benchLimit()}}}}
 		// MaxPending as a deployment books: HUSH_THROTTLE_MAX_PENDING's
@@ -334,14 +374,23 @@ func reserveDesign(n int, cat string) func(b *testing.B, rdb redis.UniversalClie
 		}
 		return func(ctx context.Context, i int64) error {
 			reqs := make([]throttle.Request, n)
-			from := (i * int64(n)) % int64(len(users))
+			batch := spreadBatch(users, i*int64(n), n)
 			for k := range reqs {
-				reqs[k] = throttle.Request{User: users[from+int64(k)], Member: "m" + strconv.FormatInt(i*int64(n)+int64(k), 36), Category: cat}
+				reqs[k] = throttle.Request{User: batch[k], Member: "m" + strconv.FormatInt(i*int64(n)+int64(k), 36), Category: cat}
 			}
-			_, err := lim.ReserveBatch(ctx, reqs)
-			return err
+			res, err := lim.ReserveBatch(ctx, reqs)
+			if err != nil || i < int64(len(users)/n) {
+				return err // the warm-up pass is not counted
+			}
+			for _, r := range res {
+				if r.Refused != "" || r.Wait > 0 {
+					waited.Add(1)
+				}
+			}
+			return nil
 		}
 	}
+	return design{name: name, perCall: n, cmds: []string{"evalsha", "eval"}, build: build, waited: waited}
 }
 
 func newBenchLimiter(b *testing.B, rdb redis.UniversalClient) *throttle.Redis {
@@ -354,8 +403,9 @@ func newBenchLimiter(b *testing.B, rdb redis.UniversalClient) *throttle.Redis {
 }
 
 // BenchmarkSpread100k makes decisions for 100,000 users in turn (each user
-// about once per pass, so nearly every decision is allowed), after one
-// untimed pass over all of them so every user already has state. g is the
+// about once per pass, at most 9 times (spreadPasses), so every decision
+// is allowed), after one untimed pass over all of them so every user
+// already has state (users of a new name, after 9 passes, have none). g is the
 // number of goroutines sharing the client; AllowBatch100 decides for 100
 // users per call, in one round trip.
 func BenchmarkSpread100k(b *testing.B) {
@@ -365,7 +415,11 @@ func BenchmarkSpread100k(b *testing.B) {
 			b.Run(fmt.Sprintf("g=%d/%s", g, d.name), func(b *testing.B) {
 				rdb := benchRedis(b, g)
 				call := d.build(b, rdb, users)
-				measure(b, rdb, g, d.perCall, int64(len(users)/d.perCall), d.cmds, call)
+				warm := int64(len(users) / d.perCall)
+				calls := measure(b, rdb, g, d.perCall, warm, d.cmds, call)
+				if d.waited != nil {
+					b.ReportMetric(float64(d.waited.Load())/float64(calls*int64(d.perCall)), "waited/decision")
+				}
 			})
 		}
 	}
@@ -510,4 +564,28 @@ func sumDecisions(seconds []floodSecond) int64 {
 		n += s.decisions
 	}
 	return n
+}
+
+// TestSpreadRunsStayUnderTheRule: however many passes a spread run makes,
+// no user is decided for as often as the rule allows, one by one or in
+// batches, and every pass decides for every user of its generation.
+func TestSpreadRunsStayUnderTheRule(t *testing.T) {
+	users := userNames(1000)
+	for _, size := range []int{1, batchSize} {
+		seen := map[string]int{}
+		const passes = 3*spreadPasses + 2
+		for k := int64(0); k < passes*int64(len(users)); k += int64(size) {
+			for _, u := range spreadBatch(users, k, size) {
+				seen[u]++
+			}
+		}
+		if len(seen) != 4*len(users) {
+			t.Errorf("batches of %d: %d users over %d passes, want %d", size, len(seen), passes, 4*len(users))
+		}
+		for u, n := range seen {
+			if n >= benchN || n != spreadPasses && !strings.HasSuffix(u, "/3") {
+				t.Fatalf("batches of %d: %s decided for %d times, want %d (at most %d)", size, u, n, spreadPasses, benchN-1)
+			}
+		}
+	}
 }
