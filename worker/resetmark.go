@@ -52,8 +52,10 @@ func resetMarkKeyOf(shard int) string {
 }
 
 // raiseScript sets KEYS[1] to ARGV[1] (Unix ms) unless it holds a later
-// instant.
-var raiseScript = redis.NewScript(`local v = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+// instant. A key holding anything else (another type, or not a number)
+// is overwritten: a spoiled mark does not keep resets failing.
+var raiseScript = redis.NewScript(`local g = redis.pcall('GET', KEYS[1])
+local v = type(g) == 'string' and tonumber(g) or 0
 if tonumber(ARGV[1]) > v then redis.call('SET', KEYS[1], ARGV[1]) end
 return 0`)
 

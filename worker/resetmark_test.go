@@ -186,6 +186,38 @@ func checkResetMark(t *testing.T, rdb redis.UniversalClient) {
 	}
 }
 
+// TestResetMarkOverwritesASpoiledKey: a mark key holding another type or
+// a string that is no number does not fail the raise (a reset would answer
+// 503 until someone deleted it): the raise writes the mark over it.
+func TestResetMarkOverwritesASpoiledKey(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	s := newStore(rdb, time.Hour)
+	at := time.UnixMilli(1_800_000_000_000)
+	for k := range resetMarkShards {
+		key := resetMarkKeyOf(k)
+		var err error
+		switch k % 3 {
+		case 0:
+			err = rdb.HSet(t.Context(), key, "a", "b").Err()
+		case 1:
+			err = rdb.Set(t.Context(), key, "not a number", 0).Err()
+		default:
+			err = rdb.RPush(t.Context(), key, "x").Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.raiseResetMark(t.Context(), at); err != nil {
+		t.Fatalf("raise over spoiled marks: %v", err)
+	}
+	for k := range resetMarkShards {
+		if v := resetMarkOf(rdb.Get(t.Context(), resetMarkKeyOf(k))); v != at.UnixMilli() {
+			t.Errorf("shard %d = %d after the raise, want %d", k, v, at.UnixMilli())
+		}
+	}
+}
+
 // TestResetMidFloodKeepsTheGap: a flood for one user through a running
 // worker. The first push goes out and the next waits for its slot in a
 // hush:waiting-jobs group. Then the operator resets the user, and a new
