@@ -73,7 +73,7 @@ func miniredisClient(t *testing.T) *redis.Client {
 // pacer takes its path for clients whose keys may live on other nodes.
 func oneNodeCluster(t *testing.T) *redis.ClusterClient {
 	t.Helper()
-	srv := redistest.Start(t, redistest.Options{Args: []string{"--cluster-enabled", "yes"}})
+	srv := redistest.Start(t, redistest.Options{Cluster: true})
 	ctx := context.Background()
 	node := srv.Client(t)
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {

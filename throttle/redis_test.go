@@ -220,7 +220,7 @@ func TestRedisBatchChunks(t *testing.T) {
 // ClusterClient, whose pipelines split by slot.
 func TestRedisCluster(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t, redistest.Options{Args: []string{"--cluster-enabled", "yes"}})
+	srv := redistest.Start(t, redistest.Options{Cluster: true})
 	ctx := context.Background()
 	node := srv.Client(t)
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {

@@ -34,13 +34,7 @@ func StartCluster(tb testing.TB, masters int) *Cluster {
 	}
 	c := &Cluster{}
 	for range masters {
-		// The cluster bus gets its own free port instead of port+10000,
-		// which nobody checked.
-		bus := strconv.Itoa(FreePort(tb))
-		c.Nodes = append(c.Nodes, Start(tb, Options{Args: []string{
-			"--cluster-enabled", "yes",
-			"--cluster-port", bus,
-			"--cluster-config-file", "nodes-" + bus + ".conf",
+		c.Nodes = append(c.Nodes, Start(tb, Options{Cluster: true, Args: []string{
 			"--cluster-node-timeout", "5000",
 		}}))
 	}

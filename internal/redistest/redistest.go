@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,9 +96,17 @@ type Options struct {
 	// Persist turns on an append-only file fsynced on every write, so that
 	// Restart keeps the data (a Redis restart in production keeps its queues).
 	Persist bool
-	// Args are extra redis-server arguments, e.g. "--cluster-enabled", "yes".
+	// Cluster turns cluster mode on, with the cluster bus on a free port of
+	// its own: by default Redis takes port+10000, which nobody checked.
+	Cluster bool
+	// Args are extra redis-server arguments, e.g. "--cluster-node-timeout", "5000".
 	Args []string
 }
+
+// portAttempts is how many times Start picks new ports when redis-server
+// finds one taken: a port free a moment ago can be bound by another test
+// process before redis-server binds it.
+const portAttempts = 5
 
 // Start runs a private redis-server on a free loopback port; it is stopped
 // when the test ends. Without a redis-server binary it falls back to miniredis
@@ -112,29 +122,50 @@ func Start(tb testing.TB, opts ...Options) *Server {
 		if InCI() {
 			tb.Fatalf("redistest: CI=true but no redis-server binary on PATH (.ci/run installs it): %v", err)
 		}
-		if o.Persist || len(o.Args) > 0 {
+		if o.Persist || o.Cluster || len(o.Args) > 0 {
 			tb.Skip("redistest: this test needs a real redis-server (none on PATH)")
 		}
 		m := miniredis.RunT(tb)
 		tb.Logf("redistest: no redis-server on PATH, using miniredis at %s", m.Addr())
 		return &Server{Addr: m.Addr(), mini: m, tb: tb}
 	}
-	dir := tb.TempDir()
-	args := []string{"--bind", "127.0.0.1", "--save", "", "--dir", dir, "--daemonize", "no", "--protected-mode", "no"}
-	if o.Persist {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		args = append(args, "--appendonly", "no")
-	}
-	args = append(args, o.Args...)
-	s := &Server{dir: dir, tb: tb, args: args}
-	s.Addr = "127.0.0.1:" + strconv.Itoa(FreePort(tb))
-	if err := s.start(bin); err != nil {
-		tb.Fatalf("redistest: %v", err)
+	s := &Server{tb: tb}
+	for attempt := 1; ; attempt++ {
+		n := 1
+		if o.Cluster {
+			n = 2
+		}
+		ports := pickPorts(tb, n)
+		// A fresh directory each time: a node that failed to bind may have
+		// written its cluster configuration already.
+		dir := tb.TempDir()
+		s.dir = dir
+		s.Addr = "127.0.0.1:" + strconv.Itoa(ports[0])
+		s.args = []string{"--bind", "127.0.0.1", "--save", "", "--dir", dir, "--daemonize", "no", "--protected-mode", "no"}
+		if o.Persist {
+			s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
+		} else {
+			s.args = append(s.args, "--appendonly", "no")
+		}
+		if o.Cluster {
+			s.args = append(s.args, "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(ports[1]))
+		}
+		s.args = append(s.args, o.Args...)
+		err := s.start(bin)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPortTaken) || attempt == portAttempts {
+			tb.Fatalf("redistest: %v", err)
+		}
+		tb.Logf("redistest: %v; trying other ports", err)
 	}
 	tb.Cleanup(s.Stop)
 	return s
 }
+
+// errPortTaken is start's error when redis-server could not bind a port.
+var errPortTaken = errors.New("a port was taken")
 
 func (s *Server) start(bin string) error {
 	out, err := s.launch(bin)
@@ -142,37 +173,73 @@ func (s *Server) start(bin string) error {
 		return err
 	}
 	cmd := s.cmd
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1,
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := ping(rdb)
-		if err == nil {
-			return nil
+		// redis-server says so and exits when a port is taken; waiting the
+		// whole deadline for it would only delay the retry.
+		taken := strings.Contains(out.String(), "Address already in use")
+		var err error
+		if !taken {
+			// Whoever took the port may be another test's Redis, which
+			// answers too: only our process will do. INFO answers while
+			// the server still loads its data; PING waits for the data.
+			err = answersAs(rdb, cmd.Process.Pid)
+			if err == nil {
+				err = ping(rdb)
+			}
+			if err == nil {
+				return nil
+			}
 		}
-		if time.Now().After(deadline) {
+		if taken || time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
+			s.cmd = nil
+			if taken {
+				return fmt.Errorf("redis-server on %s: %w; its output:\n%s", s.Addr, errPortTaken, out.String())
+			}
 			return fmt.Errorf("redis-server on %s did not answer within 10s: %w; its output:\n%s", s.Addr, err, out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
+// output collects redis-server's output; start reads it while the process
+// still writes.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
 // launch starts redis-server on the server's port and directory; its
 // output goes to the buffer returned.
-func (s *Server) launch(bin string) (*bytes.Buffer, error) {
+func (s *Server) launch(bin string) (*output, error) {
 	_, port, _ := net.SplitHostPort(s.Addr)
-	var out bytes.Buffer
+	out := &output{}
 	cmd := exec.Command(bin, append([]string{"--port", port}, s.args...)...)
 	cmd.Dir = s.dir
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	cmd.Stdout = out
+	cmd.Stderr = out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
 	s.cmd = cmd
-	return &out, nil
+	return out, nil
 }
 
 // Launch starts a stopped server again on the same port and data
@@ -237,12 +304,42 @@ func (s *Server) Dir() string { return filepath.Clean(s.dir) }
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("redistest: free port: %v", err)
+	return FreePorts(tb, 1)[0]
+}
+
+// pickPorts chooses Start's ports; a test replaces it to hand out a taken one.
+var pickPorts = FreePorts
+
+// FreePorts returns n different TCP ports on 127.0.0.1 that were free a
+// moment ago. They are held open together while chosen: ports taken one
+// after the other can come back the same.
+func FreePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatalf("redistest: free port: %v", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
+}
+
+// answersAs checks that the server at rdb is the process pid.
+func answersAs(rdb *redis.Client, pid int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	want := "process_id:" + strconv.Itoa(pid) + "\r\n"
+	if !strings.Contains(info, want) {
+		return fmt.Errorf("another server answers on %s (no %q in its INFO)", rdb.Options().Addr, strings.TrimSpace(want))
+	}
+	return nil
 }
 
 func ping(rdb *redis.Client) error {
