@@ -141,7 +141,7 @@ func Start(tb testing.TB, opts ...Options) *Server {
 		dir := tb.TempDir()
 		s.dir = dir
 		s.Addr = "127.0.0.1:" + strconv.Itoa(ports[0])
-		s.args = []string{"--bind", "127.0.0.1", "--save", "", "--dir", dir, "--daemonize", "no", "--protected-mode", "no"}
+		s.args = []string{"--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--save", "", "--dir", dir, "--daemonize", "no", "--protected-mode", "no"}
 		if o.Persist {
 			s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
 		} else {
@@ -226,12 +226,11 @@ func (o *output) String() string {
 	return o.buf.String()
 }
 
-// launch starts redis-server on the server's port and directory; its
-// output goes to the buffer returned.
+// launch starts redis-server with the server's arguments (its port among
+// them) in its directory; its output goes to the buffer returned.
 func (s *Server) launch(bin string) (*output, error) {
-	_, port, _ := net.SplitHostPort(s.Addr)
 	out := &output{}
-	cmd := exec.Command(bin, append([]string{"--port", port}, s.args...)...)
+	cmd := exec.Command(bin, s.args...)
 	cmd.Dir = s.dir
 	cmd.Stdout = out
 	cmd.Stderr = out

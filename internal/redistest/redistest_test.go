@@ -61,3 +61,30 @@ func TestStartTriesOtherPortsWhenOneIsTaken(t *testing.T) {
 		})
 	}
 }
+
+// TestStartSentinelTriesAnotherPort: the same for a Sentinel's port.
+func TestStartSentinelTriesAnotherPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	picks := 0
+	pickPorts = func(tb testing.TB, n int) []int {
+		ports := FreePorts(tb, n)
+		if picks == 2 { // the master's, the replica's, then the Sentinel's
+			ports[0] = port
+		}
+		picks++
+		return ports
+	}
+	t.Cleanup(func() { pickPorts = FreePorts })
+	s := StartSentinel(t)
+	if picks != 4 {
+		t.Fatalf("ports picked %d times, want 4 (master, replica, the taken one, another)", picks)
+	}
+	if s.Addrs[0] == "127.0.0.1:"+strconv.Itoa(port) {
+		t.Fatalf("Sentinel on the taken port %d", port)
+	}
+}

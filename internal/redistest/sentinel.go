@@ -1,9 +1,9 @@
 package redistest
 
 import (
-	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -118,10 +118,11 @@ func StartSentinel(tb testing.TB, opts ...SentinelOptions) *Sentinel {
 // rewrites its configuration file, so it lives in the test's own directory.
 func (s *Sentinel) startSentinel(bin, masterPort string, quorum int, o SentinelOptions) string {
 	tb := s.tb
-	dir := tb.TempDir()
-	port := strconv.Itoa(FreePort(tb))
-	conf := filepath.Join(dir, "sentinel.conf")
-	text := fmt.Sprintf(`port %s
+	for attempt := 1; ; attempt++ {
+		dir := tb.TempDir()
+		port := strconv.Itoa(pickPorts(tb, 1)[0])
+		conf := filepath.Join(dir, "sentinel.conf")
+		text := fmt.Sprintf(`port %s
 bind 127.0.0.1
 protected-mode no
 daemonize no
@@ -131,29 +132,20 @@ sentinel down-after-milliseconds %s %d
 sentinel failover-timeout %s %d
 sentinel parallel-syncs %s 1
 `, port, dir, o.Name, masterPort, quorum, o.Name, o.DownAfter.Milliseconds(), o.Name, o.FailoverTimeout.Milliseconds(), o.Name)
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		tb.Fatalf("redistest: %v", err)
-	}
-	var out bytes.Buffer
-	cmd := exec.Command(bin, conf, "--sentinel")
-	cmd.Dir = dir
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("redistest: start redis-server --sentinel: %v", err)
-	}
-	srv := &Server{Addr: "127.0.0.1:" + port, dir: dir, cmd: cmd, tb: tb}
-	tb.Cleanup(srv.Stop)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
-	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for ping(rdb) != nil {
-		if time.Now().After(deadline) {
-			tb.Fatalf("redistest: redis-server --sentinel on %s did not answer within 10s (can this redis-server run as a Sentinel?); its output:\n%s", srv.Addr, out.String())
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			tb.Fatalf("redistest: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		srv := &Server{Addr: "127.0.0.1:" + port, dir: dir, tb: tb, args: []string{conf, "--sentinel"}}
+		err := srv.start(bin)
+		if err == nil {
+			tb.Cleanup(srv.Stop)
+			return srv.Addr
+		}
+		if !errors.Is(err, errPortTaken) || attempt == portAttempts {
+			tb.Fatalf("redistest: %v (can this redis-server run as a Sentinel?)", err)
+		}
+		tb.Logf("redistest: Sentinel: %v; trying another port", err)
 	}
-	return srv.Addr
 }
 
 // ready reports nil once the Sentinel knows the master, sees every replica
