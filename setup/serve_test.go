@@ -50,8 +50,9 @@ func serveFromEnv(t *testing.T, env map[string]string) (string, *lockedBuffer) {
 func serveWith(t *testing.T, env map[string]string, run func(context.Context, Config, *slog.Logger) error) (string, *lockedBuffer) {
 	t.Helper()
 	clearEnv(t)
-	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	t.Setenv("HUSH_HTTP_ADDR", addr)
+	// The kernel picks the port, read back from the log: a port found free
+	// beforehand can be taken by another test before Serve binds it.
+	t.Setenv("HUSH_HTTP_ADDR", "127.0.0.1:0")
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
@@ -74,12 +75,20 @@ func serveWith(t *testing.T, env map[string]string, run func(context.Context, Co
 			t.Errorf("Serve did not return within 20s of its context ending")
 		}
 	})
-	base := "http://" + addr
+	var base string
 	testkit.WaitFor(t, 15*time.Second, "/readyz", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("Serve returned early: %v\nlogs:\n%s", err, logs.String())
 		default:
+		}
+		if base == "" {
+			_, rest, ok := strings.Cut(logs.String(), `msg="http listening" addr=`)
+			if !ok {
+				return false
+			}
+			addr, _, _ := strings.Cut(rest, " ")
+			base = "http://" + addr
 		}
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/x509"
@@ -183,14 +184,16 @@ func publicKey(t *testing.T, keyFile string) *ecdsa.PublicKey {
 	return &ec.PublicKey
 }
 
-// startProc starts one hush serve on a free port, its output in a file whose
-// tail is logged when the test fails.
+// startProc starts one hush serve, its output in a file whose tail is
+// logged when the test fails. It listens on a port the kernel picks
+// (HUSH_HTTP_ADDR=127.0.0.1:0), which waitReady reads from its log: a port
+// found free beforehand can be taken by another test before hush binds it.
 func (c *cluster) startProc(name string) *hushProc {
 	t := c.t
 	t.Helper()
 	p := &hushProc{
 		name:    name,
-		addr:    "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)),
+		addr:    "127.0.0.1:0",
 		logPath: filepath.Join(c.logDir(), name+".log"),
 		exited:  make(chan struct{}),
 	}
@@ -269,7 +272,8 @@ func (p *hushProc) alive() bool {
 	}
 }
 
-// waitReady polls /readyz until it answers 200.
+// waitReady learns the process's address from its log, then polls
+// /readyz until it answers 200.
 func (c *cluster) waitReady(p *hushProc) {
 	t := c.t
 	t.Helper()
@@ -279,8 +283,12 @@ func (c *cluster) waitReady(p *hushProc) {
 		if !p.alive() {
 			t.Fatalf("%s exited before it was ready (%v):\n%s", p.name, p.waitErr, tail(p.logPath, 40))
 		}
-		resp, err := c.http.Get("http://" + p.addr + "/readyz")
-		if err == nil {
+		if strings.HasSuffix(p.addr, ":0") {
+			p.addr = cmp.Or(listeningAddr(p.logPath), p.addr)
+		}
+		if strings.HasSuffix(p.addr, ":0") {
+			last = `no "http listening" line in its log yet`
+		} else if resp, err := c.http.Get("http://" + p.addr + "/readyz"); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -295,6 +303,25 @@ func (c *cluster) waitReady(p *hushProc) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// listeningAddr returns the address of hush serve's "http listening" line
+// in its JSON log, or "" when there is none yet.
+func listeningAddr(logPath string) string {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return ""
+	}
+	for line := range bytes.Lines(b) {
+		var l struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.Msg == "http listening" {
+			return l.Addr
+		}
+	}
+	return ""
 }
 
 // tail returns the last n lines of a file.

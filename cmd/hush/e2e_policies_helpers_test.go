@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/worker"
 )
@@ -318,7 +317,7 @@ func serveOnce(t *testing.T, env []string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, hushBin, "serve")
-	cmd.Env = append(append([]string(nil), env...), "HUSH_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(redistest.FreePort(t)))
+	cmd.Env = append(append([]string(nil), env...), "HUSH_HTTP_ADDR=127.0.0.1:0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
