@@ -119,6 +119,72 @@ func (l *slidingCounter) allow(ctx context.Context, user string) (bool, error) {
 	return estimate <= float64(l.limit.N), nil
 }
 
+// Two floors under any one-script-call limiter, to tell what a Reserve
+// decision costs for being a script call from what it costs for its rules.
+
+// scriptFloor calls a script that does nothing (return 1) on the user's
+// key: the fixed cost of one script call, its round trip included. It
+// decides nothing; no script-call limiter can cost less.
+type scriptFloor struct {
+	rdb    redis.UniversalClient
+	prefix string
+	script *redis.Script
+}
+
+func newScriptFloor(rdb redis.UniversalClient, prefix string) *scriptFloor {
+	return &scriptFloor{rdb: rdb, prefix: prefix, script: redis.NewScript("return 1")}
+}
+
+func (l *scriptFloor) allow(ctx context.Context, user string) (bool, error) {
+	key := l.prefix + "{" + user + "}"
+	if err := l.script.Run(ctx, l.rdb, []string{key}).Err(); err != nil {
+		return false, fmt.Errorf("script floor %s: %w", key, err)
+	}
+	return true, nil
+}
+
+// minimalExact is the smallest exact sorted-set limiter for one N/W rule
+// in one script call: count the entries inside the window, and when there
+// are fewer than N record this one and push the key's expiry out.
+//
+//	ZCOUNT  key now-W+1 +inf
+//	ZADD    key now member
+//	PEXPIRE key W
+//
+// It keeps no gap, books nothing ahead, never trims (entries leave with the
+// key) and takes the client's clock: what hush's limiter does beyond it is
+// what it costs beyond this.
+type minimalExact struct {
+	rdb    redis.UniversalClient
+	prefix string
+	limit  throttle.Limit
+	now    func() time.Time
+	seq    atomic.Uint64
+	script *redis.Script
+}
+
+const minimalExactLua = `
+local now, w, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+if redis.call('ZCOUNT', KEYS[1], now - w + 1, '+inf') >= n then return 0 end
+redis.call('ZADD', KEYS[1], now, ARGV[4])
+redis.call('PEXPIRE', KEYS[1], w)
+return 1`
+
+func newMinimalExact(rdb redis.UniversalClient, prefix string, limit throttle.Limit, now func() time.Time) *minimalExact {
+	return &minimalExact{rdb: rdb, prefix: prefix, limit: limit, now: now, script: redis.NewScript(minimalExactLua)}
+}
+
+func (l *minimalExact) allow(ctx context.Context, user string) (bool, error) {
+	key := l.prefix + "{" + user + "}"
+	ms := l.now().UnixMilli()
+	member := strconv.FormatInt(ms, 36) + "-" + strconv.FormatUint(l.seq.Add(1), 36)
+	ok, err := l.script.Run(ctx, l.rdb, []string{key}, ms, l.limit.Window.Milliseconds(), l.limit.N, member).Int()
+	if err != nil {
+		return false, fmt.Errorf("minimal exact %s: %w", key, err)
+	}
+	return ok == 1, nil
+}
+
 // TestBaselines proves the benchmark baselines are real limiters: each
 // allows N attempts in a window and then denies, and each counts what its
 // design counts.
@@ -177,6 +243,28 @@ func TestBaselines(t *testing.T) {
 				{at: 0, n: 15, want: 10},
 				{at: 90 * time.Second, n: 5, want: 2},
 			},
+		},
+		{
+			// Exact: the window rolls by the millisecond, and denied
+			// attempts leave nothing behind.
+			name: "minimal exact allows N in any window",
+			build: func(rdb redis.UniversalClient, prefix string, now func() time.Time) allowFunc {
+				return newMinimalExact(rdb, prefix, limit, now).allow
+			},
+			steps: []step{
+				{at: 0, n: 6, want: 6},
+				{at: 30 * time.Second, n: 6, want: 4},
+				{at: 59_999 * time.Millisecond, n: 3, want: 0},
+				{at: 60 * time.Second, n: 8, want: 6},
+				{at: 90 * time.Second, n: 8, want: 4},
+			},
+		},
+		{
+			name: "script floor decides nothing",
+			build: func(rdb redis.UniversalClient, prefix string, now func() time.Time) allowFunc {
+				return newScriptFloor(rdb, prefix).allow
+			},
+			steps: []step{{at: 0, n: 15, want: 15}},
 		},
 	}
 	rdb := redistest.Client(t)

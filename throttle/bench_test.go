@@ -352,6 +352,13 @@ func spreadDesigns() []design {
 		{name: "SlidingCounter", perCall: 1, cmds: []string{"get", "incr"}, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
 			return one(newSlidingCounter(rdb, "bench:counter:", benchLimit(), time.Now).allow, users)
 		}},
+		// The floors of a one-script-call decision (baseline_test.go).
+		{name: "MinimalExact", perCall: 1, cmds: []string{"evalsha", "eval"}, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+			return one(newMinimalExact(rdb, "bench:minimal:", benchLimit(), time.Now).allow, users)
+		}},
+		{name: "ScriptFloor", perCall: 1, cmds: []string{"evalsha", "eval"}, build: func(_ *testing.B, rdb redis.UniversalClient, users []string) callFunc {
+			return one(newScriptFloor(rdb, "bench:floor:").allow, users)
+		}},
 	}
 }
 
