@@ -83,9 +83,9 @@ func (r *rotation) writeApps(t *testing.T, keyID string) {
 
 // startReloader builds the apps of cfg and runs a reloader on them,
 // looking every poll; it stops when the test ends.
-func startReloader(t *testing.T, cfg Config, poll time.Duration) (*worker.Apps, chan<- os.Signal, *lockedBuffer) {
+func startReloader(t *testing.T, cfg Config, poll time.Duration) (*worker.Apps, chan<- os.Signal, *testkit.Buffer) {
 	t.Helper()
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	rdb := redistest.Start(t).Client(t)
 	g, err := buildApps(t.Context(), cfg, rdb, true, true, log)

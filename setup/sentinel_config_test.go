@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/testkit"
 )
 
 func TestLoadConfigSentinel(t *testing.T) {
@@ -72,7 +74,7 @@ func TestOpenRedisSentinelTakesTheURLsDataNodeSettings(t *testing.T) {
 		RedisSentinelMaster: "mymaster",
 		Concurrency:         20,
 	}
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	rdb, closeRedis, err := openRedis(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package setup
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,34 +18,16 @@ import (
 	"github.com/hushpush/hush/worker"
 )
 
-// lockedBuffer is a log sink safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serveFromEnv runs Serve with the configuration LoadConfig reads from env
 // and returns the API's base URL; Serve is stopped (and must return nil)
 // when the test ends.
-func serveFromEnv(t *testing.T, env map[string]string) (string, *lockedBuffer) {
+func serveFromEnv(t *testing.T, env map[string]string) (string, *testkit.Buffer) {
 	t.Helper()
 	return serveWith(t, env, Serve)
 }
 
 // serveWith is serveFromEnv running run instead of Serve.
-func serveWith(t *testing.T, env map[string]string, run func(context.Context, Config, *slog.Logger) error) (string, *lockedBuffer) {
+func serveWith(t *testing.T, env map[string]string, run func(context.Context, Config, *slog.Logger) error) (string, *testkit.Buffer) {
 	t.Helper()
 	clearEnv(t)
 	// The kernel picks the port, read back from the log: a port found free
@@ -60,7 +40,7 @@ func serveWith(t *testing.T, env map[string]string, run func(context.Context, Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil))) }()
@@ -209,7 +189,7 @@ func TestServeRedisDownNamesTheKey(t *testing.T) {
 // failures at debug (hush reports the outage itself), Sentinel news at
 // info, the rest at warn.
 func TestRedisLoggerLevels(t *testing.T) {
-	var b lockedBuffer
+	var b testkit.Buffer
 	l := RedisLogger(slog.New(slog.NewJSONHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	l.Printf(t.Context(), "redis: connection pool: failed to dial after %d attempts: %s", 5, "dial tcp 127.0.0.1:1: connect: connection refused")
 	l.Printf(t.Context(), "sentinel: new master=%q addr=%q", "m", "127.0.0.1:2")

@@ -11,7 +11,6 @@
 package redistest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,12 +22,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/testkit"
 )
 
 // InCI reports whether the tests run under CI (CI=true), where every fallback
@@ -207,29 +207,10 @@ func (s *Server) start(bin string) error {
 	}
 }
 
-// output collects redis-server's output; start reads it while the process
-// still writes.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
 // launch starts redis-server with the server's arguments (its port among
 // them) in its directory; its output goes to the buffer returned.
-func (s *Server) launch(bin string) (*output, error) {
-	out := &output{}
+func (s *Server) launch(bin string) (*testkit.Buffer, error) {
+	out := &testkit.Buffer{}
 	cmd := exec.Command(bin, s.args...)
 	cmd.Dir = s.dir
 	cmd.Stdout = out

@@ -13,12 +13,7 @@ import (
 // Start then picks new ports instead of failing the test, for the server's
 // port and for a cluster node's bus port alike.
 func TestStartTriesOtherPortsWhenOneIsTaken(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	silent := taken.Addr().(*net.TCPAddr).Port
+	silent := takenPort(t)
 	other := Start(t)
 	if !other.Real() {
 		t.Skip("no redis-server on PATH")
@@ -64,12 +59,7 @@ func TestStartTriesOtherPortsWhenOneIsTaken(t *testing.T) {
 
 // TestStartSentinelTriesAnotherPort: the same for a Sentinel's port.
 func TestStartSentinelTriesAnotherPort(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	port := taken.Addr().(*net.TCPAddr).Port
+	port := takenPort(t)
 	picks := 0
 	pickPorts = func(tb testing.TB, n int) []int {
 		ports := FreePorts(tb, n)
@@ -87,4 +77,16 @@ func TestStartSentinelTriesAnotherPort(t *testing.T) {
 	if s.Addrs[0] == "127.0.0.1:"+strconv.Itoa(port) {
 		t.Fatalf("Sentinel on the taken port %d", port)
 	}
+}
+
+// takenPort returns a port a listener of the test holds (that accepts no
+// connection) until the test ends.
+func takenPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -4,7 +4,9 @@
 package testkit
 
 import (
+	"bytes"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,26 @@ const APNsTopic = "com.example.hush"
 
 // FCMProject is the project the tests' FCM senders use.
 const FCMProject = "hush-test"
+
+// Buffer collects output that is written and read concurrently (a
+// process's output, a logger's) safely.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Buffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *Buffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // WaitFor polls cond every 20 ms until it holds, failing the test after
 // timeout with what was awaited.
