@@ -10,11 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// TestREADMEListsEveryMetric: the README's metrics table (Operations) has
+// TestOperationsListsEveryMetric: docs/operations.md's metrics table has
 // one row per hush_ metric the worker registers, with its labels, and no
 // row for a metric it does not: an operator building dashboards and
 // alerts from the table finds every series /metrics serves.
-func TestREADMEListsEveryMetric(t *testing.T) {
+func TestOperationsListsEveryMetric(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	registered := map[string]string{} // name -> labels, sorted, comma-separated
 	ch := make(chan *prometheus.Desc, 64)
@@ -37,20 +37,20 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 		t.Fatal("no hush_ metric registered")
 	}
 
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(readme), "**Metrics** (`/metrics`):")
 	if !ok {
-		t.Fatal("README: no **Metrics** (`/metrics`) table")
+		t.Fatal("docs/operations.md: no **Metrics** (`/metrics`) table")
 	}
 	table, _, _ = strings.Cut(table, "\n\n\n")
 	rowRE := regexp.MustCompile("(?m)^\\| `(hush_[a-z_]+)(?:\\{([^}]*)\\})?` \\|")
 	listed := map[string]string{}
 	for _, m := range rowRE.FindAllStringSubmatch(table, -1) {
 		if _, dup := listed[m[1]]; dup {
-			t.Errorf("README lists %s twice", m[1])
+			t.Errorf("docs/operations.md lists %s twice", m[1])
 		}
 		listed[m[1]] = sortedLabels(m[2])
 	}
@@ -58,14 +58,14 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 		got, ok := listed[name]
 		switch {
 		case !ok:
-			t.Errorf("README's metrics table lacks %s{%s}", name, labels)
+			t.Errorf("docs/operations.md's metrics table lacks %s{%s}", name, labels)
 		case got != labels:
-			t.Errorf("README lists %s{%s}, the worker registers it with {%s}", name, got, labels)
+			t.Errorf("docs/operations.md lists %s{%s}, the worker registers it with {%s}", name, got, labels)
 		}
 	}
 	for name := range listed {
 		if _, ok := registered[name]; !ok {
-			t.Errorf("README lists %s, which the worker does not register", name)
+			t.Errorf("docs/operations.md lists %s, which the worker does not register", name)
 		}
 	}
 }
