@@ -2,8 +2,8 @@ package worker
 
 // Task type names, as Asynq and its tools (asynq CLI, asynqmon) show them.
 // None is a prefix of another: Asynq's ServeMux hands a task to the
-// longest pattern its type starts with, so a process of an earlier version
-// would run a new "hush:chunk..." type as a hush:chunk task
+// longest pattern its type starts with, so a process without a type's
+// handler would run a "hush:chunk..." type as a hush:chunk task
 // (TestTaskTypesArePrefixFree).
 const (
 	// TypeJob is a submitted job, fanned out into deliveries.
@@ -21,11 +21,12 @@ const (
 	// run and holds back into hush:held tasks: what a job task's re-run
 	// makes.
 	typeChunkRereading = "hush:rereading-chunk"
-	// typeChunkMarked and typeChunkUnmarked are the chunk tasks of earlier
-	// versions, still run, and never holding back into hush:held tasks: a
-	// process of such a version might run them again, and it would not
-	// know a held task owns a recipient (held.go). A hush:marked-chunk
-	// task marks its runs like TypeChunk; a hush:chunk one reads always.
+	// typeChunkMarked and typeChunkUnmarked are chunk tasks that processes
+	// without held tasks make; they run here for a rolling upgrade
+	// (CHANGELOG.md) and never hold back into hush:held tasks, since such a
+	// process might run them again without knowing a held task owns a
+	// recipient (held.go). A hush:marked-chunk task marks its runs like
+	// TypeChunk; a hush:chunk one reads always.
 	typeChunkMarked   = "hush:marked-chunk"
 	typeChunkUnmarked = "hush:chunk"
 	// TypeDelivery is one recipient's delivery (all of its devices).
@@ -35,12 +36,12 @@ const (
 	TypeHeld = "hush:held"
 	// TypeHeldJobs is single-recipient jobs of one batch (or job) task
 	// that the limiter held back, woken together at one second
-	// (heldjobs.go). It does not start with "hush:job" or "hush:held" on
-	// purpose: an earlier version would run it as one of those.
+	// (heldjobs.go). It does not start with "hush:job" or "hush:held", so a
+	// process without its handler does not run it as one of those.
 	TypeHeldJobs = "hush:waiting-jobs"
 	// TypeHeldSecond is the hush:waiting-jobs groups of one held queue and
-	// second, woken together (together.go). It starts with no earlier
-	// type's name: an earlier version finds no handler and retries it,
-	// leaving it to this version's processes.
+	// second, woken together (together.go). It starts with no other
+	// type's name: a process without its handler finds none and retries
+	// it, leaving it to the processes that have one.
 	TypeHeldSecond = "hush:waiting-second"
 )
