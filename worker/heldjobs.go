@@ -161,8 +161,9 @@ func (g *heldJobsGroups) put(c *chunk, j heldJoin) error {
 
 // enqueue adds the run's groups to their seconds (together.go); again:
 // also those an earlier run named in markers (only when every job of this
-// run was read and recorded). A group an earlier version's run made (its
-// markers name its own task) gets its own task again.
+// run was read and recorded). A group whose markers name its own task (a
+// run of a process without seconds' tasks made it) gets its own task
+// again.
 func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -191,8 +192,8 @@ func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) err
 // finish creates the tasks of g once its run's jobs are done (errs, one
 // per job), an earlier run's only when no job failed but for good
 // (SkipRetry). This run's own are created after a shutdown too (every
-// member's marker names them: they are whole), so that a process of an
-// earlier version taking the handed-back task, which refuses jobs whose
+// member's marker names them: they are whole), so that a process without
+// held jobs tasks taking the handed-back task, which refuses jobs whose
 // markers name such a task, finds them waiting there.
 func (g *heldJobsGroups) finish(ctx context.Context, w *Worker, errs []error) error {
 	again := ctx.Err() == nil && !slices.ContainsFunc(errs, func(err error) bool { return err != nil && !errors.Is(err, asynq.SkipRetry) })
