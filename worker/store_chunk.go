@@ -179,7 +179,7 @@ func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 // chunkState marks a chunk task's run and reads the final state of the
 // chunk's recipients, their held markers and the state of each of their
 // devices (chunk.lua). A marked chunk task's (hush:grouping-chunk,
-// hush:held, or an earlier version's hush:marked-chunk) first run, which
+// hush:held, or hush:marked-chunk) first run, which
 // finds no mark, reads nothing, in one round trip; its re-runs read in a
 // second one. An unmarked task's run (hush:rereading-chunk, hush:chunk)
 // reads always, in one.
