@@ -24,11 +24,10 @@ import (
 // a held task waits for its recipients' slots without holding send
 // permits, so many of them can wait at once without making each other
 // late. It waits in a held queue (heldQueuePrefix), in a slot of the held
-// tasks' own Asynq server, so it never keeps a delivery slot either: when
-// held tasks shared the delivery slots, a throttled burst's held tasks
-// (about 50 due together every few seconds in the pressure benchmark)
-// took every slot, woke behind the fresh chunks, found their slots past
-// and booked again.
+// tasks' own Asynq server, so it never keeps a delivery slot either:
+// sharing the delivery slots, a throttled burst's many held tasks due
+// together would take every slot, wake behind the fresh chunks, find their
+// slots past and book again.
 //
 // Ownership. Exactly one task may send to a recipient, and the job
 // record's held marker "h:<index>" says which (heldMark): "<queue>" is the
@@ -61,9 +60,9 @@ import (
 // be enqueued in two queues: two tasks of one id would both own its
 // recipients. A run that creates a held task again therefore creates it
 // in the queue its marker names, under the id the marker names
-// (heldGroups.again). The two prefixes keep the versions apart: an
-// earlier version reads "held:" ids only, and refuses a job or chunk whose
-// markers name a "wait:" one (its run fails without sending, and is
+// (heldGroups.again). The two prefixes keep processes with and without
+// held queues apart: one without reads "held:" ids only, and refuses a job
+// or chunk whose markers name a "wait:" one (its run fails without sending, and is
 // archived), instead of creating that task again in a delivery queue.
 func heldTaskID(job string, k int, wake int64, waits bool) string {
 	prefix := "held:"
