@@ -20,11 +20,11 @@ import (
 // Held jobs of many runs wake together: the hush:waiting-jobs groups
 // (heldjobs.go) that runs of different batch tasks hold back to the same
 // held queue and second share one hush:waiting-second task, instead of a
-// task each. A group holds the held jobs of one batch run (about 4 with
-// 16 callers submitting one by one), and a task's Asynq lifecycle
-// (enqueue, forward, dequeue, done) costs Redis about 100 µs, so under
-// pressure the tasks were most of what a held push cost; a second's task
-// carries every group of that second.
+// task each. A group holds the held jobs of one batch run, often only a
+// few, and a task's Asynq lifecycle (enqueue, forward, dequeue, done)
+// costs Redis more than a push's own work, so under pressure a task per
+// group would be most of what a held push costs; a second's task carries
+// every group of that second.
 //
 // The groups wait in Redis, not in the task's payload (together.lua): a
 // hash per held queue and second, one field per group, its value the
@@ -52,9 +52,9 @@ import (
 //     same groups again: each group's own run mark (heldRunKey) tells its
 //     members' re-run from a first run, as for a group's own task.
 //
-// The marker's queue carries togetherSuffix so that a process of an
-// earlier version, re-running a batch task a process of this version
-// left, cannot run a group the second's task runs too: it would create the
+// The marker's queue carries togetherSuffix so that a process without
+// seconds' tasks, re-running a batch task a process with them left,
+// cannot run a group the second's task runs too: it would create the
 // group's own task in that marked queue, which no process serves.
 
 // togetherSuffix ends the queue in a marker naming a group that waits for
