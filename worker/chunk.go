@@ -41,17 +41,18 @@ type chunk struct {
 	Waits bool `json:"waits,omitempty"`
 	// Slot is a hush:waiting-jobs member's booked instant on the clock of
 	// the process that held it back (heldjobs.go); zero when not known.
-	// Only earlier versions' runs read it: this one's read Slots.
+	// Kept for processes that read it instead of Slots during a rolling
+	// upgrade (CHANGELOG.md); runs here read Slots.
 	Slot time.Time `json:"slot,omitzero"`
 	// Slots are a hush:held task's recipients' slots, or a
 	// hush:waiting-jobs member's, beside Indices, in Unix ms on the
-	// limiter's clock (their reservations' At); 0 where not known (an
-	// earlier version's task has none). The task's first run takes them as
+	// limiter's clock (their reservations' At); 0 where not known (a
+	// task made by a process that does not set them has none). The task's first run takes them as
 	// found instead of looking its bookings up (heldSlots, bookHeldJobs).
 	Slots []int64 `json:"slots,omitempty"`
 	// Booked is the limiter's instant (Unix ms, its clock) of the earliest
-	// booking whose slot Slots carries; 0 when not known (an earlier
-	// version's task). A first run booked before the reset mark looks its
+	// booking whose slot Slots carries; 0 when not known (a task
+	// made by a process that does not set it). A first run booked before the reset mark looks its
 	// bookings up (resetmark.go).
 	Booked     int64               `json:"booked,omitempty"`
 	Recipients []payload.Recipient `json:"recipients"`
@@ -122,8 +123,8 @@ func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) error {
 // chunkTask runs a chunk task (tasks.go): a hush:grouping-chunk one
 // (TypeChunk), which marks its runs and reads its states only on a
 // re-run, a hush:rereading-chunk one (made by a job task's re-run), which
-// reads them on every run, either of an earlier version's kinds, which
-// never hold back into held tasks, or a hush:held one (TypeHeld: held.go),
+// reads them on every run, a hush:marked-chunk or hush:chunk one (run for
+// a rolling upgrade), which never holds back into held tasks, or a hush:held one (TypeHeld: held.go),
 // which marks its runs too.
 func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	var c chunk
