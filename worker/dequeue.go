@@ -14,9 +14,9 @@ import (
 // a weighted random order until one answers (asynq's rdb.Dequeue): one
 // script call, and one round trip, per empty queue it meets first. With
 // the default weights (critical 6, high 3, normal 1) and the work on
-// normal, most dequeues probed two empty queues first, 72 µs of Redis CPU
-// per delivery on one server; shard queues multiply the queues, and the
-// probes with them.
+// normal, most dequeues probe two empty queues first, a large share of a
+// delivery's Redis CPU; shard queues multiply the queues, and the probes
+// with them.
 //
 // dequeueGate is the Redis client the worker's Asynq server runs on: the
 // shared client, with the dequeue script of a queue that just answered
