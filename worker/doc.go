@@ -80,9 +80,9 @@
 //	               re-run); a hush:rereading-chunk task (a job task's re-run
 //	               made it) reads them always (the job task's own chunk:
 //	               inside start.lua, and only when the job's task ran
-//	               before). Earlier versions' hush:marked-chunk and
-//	               hush:chunk tasks run the same way but never hold back
-//	               into hush:held tasks. Then, in waves of up to 25 recipients (each taking that
+//	               before). hush:marked-chunk and hush:chunk tasks, run
+//	               for a rolling upgrade, run the same way but never hold
+//	               back into hush:held tasks. Then, in waves of up to 25 recipients (each taking that
 //	               many of the worker's Concurrency send permits), books a
 //	               wave in one limiter round trip (ReserveBatch, Cluster
 //	               safe) and sends those allowed now at once, concurrently;
@@ -100,8 +100,8 @@
 //	               for s: about a second before their slots), in the held
 //	               queue beside its delivery queue (held-<queue>), which a
 //	               second Asynq server with Options.HeldConcurrency slots
-//	               serves (an earlier version's "held:<id>/<k>/<s>" tasks
-//	               wait in the delivery queues). It finds
+//	               serves ("held:<id>/<k>/<s>" tasks, made by processes
+//	               without held queues, wait in the delivery queues). It finds
 //	               their bookings, waits for each slot without holding a
 //	               send permit, and sends; the job record's held marker of
 //	               each recipient names the one task that owns it (held.go).
@@ -120,12 +120,12 @@
 //	hush:waiting-jobs one such group in a task of its own (the task id is
 //	               the group's): a group that joined its second after the
 //	               second's task took it, one woken early by a
-//	               cancellation or a collapse, or one an earlier version
-//	               made.
+//	               cancellation or a collapse, or one a process without
+//	               hush:waiting-second tasks made.
 //	hush:delivery  one recipient (task id "delivery:<id>/<index>"), created
 //	               by a chunk only for the recipients it does not settle:
-//	               held back by the limiter by an earlier version's
-//	               chunk task (scheduled shortly before the booked slot),
+//	               held back by the limiter by a hush:marked-chunk or
+//	               hush:chunk task (scheduled shortly before the booked slot),
 //	               due within a wait in place, booked by an earlier
 //	               run, late for their slot, or not delivered to every
 //	               device (provider throttling, transient or permanent
