@@ -332,7 +332,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	mux.HandleFunc(typeChunkRereading, w.handleChunk)
 	mux.HandleFunc(typeChunkMarked, w.handleChunk)
 	mux.HandleFunc(typeChunkUnmarked, w.handleChunk)
-	// Held tasks an earlier version put in the delivery queues.
+	// Held tasks that processes without held queues put in the delivery
+	// queues, run here for a rolling upgrade (CHANGELOG.md).
 	mux.HandleFunc(TypeHeld, w.handleChunk)
 	mux.HandleFunc(TypeBatch, w.handleBatch)
 	heldMux := asynq.NewServeMux()
