@@ -22,8 +22,10 @@ const (
 	Throttled
 	// Transient: 5xx, network, timeout; retried with backoff.
 	Transient
-	// Permanent: the request can never succeed (payload too large, bad topic,
-	// credentials); archived at once.
+	// Permanent: the request cannot succeed as sent (payload too large, bad
+	// topic, refused credentials). The worker archives it at once, except a
+	// credential failure (Result.Credential), which it retries like a
+	// transient one, since a rotated key heals it.
 	Permanent
 )
 
