@@ -9,16 +9,15 @@ import (
 	"github.com/hushpush/hush/throttle"
 )
 
-// The two decisions every delivery path (a chunk's wave, a delivery task)
-// makes, as pure functions of their inputs and the time:
+// The two decisions a chunk's wave and a delivery task each make, as
+// pure functions of their inputs and the time:
 //
 //   - plan: what a booking means now: send, wait in place, come back
 //     later, drop, or book again;
 //   - judge: what a recipient's device answers mean: done, try again
 //     (under a new booking), book again, fail, or stop for shutdown.
 //
-// Nothing else in the worker turns a reservation or a provider answer into
-// an action.
+// They are pure so that a table test covers every case (decide_test.go).
 
 // step is what a delivery does with its booking.
 type step int
