@@ -94,7 +94,7 @@ func TestRecordRangeNeverCountsARecipientTwice(t *testing.T) {
 	j.want(j.record("0", 1), []int64{1}, 1, "a fresh range")
 	s.rdb.HSet(j.ctx, recpKey(j.id), "250", stateFailed)
 	s.rdb.HIncrBy(j.ctx, jobKey(j.id), stateFailed, 1)
-	j.want(j.record("2", 250, 251), []int64{0, 1}, 2, "an earlier version recorded 250")
+	j.want(j.record("2", 250, 251), []int64{0, 1}, 2, "250 already recorded by another run")
 	if f := s.rdb.HGet(j.ctx, recpKey(j.id), "250").Val(); f != stateFailed {
 		t.Errorf("recipient 250 reads %q, want its first final state, failed", f)
 	}
