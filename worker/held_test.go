@@ -605,10 +605,10 @@ func TestCollapseWakesHeldTask(t *testing.T) {
 	}
 }
 
-// TestEarlierChunkTasksDoNotHoldBack: a chunk task of an earlier version's
-// kind (which a process of that version may run again, not knowing held
+// TestEarlierChunkTasksDoNotHoldBack: a hush:marked-chunk or hush:chunk
+// task (which a process without held tasks may run again, not knowing held
 // tasks) hands the recipients the limiter defers to their own delivery
-// tasks, as that version would.
+// tasks, as such a process would.
 func TestEarlierChunkTasksDoNotHoldBack(t *testing.T) {
 	for _, typ := range []string{typeChunkMarked, typeChunkUnmarked} {
 		t.Run(typ, func(t *testing.T) {
@@ -722,8 +722,8 @@ func TestHeldTasksWaitOutsideDeliverySlots(t *testing.T) {
 // TestReRunKeepsHeldTasksWhereMarked: a re-run creates each held task
 // again under the id and in the queue its recipients' markers name, never
 // under another id or in another queue (Asynq keeps ids unique per queue
-// only, so that would be a second owner): a task an earlier version made
-// ("held:..." in a delivery queue) stays one, and so does a held queue a
+// only, so that would be a second owner): a task a process without held
+// queues made ("held:..." in a delivery queue) stays one, and so does a held queue a
 // deployment with more shards used. A marker naming another chunk's task
 // stops the run before it sends.
 func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
