@@ -99,8 +99,8 @@ func checkSentOnce(t *testing.T, e *env, jobs []payload.Job, tokenOf func(i int)
 // hush:waiting-second task, not one task per run; its run sends every job
 // once, at its slot. A run of it that Asynq repeats after the run's work
 // but before its end was recorded (its groups taken again) sends nothing
-// more. The queue an earlier version would create a group's own task in
-// (its marker's) is one no process serves.
+// more. The queue a process without seconds' tasks would create a group's
+// own task in (its marker's) is one no process serves.
 func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 	const n, gap = 6, 3 * time.Second
 	e, ta, tb, ja, jb := twoBatchesEnv(t, n, gap, "sa", "sb")
