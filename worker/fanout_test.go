@@ -294,7 +294,7 @@ func TestChunkRerunsReadWhatWasSent(t *testing.T) {
 	if got := len(e.apns.Requests()); got != n-1 {
 		t.Fatalf("%d pushes after the chunk task ran again, want %d", got, n-1)
 	}
-	// As if an earlier version had run the chunk: no mark; and the task
+	// As if a process that does not mark chunks had run it: no mark; and the task
 	// done, the cursor lost, the bookings gone.
 	if err := e.insp.DeleteTask("normal", tasks[0].ID); err != nil {
 		t.Fatal(err)
@@ -338,8 +338,8 @@ func (e *env) chunkTasks() []*asynq.TaskInfo {
 	})
 }
 
-// TestEarlierChunkTasksStillRun: a hush:chunk or hush:marked-chunk task an
-// earlier version left queued is run by a running worker (through its
+// TestEarlierChunkTasksStillRun: a hush:chunk or hush:marked-chunk task
+// left queued during a rolling upgrade is run by a running worker (through its
 // task server), and sends its chunk once.
 func TestEarlierChunkTasksStillRun(t *testing.T) {
 	for _, typ := range []string{typeChunkUnmarked, typeChunkMarked} {
