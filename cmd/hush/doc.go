@@ -1,16 +1,22 @@
-// Command hush is the one hush binary: the worker (serve), the operator's
-// tools that talk to a running worker's HTTP API (send, cancel, throttle),
-// the offline replay of a trace through the limiter (simulate), the offline
-// check of an apps file (apps check) and a self-contained demo (demo).
+// Command hush is the one hush binary. Its commands:
 //
-// main is thin: it parses the command line and calls package worker; it
-// holds no delivery logic. Everything about serve is configured by HUSH_*
-// environment variables (hush serve --help lists them), the other commands
-// find the server with --server or HUSH_HTTP_ADDR and authenticate with
-// HUSH_API_TOKEN.
+//   - serve: the worker, the HTTP API, /healthz, /readyz and /metrics,
+//     configured by HUSH_* environment variables only (hush serve --help
+//     lists them); package setup builds and runs it.
+//   - send, cancel, throttle: operator tools that talk to a running serve
+//     over its HTTP API through package client, finding it with --server or
+//     HUSH_HTTP_ADDR and authenticating with HUSH_API_TOKEN.
+//   - apps check: the offline check of an apps file (package setup).
+//   - simulate: the offline replay of a trace through throttle's in-memory
+//     limiter, with text, JSON and HTML reports.
+//   - demo: a self-contained burst through a worker on an embedded Redis and
+//     the fake providers of providers/fake, with a live timeline.
+//   - bench: a worker against a Redis the operator names and fake APNs,
+//     measuring deliveries/s and Redis CPU per delivery.
+//   - version, help.
 //
-// It may import payload (to build jobs) and worker (to run); simulate also
-// uses throttle's in-memory limiter and demo the fake providers of
-// providers/fake. Never Asynq, the Redis limiter or the provider SDKs
-// directly.
+// main parses the command line and calls the packages; it holds no
+// delivery logic. It may import payload, throttle, setup, worker, client
+// and providers/fake, and go-redis where serve and bench hold the process's
+// one Redis client; never Asynq or the provider SDKs directly.
 package main
