@@ -27,9 +27,9 @@ import (
 // busiest master at most 40 % of either (the cluster saturates when its
 // busiest master does: 40 % leaves it 2.5 times its own per-master work).
 // This checks the spread only: a cluster also costs more Redis CPU per
-// delivery than one server (scripts cannot batch across slots, Asynq
-// probes more queues), which hush bench measures (README, "Sizing a
-// deployment"). The figures, and the ceilings they imply (1 s over the
+// delivery than one server (scripts cannot batch across nodes, and a
+// master in cluster mode checks each command against the slot map), which
+// hush bench measures (docs/performance.md). The figures, and the ceilings they imply (1 s over the
 // Redis CPU per delivery), are logged.
 func TestE2EScaleOutSpreadsTheWork(t *testing.T) {
 	const masters, shards = 3, 8
