@@ -2,20 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"maps"
 	"os"
-	"runtime"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/hushpush/hush/setup"
-	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/internal/simulate"
 )
 
 // simulateFlags are the flags of hush simulate.
@@ -150,6 +143,8 @@ Examples:
 A progress bar is shown on standard error when it is a terminal.
 `
 
+// runSimulate parses hush simulate's command line and hands the replay
+// (or the generation of a trace) to package simulate.
 func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f simulateFlags
 	fs := simulateFlagSet(&f)
@@ -158,288 +153,32 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if f.generate > 0 {
-		g, err := f.traceGen()
-		if err != nil {
-			return err
-		}
-		return writeTrace(stdout, g)
-	}
-	shared, zone, err := f.shared()
-	if err != nil {
-		return err
-	}
-	sets, err := f.ruleSets(fs, shared)
-	if err != nil {
-		return err
+		return usage(simulate.Generate(stdout, simulate.GenerateOptions{
+			Events: f.generate, Users: f.generateUsers, Categories: f.generateCategories, Timezones: f.generateTimezones}))
 	}
 	if len(pos) > 1 {
 		return usageErrorf("simulate: want at most one trace FILE, got %d arguments", len(pos))
 	}
-	if f.ttl < 0 {
-		return usageErrorf("simulate: --ttl must not be negative")
-	}
-
-	in, size, closeIn, err := openTrace(pos)
-	if err != nil {
-		return err
-	}
-	defer closeIn()
-	bar := newProgress(stderr)
-	var onRead func(int64, int)
-	if bar != nil {
-		onRead = func(n int64, lines int) {
-			if size > 0 {
-				bar.show("reading", n, size)
-			} else {
-				bar.count("reading", lines)
-			}
-		}
-	}
-	readStart := time.Now()
-	tr, err := readTrace(in, onRead)
-	bar.clear()
-	if err == nil {
-		err = checkCategories(tr, sets)
-	}
-	if err != nil {
-		return fmt.Errorf("simulate: %s: %w", traceName(pos), err)
-	}
-	events := tr.events
-	readSecs := time.Since(readStart).Seconds()
-
-	replayStart := time.Now()
-	o := simOptions{TTL: f.ttl, Zone: zone, HeldBy: f.heldBy, Detail: f.html != ""}
-	results, err := replayAll(ctx, tr, sets, o, bar)
-	if err != nil {
-		return fmt.Errorf("simulate: %w", err)
-	}
-	replaySecs := time.Since(replayStart).Seconds()
-	rep := newSimReport(results, f.ttl, setupLine(shared, zone, sets))
-	if f.html != "" {
-		info := traceInfo{Name: traceName(pos), HeldBy: f.heldBy}
-		if len(events) > 0 {
-			info.First, info.Last = events[0].at, events[len(events)-1].at
-		}
-		page := newHTMLPage(rep, info)
-		if err := writeHTMLFile(f.html, page); err != nil {
-			return fmt.Errorf("simulate: --html: %w", err)
-		}
-		fmt.Fprintf(stderr, "simulate: wrote the report to %s\n", f.html)
-	}
-	if f.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(results)
-	}
-	writeTextReport(stdout, rep)
-	if replaySecs > 0 && len(events) > 0 {
-		fmt.Fprintf(stdout, "\nread %d events in %.2fs; replayed them under %d rule set(s) in %.2fs (%.0f events/s)\n",
-			len(events), readSecs, len(results), replaySecs, float64(len(events)*len(results))/replaySecs)
-	}
-	return nil
-}
-
-// traceGen is what --generate and its companions ask for.
-func (f *simulateFlags) traceGen() (traceGen, error) {
-	g := traceGen{n: f.generate, users: f.generateUsers, start: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), seed: 1}
-	if g.users <= 0 {
-		return g, usageErrorf("simulate: --generate-users must be positive")
-	}
-	if f.generateCategories != "" {
-		for c := range strings.SplitSeq(f.generateCategories, ",") {
-			if c = strings.TrimSpace(c); c != "" && !throttle.ValidCategory(c) {
-				return g, usageErrorf("simulate: --generate-categories: %q: %s", c, errNotCategory)
-			}
-			g.categories = append(g.categories, strings.TrimSpace(c))
-		}
-	}
-	if f.generateTimezones != "" {
-		for z := range strings.SplitSeq(f.generateTimezones, ",") {
-			z = strings.TrimSpace(z)
-			if z == "" {
-				return g, usageErrorf("simulate: --generate-timezones %q: an empty zone (want IANA names such as Europe/Berlin)", f.generateTimezones)
-			}
-			if _, err := loadZone(z); err != nil {
-				return g, usageErrorf("simulate: --generate-timezones: %s", err)
-			}
-			g.zones = append(g.zones, z)
-		}
-	}
-	return g, nil
-}
-
-// shared reads --quiet-hours, --categories and --timezone.
-func (f *simulateFlags) shared() (sharedRules, *time.Location, error) {
-	var sh sharedRules
-	var err error
-	if sh.quiet, err = throttle.ParseQuiet(f.quietHours); err != nil {
-		return sh, nil, usageErrorf("simulate: --quiet-hours: %s", parseMsg(err))
-	}
-	if sh.categories, err = throttle.ParseCategories(f.categories); err != nil {
-		return sh, nil, usageErrorf("simulate: --categories: %s", parseMsg(err))
-	}
-	if f.timezone == "" {
-		return sh, nil, usageErrorf("simulate: --timezone is empty (want an IANA name such as Europe/Berlin, or UTC)")
-	}
-	zone, err := loadZone(f.timezone)
-	if err != nil {
-		return sh, nil, usageErrorf("simulate: --timezone: %s", err)
-	}
-	return sh, zone, nil
-}
-
-// ruleSets is --limits/--min-gap (one set, when either is given) followed by
-// every --rules, or the worker's defaults when none is given; each with
-// shared's quiet hours and categories.
-func (f *simulateFlags) ruleSets(fs *flag.FlagSet, shared sharedRules) ([]ruleSet, error) {
-	var sets []ruleSet
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
-	if given["limits"] || given["min-gap"] {
-		p, err := throttle.ParsePolicy(f.limits, f.minGap)
-		if err == nil {
-			var rs ruleSet
-			if rs, err = shared.ruleSet(p, ownRules{}); err == nil {
-				sets = append(sets, rs)
-			}
-		}
-		if err != nil {
-			return nil, usageErrorf("simulate: --limits %q --min-gap %q: %s", f.limits, f.minGap, parseMsg(err))
-		}
+	o := simulate.Options{
+		Limits: f.limits, MinGap: f.minGap, LimitsGiven: given["limits"] || given["min-gap"],
+		Rules:      f.rules,
+		Categories: f.categories, QuietHours: f.quietHours, Timezone: f.timezone,
+		TTL: f.ttl, HeldBy: f.heldBy, JSON: f.asJSON, HTML: f.html,
+		Stdin: os.Stdin,
 	}
-	for _, r := range f.rules {
-		rs, err := parseRuleSet(r, shared)
-		if err != nil {
-			return nil, usageErrorf("simulate: --rules %q: %s (want LIMITS@GAP [quiet=HH:MM-HH:MM] [; NAME=RULES]..., e.g. 10/1m,100/24h@3s)", r, unwrapMsg(err))
-		}
-		sets = append(sets, rs)
+	if len(pos) == 1 {
+		o.Trace = pos[0]
 	}
-	if len(sets) == 0 {
-		p, err := throttle.ParsePolicy(setup.DefaultThrottleLimits, setup.DefaultThrottleMinGap.String())
-		if err != nil {
-			return nil, err
-		}
-		rs, err := shared.ruleSet(p, ownRules{})
-		if err != nil {
-			return nil, usageErrorf("simulate: %s", parseMsg(err))
-		}
-		sets = append(sets, rs)
-	}
-	return sets, nil
+	return usage(simulate.Run(ctx, o, stdout, stderr))
 }
 
-// checkCategories fails on the first line (in the file's order) naming a
-// category some rule set does not define.
-func checkCategories(tr trace, sets []ruleSet) error {
-	for i, c := range tr.categories[1:] {
-		for _, rs := range sets {
-			if _, ok := rs.policy.Categories[c]; ok {
-				continue
-			}
-			have := "it has none; define them with --categories"
-			if len(rs.policy.Categories) > 0 {
-				have = "it has " + strings.Join(slices.Sorted(maps.Keys(rs.policy.Categories)), ", ") + "; add it to --categories"
-			}
-			return &traceLineError{Line: tr.catLines[1+i], Field: "category", Text: c,
-				Err: fmt.Errorf("rule set %s does not define it (%s)", rs.name, have)}
-		}
+// usage turns a package's usage error into hush's, which exits with
+// status 2.
+func usage(err error) error {
+	if ue, ok := errors.AsType[*simulate.UsageError](err); ok {
+		return usageErrorf("%s", ue.Error())
 	}
-	return nil
-}
-
-// setupLine says what every rule set shares, and, when some rule set has
-// quiet hours, the zone of the lines that name none ("" when nothing is
-// shared and no quiet hours apply).
-func setupLine(shared sharedRules, zone *time.Location, sets []ruleSet) string {
-	parts := []string{}
-	if s := shared.String(); s != "" {
-		parts = append(parts, s)
-	}
-	if slices.ContainsFunc(sets, func(rs ruleSet) bool { return hasQuiet(rs.policy) }) {
-		parts = append(parts, "lines without a timezone in "+zone.String())
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "every rule set: " + strings.Join(parts, "; ")
-}
-
-// parseMsg is err's message without the throttle package's "throttle: "
-// prefixes, to go inside a usage message.
-func parseMsg(err error) string {
-	return strings.ReplaceAll(err.Error(), "throttle: ", "")
-}
-
-// unwrapMsg is err's message without parseRuleSet's "rules ...: " prefix
-// and the throttle package's "throttle: " prefixes.
-func unwrapMsg(err error) string {
-	msg := parseMsg(err)
-	if _, after, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "rules ") {
-		return after
-	}
-	return msg
-}
-
-// openTrace opens the trace named by the positional arguments (none or "-":
-// standard input) and returns its size when known (0 otherwise).
-func openTrace(pos []string) (io.Reader, int64, func(), error) {
-	if len(pos) == 0 || pos[0] == "-" {
-		return os.Stdin, 0, func() {}, nil
-	}
-	fh, err := os.Open(pos[0])
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("simulate: %w", err)
-	}
-	var size int64
-	if st, err := fh.Stat(); err == nil && st.Mode().IsRegular() {
-		size = st.Size()
-	}
-	return fh, size, func() { _ = fh.Close() }, nil
-}
-
-func traceName(pos []string) string {
-	if len(pos) == 0 || pos[0] == "-" {
-		return "standard input"
-	}
-	return pos[0]
-}
-
-// replayAll replays tr's events under every rule set, as many at a time as
-// there are CPUs, and returns the results in the order of sets. bar, when
-// not nil, shows the progress over all of them on large traces.
-func replayAll(ctx context.Context, tr trace, sets []ruleSet, o simOptions, bar *progress) ([]simResult, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var mu sync.Mutex
-	done, total := int64(0), int64(len(tr.events)*len(sets))
-	if bar != nil && len(tr.events) >= 100_000 {
-		o.Step = func(n int) {
-			mu.Lock()
-			defer mu.Unlock()
-			done += int64(n)
-			bar.show("replaying", done, total)
-		}
-	}
-	results := make([]simResult, len(sets))
-	errs := make([]error, len(sets))
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	var wg sync.WaitGroup
-	for i, rs := range sets {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			results[i], errs[i] = simulate(ctx, tr, rs, o)
-			if errs[i] != nil {
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	bar.clear()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return results, nil
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/simulate"
 )
 
 // chromium is Debian's chromium on PATH. Without it the render test is
@@ -56,7 +57,7 @@ func TestSimulateHTMLRendersInChromium(t *testing.T) {
 	bin := chromium(t)
 	start := time.Now()
 	var trace bytes.Buffer
-	if err := writeTrace(&trace, traceGen{n: 3000, users: 60, start: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), seed: 3}); err != nil {
+	if err := simulate.Generate(&trace, simulate.GenerateOptions{Events: 3000, Users: 60, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -101,7 +102,7 @@ func TestSimulateHTMLRendersInChromium(t *testing.T) {
 	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 2000 {
 		t.Errorf("screenshot is %dx%d, want 1200x2000", b.Dx(), b.Dy())
 	}
-	// Colours of simulate_html.tmpl's CSS, and how many pixels of each a
+	// Colours of report.html.tmpl's CSS, and how many pixels of each a
 	// rendered page shows at least in its first 2000 pixels.
 	for _, c := range []struct {
 		name string

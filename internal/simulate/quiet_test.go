@@ -1,4 +1,4 @@
-package main
+package simulate
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestSimulateQuietHours(t *testing.T) {
 		name string
 		zone string
 		ttl  time.Duration
-		want simResult
+		want Result
 	}{
 		// Under 1/12h and 22:00-08:00 UTC:
 		//   u-1 at 13:00: the rules say 00:00 (12 h after 12:00), quiet
@@ -60,7 +60,7 @@ func TestSimulateQuietHours(t *testing.T) {
 		//   u-3 (16:30 in New York) and u-4 (21:30 UTC) go at once;
 		//   u-5 at 10:00:30: the rules say 22:00, quiet until 08:00:
 		//     21h59m30s, 10 h the quiet hours'.
-		{"UTC", "UTC", 0, simResult{
+		{"UTC", "UTC", 0, Result{
 			Events: 7, Allowed: 4, Deferred: 3, DeferredPct: 100 * 3.0 / 7,
 			DelayP90: 22*hourMs - m30/60, DelayP99: 22*hourMs - m30/60, DelayMax: 22*hourMs - m30/60,
 			DelayTotal: 9*hourMs + m30 + 19*hourMs + 22*hourMs - m30/60,
@@ -76,7 +76,7 @@ func TestSimulateQuietHours(t *testing.T) {
 		// Berlin by default (UTC+1): u-1 until 07:00 UTC (18 h, 7 h of
 		// it quiet), u-4 now quiet too (9h30m), u-5 until 07:00
 		// (20h59m30s, 9 h quiet).
-		{"Berlin by default", "Europe/Berlin", 0, simResult{
+		{"Berlin by default", "Europe/Berlin", 0, Result{
 			Events: 7, Allowed: 3, Deferred: 4, DeferredPct: 100 * 4.0 / 7,
 			DelayP50: 9*hourMs + m30, DelayP90: 21*hourMs - m30/60, DelayP99: 21*hourMs - m30/60, DelayMax: 21*hourMs - m30/60,
 			DelayTotal: 18*hourMs + 2*(9*hourMs+m30) + 21*hourMs - m30/60,
@@ -92,7 +92,7 @@ func TestSimulateQuietHours(t *testing.T) {
 		// A 9 h ttl drops all three: u-2 only because of the quiet hours
 		// (the rules alone would send it at once), u-1 and u-5 because
 		// of the rules already (11 h and 12 h).
-		{"ttl 9h", "UTC", 9 * time.Hour, simResult{
+		{"ttl 9h", "UTC", 9 * time.Hour, Result{
 			Events: 7, Allowed: 4, Dropped: 3, DroppedPct: 100 * 3.0 / 7,
 			HeldBy: map[string]int{"1/12h": 2, heldByQuiet: 1},
 			Quiet:  &quietResult{Dropped: 1},
@@ -113,7 +113,7 @@ func TestSimulateQuietHours(t *testing.T) {
 			want := tt.want
 			want.Rules, want.QuietHours, want.Timezone = "1/12h", "22:00-08:00", tt.zone
 			want.CategoryRules = map[string]string{"social": "none"}
-			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(simResult{}, "Seconds"), cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Result{}, "Seconds"), cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 				t.Errorf("simulate (-want +got):\n%s", diff)
 			}
 		})
@@ -155,7 +155,7 @@ func TestSimulateCategories(t *testing.T) {
 	// third for 2/1h (until 11:00:02); the pushes without a category fit
 	// 5/1m (10:00:00, :02 and :03 before the first), as the transactional
 	// ones neither wait for 5/1m nor count toward it.
-	want := simResult{
+	want := Result{
 		Rules: "5/1m", QuietHours: "off", Timezone: "UTC",
 		CategoryRules: map[string]string{"marketing": "1/1h", "social": "2/1h", "transactional": "none global=off quiet=off"},
 		Events:        10, Allowed: 8, Deferred: 2, DeferredPct: 20,
@@ -169,7 +169,7 @@ func TestSimulateCategories(t *testing.T) {
 		},
 		Users: 1, UsersDeferred: 1,
 	}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(simResult{}, "Seconds"), cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Result{}, "Seconds"), cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("simulate (-want +got):\n%s", diff)
 	}
 }
@@ -284,12 +284,9 @@ func TestSimulateParseRuleSet(t *testing.T) {
 // shows their time in a table of its own, and a table by category; --json
 // has the same figures.
 func TestSimulateCommandQuietHours(t *testing.T) {
-	trace := writeFile(t, "trace.csv", quietTrace)
-	args := []string{"simulate", "--rules", "1/12h", "--rules", "1/12h quiet=off", "--quiet-hours", "22:00-08:00", "--categories", "social=none", trace}
-	stdout, stderr, code := runCmd(t, args...)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
+	o := Options{Rules: []string{"1/12h", "1/12h quiet=off"}, QuietHours: "22:00-08:00", Categories: "social=none",
+		Trace: writeFile(t, "trace.csv", quietTrace)}
+	stdout, _ := replay(t, o)
 	rep := textReport(t, stdout)
 	if want := "every rule set: quiet hours 22:00-08:00; categories social=none; lines without a timezone in UTC"; rep.setup != want {
 		t.Errorf("setup line %q, want %q", rep.setup, want)
@@ -318,10 +315,8 @@ func TestSimulateCommandQuietHours(t *testing.T) {
 		t.Errorf("without quiet hours, social's moved %q, want -", got)
 	}
 
-	stdout, stderr, code = runCmd(t, append(args, "--json")...)
-	if code != 0 {
-		t.Fatalf("--json: exit %d; stderr:\n%s", code, stderr)
-	}
+	o.JSON = true
+	stdout, _ = replay(t, o)
 	var raw []map[string]any
 	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, stdout)
@@ -340,7 +335,7 @@ func TestSimulateCommandQuietHours(t *testing.T) {
 			t.Errorf("--json's quiet has no %q: %v", key, q)
 		}
 	}
-	var results []simResult
+	var results []Result
 	if err := json.Unmarshal([]byte(stdout), &results); err != nil {
 		t.Fatal(err)
 	}

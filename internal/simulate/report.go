@@ -1,4 +1,4 @@
-package main
+package simulate
 
 import (
 	"cmp"
@@ -35,7 +35,7 @@ var reportColumns = []reportColumn{
 }
 
 // quietColumns are the figures of the quiet-hours table, one row per rule
-// set, shown when some rule set has quiet hours (simResult.Quiet).
+// set, shown when some rule set has quiet hours (Result.Quiet).
 var quietColumns = []reportColumn{
 	{"quiet_moved", "moved", "moved by quiet hours", "pushes sent later than the rules alone would send them, because of the quiet hours"},
 	{"quiet_moved_pct", "%", "moved %", "moved by quiet hours, as a share of all pushes"},
@@ -78,7 +78,7 @@ type simReport struct {
 
 // setReport is one rule set's rows and held-back line.
 type setReport struct {
-	Result simResult
+	Result Result
 	// Cells are the row's figures, one per reportColumns; QuietCells its
 	// row of the quiet-hours table, one per quietColumns ("-" each when
 	// the rule set has no quiet hours; nil when no rule set has any).
@@ -113,7 +113,7 @@ type heldShare struct {
 
 // newSimReport formats results; ttl is the replay's --ttl, setup what
 // every rule set shares (setupLine).
-func newSimReport(results []simResult, ttl time.Duration, setup string) simReport {
+func newSimReport(results []Result, ttl time.Duration, setup string) simReport {
 	rep := simReport{Setup: setup, Note: "(no --ttl: nothing is dropped, every push waits for its slot)"}
 	if ttl > 0 {
 		rep.Note = fmt.Sprintf("(dropped: slot %s or more after the push's time)", ttl)

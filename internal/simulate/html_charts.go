@@ -1,4 +1,4 @@
-package main
+package simulate
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 )
 
 // svgChart is one chart's geometry, computed here and drawn by the
-// "chart" template of simulate_html.tmpl, so every label goes through
+// "chart" template of report.html.tmpl, so every label goes through
 // html/template's escaping. Coordinates are in the viewBox's units, which
 // the page shows at about one pixel each.
 type svgChart struct {

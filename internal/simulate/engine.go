@@ -1,4 +1,4 @@
-package main
+package simulate
 
 import (
 	"cmp"
@@ -11,9 +11,9 @@ import (
 	"github.com/hushpush/hush/throttle"
 )
 
-// simResult is what one rule set did to a trace. Delays are in
+// Result is what one rule set did to a trace. Delays are in
 // milliseconds.
-type simResult struct {
+type Result struct {
 	Rules string `json:"rules"`
 	// QuietHours are the rule set's quiet hours ("off" for none), and
 	// CategoryRules its categories' rules as --categories writes them;
@@ -74,7 +74,7 @@ type quietResult struct {
 	DelayPct   float64 `json:"delay_pct"`
 }
 
-// categoryResult is one category's part of a simResult.
+// categoryResult is one category's part of a Result.
 type categoryResult struct {
 	Category    string  `json:"category"` // "" for the lines without one
 	Events      int     `json:"events"`
@@ -166,15 +166,15 @@ type simOptions struct {
 	TTL time.Duration
 	// Zone is the time zone of the events that name none (nil: UTC).
 	Zone *time.Location
-	// HeldBy counts what held each push back (simResult.HeldBy). It asks
+	// HeldBy counts what held each push back (Result.HeldBy). It asks
 	// the limiter to explain every booking, which costs about as much
 	// again as the booking; a rule set with quiet hours is explained
-	// anyway, for simResult.Quiet.
+	// anyway, for Result.Quiet.
 	HeldBy bool
 	// Step, when not nil, is called after every 1<<16 events with the
 	// number of events done since the previous call.
 	Step func(done int)
-	// Detail keeps the delays and the timeline in simResult.Detail.
+	// Detail keeps the delays and the timeline in Result.Detail.
 	Detail bool
 }
 
@@ -194,16 +194,16 @@ type tally struct {
 // would give and which rule holds the push back most, when o.HeldBy asks
 // or rs has quiet hours. The figures are broken down by category when
 // tr's lines name categories.
-func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (simResult, error) {
+func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (Result, error) {
 	events := tr.events
 	start := time.Now()
 	var now time.Time
 	lim, err := throttle.NewMemory(rs.policy, throttle.Options{Clock: func() time.Time { return now }})
 	if err != nil {
-		return simResult{}, fmt.Errorf("rules %s: %w", rs.name, err)
+		return Result{}, fmt.Errorf("rules %s: %w", rs.name, err)
 	}
 	zone := cmp.Or(o.Zone, time.UTC)
-	res := simResult{Rules: rs.name, QuietHours: rs.policy.Quiet.String(), Timezone: zone.String(), Events: len(events)}
+	res := Result{Rules: rs.name, QuietHours: rs.policy.Quiet.String(), Timezone: zone.String(), Events: len(events)}
 	for c, k := range rs.policy.Categories {
 		if res.CategoryRules == nil {
 			res.CategoryRules = map[string]string{}
@@ -231,7 +231,7 @@ func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (simResul
 	for i, ev := range events {
 		if i&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
-				return simResult{}, err
+				return Result{}, err
 			}
 			if o.Step != nil && i > 0 {
 				o.Step(0x10000)
@@ -249,13 +249,13 @@ func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (simResul
 		var ex throttle.Explanation
 		if explain {
 			if ex, err = lim.Explain(ctx, q); err != nil {
-				return simResult{}, fmt.Errorf("event %d: %w", i+1, err)
+				return Result{}, fmt.Errorf("event %d: %w", i+1, err)
 			}
 		}
 		reqs[0] = q
 		booked, err := lim.ReserveBatch(ctx, reqs)
 		if err != nil {
-			return simResult{}, fmt.Errorf("event %d: %w", i+1, err)
+			return Result{}, fmt.Errorf("event %d: %w", i+1, err)
 		}
 		var deadline time.Time
 		if ttlMs > 0 {

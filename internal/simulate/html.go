@@ -1,4 +1,4 @@
-package main
+package simulate
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"strconv"
 )
 
-//go:embed simulate_html.tmpl
+//go:embed report.html.tmpl
 var simulateHTMLTemplate string
 
 // traceInfo describes the replayed trace for the HTML report's header.
@@ -19,7 +19,7 @@ type traceInfo struct {
 	HeldBy      bool  // --held-by: rules were blamed
 }
 
-// htmlPage is everything simulate_html.tmpl shows. Every figure of the
+// htmlPage is everything report.html.tmpl shows. Every figure of the
 // text report comes from the simReport it holds, as the same string.
 type htmlPage struct {
 	Title   string
@@ -130,7 +130,7 @@ func renderHTML(page htmlPage) ([]byte, error) {
 		"f": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 	}).Parse(simulateHTMLTemplate)
 	if err != nil {
-		return nil, fmt.Errorf("parse simulate_html.tmpl: %w", err)
+		return nil, fmt.Errorf("parse report.html.tmpl: %w", err)
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, page); err != nil {
