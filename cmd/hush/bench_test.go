@@ -8,13 +8,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/internal/bench"
 	"github.com/hushpush/hush/internal/redistest"
 )
 
 // benchOutput is hush bench --json's output.
 type benchOutput struct {
-	Redis string     `json:"redis"`
-	Runs  []benchRun `json:"runs"`
+	Redis string         `json:"redis"`
+	Runs  []bench.Result `json:"runs"`
 }
 
 // runBenchJSON runs hush bench --json with args and decodes its output.
@@ -35,7 +36,7 @@ func runBenchJSON(t *testing.T, args ...string) benchOutput {
 }
 
 // checkBenchRun checks one run's figures are measured, not left at zero.
-func checkBenchRun(t *testing.T, r benchRun, jobs, deliveries, masters int) {
+func checkBenchRun(t *testing.T, r bench.Result, jobs, deliveries, masters int) {
 	t.Helper()
 	if r.Jobs != jobs || r.Deliveries != deliveries {
 		t.Errorf("%s: %d jobs, %d deliveries, want %d and %d", r.Name, r.Jobs, r.Deliveries, jobs, deliveries)
@@ -62,20 +63,9 @@ func checkBenchRun(t *testing.T, r benchRun, jobs, deliveries, masters int) {
 // cluster).
 func benchKeys(t *testing.T, rdb redis.UniversalClient) []string {
 	t.Helper()
-	ctx := context.Background()
-	masters, err := benchMasters(ctx, rdb)
+	keys, err := bench.Keys(context.Background(), rdb)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var keys []string
-	for _, m := range masters {
-		for _, p := range benchKeyPatterns {
-			ks, err := scanAll(ctx, m, p, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			keys = append(keys, ks...)
-		}
 	}
 	return keys
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/bench"
 )
 
 // TestE2EScaleOutSpreadsTheWork: does a 3-master Redis Cluster share
@@ -116,8 +118,8 @@ func masterStats(t *testing.T, cc *redis.ClusterClient) map[string]masterStat {
 		if err != nil {
 			return err
 		}
-		b := parseBenchInfo(info) // hush bench's reading
-		s := masterStat{calls: float64(b.commands), cpu: b.cpu}
+		b := bench.ParseInfo(info) // hush bench's reading
+		s := masterStat{calls: float64(b.Commands), cpu: b.CPU}
 		mu.Lock()
 		out[node.Options().Addr] = s
 		mu.Unlock()
