@@ -8,15 +8,17 @@
 //     HUSH_HTTP_ADDR and authenticating with HUSH_API_TOKEN.
 //   - apps check: the offline check of an apps file (package setup).
 //   - simulate: the offline replay of a trace through throttle's in-memory
-//     limiter, with text, JSON and HTML reports.
+//     limiter, with text, JSON and HTML reports (package internal/simulate).
 //   - demo: a self-contained burst through a worker on an embedded Redis and
 //     the fake providers of providers/fake, with a live timeline.
 //   - bench: a worker against a Redis the operator names and fake APNs,
-//     measuring deliveries/s and Redis CPU per delivery.
+//     measuring deliveries/s and Redis CPU per delivery (package
+//     internal/bench).
 //   - version, help.
 //
 // main parses the command line and calls the packages; it holds no
-// delivery logic. It may import payload, throttle, setup, worker, client
-// and providers/fake, and go-redis where serve and bench hold the process's
-// one Redis client; never Asynq or the provider SDKs directly.
+// delivery logic. It may import payload, throttle, setup, worker, client,
+// internal/simulate, internal/bench and providers/fake, and go-redis where
+// serve holds the process's one Redis client; never Asynq or the provider
+// SDKs directly.
 package main
