@@ -223,7 +223,13 @@ func delayChart(i int, s setReport, lo, hi int64) svgChart {
 	}
 	if r.Allowed > 0 {
 		y := shareY(a.box, float64(r.Allowed)/float64(r.Events))
-		c.Texts = append(c.Texts, svgText{X: a.box.L + 4, Y: min(y+16, a.box.B-6), Text: fmt.Sprintf("%.1f%% at once", 100*float64(r.Allowed)/float64(r.Events)), Class: "note"})
+		// Under the curve's first level, or above it when the level is too
+		// low for a line between it and the axis.
+		ly := y + 16
+		if ly > a.box.B-6 {
+			ly = y - 6
+		}
+		c.Texts = append(c.Texts, svgText{X: a.box.L + 4, Y: ly, Text: fmt.Sprintf("%.1f%% at once", 100*float64(r.Allowed)/float64(r.Events)), Class: "note"})
 	}
 	if r.Dropped > 0 {
 		// In the gap between the curve's last level (the share sent) and
