@@ -111,6 +111,10 @@ type heldShare struct {
 	Pct   string
 }
 
+// Width is Share as a percentage with one decimal, for the width of its
+// segment in the HTML summary's held-back bar.
+func (h heldShare) Width() string { return fmt.Sprintf("%.1f", 100*h.Share) }
+
 // newSimReport formats results; ttl is the replay's --ttl, setup what
 // every rule set shares (setupLine).
 func newSimReport(results []Result, ttl time.Duration, setup string) simReport {
