@@ -61,7 +61,9 @@
 // when the request has none, up to quietLookahead (62 days) after the
 // start, which then acts as its NotAfter. A refused-late slot is the one
 // the search found with the quiet intervals beginning after NotAfter left
-// out.
+// out. Status's NextAllowed is never quiet: its search (nextOpen) goes on
+// one lookahead at a time until its answer lies within the intervals
+// computed.
 //
 // Request.NotBefore is where the search starts when it is after now (a
 // scheduled send).

@@ -171,8 +171,7 @@ func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
 		}
 	}
 	start := max(now, notAfterMs(q.NotBefore))
-	qs, notAfter := window(quiet, q.Location, start, start, notAfterMs(q.NotAfter))
-	t := earliestAll(m.bounds(q.User, sets), qs, now, start)
+	t, notAfter := search(m.bounds(q.User, sets), quiet, q.Location, now, start, start, notAfterMs(q.NotAfter))
 	if notAfter != 0 && t > notAfter {
 		restore()
 		return reservation(t, now, false, RefusedLate), nil
