@@ -3,6 +3,7 @@ package throttle_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,5 +82,53 @@ func TestCollapseRecordsStayBounded(t *testing.T) {
 				t.Errorf("%d collapse records once the windows passed, want 1 (the last booking's)", n)
 			}
 		})
+	}
+}
+
+// A collapse record written as a bare member (the form kept before records
+// had an end) still collapses, as a push accepted at 0, and is rewritten
+// to end with the window like every other record.
+func TestRedisCollapseReadsBareRecords(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	t.Cleanup(func() { deleteKeys(t, rdb, prefix) })
+	clock := newFakeClock()
+	l, err := throttle.NewRedis(rdb, mustPolicy(t, "10/1m", "3s"), throttle.Options{Prefix: prefix, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	book := func(member, key string) throttle.Reservation {
+		t.Helper()
+		rs, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: member, CollapseKey: key, Accepted: clock.Now()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs[0]
+	}
+	book("sent", "other")
+	if r := book("held", "score"); r.Wait == 0 {
+		t.Fatalf("held: %+v, want held", r)
+	}
+	hash := l.Key("u") + ":k"
+	if err := rdb.HSet(ctx, hash, "k::score", "held", "k::other", "sent", "x:gone", "sent").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := book("newer", "score"); r.Collapsed != "held" {
+		t.Errorf("newer: %+v, want it to collapse held", r)
+	}
+	if r := book("gone", "score"); r.Refused != throttle.RefusedCollapsed {
+		t.Errorf("gone: %+v, want refused collapsed", r)
+	}
+	for f, v := range rdb.HGetAll(ctx, hash).Val() {
+		if !strings.Contains(v, " ") {
+			t.Errorf("record %s = %q after a booking, want it rewritten with its end", f, v)
+		}
+	}
+	clock.ms.Add(2 * 60 * 1000)
+	book("later", "again")
+	if n := rdb.HLen(ctx, hash).Val(); n != 1 {
+		t.Errorf("%d collapse records once the window passed, want 1", n)
 	}
 }
