@@ -38,8 +38,9 @@
 --          the slot, 'full' with slot = the earliest entry after now of
 --          the set at the cap, 'late' with slot = the slot it would have
 --          booked, 'collapsed' with slot = now (a newer push replaced the
---          member, or its key names a push accepted after it); or an error reply when the
---          request's calls failed (e.g. WRONGTYPE), which stops no other.
+--          member, or its key names a push accepted after it); or an
+--          error reply when the request's calls failed (e.g. WRONGTYPE),
+--          which stops no other.
 --          Then, after the last request's, now (ms), which every request
 --          of the call shares. (A new booking, the common reply, is one
 --          integer: a table of five per request cost Redis building it
@@ -408,8 +409,8 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
     -- the newest push's record blocks older ones that long, the
     -- collapsed member's refuses it that long. Records past it go now,
     -- so the hash holds at most what the user's windows hold.
-    if #rec.stale > 0 then
-      redis.call('HDEL', ckey, unpack(rec.stale))
+    for i = 1, #rec.stale, 256 do -- unpack's stack is bounded
+      redis.call('HDEL', ckey, unpack(rec.stale, i, math.min(i + 255, #rec.stale)))
     end
     for _, f in ipairs(rec.legacy) do
       local r = rec.live[f]
