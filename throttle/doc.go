@@ -61,24 +61,38 @@
 // when the request has none, up to quietLookahead (62 days) after the
 // start, which then acts as its NotAfter. A refused-late slot is the one
 // the search found with the quiet intervals beginning after NotAfter left
-// out.
+// out. Status's NextAllowed is never quiet: its search (nextOpen) goes on
+// one lookahead at a time until its answer lies within the intervals
+// computed.
 //
 // Request.NotBefore is where the search starts when it is after now (a
 // scheduled send).
 //
 // Request.CollapseKey: Reserve remembers, per user, category and key, the
-// member booked last with it. A new member with the same key takes that
-// member's booking out when it lies more than Options.CollapseMargin after
-// now (a held push, not one on its way), seeks its own slot without it,
-// and, when it books, records the old member as collapsed
-// (Reservation.Collapsed); when it is refused, the old booking is put
-// back. The collapsed member's own Reserve is then RefusedCollapsed. Since
-// the old booking's slot satisfied every rule, the new one's slot is at it
-// or earlier, unless its own NotBefore or quiet hours say otherwise.
+// newest accepted member booked with it (Request.Accepted orders them).
+// The newest accepted push wins whatever books later: a new member
+// accepted before the remembered one is RefusedCollapsed, booked or not
+// (an older push's retry never replaces a newer push, nor is sent after
+// it). One accepted no earlier (on a tie, the later booking wins) takes
+// the remembered member's booking out when it lies more than
+// Options.CollapseMargin after now (a held push, not one on its way),
+// seeks its own slot without it, and, when it books, records the old
+// member as collapsed (Reservation.Collapsed); when it is refused, the old
+// booking is put back. The collapsed member's own Reserve is then
+// RefusedCollapsed. Since the old booking's slot satisfied every rule,
+// the new one's slot is at it or earlier, unless its own NotBefore or
+// quiet hours say otherwise.
+//
+// A record lasts while the booking it names is in its set's window (its
+// slot plus the home set's horizon) and is deleted after, on the next
+// booking that writes the hash: so the hash holds at most a record per
+// booking with a collapse key and per collapse within the user's windows,
+// and a push older than one that left the window is no longer refused.
 //
 // Reserve's steps, in order: an existing member in the home set gets its
-// slot back; a collapsed member is refused; the held booking with the same
-// collapse key is taken out; the cap (MaxPending, each set counted); the
+// slot back; a collapsed member is refused; a member accepted before the
+// one its key names is refused; the held booking with the same collapse
+// key is taken out; the cap (MaxPending, each set counted); the
 // search; NotAfter; the booking. (Without a collapse key, the existing
 // member is looked for by the booking's ZADD NX, and before a refusal:
 // the order of the answers is the same.)
@@ -102,9 +116,10 @@
 //	              "allow:<random hex>" for Allow or the caller's member id
 //	              for Reserve, score = time in ms
 //	K:c:<cat>     sorted set, category <cat>'s own entries
-//	K:k           hash of collapse keys: "k:<cat>:<key>" -> the member
-//	              booked last with it, "x:<member>" -> the member that
-//	              replaced it
+//	K:k           hash of collapse records: "k:<cat>:<key>" -> the
+//	              newest accepted member booked with it, "x:<member>" ->
+//	              the member that replaced it, each "<until ms>
+//	              <accepted ms> <member>" (reserve.lua's header)
 //
 // The braces are a hash tag, so every key of one user is in one slot and
 // each single-user script works on Redis Cluster; category names have no

@@ -39,8 +39,8 @@ func (m *Memory) Explain(ctx context.Context, q Request) (Explanation, error) {
 	now := m.clock().UnixMilli()
 	start := max(now, notAfterMs(q.NotBefore))
 	bs := m.bounds(q.User, sets)
-	qs, _ := window(quiet, q.Location, start, start, notAfterMs(q.NotAfter))
-	e := Explanation{Now: ms(now), At: ms(earliestAll(bs, qs, now, start)), WithoutQuiet: ms(earliestAll(bs, nil, now, start))}
+	t, _ := search(bs, quiet, q.Location, now, start, start, notAfterMs(q.NotAfter))
+	e := Explanation{Now: ms(now), At: ms(t), WithoutQuiet: ms(earliestAll(bs, nil, now, start))}
 	worst := start
 	for _, b := range bs {
 		for i := range len(b.r.n) + 1 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -37,9 +38,18 @@ type memUser struct {
 	// sets: "" the global set, else a category's; each sorted by (at,
 	// member).
 	sets map[string][]memEntry
-	// collapse: "k:<category>:<collapse key>" -> the member booked last
-	// with it; "x:<member>" -> the member that replaced it.
-	collapse map[string]string
+	// collapse: "k:<category>:<collapse key>" -> the newest accepted
+	// member booked with it; "x:<member>" -> the member that replaced it.
+	collapse map[string]collapseRecord
+}
+
+// collapseRecord is one field of a user's collapse hash: the member it
+// names, the accepted instant it orders by (for x: the replacing push's),
+// and until, when the booking it names leaves its window and the record
+// goes with it (ms).
+type collapseRecord struct {
+	member          string
+	accepted, until int64
 }
 
 type memEntry struct {
@@ -141,13 +151,20 @@ func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
 	}
 	// The held booking this one may replace, taken out for the search.
 	old, oldAt := "", int64(0)
+	accepted := notAfterMs(q.Accepted)
 	if q.CollapseKey != "" {
-		if _, gone := m.collapse(q.User)["x:"+q.Member]; gone {
+		cl := m.collapse(q.User, now)
+		if _, gone := cl["x:"+q.Member]; gone {
 			return reservation(now, now, false, RefusedCollapsed), nil
 		}
-		if o := m.collapse(q.User)[collapseField(q.Category, q.CollapseKey)]; o != "" && o != q.Member {
-			if i := m.find(q.User, home, o); i >= 0 && m.entries(q.User, home)[i].at > now+m.margin {
-				old, oldAt = o, m.entries(q.User, home)[i].at
+		if k, ok := cl[collapseField(q.Category, q.CollapseKey)]; ok && k.member != q.Member {
+			// The newest accepted push wins: one accepted before the push
+			// the key names is stale (on a tie the later booking wins).
+			if accepted < k.accepted {
+				return reservation(now, now, false, RefusedCollapsed), nil
+			}
+			if i := m.find(q.User, home, k.member); i >= 0 && m.entries(q.User, home)[i].at > now+m.margin {
+				old, oldAt = k.member, m.entries(q.User, home)[i].at
 				for _, s := range sets {
 					m.remove(q.User, s.cat, old)
 				}
@@ -171,8 +188,7 @@ func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
 		}
 	}
 	start := max(now, notAfterMs(q.NotBefore))
-	qs, notAfter := window(quiet, q.Location, start, start, notAfterMs(q.NotAfter))
-	t := earliestAll(m.bounds(q.User, sets), qs, now, start)
+	t, notAfter := search(m.bounds(q.User, sets), quiet, q.Location, now, start, start, notAfterMs(q.NotAfter))
 	if notAfter != 0 && t > notAfter {
 		restore()
 		return reservation(t, now, false, RefusedLate), nil
@@ -181,10 +197,10 @@ func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
 		m.insert(q.User, s, memEntry{at: t, member: q.Member}, now)
 	}
 	if q.CollapseKey != "" {
-		cl := m.collapse(q.User)
-		cl[collapseField(q.Category, q.CollapseKey)] = q.Member
+		cl, h := m.collapse(q.User, now), sets[0].r.horizon
+		cl[collapseField(q.Category, q.CollapseKey)] = collapseRecord{member: q.Member, accepted: accepted, until: t + h}
 		if old != "" {
-			cl["x:"+old] = q.Member
+			cl["x:"+old] = collapseRecord{member: q.Member, accepted: accepted, until: oldAt + h}
 		}
 	}
 	m.wrote(now)
@@ -325,12 +341,15 @@ func (m *Memory) find(user, cat, member string) int {
 	return slices.IndexFunc(m.entries(user, cat), func(e memEntry) bool { return e.member == member })
 }
 
-// collapse returns user's collapse records, creating them.
-func (m *Memory) collapse(user string) map[string]string {
+// collapse returns user's live collapse records at now, creating them:
+// a record whose booking has left its window is deleted, as reserve.lua
+// deletes it.
+func (m *Memory) collapse(user string, now int64) map[string]collapseRecord {
 	u := m.user(user)
 	if u.collapse == nil {
-		u.collapse = map[string]string{}
+		u.collapse = map[string]collapseRecord{}
 	}
+	maps.DeleteFunc(u.collapse, func(_ string, r collapseRecord) bool { return r.until <= now })
 	return u.collapse
 }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,16 @@ type model struct {
 	margin     int64 // Options.CollapseMargin
 	// sets: "" the global set, else a category's; At is absolute ms.
 	sets map[string][]entry
-	// collapse: "k:<cat>:<key>" -> member, "x:<member>" -> its replacement.
-	collapse map[string]string
+	// collapse: "k:<cat>:<key>" -> the newest accepted member booked
+	// with it, "x:<member>" -> its replacement; each record counts while
+	// now is before its until.
+	collapse map[string]collapseRec
+}
+
+// collapseRec is a collapse record of the model.
+type collapseRec struct {
+	member          string
+	accepted, until int64
 }
 
 // ruleSet is one set's rules.
@@ -72,7 +81,7 @@ func newQuietHours(q throttle.Quiet) quietHours {
 
 func newModel(p throttle.Policy, o throttle.Options) *model {
 	m := &model{global: newRuleSet(p.Limits, p.MinGap, ""), quiet: newQuietHours(p.Quiet), cats: map[string]catModel{},
-		maxPending: o.MaxPending, margin: o.CollapseMargin.Milliseconds(), sets: map[string][]entry{}, collapse: map[string]string{}}
+		maxPending: o.MaxPending, margin: o.CollapseMargin.Milliseconds(), sets: map[string][]entry{}, collapse: map[string]collapseRec{}}
 	for name, c := range p.Categories {
 		k := catModel{rules: newRuleSet(c.Limits, c.MinGap, name+" "), own: len(c.Limits) > 0 || c.MinGap > 0, skipGlobal: c.SkipGlobal, quiet: m.quiet}
 		if c.Quiet != nil {
@@ -284,6 +293,7 @@ func (m *model) live(set string, now int64) {
 // none; by: notAfter applies).
 type request struct {
 	member, cat, collapse string
+	accepted              int64
 	loc                   *time.Location
 	notBefore             int64
 	by                    bool
@@ -319,13 +329,20 @@ func (m *model) reserve(now int64, q request) throttle.Reservation {
 	}
 	old, oldAt := "", int64(0)
 	field := "k:" + q.cat + ":" + q.collapse
+	record := func(f string) (collapseRec, bool) {
+		r, ok := m.collapse[f]
+		return r, ok && now < r.until
+	}
 	if q.collapse != "" {
-		if _, ok := m.collapse["x:"+q.member]; ok {
+		if _, ok := record("x:" + q.member); ok {
 			return answer(now, false, throttle.RefusedCollapsed)
 		}
-		if o := m.collapse[field]; o != "" && o != q.member {
-			if at, ok := find(m.sets[sets[0]], o); ok && at > now+m.margin {
-				old, oldAt = o, at
+		if k, ok := record(field); ok && k.member != q.member {
+			if q.accepted < k.accepted {
+				return answer(now, false, throttle.RefusedCollapsed)
+			}
+			if at, ok := find(m.sets[sets[0]], k.member); ok && at > now+m.margin {
+				old, oldAt = k.member, at
 				for _, s := range sets {
 					m.sets[s] = slices.DeleteFunc(m.sets[s], func(e entry) bool { return e.Member == old })
 				}
@@ -371,9 +388,10 @@ func (m *model) reserve(now int64, q request) throttle.Reservation {
 		m.sets[s] = append(m.sets[s], entry{q.member, t})
 	}
 	if q.collapse != "" {
-		m.collapse[field] = q.member
+		h := m.rules(sets[0]).horizon
+		m.collapse[field] = collapseRec{q.member, q.accepted, t + h}
 		if old != "" {
-			m.collapse["x:"+old] = q.member
+			m.collapse["x:"+old] = collapseRec{q.member, q.accepted, oldAt + h}
 		}
 	}
 	r := answer(t, false, "")
@@ -609,7 +627,7 @@ func decodeQuiet(next func() int, base int64) throttle.Quiet {
 
 // request is op's reserve at now for the model.
 func (op traceOp) request(now int64) request {
-	q := request{member: op.member, cat: op.category, collapse: op.collapse, by: op.by, notAfter: now + op.notAfter}
+	q := request{member: op.member, cat: op.category, collapse: op.collapse, accepted: op.accepted(), by: op.by, notAfter: now + op.notAfter}
 	if op.ext {
 		q.loc = traceZones[op.zone]
 	}
@@ -619,9 +637,16 @@ func (op traceOp) request(now int64) request {
 	return q
 }
 
+// accepted is when op's push was accepted (ms), which orders the pushes
+// of one collapse key: its member's number, so m3 is newer than m1.
+func (op traceOp) accepted() int64 {
+	n, _ := strconv.ParseInt(strings.TrimPrefix(op.member, "m"), 10, 64)
+	return n
+}
+
 // Request is op's reserve at now for a limiter.
 func (op traceOp) Request(now int64) throttle.Request {
-	q := throttle.Request{User: "u", Member: op.member, Category: op.category, CollapseKey: op.collapse}
+	q := throttle.Request{User: "u", Member: op.member, Category: op.category, CollapseKey: op.collapse, Accepted: time.UnixMilli(op.accepted())}
 	if op.by {
 		q.NotAfter = time.UnixMilli(now + op.notAfter)
 	}

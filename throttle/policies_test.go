@@ -11,6 +11,9 @@ import (
 	"github.com/hushpush/hush/throttle"
 )
 
+// accepted is a push's accepted instant, ms after t0.
+func accepted(ms int64) time.Time { return time.UnixMilli(t0 + ms) }
+
 // policyStep is one ReserveBatch of one request at an explicit time (ms
 // after the case's base), or a Status when status is set.
 type policyStep struct {
@@ -98,6 +101,16 @@ func testPolicies(t *testing.T, newLimiter newLimiterFunc) {
 			{950, throttle.Request{Member: "newer", CollapseKey: "score"}, res(t0+4000, 3050, "", ""), false, status{}, "new is within the margin of its slot: on its way"},
 			{960, throttle.Request{Member: "late", CollapseKey: "score", NotAfter: time.UnixMilli(t0 + 2000)}, res(t0+4000, 3040, throttle.RefusedLate, ""), false, status{}, "refused: newer stays"},
 			{970, throttle.Request{Member: "newest", CollapseKey: "score"}, res(t0+4000, 3030, "", "newer"), false, status{}, "newer collapses"},
+		}},
+		{"the newest accepted push wins whatever books later", throttle.Policy{Limits: []throttle.Limit{{N: 1, Window: time.Second}}}, 100 * time.Millisecond, t0, []policyStep{
+			{0, throttle.Request{Member: "old#0", CollapseKey: "score", Accepted: accepted(10)}, res(t0, 0, "", ""), false, status{}, "old's first attempt is sent now"},
+			{10, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, res(t0+1000, 990, "", ""), false, status{}, "latest is held; old is on its way"},
+			{20, throttle.Request{Member: "old#1", CollapseKey: "score", Accepted: accepted(10)}, res(t0+20, 0, throttle.RefusedCollapsed, ""), false, status{}, "old's retry is older than latest: collapsed"},
+			{30, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, throttle.Reservation{At: time.UnixMilli(t0 + 1000), Wait: 970 * time.Millisecond, Existing: true}, false, status{}, "latest keeps its slot"},
+			{40, throttle.Request{Member: "tie", CollapseKey: "score", Accepted: accepted(20)}, res(t0+1000, 960, "", "latest"), false, status{}, "accepted at the same instant: the later booking wins"},
+			{50, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, res(t0+50, 0, throttle.RefusedCollapsed, ""), false, status{}, "latest is told"},
+			{1500, throttle.Request{Member: "old#2", CollapseKey: "score", Accepted: accepted(10)}, res(t0+1500, 0, throttle.RefusedCollapsed, ""), false, status{}, "tie was sent; old is still older"},
+			{2001, throttle.Request{Member: "old#3", CollapseKey: "score", Accepted: accepted(10)}, res(t0+2001, 0, "", ""), false, status{}, "tie's booking left the window: nothing is remembered"},
 		}},
 	}
 	tests[3].policy.Categories = map[string]throttle.Category{"c": {}}

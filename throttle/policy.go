@@ -132,6 +132,32 @@ func window(q Quiet, loc *time.Location, from, start, notAfter int64) ([]interva
 	return q.intervals(loc, from, to), to
 }
 
+// search is the slot search of the Go side (Memory's Reserve, and Status
+// for both limiters): the earliest instant from start on that keeps every
+// bound's rules and lies in none of q's quiet intervals from `from` to the
+// latest slot a booking may get (window), and that latest slot (0: none).
+// Past it the answer may fall in quiet hours that were not computed: a
+// booking there is refused as late, and nextOpen goes on searching.
+func search(bs []bound, q Quiet, loc *time.Location, now, from, start, notAfter int64) (t, last int64) {
+	qs, last := window(q, loc, from, start, notAfter)
+	return earliestAll(bs, qs, now, start), last
+}
+
+// nextOpen is the earliest instant from now on that keeps every bound's rules
+// and is not quiet, however far ahead: what Status names. It searches one
+// lookahead at a time; every instant before a search's answer breaks a
+// rule or is quiet, so the next search starts there.
+func nextOpen(bs []bound, q Quiet, loc *time.Location, now int64) int64 {
+	start := now
+	for {
+		t, last := search(bs, q, loc, now, start, start, 0)
+		if last == 0 || t <= last {
+			return t
+		}
+		start = t
+	}
+}
+
 // validate checks a category's own rules and quiet hours.
 func (k Category) validate(name string) error {
 	if !ValidCategory(name) {

@@ -213,7 +213,7 @@ func (l *Redis) reserveCall(bs []booking) scriptCall {
 			args = append(args, index[b.sets[0].r], q.Member, msArg(b.notAfter))
 			continue
 		}
-		args = append(args, 0, q.Member, msArg(b.notAfter), msArg(b.notBefore), q.Category, q.CollapseKey, len(b.sets))
+		args = append(args, 0, q.Member, msArg(b.notAfter), msArg(b.notBefore), q.Category, q.CollapseKey, notAfterMs(q.Accepted), len(b.sets))
 		for _, s := range b.sets {
 			keys = append(keys, l.setKey(q.User, s.cat))
 			args = append(args, index[s.r])

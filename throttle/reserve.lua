@@ -7,9 +7,13 @@
 -- its own rule set.
 --
 -- KEYS     per request, in order: the keys of its sets (nsets of them),
---          then, when it has a collapse key, the user's collapse hash
---          ("k:<category>:<collapse key>" -> the member booked last with
---          it; "x:<member>" -> the member that replaced it).
+--          then, when it has a collapse key, the user's collapse hash:
+--          "k:<category>:<collapse key>" -> the newest accepted member
+--          booked with it, "x:<member>" -> the member that replaced it,
+--          each valued "<until> <accepted> <member>": until (ms) is when
+--          the booking it names leaves its set's window (the record is
+--          deleted then), accepted (ms) the named push's accepted instant
+--          (for x: the replacing push's).
 -- ARGV[1]  now (ms, or "" for Redis TIME)
 -- ARGV[2]  minttl (ms): the least TTL a written key gets
 -- ARGV[3]  max pending (0: no cap)
@@ -22,7 +26,9 @@
 --          ""): one set, of rule set k, and nothing else (the common
 --          request: 3 values instead of 8); the full form, 0, member,
 --          not-after, not-before (ms or ""), category ("" none), collapse
---          key ("" none), nsets, the rule set (1..R) of each of its sets,
+--          key ("" none), accepted (ms: the push's accepted instant, which
+--          orders the pushes of one collapse key), nsets, the rule set
+--          (1..R) of each of its sets,
 --          nquiet, then nquiet quiet intervals start, end (ms, [start,
 --          end), sorted, disjoint)
 -- Reply    per request, in order: for a new booking (the member books
@@ -31,8 +37,10 @@
 --          collapsed member or ""}: refused is '' when the member holds
 --          the slot, 'full' with slot = the earliest entry after now of
 --          the set at the cap, 'late' with slot = the slot it would have
---          booked, 'collapsed' with slot = now; or an error reply when the
---          request's calls failed (e.g. WRONGTYPE), which stops no other.
+--          booked, 'collapsed' with slot = now (a newer push replaced the
+--          member, or its key names a push accepted after it); or an
+--          error reply when the request's calls failed (e.g. WRONGTYPE),
+--          which stops no other.
 --          Then, after the last request's, now (ms), which every request
 --          of the call shares. (A new booking, the common reply, is one
 --          integer: a table of five per request cost Redis building it
@@ -144,6 +152,39 @@ local function put_back(keys, old, old_at)
   end
 end
 
+-- collapse_records reads a user's collapse hash: its live records by
+-- field ({member, accepted}), and the fields to delete (stale: their
+-- booking left its window) or rewrite (legacy) when the hash is written.
+--
+-- Compatibility for a rolling upgrade: a value that is a bare member was
+-- written by a version that kept records forever. It is read as a push
+-- accepted at 0 (any push with its key is newer) and rewritten with until
+-- = now + the request's horizon, so it goes once that passes. Remove this
+-- once every worker has run this version for the longest window of any
+-- policy (every such hash is then rewritten or expired).
+local function collapse_records(ckey)
+  local h = redis.call('HGETALL', ckey)
+  local rec = {live = {}, stale = {}, legacy = {}}
+  for i = 1, #h, 2 do
+    local f, v = h[i], h[i + 1]
+    local u, a, m = string.match(v, '^(%-?%d+) (%-?%d+) (.*)$')
+    if u == nil then
+      rec.live[f] = {member = v, accepted = 0}
+      rec.legacy[#rec.legacy + 1] = f
+    elseif tonumber(u) <= now then
+      rec.stale[#rec.stale + 1] = f
+    else
+      rec.live[f] = {member = m, accepted = tonumber(a)}
+    end
+  end
+  return rec
+end
+
+-- collapse_value is a collapse record's value: until, accepted, member.
+local function collapse_value(until_ms, accepted, member)
+  return string.format('%.0f %.0f ', until_ms, accepted) .. member
+end
+
 -- empty_for tells whether a home set of rule set hr is known to hold no
 -- entry in (now - d, now] from its counts hc. (A function of its own, not
 -- a closure made per request.)
@@ -178,24 +219,32 @@ end
 -- request in eight, which bounds their size at a fraction of the cost.
 -- Without a collapse key, an existing member is looked for before a
 -- sweep or a refusal, else found by the ZADD NX that records a new one.
-local function reserve(keys, rs, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
+local function reserve(keys, rs, ckey, member, not_after, not_before, category, collapse_key, accepted, qs, qe)
   local home, hr = keys[1], rs[1]
   local s
   local looked = ckey ~= nil -- whether the member was looked for already
   local old, old_at = nil, nil
+  local rec, kf -- the collapse records and this key's field, with a key
   if ckey then
     s = held(home, member, hr.cut)
     if s then
       return {s, 1, now, '', ''}
     end
-    if redis.call('HEXISTS', ckey, 'x:' .. member) == 1 then
+    rec, kf = collapse_records(ckey), 'k:' .. category .. ':' .. collapse_key
+    if rec.live['x:' .. member] then
       return {now, 0, now, 'collapsed', ''}
     end
-    local o = redis.call('HGET', ckey, 'k:' .. category .. ':' .. collapse_key)
-    if o and o ~= member then
-      local at = redis.call('ZSCORE', home, o)
+    local k = rec.live[kf]
+    if k and k.member ~= member then
+      -- The newest accepted push wins: one accepted before the push the
+      -- key names is stale, booked or not (on a tie the later booking
+      -- wins).
+      if accepted < k.accepted then
+        return {now, 0, now, 'collapsed', ''}
+      end
+      local at = redis.call('ZSCORE', home, k.member)
       if at and tonumber(at) > now + margin then
-        old, old_at = o, tonumber(at)
+        old, old_at = k.member, tonumber(at)
         for b = 1, #keys do
           redis.call('ZREM', keys[b], old)
         end
@@ -356,9 +405,21 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
     if kt > ttl then ttl = kt end
   end
   if ckey then
-    redis.call('HSET', ckey, 'k:' .. category .. ':' .. collapse_key, member)
+    -- Each record lives while the booking it names is in its window:
+    -- the newest push's record blocks older ones that long, the
+    -- collapsed member's refuses it that long. Records past it go now,
+    -- so the hash holds at most what the user's windows hold.
+    for i = 1, #rec.stale, 256 do -- unpack's stack is bounded
+      redis.call('HDEL', ckey, unpack(rec.stale, i, math.min(i + 255, #rec.stale)))
+    end
+    for _, f in ipairs(rec.legacy) do
+      local r = rec.live[f]
+      redis.call('HSET', ckey, f, collapse_value(now + hr.horizon, r.accepted, r.member))
+    end
+    redis.call('HSET', ckey, kf, collapse_value(t + hr.horizon, accepted, member))
     if old then
-      redis.call('HSET', ckey, 'x:' .. old, member)
+      redis.call('HSET', ckey, 'x:' .. old, collapse_value(old_at + hr.horizon, accepted, member))
+      if old_at + hr.horizon - now > ttl then ttl = old_at + hr.horizon - now end
     end
     if redis.call('PTTL', ckey) < ttl then
       redis.call('PEXPIRE', ckey, ttl)
@@ -397,16 +458,16 @@ local nargv = #ARGV
 while arg <= nargv do
   local form = tonumber(ARGV[arg])
   local member, not_after = ARGV[arg + 1], tonumber(ARGV[arg + 2])
-  local not_before, category, collapse_key, keys, rs, ckey
+  local not_before, category, collapse_key, accepted, keys, rs, ckey
   local qs, qe = noquiet, noquiet -- read only
   if form > 0 then
-    not_before, category, collapse_key = nil, '', ''
+    not_before, category, collapse_key, accepted = nil, '', '', 0
     keys, rs = {keys_in[key]}, {rulesets[form]}
     key, arg = key + 1, arg + 3
   else
-    not_before, category, collapse_key = tonumber(ARGV[arg + 3]), ARGV[arg + 4], ARGV[arg + 5]
-    local nsets = tonumber(ARGV[arg + 6])
-    arg = arg + 7
+    not_before, category, collapse_key, accepted = tonumber(ARGV[arg + 3]), ARGV[arg + 4], ARGV[arg + 5], tonumber(ARGV[arg + 6])
+    local nsets = tonumber(ARGV[arg + 7])
+    arg = arg + 8
     keys, rs = {}, {}
     for b = 1, nsets do
       keys[b], rs[b] = keys_in[key], rulesets[tonumber(ARGV[arg])]
@@ -431,7 +492,7 @@ while arg <= nargv do
   if away then
     ok, reply = false, {err = 'NOTHERE ' .. away}
   else
-    ok, reply = pcall(reserve, keys, rs, ckey, member, not_after, not_before, category, collapse_key, qs, qe)
+    ok, reply = pcall(reserve, keys, rs, ckey, member, not_after, not_before, category, collapse_key, accepted, qs, qe)
   end
   if ok then
     out[#out + 1] = reply

@@ -39,6 +39,5 @@ func (c *compiled) next(cat string, ts func(string) []int64, now int64, loc *tim
 	for i, s := range sets {
 		bs[i] = bound{r: s.r, ts: ts(s.cat)}
 	}
-	qs, _ := window(quiet, loc, now, now, 0)
-	return earliestAll(bs, qs, now, now)
+	return nextOpen(bs, quiet, loc, now)
 }

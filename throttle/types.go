@@ -109,7 +109,8 @@ const (
 	// Request.NotAfter. At and Wait are that slot.
 	RefusedLate Refusal = "late"
 	// RefusedCollapsed: a newer booking with the same CollapseKey replaced
-	// this member's (see Reservation.Collapsed); it must not be sent. At
+	// this member's (see Reservation.Collapsed), or the key names a push
+	// accepted after this one (Request.Accepted); it must not be sent. At
 	// is the limiter's now.
 	RefusedCollapsed Refusal = "collapsed"
 )
@@ -139,6 +140,13 @@ type Request struct {
 	// booking of the same Category and CollapseKey (Reservation.Collapsed)
 	// and be replaced by a later one.
 	CollapseKey string
+	// Accepted, with CollapseKey, orders the pushes of one collapse key:
+	// when the push was accepted, in whole milliseconds (the zero time is
+	// the oldest). The newest accepted push wins whatever books later: a
+	// booking takes the place of the held booking its key names only when
+	// it was accepted no earlier (on a tie the later booking wins), and a
+	// booking accepted before the one its key names is RefusedCollapsed.
+	Accepted time.Time
 }
 
 // Held names one user's booking: what ReleaseBatch gives back.

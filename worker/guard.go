@@ -105,16 +105,19 @@ func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttl
 // paced, a time the app's send rate granted it): in d's category (the
 // global rules alone when it is not configured: the job was accepted
 // under another configuration), in the recipient's time zone, not before
-// its send_at, with its collapse key; refused after d's deadline, and
-// never later than its job's records are kept (less a day), so a slot is
-// never used after the records that stop a second send are gone.
+// its send_at, with its collapse key in its app (collapseKeyOf) and its
+// job's accepted instant, which makes the newest accepted push win;
+// refused after d's deadline, and never later than its job's records are
+// kept (less a day), so a slot is never used after the records that stop
+// a second send are gone.
 func (w *Worker) requestOf(a *App, d *delivery, n int, paced time.Time) throttle.Request {
 	notAfter := retainFrom(d.AcceptedAt, &d.Content).Add(recordTTL - 24*time.Hour)
 	if !d.Deadline.IsZero() {
 		notAfter = d.Deadline.Add(-time.Millisecond)
 	}
 	q := throttle.Request{User: d.UserID, Member: memberOf(d.Job, d.Index, n), NotAfter: notAfter,
-		NotBefore: d.Content.NotBefore(), CollapseKey: d.Content.CollapseKey, Location: w.location(d.Timezone)}
+		NotBefore: d.Content.NotBefore(), CollapseKey: collapseKeyOf(a.Name, d.Content.CollapseKey), Accepted: d.AcceptedAt,
+		Location: w.location(d.Timezone)}
 	if paced.After(q.NotBefore) {
 		q.NotBefore = paced // the app's send rate granted no earlier send
 	}
@@ -132,6 +135,17 @@ func (w *Worker) requestOf(a *App, d *delivery, n int, paced time.Time) throttle
 // validated): the default when empty or, after a change of the zone
 // database, unknown. Zones are loaded once per process (loading parses the
 // zone's data); the names are IANA's, a few hundred at most.
+// collapseKeyOf is the limiter's collapse key of a push of app with
+// collapse_key key ("" none): the app is part of it, so the apps of one
+// throttle_group, which share a user's limiter keys, never collapse each
+// other's pushes. App names have no ":", so no two pairs make one key.
+func collapseKeyOf(app, key string) string {
+	if key == "" {
+		return ""
+	}
+	return app + ":" + key
+}
+
 func (w *Worker) location(name string) *time.Location {
 	if name == "" {
 		return w.defaultLoc

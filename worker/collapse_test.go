@@ -1,0 +1,109 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
+)
+
+// collapseBench is a Redis limiter at an explicit clock, shared by the
+// apps of one throttle group, and the bookings requestOf makes for it.
+type collapseBench struct {
+	t     *testing.T
+	w     *Worker
+	lim   *throttle.Redis
+	now   time.Time
+	apps  map[string]*App
+	start time.Time
+}
+
+func newCollapseBench(t *testing.T) *collapseBench {
+	t.Helper()
+	rdb := redistest.Client(t)
+	b := &collapseBench{t: t, w: &Worker{}, now: time.Date(2027, 1, 12, 12, 0, 0, 0, time.UTC)}
+	b.start = b.now
+	lim, err := throttle.NewRedis(rdb, throttle.Policy{MinGap: 10 * time.Second},
+		throttle.Options{Prefix: redistest.Prefix(t), Clock: func() time.Time { return b.now }, CollapseMargin: CollapseMargin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.lim = lim
+	b.apps = map[string]*App{}
+	for _, name := range []string{"shop", "shop-lite"} {
+		b.apps[name] = &App{Name: name, Limiter: lim, Policy: lim.Policy()}
+	}
+	return b
+}
+
+// push is a delivery of job id to user u of app, with collapse key score,
+// accepted at offset after the bench's start.
+func (b *collapseBench) push(app, id string, accepted time.Duration) *delivery {
+	return &delivery{Job: id, UserID: "u", AcceptedAt: b.start.Add(accepted),
+		Content: payload.Content{App: app, CollapseKey: "score"}}
+}
+
+// book is the booking of d's attempt n, as the worker asks for it, and
+// what it means.
+func (b *collapseBench) book(d *delivery, n int) (throttle.Reservation, step) {
+	b.t.Helper()
+	rs, err := b.lim.ReserveBatch(context.Background(), []throttle.Request{b.w.requestOf(b.apps[d.Content.App], d, n, time.Time{})})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return rs[0], plan(rs[0], b.now, b.now, b.now, d.Deadline, n > 0).step
+}
+
+// The newest accepted push wins in collapse: push "old" reached one
+// device and its retry books after push "latest" (same collapse key) was
+// held; the retry ends collapsed and latest keeps its slot.
+func TestCollapseNewestAcceptedWins(t *testing.T) {
+	t.Parallel()
+	b := newCollapseBench(t)
+	old, latest := b.push("shop", "old", 0), b.push("shop", "latest", time.Second)
+	if r, s := b.book(old, 0); s != stepSend {
+		t.Fatalf("old's first attempt: %+v (%s), want sent now", r, stepNames[s])
+	}
+	b.now = b.now.Add(2 * time.Second)
+	held, s := b.book(latest, 0)
+	if s != stepDefer || held.Collapsed != "" {
+		t.Fatalf("latest: %+v (%s), want held 8 s, collapsing nothing", held, stepNames[s])
+	}
+	b.now = b.now.Add(time.Second)
+	if r, s := b.book(old, 1); s != stepCollapsed {
+		t.Errorf("old's retry: %+v (%s), want collapsed", r, stepNames[s])
+	}
+	if r, _ := b.book(latest, 0); !r.Existing || !r.At.Equal(held.At) {
+		t.Errorf("latest after old's retry: %+v, want its slot %s still held", r, held.At)
+	}
+	// Sent at its slot, latest still outranks old's next retry.
+	b.now = held.At.Add(time.Second)
+	if r, s := b.book(old, 2); s != stepCollapsed {
+		t.Errorf("old's retry after latest was sent: %+v (%s), want collapsed", r, stepNames[s])
+	}
+}
+
+// Collapse keys are per app: in a throttle group, another app's push with
+// the same collapse key leaves a held push alone, while the same app's
+// newer push takes its place.
+func TestCollapseKeysArePerApp(t *testing.T) {
+	t.Parallel()
+	b := newCollapseBench(t)
+	if r, s := b.book(b.push("shop", "first", 0), 0); s != stepSend {
+		t.Fatalf("first: %+v (%s), want sent now", r, stepNames[s])
+	}
+	held, _ := b.book(b.push("shop", "held", time.Second), 0)
+	lite, _ := b.book(b.push("shop-lite", "lite", 2*time.Second), 0)
+	if held.Wait == 0 || lite.Collapsed != "" || lite.Refused != "" {
+		t.Fatalf("shop-lite's push %+v after shop's held one %+v: want it booked, collapsing nothing", lite, held)
+	}
+	if r, _ := b.book(b.push("shop", "held", time.Second), 0); !r.Existing {
+		t.Errorf("shop's held push after shop-lite's: %+v, want its booking kept", r)
+	}
+	if r, _ := b.book(b.push("shop", "newer", 3*time.Second), 0); r.Collapsed != memberOf("held", 0, 0) {
+		t.Errorf("shop's newer push collapsed %q, want shop's held push", r.Collapsed)
+	}
+}
