@@ -57,25 +57,3 @@ func TestEncryptRecordRFC8188Section31(t *testing.T) {
 		t.Errorf("body (-want +got):\n%s", d)
 	}
 }
-
-// TestDecryptRoundTrip: what encrypt writes, the user agent's side of
-// RFC 8291 (decryptForTest, written from the RFC independently of encrypt's
-// structure) reads back.
-func TestDecryptRoundTrip(t *testing.T) {
-	ua, err := ecdh.P256().NewPrivateKey(b64(t, rfcUAPrivate))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Decrypt(b64(t, rfcBody), ua, b64(t, rfcAuth))
-	if err != nil {
-		t.Fatalf("Decrypt: %v", err)
-	}
-	if string(got) != rfcPlaintext {
-		t.Errorf("plaintext = %q, want %q", got, rfcPlaintext)
-	}
-	body := b64(t, rfcBody)
-	body[len(body)-1] ^= 1
-	if _, err := Decrypt(body, ua, b64(t, rfcAuth)); err == nil {
-		t.Error("Decrypt accepted a body with a flipped bit")
-	}
-}

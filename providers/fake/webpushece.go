@@ -1,4 +1,4 @@
-package webpush
+package fake
 
 import (
 	"bytes"
@@ -12,11 +12,19 @@ import (
 	"fmt"
 )
 
-// Decrypt is the user agent's side of RFC 8291: it reads an aes128gcm body
-// with the subscription's private key ua and auth secret and returns the
-// plaintext. Fake push services and tests use it to read what hush sent;
-// it accepts bodies of one or more records.
-func Decrypt(body []byte, ua *ecdh.PrivateKey, auth []byte) ([]byte, error) {
+// The HKDF info strings of RFC 8188 §2.2 and §2.3 and RFC 8291 §3.4.
+const (
+	eceCEKInfo   = "Content-Encoding: aes128gcm\x00"
+	eceNonceInfo = "Content-Encoding: nonce\x00"
+	eceKeyInfo   = "WebPush: info\x00"
+)
+
+// DecryptWebPush is the user agent's side of RFC 8291: it reads an
+// aes128gcm body with the subscription's private key ua and auth secret and
+// returns the plaintext. It accepts bodies of one or more records; it is
+// written from the RFCs apart from providers/webpush, so each checks the
+// other.
+func DecryptWebPush(body []byte, ua *ecdh.PrivateKey, auth []byte) ([]byte, error) {
 	if len(body) < 21 {
 		return nil, errors.New("aes128gcm: body shorter than its header")
 	}
@@ -38,7 +46,7 @@ func Decrypt(body []byte, ua *ecdh.PrivateKey, auth []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ikm, err := hkdf.Expand(sha256.New, prkKey, webPushKey+string(ua.PublicKey().Bytes())+string(as.Bytes()), 32)
+	ikm, err := hkdf.Expand(sha256.New, prkKey, eceKeyInfo+string(ua.PublicKey().Bytes())+string(as.Bytes()), 32)
 	if err != nil {
 		return nil, err
 	}
@@ -46,11 +54,11 @@ func Decrypt(body []byte, ua *ecdh.PrivateKey, auth []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cek, err := hkdf.Expand(sha256.New, prk, cekInfo, 16)
+	cek, err := hkdf.Expand(sha256.New, prk, eceCEKInfo, 16)
 	if err != nil {
 		return nil, err
 	}
-	nonce, err := hkdf.Expand(sha256.New, prk, nonceInfo, 12)
+	nonce, err := hkdf.Expand(sha256.New, prk, eceNonceInfo, 12)
 	if err != nil {
 		return nil, err
 	}
