@@ -1,0 +1,64 @@
+package setup
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hushpush/hush/providers/webpush"
+)
+
+func TestAppsFileWebPush(t *testing.T) {
+	c := writeCreds(t, "http://127.0.0.1:1/token")
+	key, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := webpush.GenerateVAPIDKey()
+	app := func(block string) string { return "apps:\n  - name: web\n    webpush:\n" + block }
+	for _, tc := range []struct {
+		name, text string
+		want       []problem
+	}{
+		{"good", app("      private_key: " + key.PrivateKey() + "\n      public_key: " + key.PublicKey() + "\n      subject: mailto:ops@example.com\n      max_rate: 100/s\n"), nil},
+		{"no subject", app("      private_key: " + key.PrivateKey() + "\n"), []problem{{"apps[web].webpush.subject", "required: a mailto: or https: URI a push service can reach you at"}}},
+		{"no key", app("      subject: mailto:ops@example.com\n"), []problem{{"apps[web].webpush.private_key", "required (hush webpush keys makes a pair)"}}},
+		{"bad key", app("      private_key: abc\n      subject: mailto:ops@example.com\n"), []problem{{"apps[web].webpush.private_key", "not a P-256 private key"}}},
+		{"another public key", app("      private_key: " + key.PrivateKey() + "\n      public_key: " + other.PublicKey() + "\n      subject: mailto:ops@example.com\n"),
+			[]problem{{"apps[web].webpush.public_key", "is not the private key's public key"}}},
+		{"unknown field", app("      private_key: " + key.PrivateKey() + "\n      subject: mailto:ops@example.com\n      contact: x\n"),
+			[]problem{{"apps[web].webpush.contact", "unknown field"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			infos, err := CheckAppsFile(t.Context(), DefaultConfig(), c.file(t, "apps.yaml", tc.text))
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("CheckAppsFile: %v", err)
+				}
+				if len(infos) != 1 || infos[0].Name != "web" {
+					t.Errorf("apps = %+v, want web", infos)
+				}
+				return
+			}
+			afe, ok := errors.AsType[*AppsFileError](err)
+			if !ok {
+				t.Fatalf("CheckAppsFile: %v, want an *AppsFileError", err)
+			}
+			var got []problem
+			for _, p := range afe.Problems {
+				msg := p.Err.Error()
+				for _, w := range tc.want {
+					if w.path == p.Path && strings.Contains(msg, w.reason) {
+						msg = w.reason
+					}
+				}
+				got = append(got, problem{p.Path, msg})
+			}
+			if d := cmp.Diff(tc.want, got, cmp.AllowUnexported(problem{})); d != "" {
+				t.Errorf("problems (-want +got):\n%s", d)
+			}
+		})
+	}
+}
