@@ -37,8 +37,12 @@ func TestAppsFileWebPush(t *testing.T) {
 				if err != nil {
 					t.Fatalf("CheckAppsFile: %v", err)
 				}
+				want := &WebPushInfo{PublicKey: key.PublicKey(), Subject: "mailto:ops@example.com", MaxRate: "100/s", PerSecond: 100}
 				if len(infos) != 1 || infos[0].Name != "web" {
-					t.Errorf("apps = %+v, want web", infos)
+					t.Fatalf("apps = %+v, want web", infos)
+				}
+				if d := cmp.Diff(want, infos[0].WebPush); d != "" {
+					t.Errorf("web's Web Push (-want +got):\n%s", d)
 				}
 				return
 			}

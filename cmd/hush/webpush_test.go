@@ -88,3 +88,24 @@ func TestSendWebPush(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2 naming keys.auth", code, stderr)
 	}
 }
+
+func TestAppsCheckWebPush(t *testing.T) {
+	unsetHushEnv(t)
+	key, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "apps.yaml")
+	writeText(t, file, "apps:\n  - name: web\n    webpush:\n      private_key: "+key.PrivateKey()+"\n      subject: mailto:ops@example.com\n      max_rate: 100/s\n")
+	stdout, stderr, code := runCmd(t, "apps", "check", file)
+	if code != 0 {
+		t.Fatalf("exit status %d, want 0; stderr:\n%s", code, stderr)
+	}
+	want := "  webpush    vapid key " + key.PublicKey() + ", mailto:ops@example.com, max 100/s\n"
+	if !strings.Contains(stdout, want) {
+		t.Errorf("stdout:\n%s\nlacks:\n%s", stdout, want)
+	}
+	if strings.Contains(stdout, key.PrivateKey()) {
+		t.Errorf("apps check shows the private key:\n%s", stdout)
+	}
+}

@@ -248,7 +248,7 @@ func checkVAPID(h, origin string, now time.Time) (string, error) {
 	case claims.Exp > now.Add(24*time.Hour).Unix():
 		return "", errors.New("exp more than 24 hours ahead")
 	case !strings.HasPrefix(claims.Sub, "mailto:") && !strings.HasPrefix(claims.Sub, "https:"):
-		return "", errors.New("sub is neither mailto: nor https:")
+		return "", errors.New("sub is not a mailto: or https: URI")
 	}
 	digest := sha256.Sum256([]byte(signed))
 	if !ecdsa.Verify(pub, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
