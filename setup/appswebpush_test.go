@@ -66,3 +66,32 @@ func TestAppsFileWebPush(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigWebpushKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		edit    func(*Config)
+		wantKey string
+	}{
+		{"none", func(*Config) {}, ""},
+		{"pair and subject", func(c *Config) { c.WebpushPrivateKey, c.WebpushSubject = "k", "mailto:a@b.c" }, ""},
+		{"no subject", func(c *Config) { c.WebpushPrivateKey = "k" }, "HUSH_WEBPUSH_SUBJECT"},
+		{"subject alone", func(c *Config) { c.WebpushSubject = "mailto:a@b.c" }, "HUSH_WEBPUSH_SUBJECT"},
+		{"ca alone", func(c *Config) { c.WebpushCaFile = "ca.pem" }, "HUSH_WEBPUSH_CA_FILE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tc.edit(&cfg)
+			err := cfg.Validate()
+			var got string
+			if ke, ok := errors.AsType[*KeyError](err); ok {
+				got = ke.Key
+			} else if err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if got != tc.wantKey {
+				t.Errorf("key at fault = %q, want %q (%v)", got, tc.wantKey, err)
+			}
+		})
+	}
+}

@@ -185,6 +185,7 @@ func (c Config) Validate() error {
 	}
 	add(c.validateAPNs())
 	add(c.validateFCM())
+	add(c.validateWebpush())
 	if c.HTTPAddr == "" {
 		add(keyErr("HUSH_HTTP_ADDR", "must not be empty"))
 	}
@@ -283,6 +284,27 @@ func (c Config) validateFCM() error {
 
 // apnsConfigured reports whether APNs credentials are set.
 func (c Config) apnsConfigured() bool { return c.APNSKeyFile != "" || c.APNSCertFile != "" }
+
+// validateWebpush checks the HUSH_WEBPUSH_* keys that go together; the
+// key pair and the subject themselves are checked by webpush.New.
+func (c Config) validateWebpush() error {
+	if c.WebpushPrivateKey != "" {
+		if c.WebpushSubject == "" {
+			return keyErr("HUSH_WEBPUSH_SUBJECT", "required with HUSH_WEBPUSH_PRIVATE_KEY: a mailto: or https: URI a push service can reach you at")
+		}
+		return nil
+	}
+	for _, k := range []struct{ name, value string }{
+		{"HUSH_WEBPUSH_PUBLIC_KEY", c.WebpushPublicKey},
+		{"HUSH_WEBPUSH_SUBJECT", c.WebpushSubject},
+		{"HUSH_WEBPUSH_CA_FILE", c.WebpushCaFile},
+	} {
+		if k.value != "" {
+			return keyErr(k.name, "only used with HUSH_WEBPUSH_PRIVATE_KEY")
+		}
+	}
+	return nil
+}
 
 // webpushConfigured reports whether Web Push credentials are set.
 func (c Config) webpushConfigured() bool { return c.WebpushPrivateKey != "" }
