@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/big"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -123,9 +124,9 @@ func TestHeaders(t *testing.T) {
 		{"silent", payload.Content{Silent: true}, now.Add(-time.Second), "0", "low", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := make(map[string][]string)
+			h := http.Header{}
 			setHeaders(h, pushOf(&tc.c, tc.expiry), now)
-			got := []string{get(h, "TTL"), get(h, "Urgency"), get(h, "Topic"), get(h, "Content-Encoding")}
+			got := []string{h.Get("TTL"), h.Get("Urgency"), h.Get("Topic"), h.Get("Content-Encoding")}
 			want := []string{tc.ttl, tc.urgency, tc.topic, "aes128gcm"}
 			if strings.Join(got, "|") != strings.Join(want, "|") {
 				t.Errorf("TTL|Urgency|Topic|Content-Encoding = %v, want %v", got, want)
