@@ -31,10 +31,12 @@
 //     zone name that time.LoadLocation knows from the embedded database;
 //     "Local" and other names of the machine's own zone are refused.
 //   - recipients[i].devices: 1 to 10.
-//   - devices[j].platform: "apns" or "fcm".
+//   - devices[j].platform: "apns", "fcm" or "webpush".
 //   - devices[j].token: required; apns: 64 to 200 hex characters, an even
-//     number; fcm: 1 to 4096 characters of A-Z a-z 0-9 _ : . -; unique within
-//     the recipient.
+//     number; fcm: 1 to 4096 characters of A-Z a-z 0-9 _ : . -; webpush: a
+//     browser's PushSubscription JSON (ParseWebPushSubscription: an https
+//     endpoint, a 65-byte P-256 keys.p256dh, a 16-byte keys.auth); unique
+//     within the recipient.
 //   - alert: required with a title or a body unless silent; absent when
 //     silent (silent pushes are data-only / content-available).
 //   - alert.badge: 0 or more (0 clears the badge).
@@ -53,8 +55,11 @@
 //   - expires_at: not before the time passed to Validate; after send_at
 //     when both are set.
 //   - the rendered APNs body and the rendered FCM message, for the platforms
-//     the job uses, at most 4096 bytes each (reported on "alert", or on
-//     "data" for a silent job).
+//     the job uses, at most 4096 bytes each, and the Web Push body at most
+//     4096 once encrypted (reported on "alert", or on "data" for a silent
+//     job).
+//   - with webpush devices, collapse_key at most 32 of A-Z a-z 0-9 - _ (it
+//     is the Topic header).
 //
 // # Rendering
 //

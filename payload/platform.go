@@ -12,8 +12,9 @@ import (
 type Platform string
 
 const (
-	APNs Platform = "apns"
-	FCM  Platform = "fcm"
+	APNs    Platform = "apns"
+	FCM     Platform = "fcm"
+	WebPush Platform = "webpush"
 )
 
 // platformSpec is what payload knows of one platform: the rules Validate
@@ -34,6 +35,9 @@ type platformSpec struct {
 	// rendered names the output in Validate's size problem ("rendered apns
 	// payload is 4100 bytes, limit 4096").
 	rendered string
+	// contentProblem, when set, names a field of the job this platform's
+	// devices cannot be sent and why, or returns "" (Web Push's Topic).
+	contentProblem func(c *Content) (field, msg string)
 }
 
 // platforms is the one list of known platforms: validation, rendering and
@@ -57,6 +61,14 @@ var platforms = map[Platform]platformSpec{
 		render:         renderFCMJSON,
 		maxBytes:       MaxPayloadBytes,
 		rendered:       "fcm message",
+	},
+	WebPush: {
+		tokenProblem:   webPushTokenProblem,
+		dataKeyProblem: webPushDataKeyProblem,
+		render:         renderWebPush,
+		maxBytes:       MaxWebPushBytes - WebPushOverhead,
+		rendered:       "webpush body (4096 bytes once encrypted)",
+		contentProblem: webPushContentProblem,
 	},
 }
 

@@ -87,8 +87,8 @@ func TestPlatformMessages(t *testing.T) {
 		platform Platform
 		want     string
 	}{
-		{"", `recipients[0].devices[0].platform: is required: "apns" or "fcm"`},
-		{"web", `recipients[0].devices[0].platform: unknown platform "web", want "apns" or "fcm"`},
+		{"", `recipients[0].devices[0].platform: is required: "apns", "fcm" or "webpush"`},
+		{"web", `recipients[0].devices[0].platform: unknown platform "web", want "apns", "fcm" or "webpush"`},
 	} {
 		t.Run(string(tc.platform), func(t *testing.T) {
 			j := Job{

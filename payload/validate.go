@@ -243,6 +243,11 @@ func (c *Content) checkSize(ps *problems, used map[Platform]bool) {
 			continue
 		}
 		spec := platforms[p]
+		if spec.contentProblem != nil {
+			if f, msg := spec.contentProblem(c); msg != "" {
+				ps.add(f, msg)
+			}
+		}
 		if b, err := spec.render(c); err != nil {
 			ps.add(field, err.Error())
 		} else if len(b) > spec.maxBytes {

@@ -14,6 +14,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/apns"
 	"github.com/hushpush/hush/providers/fcm"
+	"github.com/hushpush/hush/providers/webpush"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
 )
@@ -30,6 +31,8 @@ type appSpec struct {
 	label string
 	apns  *apns.Config // nil: no APNs
 	fcm   *fcm.Config  // nil: no FCM
+	// webpush is the app's VAPID key pair and contact; nil: no Web Push.
+	webpush *webpush.Config
 	// maxRate is the sends per second to each platform (absent: no cap),
 	// maxRateText as the file writes it.
 	maxRate     map[payload.Platform]float64
@@ -57,7 +60,9 @@ type appsConfig struct {
 // when they set provider credentials, or when there is no apps file.
 func envAppDefined(cfg Config) bool { return anyEnvCredentials(cfg) || cfg.AppsFile == "" }
 
-func anyEnvCredentials(cfg Config) bool { return cfg.apnsConfigured() || cfg.fcmConfigured() }
+func anyEnvCredentials(cfg Config) bool {
+	return cfg.apnsConfigured() || cfg.fcmConfigured() || cfg.webpushConfigured()
+}
 
 // envApp is the app of the HUSH_APNS_*, HUSH_FCM_* and HUSH_THROTTLE_*
 // keys (cfg is valid): default, with unscoped limiter keys, as before
@@ -76,6 +81,10 @@ func envApp(cfg Config) appSpec {
 	if cfg.fcmConfigured() {
 		a.fcm = &fcm.Config{CredentialsFile: cfg.FCMCredentialsFile, ProjectID: cfg.FCMProjectID, Endpoint: cfg.FCMEndpoint}
 	}
+	if cfg.webpushConfigured() {
+		a.webpush = &webpush.Config{PrivateKey: cfg.WebpushPrivateKey, PublicKey: cfg.WebpushPublicKey,
+			Subject: cfg.WebpushSubject, CAFile: cfg.WebpushCaFile}
+	}
 	return a
 }
 
@@ -87,6 +96,9 @@ func (a appSpec) credentialFiles() []string {
 	}
 	if a.fcm != nil {
 		out = append(out, a.fcm.CredentialsFile)
+	}
+	if a.webpush != nil {
+		out = append(out, a.webpush.CAFile)
 	}
 	return slices.DeleteFunc(out, func(f string) bool { return f == "" })
 }
@@ -151,8 +163,9 @@ func fileApp(e appEntry, label string, cfg Config, dir string, ps *problems) app
 	a.maxRate, a.maxRateText = map[payload.Platform]float64{}, map[payload.Platform]string{}
 	a.apns = fileAPNs(a.label+".apns", e.APNs, dir, &a, ps)
 	a.fcm = fileFCM(a.label+".fcm", e.FCM, dir, &a, ps)
-	if e.APNs == nil && e.FCM == nil {
-		ps.addf(a.label, ps.lines[a.label], "neither apns nor fcm: give the app the credentials of one or both")
+	a.webpush = fileWebPush(a.label+".webpush", e.WebPush, dir, &a, ps)
+	if e.APNs == nil && e.FCM == nil && e.WebPush == nil {
+		ps.addf(a.label, ps.lines[a.label], "neither apns nor fcm nor webpush: give the app the credentials of one or more")
 	}
 	a.policy, a.maxPending = fileThrottle(a.label+".throttle", e.Throttle, cfg, ps)
 	a.group, a.scope = e.ThrottleGroup, e.Name
@@ -177,6 +190,9 @@ func namedFiles(e appEntry, dir string) []string {
 	}
 	if e.FCM != nil {
 		out = append(out, e.FCM.CredentialsFile)
+	}
+	if e.WebPush != nil {
+		out = append(out, e.WebPush.CAFile)
 	}
 	out = slices.DeleteFunc(out, func(f string) bool { return f == "" })
 	for i, f := range out {

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/webpush"
 )
 
 // AppInfo describes one app of a checked apps file, without its secrets.
@@ -15,6 +16,8 @@ type AppInfo struct {
 	Name string
 	APNs *APNsInfo // nil: no APNs
 	FCM  *FCMInfo  // nil: no FCM
+	// WebPush is nil when the app has no Web Push.
+	WebPush *WebPushInfo
 	// Rules are its limiter's settings in the notation of the
 	// HUSH_THROTTLE_* keys ("10/1m,100/24h min-gap 3s; quiet 22:00-08:00;
 	// max pending 100").
@@ -43,6 +46,17 @@ type APNsInfo struct {
 type FCMInfo struct {
 	Project   string
 	Endpoint  string // "" for Google's
+	MaxRate   string
+	PerSecond float64
+}
+
+// WebPushInfo is an app's Web Push configuration, without its private
+// key.
+type WebPushInfo struct {
+	// PublicKey is the VAPID public key, the applicationServerKey web apps
+	// subscribe with.
+	PublicKey string
+	Subject   string
 	MaxRate   string
 	PerSecond float64
 }
@@ -84,6 +98,13 @@ func CheckAppsFile(ctx context.Context, cfg Config, path string) ([]AppInfo, err
 				MaxRate: a.maxRateText[payload.FCM], PerSecond: a.maxRate[payload.FCM]}
 			if info.FCM.Project == "" {
 				info.FCM.Project = serviceAccountProject(c.CredentialsFile)
+			}
+		}
+		if c := a.webpush; c != nil {
+			info.WebPush = &WebPushInfo{PublicKey: c.PublicKey, Subject: c.Subject,
+				MaxRate: a.maxRateText[payload.WebPush], PerSecond: a.maxRate[payload.WebPush]}
+			if k, err := webpush.ParseVAPIDKey(c.PrivateKey); err == nil {
+				info.WebPush.PublicKey = k.PublicKey()
 			}
 		}
 		out = append(out, info)

@@ -31,6 +31,7 @@ type appEntry struct {
 	Name          string         `yaml:"name"`
 	APNs          *apnsEntry     `yaml:"apns"`
 	FCM           *fcmEntry      `yaml:"fcm"`
+	WebPush       *webpushEntry  `yaml:"webpush"`
 	Throttle      *throttleEntry `yaml:"throttle"`
 	ThrottleGroup string         `yaml:"throttle_group"`
 }
@@ -55,6 +56,16 @@ type fcmEntry struct {
 	ProjectID       string `yaml:"project_id"`
 	Endpoint        string `yaml:"endpoint"`
 	MaxRate         string `yaml:"max_rate"`
+}
+
+// webpushEntry is an app's Web Push credentials: the HUSH_WEBPUSH_* keys
+// of one app.
+type webpushEntry struct {
+	PrivateKey string `yaml:"private_key"`
+	PublicKey  string `yaml:"public_key"`
+	Subject    string `yaml:"subject"`
+	CAFile     string `yaml:"ca_file"`
+	MaxRate    string `yaml:"max_rate"`
 }
 
 // throttleEntry is an app's limiter rules; a field left out (nil) is the

@@ -72,6 +72,13 @@ field and the reason (every problem at once):
       project_id        default: the service account's
       endpoint          another http(s):// endpoint
       max_rate          as apns's, e.g. the project's quota: 600000/1m
+    webpush:            the app's Web Push (browsers, web apps), optional:
+      private_key       the VAPID private key (hush webpush keys); required
+      public_key        its public key, checked against it; optional
+      subject           mailto: or https: contact for push services;
+                        required
+      ca_file           a PEM CA bundle trusted besides the system's
+      max_rate          as apns's
     throttle:           the app's limiter rules, optional; a field left
                         out takes the HUSH_THROTTLE_* key's value:
       limits            as HUSH_THROTTLE_LIMITS: 10/1m,100/24h

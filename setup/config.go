@@ -61,6 +61,11 @@ type Config struct {
 	FCMProjectID       string `split_words:"true" desc:"FCM project id; default: the service account's"`
 	FCMEndpoint        string `split_words:"true" desc:"send FCM requests to another endpoint (a proxy, a test server)"`
 
+	WebpushPrivateKey string `split_words:"true" desc:"Web Push VAPID private key, base64url of its 32-byte scalar (hush webpush keys makes a pair); keep it secret"`
+	WebpushPublicKey  string `split_words:"true" desc:"optional: the VAPID public key web apps subscribe with, checked against the private key"`
+	WebpushSubject    string `split_words:"true" desc:"contact a push service can reach you at, mailto: or https: (the VAPID JWT's sub); required with HUSH_WEBPUSH_PRIVATE_KEY"`
+	WebpushCaFile     string `split_words:"true" desc:"PEM CA bundle trusted for push services besides the system's (a private push service, a test server)"`
+
 	DryRun bool `split_words:"true" desc:"log what would be sent; no provider is called"`
 
 	HTTPAddr     string `split_words:"true" desc:"API, health and metrics listener"`
@@ -180,6 +185,7 @@ func (c Config) Validate() error {
 	}
 	add(c.validateAPNs())
 	add(c.validateFCM())
+	add(c.validateWebpush())
 	if c.HTTPAddr == "" {
 		add(keyErr("HUSH_HTTP_ADDR", "must not be empty"))
 	}
@@ -278,6 +284,30 @@ func (c Config) validateFCM() error {
 
 // apnsConfigured reports whether APNs credentials are set.
 func (c Config) apnsConfigured() bool { return c.APNSKeyFile != "" || c.APNSCertFile != "" }
+
+// validateWebpush checks the HUSH_WEBPUSH_* keys that go together; the
+// key pair and the subject themselves are checked by webpush.New.
+func (c Config) validateWebpush() error {
+	if c.WebpushPrivateKey != "" {
+		if c.WebpushSubject == "" {
+			return keyErr("HUSH_WEBPUSH_SUBJECT", "required with HUSH_WEBPUSH_PRIVATE_KEY: a mailto: or https: URI a push service can reach you at")
+		}
+		return nil
+	}
+	for _, k := range []struct{ name, value string }{
+		{"HUSH_WEBPUSH_PUBLIC_KEY", c.WebpushPublicKey},
+		{"HUSH_WEBPUSH_SUBJECT", c.WebpushSubject},
+		{"HUSH_WEBPUSH_CA_FILE", c.WebpushCaFile},
+	} {
+		if k.value != "" {
+			return keyErr(k.name, "only used with HUSH_WEBPUSH_PRIVATE_KEY")
+		}
+	}
+	return nil
+}
+
+// webpushConfigured reports whether Web Push credentials are set.
+func (c Config) webpushConfigured() bool { return c.WebpushPrivateKey != "" }
 
 // fcmConfigured reports whether FCM credentials are set.
 func (c Config) fcmConfigured() bool { return c.FCMCredentialsFile != "" }

@@ -174,6 +174,14 @@ func specChanges(x appSpec, dx map[string]string, y appSpec, dy map[string]strin
 	case x.fcm != nil && filesDiffer(x.fcm.CredentialsFile):
 		parts = append(parts, "fcm credentials")
 	}
+	switch {
+	case (x.webpush == nil) != (y.webpush == nil) || x.webpush != nil && *x.webpush != *y.webpush:
+		// The VAPID key pair lives in the file itself: a new key is a
+		// change of settings.
+		parts = append(parts, "webpush settings")
+	case x.webpush != nil && filesDiffer(x.webpush.CAFile):
+		parts = append(parts, "webpush credentials")
+	}
 	if rulesText(x.policy, x.maxPending) != rulesText(y.policy, y.maxPending) || x.scope != y.scope {
 		parts = append(parts, "throttle")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hushpush/hush/providers/apns"
 	"github.com/hushpush/hush/providers/dryrun"
 	"github.com/hushpush/hush/providers/fcm"
+	"github.com/hushpush/hush/providers/webpush"
 	"github.com/hushpush/hush/worker"
 )
 
@@ -58,6 +59,15 @@ var senderTable = []senderSpec{
 		envKeys:    []string{"HUSH_FCM_CREDENTIALS_FILE"},
 		build:      buildFCM,
 		field:      fieldOf[*fcm.FieldError](func(e *fcm.FieldError) (string, error) { return e.Field, e.Err }),
+	},
+	{
+		platform:   payload.WebPush,
+		name:       "Web Push",
+		block:      "webpush",
+		configured: func(a appSpec) bool { return a.webpush != nil },
+		envKeys:    []string{"HUSH_WEBPUSH_PRIVATE_KEY"},
+		build:      buildWebPush,
+		field:      fieldOf[*webpush.FieldError](func(e *webpush.FieldError) (string, error) { return e.Field, e.Err }),
 	},
 }
 
@@ -220,4 +230,17 @@ func buildFCM(ctx context.Context, a appSpec, warm bool, log *slog.Logger) (work
 	}
 	log.Info("FCM sender ready", "app", a.name, "project", a.fcm.ProjectID, "endpoint", a.fcm.Endpoint)
 	return s, nil, nil
+}
+
+func buildWebPush(_ context.Context, a appSpec, warm bool, log *slog.Logger) (worker.Sender, func(), error) {
+	s, err := webpush.New(*a.webpush)
+	if err != nil {
+		return nil, nil, err
+	}
+	if warm {
+		// Nothing to warm: each push service is its own origin, connected
+		// on its first push.
+		log.Info("Web Push sender ready", "app", a.name, "public_key", s.PublicKey(), "subject", a.webpush.Subject)
+	}
+	return s, s.Close, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/dryrun"
+	"github.com/hushpush/hush/providers/webpush"
 	"github.com/hushpush/hush/worker"
 )
 
@@ -64,6 +65,13 @@ func TestNewSenders(t *testing.T) {
 	_, fcmKeys := fcmEnv(t)
 	fcmCfg := Config{FCMCredentialsFile: fcmKeys["HUSH_FCM_CREDENTIALS_FILE"], FCMEndpoint: fcmKeys["HUSH_FCM_ENDPOINT"]}
 
+	vapid, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	webpushCfg := Config{WebpushPrivateKey: vapid.PrivateKey(), WebpushSubject: "mailto:ops@example.com"}
+	const noWebPush = `level=WARN msg="no Web Push credentials: deliveries to webpush devices will fail (set HUSH_WEBPUSH_PRIVATE_KEY)"`
+
 	allDryRun := payload.Platforms()
 	for _, tc := range []struct {
 		name      string
@@ -73,19 +81,26 @@ func TestNewSenders(t *testing.T) {
 		dryRun    bool
 	}{
 		{"no credentials", Config{}, []string{
-			`level=WARN msg="DRY-RUN: no provider credentials are configured (HUSH_APNS_KEY_FILE / HUSH_APNS_CERT_FILE, HUSH_FCM_CREDENTIALS_FILE): NOTHING IS SENT to APNs or FCM; pushes are only logged"`,
+			`level=WARN msg="DRY-RUN: no provider credentials are configured (HUSH_APNS_KEY_FILE / HUSH_APNS_CERT_FILE, HUSH_FCM_CREDENTIALS_FILE, HUSH_WEBPUSH_PRIVATE_KEY): NOTHING IS SENT to APNs, FCM or Web Push; pushes are only logged"`,
 		}, allDryRun, true},
 		{"dry run despite credentials", Config{DryRun: true, FCMCredentialsFile: fcmCfg.FCMCredentialsFile}, []string{
-			`level=WARN msg="DRY-RUN: HUSH_DRY_RUN is set: NOTHING IS SENT to APNs or FCM; pushes are only logged"`,
+			`level=WARN msg="DRY-RUN: HUSH_DRY_RUN is set: NOTHING IS SENT to APNs, FCM or Web Push; pushes are only logged"`,
 		}, allDryRun, true},
 		{"apns only", apnsCfg, []string{
 			`level=INFO msg="APNs sender ready"`,
 			`level=WARN msg="no FCM credentials: deliveries to fcm devices will fail (set HUSH_FCM_CREDENTIALS_FILE)"`,
+			noWebPush,
 		}, []payload.Platform{payload.APNs}, false},
 		{"fcm only", fcmCfg, []string{
 			`level=WARN msg="no APNs credentials: deliveries to apns devices will fail (set HUSH_APNS_KEY_FILE or HUSH_APNS_CERT_FILE)"`,
 			`level=INFO msg="FCM sender ready"`,
+			noWebPush,
 		}, []payload.Platform{payload.FCM}, false},
+		{"webpush only", webpushCfg, []string{
+			`level=WARN msg="no APNs credentials: deliveries to apns devices will fail (set HUSH_APNS_KEY_FILE or HUSH_APNS_CERT_FILE)"`,
+			`level=WARN msg="no FCM credentials: deliveries to fcm devices will fail (set HUSH_FCM_CREDENTIALS_FILE)"`,
+			`level=INFO msg="Web Push sender ready"`,
+		}, []payload.Platform{payload.WebPush}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

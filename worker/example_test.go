@@ -40,6 +40,6 @@ func ExampleClient_Enqueue() {
 	}
 	fmt.Println("accepted")
 	// Output:
-	// recipients[0].devices[0].platform: unknown platform "pager", want "apns" or "fcm"
+	// recipients[0].devices[0].platform: unknown platform "pager", want "apns", "fcm" or "webpush"
 	// recipients[0].devices[1].token: not hex (invalid character at position 0)
 }

@@ -33,6 +33,7 @@ type env struct {
 	lim     *recordingLimiter
 	apns    *fake.APNs
 	fcm     *fake.FCM
+	webpush *fakeWebPush
 	w       *Worker
 	client  *Client
 	insp    *asynq.Inspector
@@ -100,6 +101,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	lim := &recordingLimiter{Redis: rl, slots: map[string]time.Time{}}
 
 	fa, ff, senders := startFakes(t)
+	fw := startWebPush(t, senders)
 
 	var l Limiter = lim
 	if o.wrap != nil {
@@ -140,7 +142,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, rdb: rdb, lim: lim, apns: fa, fcm: ff, w: w, client: w.Client(), insp: asynq.NewInspectorFromRedisClient(rdb), opts: opts}
+	e := &env{t: t, rdb: rdb, lim: lim, apns: fa, fcm: ff, webpush: fw, w: w, client: w.Client(), insp: asynq.NewInspectorFromRedisClient(rdb), opts: opts}
 	if !o.noRun {
 		e.start()
 		t.Cleanup(e.shutdown)

@@ -105,6 +105,9 @@ func renderApps(w io.Writer, file string, apps []setup.AppInfo) {
 		if c := a.FCM; c != nil {
 			fmt.Fprintf(tw, "  fcm\t%s\n", strings.Join(nonEmpty("project "+c.Project, endpoint(c.Endpoint), maxRate(c.MaxRate, c.PerSecond)), ", "))
 		}
+		if c := a.WebPush; c != nil {
+			fmt.Fprintf(tw, "  webpush\t%s\n", strings.Join(nonEmpty("vapid key "+c.PublicKey, c.Subject, maxRate(c.MaxRate, c.PerSecond)), ", "))
+		}
 		fmt.Fprintf(tw, "  throttle\t%s\n", a.Rules)
 		limiter := a.LimiterKey
 		if a.Group != "" {

@@ -62,13 +62,14 @@ const demoHelp = `Usage:
 
 Shows the per-user throttle at work, with nothing to set up and no network:
 it starts an embedded Redis, a hush worker with its HTTP API on a free
-127.0.0.1 port, and local fake APNs and FCM servers that the real APNs and
-FCM clients talk to. It then submits a burst (every user gets --pushes
+127.0.0.1 port, and local fake APNs, FCM and Web Push servers that the real
+APNs, FCM and Web Push clients talk to. It then submits a burst (every user gets --pushes
 notifications at the same instant), prints a live timeline of what happens
 to each push, a summary per user, and exits.
 
 In the burst:
-  u-1  has an iPhone (APNs) and an Android phone (FCM); its first two
+  u-1  has an iPhone (APNs), an Android phone (FCM) and a browser (Web
+       Push), all on one budget; its first two
        pushes are of category marketing, which allows 1 per 10s on top of
        the global rules, and its others go in once those are booked
   u-2  also has both, but its APNs token is no longer valid: the fake
@@ -157,8 +158,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer env.stop()
 
 	plan := planBurst(f.users, f.pushes, policy.Categories, quiet.transactionalAt(t0))
+	addWebPushDevice(plan, env.webpushToken)
 	fmt.Fprintf(stdout, "hush demo: rules %s; %s x %s submitted at once", policy, plural(f.users, "user"), plural(f.pushes, "push"))
-	fmt.Fprintf(stdout, "; worker on %s, fake APNs and FCM on 127.0.0.1\n", env.api.BaseURL())
+	fmt.Fprintf(stdout, "; worker on %s, fake APNs, FCM and Web Push on 127.0.0.1\n", env.api.BaseURL())
 	if len(policy.Categories) > 0 {
 		var cats []string
 		for _, name := range slices.Sorted(maps.Keys(policy.Categories)) {
@@ -222,8 +224,12 @@ func (q demoQuiet) transactionalAt(t0 time.Time) time.Duration {
 type demoEnv struct {
 	apns *fake.APNs
 	fcm  *fake.FCM
-	api  *client.Client
-	dir  string
+	// webpush is the fake push service; webpushToken the subscription
+	// demoWebPushUser has there.
+	webpush      *fake.WebPush
+	webpushToken string
+	api          *client.Client
+	dir          string
 
 	// warnings keeps the worker's last warnings and errors.
 	warnings *logTail
@@ -283,6 +289,9 @@ func startDemoEnv(ctx context.Context, f demoFlags, quiet demoQuiet, stderr io.W
 	cfg.APNSTopic = "com.example.hush.demo"
 	cfg.APNSEndpoint, cfg.APNSCaFile = env.apns.URL, caFile
 	cfg.FCMCredentialsFile, cfg.FCMEndpoint = saFile, env.fcm.Endpoint()
+	if err := env.startDemoWebPush(&cfg); err != nil {
+		return nil, err
+	}
 	cfg.HTTPAddr = addr
 	cfg.ShutdownTimeout = 5 * time.Second
 	cfg.LogLevel = "debug"
@@ -344,6 +353,10 @@ func (env *demoEnv) stop() error {
 	if env.fcm != nil {
 		env.fcm.Close()
 		env.fcm = nil
+	}
+	if env.webpush != nil {
+		env.webpush.Close()
+		env.webpush = nil
 	}
 	if env.dir != "" {
 		_ = os.RemoveAll(env.dir)

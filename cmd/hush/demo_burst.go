@@ -67,7 +67,8 @@ func (p *demoPush) job() payload.Job {
 	return j
 }
 
-// planBurst lays out users x pushes: u-1 with APNs and FCM, u-2 the same
+// planBurst lays out users x pushes: u-1 with APNs and FCM (and Web Push,
+// which addWebPushDevice adds once the fake push service is up), u-2 the same
 // but with a dead APNs token, u-3 with FCM whose last push expires, u-4
 // with APNs whose last push is critical; further users cycle through the
 // device setups without the special pushes. When cats define them, u-1's

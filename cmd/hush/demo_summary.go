@@ -25,7 +25,7 @@ func (w *demoWatch) totals() demoTotals {
 	t.pushes = len(w.pushes)
 	for _, s := range w.pushes {
 		for _, a := range s.arrivals {
-			if a.status != 200 {
+			if !a.sent() {
 				t.deadTokenAnswers++
 			}
 		}

@@ -57,7 +57,7 @@ type pushArrival struct {
 // firstSent is the first pushArrival the provider accepted (zero when none).
 func (s *pushState) firstSent() time.Time {
 	for _, a := range s.arrivals {
-		if a.status == http.StatusOK {
+		if a.sent() {
 			return a.at
 		}
 	}
@@ -162,6 +162,7 @@ func (w *demoWatch) poll(ctx context.Context) ([]timelineLine, error) {
 	w.tick++
 	w.takeArrivals(payload.APNs, w.env.apns.Requests())
 	w.takeArrivals(payload.FCM, w.env.fcm.Requests())
+	w.takeArrivals(payload.WebPush, w.env.webpush.Requests())
 	var lines []timelineLine
 	users := map[string]bool{}
 	for _, s := range w.pushes {
@@ -336,6 +337,7 @@ func (w *demoWatch) pollJob(ctx context.Context, s *pushState) (timelineLine, bo
 	// poll's first look at the fakes.
 	w.takeArrivals(payload.APNs, w.env.apns.Requests())
 	w.takeArrivals(payload.FCM, w.env.fcm.Requests())
+	w.takeArrivals(payload.WebPush, w.env.webpush.Requests())
 	return w.settleLine(s, js), true, nil
 }
 
@@ -344,7 +346,7 @@ func (w *demoWatch) settleLine(s *pushState, js client.JobStatus) timelineLine {
 	var sent, invalid []string
 	at := s.settledAt
 	for _, a := range s.arrivals {
-		if a.status == http.StatusOK {
+		if a.sent() {
 			sent = append(sent, string(a.platform))
 		} else {
 			invalid = append(invalid, string(a.platform))

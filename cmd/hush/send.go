@@ -21,6 +21,7 @@ type sendFlags struct {
 	id          string
 	user        string
 	apns, fcm   multiFlag
+	webpush     multiFlag
 	title, body string
 	sound       string
 	badge       *int
@@ -48,6 +49,7 @@ func sendFlagSet(f *sendFlags) *flag.FlagSet {
 	fs.StringVar(&f.user, "user", "", "the recipient's user `id` (the limiter's key)")
 	fs.Var(&f.apns, "apns", "APNs device `token` (hex); repeat for several devices")
 	fs.Var(&f.fcm, "fcm", "FCM registration `token`; repeat for several devices")
+	fs.Var(&f.webpush, "webpush", "`file` holding a browser's PushSubscription JSON; repeat for several devices")
 	fs.StringVar(&f.title, "title", "", "alert title")
 	fs.StringVar(&f.body, "body", "", "alert body")
 	fs.StringVar(&f.sound, "sound", "", "alert sound (e.g. default)")
@@ -83,7 +85,7 @@ func sendFlagSet(f *sendFlags) *flag.FlagSet {
 // sendHelp is the help of hush send; its flags follow it.
 const sendHelp = `Usage:
   hush send -f job.json
-  hush send --user USER (--apns TOKEN | --fcm TOKEN)... [--title T] [--body B] [--category NAME] [--send-at TIME | --send-in D] [--timezone ZONE] [flags]
+  hush send --user USER (--apns TOKEN | --fcm TOKEN | --webpush FILE)... [--title T] [--body B] [--category NAME] [--send-at TIME | --send-in D] [--timezone ZONE] [flags]
 
 Submits one notification job to a running hush (POST /v1/notifications) and
 prints the job's id. The server validates the job; when it refuses it, every
@@ -182,10 +184,10 @@ func (f *sendFlags) fileBody(fs *flag.FlagSet) ([]byte, error) {
 // from.
 func (f *sendFlags) job(now time.Time) (payload.Job, error) {
 	if f.user == "" {
-		return payload.Job{}, usageErrorf("send: give -f job.json, or --user with at least one --apns or --fcm token (run 'hush send --help')")
+		return payload.Job{}, usageErrorf("send: give -f job.json, or --user with at least one --apns, --fcm or --webpush device (run 'hush send --help')")
 	}
-	if len(f.apns)+len(f.fcm) == 0 {
-		return payload.Job{}, usageErrorf("send: --user %s needs at least one device: --apns TOKEN or --fcm TOKEN", f.user)
+	if len(f.apns)+len(f.fcm)+len(f.webpush) == 0 {
+		return payload.Job{}, usageErrorf("send: --user %s needs at least one device: --apns TOKEN, --fcm TOKEN or --webpush FILE", f.user)
 	}
 	r := payload.Recipient{UserID: f.user, Timezone: f.timezone}
 	for _, t := range f.apns {
@@ -194,6 +196,11 @@ func (f *sendFlags) job(now time.Time) (payload.Job, error) {
 	for _, t := range f.fcm {
 		r.Devices = append(r.Devices, payload.Device{Platform: payload.FCM, Token: t})
 	}
+	web, err := webpushDevices(f.webpush)
+	if err != nil {
+		return payload.Job{}, err
+	}
+	r.Devices = append(r.Devices, web...)
 	sendAt, err := f.when(now)
 	if err != nil {
 		return payload.Job{}, err

@@ -27,8 +27,10 @@ type Request struct {
 }
 
 // Pushed reports whether the request is a push that reached the device: a
-// 200 answered to a client that was still waiting for it.
-func (r Request) Pushed() bool { return r.Status == http.StatusOK && !r.Answered.IsZero() }
+// 200 (a Web Push service's 201) answered to a client that was still waiting for it.
+func (r Request) Pushed() bool {
+	return (r.Status == http.StatusOK || r.Status == http.StatusCreated) && !r.Answered.IsZero()
+}
 
 // recorder holds a fake's scripts and its record of accepted requests.
 type recorder struct {

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/providers/webpush"
+	"github.com/hushpush/hush/setup"
+)
+
+// demoWebPushUser is the demo user whose devices include a Web Push
+// subscription beside APNs and FCM: one budget across the three.
+const demoWebPushUser = "u-1"
+
+// startDemoWebPush starts the demo's fake push service, gives cfg a VAPID
+// key pair trusted by it, and makes demoWebPushUser's subscription.
+func (env *demoEnv) startDemoWebPush(cfg *setup.Config) error {
+	var err error
+	if env.webpush, err = fake.StartWebPush(); err != nil {
+		return fmt.Errorf("fake Web Push: %w", err)
+	}
+	ca, err := env.webpush.WriteCA(env.dir)
+	if err != nil {
+		return fmt.Errorf("fake Web Push CA: %w", err)
+	}
+	key, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		return err
+	}
+	cfg.WebpushPrivateKey, cfg.WebpushPublicKey = key.PrivateKey(), key.PublicKey()
+	cfg.WebpushSubject, cfg.WebpushCaFile = "mailto:demo@example.com", ca
+	if env.webpushToken, err = env.webpush.Subscribe(key.PublicKey()); err != nil {
+		return fmt.Errorf("fake Web Push subscription: %w", err)
+	}
+	return nil
+}
+
+// addWebPushDevice gives demoWebPushUser's pushes the subscription token.
+func addWebPushDevice(plan []*demoPush, token string) {
+	for _, p := range plan {
+		if p.user == demoWebPushUser {
+			p.devices = append(p.devices[:len(p.devices):len(p.devices)], payload.Device{Platform: payload.WebPush, Token: token})
+		}
+	}
+}
+
+// sent reports whether the provider accepted the push: APNs and FCM answer
+// 200, a Web Push service 201.
+func (a pushArrival) sent() bool { return a.status == http.StatusOK || a.status == http.StatusCreated }
