@@ -232,6 +232,8 @@ func TestAppsFileProblems(t *testing.T) {
 			[]problem{{"apps[shop].apns.max_rate", `"fast": no / (want N/window such as 500/s or 30000/1m)`}}},
 		{"max_rate window", "apps:\n  - name: shop\n    fcm: {credentials_file: keys/sa.json, max_rate: 10/2d}\n",
 			[]problem{{"apps[shop].fcm.max_rate", "the window must be at most a day"}}},
+		{"signed max_rate", "apps:\n  - name: shop\n    fcm: {credentials_file: keys/sa.json, max_rate: +5/s}\n",
+			[]problem{{"apps[shop].fcm.max_rate", "the count must be a positive integer, written without a sign"}}},
 		{"bad rules", "apps:\n  - name: shop" + shopAPNs + `
     throttle:
       limits: 10/1x
