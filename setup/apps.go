@@ -304,8 +304,10 @@ func fileThrottle(path string, e *throttleEntry, cfg Config, ps *problems) (thro
 	}
 	if e.MinGap != nil {
 		_, gap, err := throttle.ParseRuleSet("@" + *e.MinGap)
-		if err != nil {
+		if b := bounds()["ThrottleMinGap"]; err != nil {
 			ps.at(path+".min_gap", "%w", err)
+		} else if !b.contains(int64(gap)) {
+			ps.at(path+".min_gap", "want %s (as HUSH_THROTTLE_MIN_GAP), got %s", b.text(durationType), *e.MinGap)
 		}
 		p.MinGap = gap
 	}
@@ -341,8 +343,9 @@ func fileThrottle(path string, e *throttleEntry, cfg Config, ps *problems) (thro
 		}
 	}
 	if e.MaxPending != nil {
-		if maxPending = *e.MaxPending; maxPending < 0 {
-			ps.at(path+".max_pending", "must not be negative, got %d", maxPending)
+		maxPending = *e.MaxPending
+		if b := bounds()["ThrottleMaxPending"]; !b.contains(int64(maxPending)) {
+			ps.at(path+".max_pending", "want %s (as HUSH_THROTTLE_MAX_PENDING), got %d", b.text(nil), maxPending)
 		}
 	}
 	if len(ps.list) == n {
