@@ -304,3 +304,32 @@ func TestJSONLogDurations(t *testing.T) {
 		t.Errorf("log line %s, want \"timeout\":\"1.5s\"", b.String())
 	}
 }
+
+// TestUnknownKeys: a HUSH_* variable serve does not read is reported with
+// the key it most likely meant; test variables and real keys are not.
+func TestUnknownKeys(t *testing.T) {
+	environ := []string{
+		"HUSH_THROTLE_LIMITS=5/1m",
+		"HUSH_THROTTLE_LIMITS=10/1m",
+		"HUSH_CONCURENCY=10",
+		"HUSH_TEST_REDIS_URL=redis://x",
+		"HUSH_E2E_LOG_DIR=/tmp",
+		"HUSH_WHATEVER=1",
+		"PATH=/bin",
+		"HUSH_THROTLE_LIMITS=again",
+	}
+	want := []UnknownKey{
+		{Key: "HUSH_CONCURENCY", Nearest: "HUSH_CONCURRENCY"},
+		{Key: "HUSH_THROTLE_LIMITS", Nearest: "HUSH_THROTTLE_LIMITS"},
+		{Key: "HUSH_WHATEVER"},
+	}
+	if diff := cmp.Diff(want, UnknownKeys(environ)); diff != "" {
+		t.Errorf("UnknownKeys (-want +got):\n%s", diff)
+	}
+
+	var b bytes.Buffer
+	WarnUnknownKeys(Config{LogFormat: "text", LogLevel: "info"}.NewLogger(&b), []string{"HUSH_THROTLE_LIMITS=5/1m"})
+	if got, want := b.String(), `level=WARN msg="unknown configuration key, ignored" key=HUSH_THROTLE_LIMITS did_you_mean=HUSH_THROTTLE_LIMITS`; !strings.Contains(got, want) {
+		t.Errorf("log\n  %s\nwant it to hold\n  %s", got, want)
+	}
+}
