@@ -67,7 +67,7 @@ type Config struct {
 	DryRun bool `split_words:"true" desc:"log what would be sent; no provider is called"`
 
 	HTTPAddr     string `split_words:"true" desc:"API, health and metrics listener"`
-	APIToken     string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token>"`
+	APIToken     string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token> (the scheme in any case); visible ASCII only: a newline or space, such as the one echo leaves, is refused at start"`
 	MaxBodyBytes int64  `split_words:"true" desc:"largest accepted POST /v1/notifications (or :batch) body in bytes"`
 	WebhookURL   string `split_words:"true" desc:"optional: events are also POSTed here as JSON"`
 	EventsMaxlen int64  `split_words:"true" desc:"approximate cap of the hush:events stream"`
@@ -173,6 +173,7 @@ func (c Config) Validate() error {
 	if c.HTTPAddr == "" {
 		add(keyErr("HUSH_HTTP_ADDR", "must not be empty"))
 	}
+	add(checkAPIToken(c.APIToken))
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)
 		if err != nil {
@@ -210,6 +211,36 @@ func (c Config) checkBounds() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkAPIToken refuses a HUSH_API_TOKEN that no client can send as
+// "Authorization: Bearer <token>": one with a byte outside visible ASCII,
+// most often the newline of a Secret written with echo. Such a token
+// would answer every /v1 call 401; it is refused rather than trimmed, so
+// that the token the server checks is the one the operator wrote. The
+// error never quotes the token.
+func checkAPIToken(token string) error {
+	for i := range len(token) {
+		if b := token[i]; b < 0x21 || b > 0x7e {
+			return keyErr("HUSH_API_TOKEN", "%s at byte %d of %d: a token is visible ASCII only (a value written with echo ends with a newline: use printf or echo -n)", byteName(b), i+1, len(token))
+		}
+	}
+	return nil
+}
+
+// byteName names a byte an operator cannot see.
+func byteName(b byte) string {
+	switch b {
+	case '\n':
+		return "a newline"
+	case '\r':
+		return "a carriage return"
+	case '\t':
+		return "a tab"
+	case ' ':
+		return "a space"
+	}
+	return fmt.Sprintf("byte 0x%02x", b)
 }
 
 // validateSentinel checks the HUSH_REDIS_SENTINEL_* keys and how they combine

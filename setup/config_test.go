@@ -160,6 +160,41 @@ func TestLoadConfigRefusesOutOfBounds(t *testing.T) {
 	}
 }
 
+// TestLoadConfigRefusesUnsendableAPIToken: a token no client can send
+// (a trailing newline from echo, a space, a non-ASCII byte) is refused at
+// start, naming the key and never quoting the token.
+func TestLoadConfigRefusesUnsendableAPIToken(t *testing.T) {
+	tests := []struct{ token, msg string }{
+		{"s3cret\n", "HUSH_API_TOKEN: a newline at byte 7 of 7"},
+		{"s3cret ", "HUSH_API_TOKEN: a space at byte 7 of 7"},
+		{" s3cret", "HUSH_API_TOKEN: a space at byte 1 of 7"},
+		{"s3c ret", "HUSH_API_TOKEN: a space at byte 4 of 7"},
+		{"s3cret\r\n", "HUSH_API_TOKEN: a carriage return at byte 7 of 8"},
+		{"s3crét", "HUSH_API_TOKEN: byte 0xc3 at byte 5 of 7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.msg, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("HUSH_API_TOKEN", tt.token)
+			_, err := LoadConfig()
+			if err == nil {
+				t.Fatalf("LoadConfig accepted HUSH_API_TOKEN=%q", tt.token)
+			}
+			if !strings.HasPrefix(err.Error(), tt.msg) {
+				t.Errorf("error\n  %s\nwant it to start\n  %s", err, tt.msg)
+			}
+			if strings.Contains(err.Error(), "s3c") {
+				t.Errorf("error quotes the token: %s", err)
+			}
+		})
+	}
+	clearEnv(t)
+	t.Setenv("HUSH_API_TOKEN", "Zm9vYmFy-._~+/=")
+	if _, err := LoadConfig(); err != nil {
+		t.Errorf("a token68 token: %v", err)
+	}
+}
+
 // TestEveryNumericKeyHasBounds: a numeric key added to Config without
 // bounds fails here, and every bound names a field.
 func TestEveryNumericKeyHasBounds(t *testing.T) {
