@@ -173,6 +173,8 @@ func TestAppsFileProblems(t *testing.T) {
 	c := writeCreds(t, "http://127.0.0.1:1/token")
 	writeFile(t, filepath.Join(c.dir, "keys", "bad.p8"), "not a key")
 	writeFile(t, filepath.Join(c.dir, "keys", "bad.json"), `{"type": "service_account"`)
+	writeFile(t, filepath.Join(c.dir, "keys", "key.pem"), "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n")
+	writeFile(t, filepath.Join(c.dir, "keys", "user.json"), `{"type": "authorized_user", "client_id": "x", "refresh_token": "y"}`)
 	if err := os.MkdirAll(filepath.Join(c.dir, "keys", "dir.p8"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +215,14 @@ func TestAppsFileProblems(t *testing.T) {
   - name: shop
     fcm: {credentials_file: keys/bad.json}
 `, []problem{{"apps[shop].fcm.credentials_file", "unexpected end of JSON input"}}},
+		{"service account not JSON", `apps:
+  - name: shop
+    fcm: {credentials_file: keys/key.pem}
+`, []problem{{"apps[shop].fcm.credentials_file", `key.pem" is not a JSON object (invalid character '-' in numeric literal): want a Firebase service-account key`}}},
+		{"not a service account", `apps:
+  - name: shop
+    fcm: {credentials_file: keys/user.json}
+`, []problem{{"apps[shop].fcm.credentials_file", `user.json" has "type": "authorized_user": want a Firebase service-account key`}}},
 		{"topic without credentials", `apps:
   - name: shop
     apns: {topic: com.example.shop}
