@@ -210,7 +210,7 @@ func TestAppsFileProblems(t *testing.T) {
 		{"wrong certificate password", `apps:
   - name: courier
     apns: {cert_file: keys/courier.p12, cert_password: wrong, topic: com.example.courier}
-`, []problem{{"apps[courier].apns.cert_file", "password"}}},
+`, []problem{{"apps[courier].apns.cert_password", "wrong password for"}}},
 		{"corrupt service account", `apps:
   - name: shop
     fcm: {credentials_file: keys/bad.json}
