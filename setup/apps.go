@@ -108,7 +108,7 @@ func readApps(cfg Config, withEnv bool) (*appsConfig, error) {
 	if cfg.AppsFile == "" {
 		return ac, nil
 	}
-	data, err := os.ReadFile(cfg.AppsFile)
+	data, err := readNamed(cfg.AppsFile)
 	ac.digests[cfg.AppsFile] = digest(data, err)
 	if err != nil {
 		return ac, err
@@ -267,7 +267,7 @@ func readable(path, dir string, ps *problems, fields ...string) {
 		if fields[i+1] == "" {
 			continue
 		}
-		if _, err := os.ReadFile(resolve(dir, fields[i+1])); err != nil {
+		if _, err := readNamed(resolve(dir, fields[i+1])); err != nil {
 			ps.at(path+"."+fields[i], "%w", err)
 		}
 	}
@@ -419,8 +419,21 @@ func resolve(dir, path string) string {
 // digestFile is the digest of a file's content, or of why it cannot be
 // read.
 func digestFile(path string) string {
-	data, err := os.ReadFile(path)
-	return digest(data, err)
+	return digest(readNamed(path))
+}
+
+// readNamed reads a file the configuration names. Only a regular file (or
+// a link to one, as in a Kubernetes Secret volume) is read: a device such
+// as /dev/zero never ends, and a named pipe may never answer.
+func readNamed(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return os.ReadFile(path)
 }
 
 func digest(data []byte, err error) string {
