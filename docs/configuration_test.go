@@ -13,7 +13,7 @@ import (
 
 // configRow is one key of the configuration.
 type configRow struct {
-	Key, Type, Default, Meaning string
+	Key, Type, Range, Default, Meaning string
 }
 
 // usageRows are the keys `hush serve --help` prints (setup.Keys).
@@ -21,7 +21,7 @@ func usageRows(t *testing.T) []configRow {
 	t.Helper()
 	var rows []configRow
 	for _, k := range setup.Keys() {
-		rows = append(rows, configRow{Key: k.Name, Type: k.Type, Default: k.Default, Meaning: k.Description})
+		rows = append(rows, configRow{Key: k.Name, Type: k.Type, Range: k.Range, Default: k.Default, Meaning: k.Description})
 	}
 	if len(rows) == 0 {
 		t.Fatal("setup.Keys lists no key")
@@ -31,20 +31,21 @@ func usageRows(t *testing.T) []configRow {
 
 // TestConfigurationTable: docs/configuration.md's table lists every key
 // `hush serve --help` prints, in the same order, with the same type,
-// default and meaning (backticks aside).
+// range, default and meaning (backticks aside).
 func TestConfigurationTable(t *testing.T) {
 	want := usageRows(t)
 	var got []configRow
-	for _, c := range table(t, readDoc(t, "configuration.md"), "| key | type | default | meaning |") {
-		if len(c) != 4 {
-			t.Errorf("row %q: want | key | type | default | meaning |", c)
+	for _, c := range table(t, readDoc(t, "configuration.md"), "| key | type | range | default | meaning |") {
+		if len(c) != 5 {
+			t.Errorf("row %q: want | key | type | range | default | meaning |", c)
 			continue
 		}
 		got = append(got, configRow{
 			Key:     unquote(c[0]),
 			Type:    c[1],
-			Default: unquote(c[2]),
-			Meaning: strings.ReplaceAll(c[3], "`", ""),
+			Range:   c[2],
+			Default: unquote(c[3]),
+			Meaning: strings.ReplaceAll(c[4], "`", ""),
 		})
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

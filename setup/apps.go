@@ -120,7 +120,7 @@ func readApps(cfg Config, withEnv bool) (*appsConfig, error) {
 	if cfg.AppsFile == "" {
 		return ac, nil
 	}
-	data, err := os.ReadFile(cfg.AppsFile)
+	data, err := readNamed(cfg.AppsFile)
 	ac.digests[cfg.AppsFile] = digest(data, err)
 	if err != nil {
 		return ac, err
@@ -283,7 +283,7 @@ func readable(path, dir string, ps *problems, fields ...string) {
 		if fields[i+1] == "" {
 			continue
 		}
-		if _, err := os.ReadFile(resolve(dir, fields[i+1])); err != nil {
+		if _, err := readNamed(resolve(dir, fields[i+1])); err != nil {
 			ps.at(path+"."+fields[i], "%w", err)
 		}
 	}
@@ -320,8 +320,10 @@ func fileThrottle(path string, e *throttleEntry, cfg Config, ps *problems) (thro
 	}
 	if e.MinGap != nil {
 		_, gap, err := throttle.ParseRuleSet("@" + *e.MinGap)
-		if err != nil {
+		if b := bounds()["ThrottleMinGap"]; err != nil {
 			ps.at(path+".min_gap", "%w", err)
+		} else if !b.contains(int64(gap)) {
+			ps.at(path+".min_gap", "want %s (as HUSH_THROTTLE_MIN_GAP), got %s", b.text(durationType), *e.MinGap)
 		}
 		p.MinGap = gap
 	}
@@ -357,8 +359,9 @@ func fileThrottle(path string, e *throttleEntry, cfg Config, ps *problems) (thro
 		}
 	}
 	if e.MaxPending != nil {
-		if maxPending = *e.MaxPending; maxPending < 0 {
-			ps.at(path+".max_pending", "must not be negative, got %d", maxPending)
+		maxPending = *e.MaxPending
+		if b := bounds()["ThrottleMaxPending"]; !b.contains(int64(maxPending)) {
+			ps.at(path+".max_pending", "want %s (as HUSH_THROTTLE_MAX_PENDING), got %d", b.text(nil), maxPending)
 		}
 	}
 	if len(ps.list) == n {
@@ -432,8 +435,21 @@ func resolve(dir, path string) string {
 // digestFile is the digest of a file's content, or of why it cannot be
 // read.
 func digestFile(path string) string {
-	data, err := os.ReadFile(path)
-	return digest(data, err)
+	return digest(readNamed(path))
+}
+
+// readNamed reads a file the configuration names. Only a regular file (or
+// a link to one, as in a Kubernetes Secret volume) is read: a device such
+// as /dev/zero never ends, and a named pipe may never answer.
+func readNamed(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return os.ReadFile(path)
 }
 
 func digest(data []byte, err error) string {

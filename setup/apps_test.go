@@ -173,6 +173,8 @@ func TestAppsFileProblems(t *testing.T) {
 	c := writeCreds(t, "http://127.0.0.1:1/token")
 	writeFile(t, filepath.Join(c.dir, "keys", "bad.p8"), "not a key")
 	writeFile(t, filepath.Join(c.dir, "keys", "bad.json"), `{"type": "service_account"`)
+	writeFile(t, filepath.Join(c.dir, "keys", "key.pem"), "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n")
+	writeFile(t, filepath.Join(c.dir, "keys", "user.json"), `{"type": "authorized_user", "client_id": "x", "refresh_token": "y"}`)
 	if err := os.MkdirAll(filepath.Join(c.dir, "keys", "dir.p8"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -208,11 +210,19 @@ func TestAppsFileProblems(t *testing.T) {
 		{"wrong certificate password", `apps:
   - name: courier
     apns: {cert_file: keys/courier.p12, cert_password: wrong, topic: com.example.courier}
-`, []problem{{"apps[courier].apns.cert_file", "password"}}},
+`, []problem{{"apps[courier].apns.cert_password", "wrong password for"}}},
 		{"corrupt service account", `apps:
   - name: shop
     fcm: {credentials_file: keys/bad.json}
 `, []problem{{"apps[shop].fcm.credentials_file", "unexpected end of JSON input"}}},
+		{"service account not JSON", `apps:
+  - name: shop
+    fcm: {credentials_file: keys/key.pem}
+`, []problem{{"apps[shop].fcm.credentials_file", `key.pem" is not a JSON object (invalid character '-' in numeric literal): want a Firebase service-account key`}}},
+		{"not a service account", `apps:
+  - name: shop
+    fcm: {credentials_file: keys/user.json}
+`, []problem{{"apps[shop].fcm.credentials_file", `user.json" has "type": "authorized_user": want a Firebase service-account key`}}},
 		{"topic without credentials", `apps:
   - name: shop
     apns: {topic: com.example.shop}
@@ -232,6 +242,8 @@ func TestAppsFileProblems(t *testing.T) {
 			[]problem{{"apps[shop].apns.max_rate", `"fast": no / (want N/window such as 500/s or 30000/1m)`}}},
 		{"max_rate window", "apps:\n  - name: shop\n    fcm: {credentials_file: keys/sa.json, max_rate: 10/2d}\n",
 			[]problem{{"apps[shop].fcm.max_rate", "the window must be at most a day"}}},
+		{"signed max_rate", "apps:\n  - name: shop\n    fcm: {credentials_file: keys/sa.json, max_rate: +5/s}\n",
+			[]problem{{"apps[shop].fcm.max_rate", "the count must be a positive integer, written without a sign"}}},
 		{"bad rules", "apps:\n  - name: shop" + shopAPNs + `
     throttle:
       limits: 10/1x
@@ -245,10 +257,14 @@ func TestAppsFileProblems(t *testing.T) {
 			{"apps[shop].throttle.limits", `limit "10/1x"`},
 			{"apps[shop].throttle.min_gap", `min gap "soon"`},
 			{"apps[shop].throttle.quiet_hours", `quiet hours "25:00-08:00"`},
-			{"apps[shop].throttle.max_pending", "must not be negative, got -1"},
+			{"apps[shop].throttle.max_pending", "want 0 to 10000 (as HUSH_THROTTLE_MAX_PENDING), got -1"},
 			{"apps[shop].throttle.categories.marketing", "quiet=late"},
 			{"apps[shop].throttle.categories.Bad", "the name must be 1 to 32 of a-z, 0-9, _ and -"},
 		}},
+		{"huge max_pending", "apps:\n  - name: shop" + shopAPNs + "\n    throttle: {max_pending: 9223372036854775807}\n",
+			[]problem{{"apps[shop].throttle.max_pending", "want 0 to 10000 (as HUSH_THROTTLE_MAX_PENDING), got 9223372036854775807"}}},
+		{"huge min_gap", "apps:\n  - name: shop" + shopAPNs + "\n    throttle: {min_gap: 100000h}\n",
+			[]problem{{"apps[shop].throttle.min_gap", "want 0s to 720h (as HUSH_THROTTLE_MIN_GAP), got 100000h"}}},
 		{"no rules at all", "apps:\n  - name: shop" + shopAPNs + "\n    throttle: {limits: \"\", min_gap: \"0\"}\n",
 			[]problem{{"apps[shop].throttle", "no limit and no min gap"}}},
 		{"group with different rules", `apps:

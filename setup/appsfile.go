@@ -12,6 +12,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/hushpush/hush/internal/suggest"
 	"github.com/hushpush/hush/payload"
 )
 
@@ -217,7 +218,7 @@ func decodeNode(n *yaml.Node, path string, v reflect.Value, ps *problems) {
 		eachKey(n, path, ps, func(key string, k, val *yaml.Node) {
 			i := slices.Index(names, key)
 			if i < 0 {
-				ps.addf(join(path, key), k.Line, "unknown field%s (the fields are %s)", suggest(key, names), strings.Join(names, ", "))
+				ps.addf(join(path, key), k.Line, "unknown field%s (the fields are %s)", didYouMean(key, names), strings.Join(names, ", "))
 				return
 			}
 			decodeNode(val, join(path, key), v.Field(i), ps)
@@ -362,50 +363,13 @@ func kindOf(n *yaml.Node) string {
 	return "something else"
 }
 
-// suggest is ` (did you mean "x"?)` when a known name is within two edits
-// of key, or begins with it.
-func suggest(key string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := editDistance(key, n); d < bestD {
-			best, bestD = n, d
-		}
+// didYouMean is ` (did you mean "x"?)` when a known name is near key
+// (suggest.Nearest), else "".
+func didYouMean(key string, names []string) string {
+	if best := suggest.Nearest(key, names); best != "" {
+		return ` (did you mean "` + best + `"?)`
 	}
-	for _, n := range names {
-		if best == "" && len(key) >= 4 && strings.HasPrefix(n, key) {
-			best = n
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return ` (did you mean "` + best + `"?)`
-}
-
-// editDistance is the Levenshtein distance of a and b, counting a swap of
-// two neighbours as one edit.
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
+	return ""
 }
 
 // errNoApps is a file that lists no app.

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,7 +72,7 @@ type Config struct {
 	DryRun bool `split_words:"true" desc:"log what would be sent; no provider is called"`
 
 	HTTPAddr     string `split_words:"true" desc:"API, health and metrics listener"`
-	APIToken     string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token>"`
+	APIToken     string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token> (the scheme in any case); visible ASCII only: a newline or space, such as the one echo leaves, is refused at start"`
 	MaxBodyBytes int64  `split_words:"true" desc:"largest accepted POST /v1/notifications (or :batch) body in bytes"`
 	WebhookURL   string `split_words:"true" desc:"optional: events are also POSTed here as JSON"`
 	EventsMaxlen int64  `split_words:"true" desc:"approximate cap of the hush:events stream"`
@@ -145,36 +148,23 @@ func (c Config) Validate() error {
 		}
 	}
 	add(c.validateSentinel())
-	if c.Concurrency <= 0 {
-		add(keyErr("HUSH_CONCURRENCY", "must be positive, got %d", c.Concurrency))
-	}
-	if c.HeldConcurrency < 0 {
-		add(keyErr("HUSH_HELD_CONCURRENCY", "must be 0 (10 x HUSH_CONCURRENCY) or positive, got %d", c.HeldConcurrency))
-	}
+	add(c.checkBounds())
 	if len(c.Queues) == 0 {
 		add(keyErr("HUSH_QUEUES", "no queue listed"))
 	}
-	for name, w := range c.Queues {
+	weight := bounds()["Queues"]
+	for _, name := range slices.Sorted(maps.Keys(c.Queues)) {
 		if _, ok := knownPriorities[name]; !ok {
 			add(keyErr("HUSH_QUEUES", "unknown queue %q (queues are the priorities critical, high, normal)", name))
 		}
-		if w <= 0 {
-			add(keyErr("HUSH_QUEUES", "queue %q: weight must be positive, got %d", name, w))
+		if w := c.Queues[name]; !weight.contains(int64(w)) {
+			add(keyErr("HUSH_QUEUES", "queue %q: want a weight of %s, got %d", name, weight.text(nil), w))
 		}
 	}
-	if c.DeliveryShards < 1 || c.DeliveryShards > worker.MaxDeliveryShards {
-		add(keyErr("HUSH_DELIVERY_SHARDS", "want 1 to %d, got %d", worker.MaxDeliveryShards, c.DeliveryShards))
+	if bounds()["ThrottleMinGap"].contains(int64(c.ThrottleMinGap)) {
+		// A gap out of bounds is reported by checkBounds alone.
+		add(errOf(c.globalRules()))
 	}
-	if c.ThrottleMaxPending < 0 {
-		add(keyErr("HUSH_THROTTLE_MAX_PENDING", "must not be negative, got %d", c.ThrottleMaxPending))
-	}
-	if c.MaxThrottled < 0 {
-		add(keyErr("HUSH_MAX_THROTTLED", "must not be negative, got %s", c.MaxThrottled))
-	}
-	if c.MaxRetry < 0 {
-		add(keyErr("HUSH_MAX_RETRY", "must not be negative, got %d", c.MaxRetry))
-	}
-	add(errOf(c.globalRules()))
 	add(errOf(c.categories()))
 	add(errOf(c.quietHours()))
 	add(errOf(c.defaultLocation()))
@@ -189,9 +179,7 @@ func (c Config) Validate() error {
 	if c.HTTPAddr == "" {
 		add(keyErr("HUSH_HTTP_ADDR", "must not be empty"))
 	}
-	if c.MaxBodyBytes <= 0 {
-		add(keyErr("HUSH_MAX_BODY_BYTES", "must be positive, got %d", c.MaxBodyBytes))
-	}
+	add(checkAPIToken(c.APIToken))
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)
 		if err != nil {
@@ -200,15 +188,6 @@ func (c Config) Validate() error {
 			add(keyErr("HUSH_WEBHOOK_URL", "want an http:// or https:// URL, got %q", c.WebhookURL))
 		}
 	}
-	if c.EventsMaxlen <= 0 {
-		add(keyErr("HUSH_EVENTS_MAXLEN", "must be positive, got %d", c.EventsMaxlen))
-	}
-	if c.ShutdownTimeout <= 0 {
-		add(keyErr("HUSH_SHUTDOWN_TIMEOUT", "must be positive, got %s", c.ShutdownTimeout))
-	}
-	if c.JobRetention < time.Second {
-		add(keyErr("HUSH_JOB_RETENTION", "must be at least 1s, got %s", c.JobRetention))
-	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		add(&KeyError{Key: "HUSH_LOG_LEVEL", Err: err})
 	}
@@ -216,6 +195,58 @@ func (c Config) Validate() error {
 		add(keyErr("HUSH_LOG_FORMAT", "want text or json, got %q", c.LogFormat))
 	}
 	return errors.Join(errs...)
+}
+
+// checkBounds refuses every int and duration key whose value is outside
+// its bounds; the error joins one *KeyError per key.
+func (c Config) checkBounds() error {
+	var errs []error
+	v, t := reflect.ValueOf(c), reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		b, ok := bounds()[f.Name]
+		if !ok || (f.Type.Kind() != reflect.Int && f.Type.Kind() != reflect.Int64) {
+			continue
+		}
+		if n := v.Field(i).Int(); !b.contains(n) {
+			got := strconv.FormatInt(n, 10)
+			if f.Type == durationType {
+				got = shortDuration(time.Duration(n))
+			}
+			errs = append(errs, keyErr(keyOf(f), "want %s, got %s", b.text(f.Type), got))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkAPIToken refuses a HUSH_API_TOKEN that no client can send as
+// "Authorization: Bearer <token>": one with a byte outside visible ASCII,
+// most often the newline of a Secret written with echo. Such a token
+// would answer every /v1 call 401; it is refused rather than trimmed, so
+// that the token the server checks is the one the operator wrote. The
+// error never quotes the token.
+func checkAPIToken(token string) error {
+	for i := range len(token) {
+		if b := token[i]; b < 0x21 || b > 0x7e {
+			return keyErr("HUSH_API_TOKEN", "%s at byte %d of %d: a token is visible ASCII only (a value written with echo ends with a newline: use printf or echo -n)", byteName(b), i+1, len(token))
+		}
+	}
+	return nil
+}
+
+// byteName names a byte an operator cannot see.
+func byteName(b byte) string {
+	switch b {
+	case '\n':
+		return "a newline"
+	case '\r':
+		return "a carriage return"
+	case '\t':
+		return "a tab"
+	case ' ':
+		return "a space"
+	}
+	return fmt.Sprintf("byte 0x%02x", b)
 }
 
 // validateSentinel checks the HUSH_REDIS_SENTINEL_* keys and how they combine

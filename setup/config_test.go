@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -122,6 +123,106 @@ func TestLoadConfigNamesTheBadKey(t *testing.T) {
 	}
 }
 
+// TestLoadConfigRefusesOutOfBounds: every numeric key has bounds, and a
+// value past them is refused at start with the key, the value and the
+// range, before it can cost memory or overflow.
+func TestLoadConfigRefusesOutOfBounds(t *testing.T) {
+	tests := []struct{ key, value, msg string }{
+		{"HUSH_CONCURRENCY", "100000000", "HUSH_CONCURRENCY: want 1 to 10000, got 100000000"},
+		{"HUSH_CONCURRENCY", "1000000000000000000", "HUSH_CONCURRENCY: want 1 to 10000, got 1000000000000000000"},
+		{"HUSH_CONCURRENCY", "0", "HUSH_CONCURRENCY: want 1 to 10000, got 0"},
+		{"HUSH_HELD_CONCURRENCY", "9223372036854775807", "HUSH_HELD_CONCURRENCY: want 0 to 100000, got 9223372036854775807"},
+		{"HUSH_HELD_CONCURRENCY", "-1", "HUSH_HELD_CONCURRENCY: want 0 to 100000, got -1"},
+		{"HUSH_QUEUES", "critical:1000000000,normal:1", `HUSH_QUEUES: queue "critical": want a weight of 1 to 100, got 1000000000`},
+		{"HUSH_DELIVERY_SHARDS", "65", "HUSH_DELIVERY_SHARDS: want 1 to 64, got 65"},
+		{"HUSH_MAX_RETRY", "1000000", "HUSH_MAX_RETRY: want 0 to 100, got 1000000"},
+		{"HUSH_THROTTLE_MIN_GAP", "1000000h", "HUSH_THROTTLE_MIN_GAP: want 0s to 720h, got 1000000h"},
+		{"HUSH_THROTTLE_MIN_GAP", "-1s", "HUSH_THROTTLE_MIN_GAP: want 0s to 720h, got -1s"},
+		{"HUSH_THROTTLE_MAX_PENDING", "9223372036854775807", "HUSH_THROTTLE_MAX_PENDING: want 0 to 10000, got 9223372036854775807"},
+		{"HUSH_MAX_THROTTLED", "2000h", "HUSH_MAX_THROTTLED: want 0s to 720h, got 2000h"},
+		{"HUSH_MAX_BODY_BYTES", "9223372036854775807", "HUSH_MAX_BODY_BYTES: want 1 to 268435456, got 9223372036854775807"},
+		{"HUSH_EVENTS_MAXLEN", "0", "HUSH_EVENTS_MAXLEN: want 1 to 100000000, got 0"},
+		{"HUSH_SHUTDOWN_TIMEOUT", "2562047h", "HUSH_SHUTDOWN_TIMEOUT: want 1ms to 1h, got 2562047h"},
+		{"HUSH_JOB_RETENTION", "2562047h", "HUSH_JOB_RETENTION: want 1s to 8760h, got 2562047h"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv(tt.key, tt.value)
+			_, err := LoadConfig()
+			if err == nil {
+				t.Fatalf("LoadConfig accepted %s=%s", tt.key, tt.value)
+			}
+			if got := err.Error(); got != tt.msg {
+				t.Errorf("error\n got %s\nwant %s", got, tt.msg)
+			}
+		})
+	}
+}
+
+// TestLoadConfigRefusesUnsendableAPIToken: a token no client can send
+// (a trailing newline from echo, a space, a non-ASCII byte) is refused at
+// start, naming the key and never quoting the token.
+func TestLoadConfigRefusesUnsendableAPIToken(t *testing.T) {
+	tests := []struct{ token, msg string }{
+		{"s3cret\n", "HUSH_API_TOKEN: a newline at byte 7 of 7"},
+		{"s3cret ", "HUSH_API_TOKEN: a space at byte 7 of 7"},
+		{" s3cret", "HUSH_API_TOKEN: a space at byte 1 of 7"},
+		{"s3c ret", "HUSH_API_TOKEN: a space at byte 4 of 7"},
+		{"s3cret\r\n", "HUSH_API_TOKEN: a carriage return at byte 7 of 8"},
+		{"s3crét", "HUSH_API_TOKEN: byte 0xc3 at byte 5 of 7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.msg, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("HUSH_API_TOKEN", tt.token)
+			_, err := LoadConfig()
+			if err == nil {
+				t.Fatalf("LoadConfig accepted HUSH_API_TOKEN=%q", tt.token)
+			}
+			if !strings.HasPrefix(err.Error(), tt.msg) {
+				t.Errorf("error\n  %s\nwant it to start\n  %s", err, tt.msg)
+			}
+			if strings.Contains(err.Error(), "s3c") {
+				t.Errorf("error quotes the token: %s", err)
+			}
+		})
+	}
+	clearEnv(t)
+	t.Setenv("HUSH_API_TOKEN", "Zm9vYmFy-._~+/=")
+	if _, err := LoadConfig(); err != nil {
+		t.Errorf("a token68 token: %v", err)
+	}
+}
+
+// TestEveryNumericKeyHasBounds: a numeric key added to Config without
+// bounds fails here, and every bound names a field.
+func TestEveryNumericKeyHasBounds(t *testing.T) {
+	bs := bounds()
+	ty := reflect.TypeFor[Config]()
+	for i := range ty.NumField() {
+		f := ty.Field(i)
+		switch f.Type.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Map:
+			if _, ok := bs[f.Name]; !ok {
+				t.Errorf("%s (%s) has no bounds", keyOf(f), f.Type)
+			}
+		}
+	}
+	for name, b := range bs {
+		if _, ok := ty.FieldByName(name); !ok {
+			t.Errorf("bounds names %s, not a Config field", name)
+		}
+		if b.min > b.max {
+			t.Errorf("%s: min %d above max %d", name, b.min, b.max)
+		}
+	}
+	d := reflect.ValueOf(DefaultConfig())
+	if err := DefaultConfig().checkBounds(); err != nil {
+		t.Errorf("the defaults are out of bounds: %v (%v)", err, d)
+	}
+}
+
 func TestPrintUsageListsEveryKey(t *testing.T) {
 	var b bytes.Buffer
 	if err := PrintUsage(&b); err != nil {
@@ -224,7 +325,7 @@ func TestPrintUsageWraps(t *testing.T) {
 			t.Errorf("line of %d runes: %q", n, line)
 		}
 	}
-	if !strings.Contains(b.String(), "HUSH_CONCURRENCY  (int, default 50)") || strings.Contains(b.String(), "Comma-separated") {
+	if !strings.Contains(b.String(), "HUSH_CONCURRENCY  (int, 1 to 10000, default 50)") || strings.Contains(b.String(), "Comma-separated") {
 		t.Errorf("usage:\n%s", b.String())
 	}
 }
@@ -236,5 +337,34 @@ func TestJSONLogDurations(t *testing.T) {
 	Config{LogLevel: "info", LogFormat: "json"}.NewLogger(&b).Info("x", "timeout", 1500*time.Millisecond)
 	if !strings.Contains(b.String(), `"timeout":"1.5s"`) {
 		t.Errorf("log line %s, want \"timeout\":\"1.5s\"", b.String())
+	}
+}
+
+// TestUnknownKeys: a HUSH_* variable serve does not read is reported with
+// the key it most likely meant; test variables and real keys are not.
+func TestUnknownKeys(t *testing.T) {
+	environ := []string{
+		"HUSH_THROTLE_LIMITS=5/1m",
+		"HUSH_THROTTLE_LIMITS=10/1m",
+		"HUSH_CONCURENCY=10",
+		"HUSH_TEST_REDIS_URL=redis://x",
+		"HUSH_E2E_LOG_DIR=/tmp",
+		"HUSH_WHATEVER=1",
+		"PATH=/bin",
+		"HUSH_THROTLE_LIMITS=again",
+	}
+	want := []UnknownKey{
+		{Key: "HUSH_CONCURENCY", Nearest: "HUSH_CONCURRENCY"},
+		{Key: "HUSH_THROTLE_LIMITS", Nearest: "HUSH_THROTTLE_LIMITS"},
+		{Key: "HUSH_WHATEVER"},
+	}
+	if diff := cmp.Diff(want, UnknownKeys(environ)); diff != "" {
+		t.Errorf("UnknownKeys (-want +got):\n%s", diff)
+	}
+
+	var b bytes.Buffer
+	WarnUnknownKeys(Config{LogFormat: "text", LogLevel: "info"}.NewLogger(&b), []string{"HUSH_THROTLE_LIMITS=5/1m"})
+	if got, want := b.String(), `level=WARN msg="unknown configuration key, ignored" key=HUSH_THROTLE_LIMITS did_you_mean=HUSH_THROTTLE_LIMITS`; !strings.Contains(got, want) {
+		t.Errorf("log\n  %s\nwant it to hold\n  %s", got, want)
 	}
 }

@@ -30,6 +30,48 @@ const (
 	DefaultLogFormat          = "text"
 )
 
+// bound is the values a numeric key accepts, min to max inclusive
+// (nanoseconds for a duration).
+type bound struct{ min, max int64 }
+
+func (b bound) contains(n int64) bool { return b.min <= n && n <= b.max }
+
+// text is the bound as an operator writes the key's values: "1 to 10000",
+// "1ms to 1h".
+func (b bound) text(t reflect.Type) string {
+	if t == durationType {
+		return shortDuration(time.Duration(b.min)) + " to " + shortDuration(time.Duration(b.max))
+	}
+	return strconv.FormatInt(b.min, 10) + " to " + strconv.FormatInt(b.max, 10)
+}
+
+// day is 24 hours, the unit of the longest bounds.
+const day = 24 * time.Hour
+
+// bounds are the values every numeric HUSH_* key accepts, by Config field
+// name; HUSH_QUEUES's bound is each weight's. Validate refuses a value
+// outside, naming the key, the value and the range, and `hush serve
+// --help` and docs/configuration.md print them. The maxima keep a typo
+// from costing the process its memory (goroutines, pools and buffers are
+// sized by these values) or overflowing what a value is multiplied into
+// (10 x HUSH_CONCURRENCY held slots, retention plus a quarter).
+func bounds() map[string]bound {
+	return map[string]bound{
+		"Concurrency":        {1, 10_000},
+		"HeldConcurrency":    {0, 100_000},
+		"Queues":             {1, 100},
+		"DeliveryShards":     {1, worker.MaxDeliveryShards},
+		"MaxRetry":           {0, 100},
+		"ThrottleMinGap":     {0, int64(30 * day)},
+		"ThrottleMaxPending": {0, 10_000},
+		"MaxThrottled":       {0, int64(30 * day)},
+		"MaxBodyBytes":       {1, 256 << 20},
+		"EventsMaxlen":       {1, 100_000_000},
+		"ShutdownTimeout":    {int64(time.Millisecond), int64(time.Hour)},
+		"JobRetention":       {int64(time.Second), int64(365 * day)},
+	}
+}
+
 // DefaultThrottleBypass lists the priorities that skip the limiter unless
 // HUSH_THROTTLE_BYPASS says otherwise.
 func DefaultThrottleBypass() []string { return []string{string(payload.PriorityCritical)} }

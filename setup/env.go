@@ -3,11 +3,15 @@ package setup
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hushpush/hush/internal/suggest"
 )
 
 // Every HUSH_* value is checked against its type here, before envconfig
@@ -87,4 +91,46 @@ func checkValue(t reflect.Type, v string) error {
 		}
 	}
 	return nil
+}
+
+// UnknownKey is a HUSH_* variable hush serve does not read: most often a
+// misspelled key, whose value would otherwise be ignored in silence.
+type UnknownKey struct {
+	Key     string // e.g. HUSH_THROTLE_LIMITS
+	Nearest string // the known key nearest it, e.g. HUSH_THROTTLE_LIMITS; "" when none is near
+}
+
+// UnknownKeys lists the HUSH_* variables of environ (os.Environ's
+// KEY=value form) that are not configuration keys, sorted by name.
+func UnknownKeys(environ []string) []UnknownKey {
+	known := make([]string, 0, len(Keys()))
+	for _, k := range Keys() {
+		known = append(known, k.Name)
+	}
+	// HUSH_* variables that hush's own tests and benchmarks read, not
+	// serve: they are not reported.
+	unread := []string{"HUSH_TEST_", "HUSH_E2E_", "HUSH_BENCH_"}
+	var out []UnknownKey
+	for _, kv := range environ {
+		key, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(key, "HUSH_") || slices.Contains(known, key) ||
+			slices.ContainsFunc(unread, func(p string) bool { return strings.HasPrefix(key, p) }) {
+			continue
+		}
+		out = append(out, UnknownKey{Key: key, Nearest: suggest.Nearest(key, known)})
+	}
+	slices.SortFunc(out, func(a, b UnknownKey) int { return strings.Compare(a.Key, b.Key) })
+	return slices.CompactFunc(out, func(a, b UnknownKey) bool { return a.Key == b.Key })
+}
+
+// WarnUnknownKeys logs one warning per unknown HUSH_* variable of environ
+// (UnknownKeys), with the key it may have meant to set.
+func WarnUnknownKeys(log *slog.Logger, environ []string) {
+	for _, u := range UnknownKeys(environ) {
+		attrs := []any{"key", u.Key}
+		if u.Nearest != "" {
+			attrs = append(attrs, "did_you_mean", u.Nearest)
+		}
+		log.Warn("unknown configuration key, ignored", attrs...)
+	}
 }

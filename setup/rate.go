@@ -22,9 +22,10 @@ func parseRate(s string) (float64, error) {
 	if !ok {
 		return bad("no /")
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(ns))
-	if err != nil || n <= 0 {
-		return bad("the count must be a positive integer")
+	ns = strings.TrimSpace(ns)
+	n, err := strconv.Atoi(ns)
+	if err != nil || n <= 0 || strings.HasPrefix(ns, "+") {
+		return bad("the count must be a positive integer, written without a sign")
 	}
 	ws = strings.TrimSpace(ws)
 	if ws != "" && (ws[0] < '0' || ws[0] > '9') {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -121,6 +123,22 @@ func TestNewSenders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFCMCredentialsNotJSON: HUSH_FCM_CREDENTIALS_FILE naming a file that
+// is not a service-account JSON (a PEM key) is refused naming the key,
+// the file and what it must be, not in the JSON decoder's words alone.
+func TestFCMCredentialsNotJSON(t *testing.T) {
+	pem := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(pem, []byte("-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	_, _, err := envSenders(Config{FCMCredentialsFile: pem}, logLines(&buf))
+	want := `FCM sender: fcm: HUSH_FCM_CREDENTIALS_FILE: "` + pem + `" is not a JSON object (invalid character '-' in numeric literal): want a Firebase service-account key`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error\n  %v\nwant it to start\n  %s", err, want)
 	}
 }
 

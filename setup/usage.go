@@ -15,6 +15,7 @@ type Key struct {
 	Name        string // e.g. HUSH_CONCURRENCY
 	Type        string // string, int, bool, duration, list or name:weight list
 	Default     string // "" when none
+	Range       string // the values a numeric key accepts, e.g. "1 to 10000"; "" for the others
 	Description string
 }
 
@@ -22,10 +23,18 @@ type Key struct {
 func Keys() []Key {
 	t := reflect.TypeFor[Config]()
 	defaults := reflect.ValueOf(DefaultConfig())
+	bs := bounds()
 	out := make([]Key, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
-		out = append(out, Key{Name: keyOf(f), Type: typeName(f.Type), Default: defaultText(defaults.Field(i)), Description: f.Tag.Get("desc")})
+		k := Key{Name: keyOf(f), Type: typeName(f.Type), Default: defaultText(defaults.Field(i)), Description: f.Tag.Get("desc")}
+		if b, ok := bs[f.Name]; ok {
+			k.Range = b.text(f.Type)
+			if f.Type.Kind() == reflect.Map {
+				k.Range = "weights " + k.Range
+			}
+		}
+		out = append(out, k)
 	}
 	return out
 }
@@ -55,12 +64,26 @@ func PrintUsage(w io.Writer) error {
 		width = min(max(c, 60), 160)
 	}
 	for _, k := range Keys() {
-		head := "  " + k.Name + "  (" + k.Type
+		head := k.Name + "  (" + k.Type
+		if k.Range != "" {
+			head += ", " + k.Range
+		}
 		if k.Default != "" {
 			head += ", default " + k.Default
 		}
-		if _, err := fmt.Fprintln(w, head+")"); err != nil {
-			return err
+		head += ")"
+		lines := []string{head}
+		if len([]rune(head)) > width-2 {
+			lines = wrap(head, width-2)
+		}
+		for i, line := range lines {
+			indent := "  "
+			if i > 0 {
+				indent = "    " // a head too long for one line goes on
+			}
+			if _, err := fmt.Fprintln(w, indent+line); err != nil {
+				return err
+			}
 		}
 		for _, line := range wrap(k.Description, width-6) {
 			if _, err := fmt.Fprintln(w, "      "+line); err != nil {

@@ -41,14 +41,21 @@ func parseLimit(item string) (Limit, error) {
 	if !ok {
 		return bad("want N/W, e.g. 10/1m", nil)
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(ns))
+	ns, ws = strings.TrimSpace(ns), strings.TrimSpace(ws)
+	if signed(ns) {
+		return bad("count "+strconv.Quote(ns)+": write the number without a sign", nil)
+	}
+	if signed(ws) {
+		return bad("window "+strconv.Quote(ws)+": write the duration without a sign", nil)
+	}
+	n, err := strconv.Atoi(ns)
 	if err != nil {
 		return bad("count "+strconv.Quote(ns)+" is not an integer", err)
 	}
 	if n <= 0 {
 		return bad("count must be positive", nil)
 	}
-	w, err := parseDuration(strings.TrimSpace(ws))
+	w, err := parseDuration(ws)
 	if err != nil {
 		return bad("window: "+err.Error(), err)
 	}
@@ -60,6 +67,12 @@ func parseLimit(item string) (Limit, error) {
 	}
 	return Limit{N: n, Window: w}, nil
 }
+
+// signed reports whether s starts with a plus sign, which strconv and
+// time.ParseDuration accept but the rules grammar does not: "+5/1m" is
+// most likely a typo, and one spelling per value keeps rules comparable.
+// A minus sign is read, and refused as not positive.
+func signed(s string) bool { return strings.HasPrefix(s, "+") }
 
 // parseDuration accepts Go durations plus a whole number of days ("7d").
 func parseDuration(s string) (time.Duration, error) {

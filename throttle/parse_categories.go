@@ -35,6 +35,8 @@ func parseGap(s string) (time.Duration, error) {
 	}
 	d, err := parseDuration(g)
 	switch {
+	case signed(g):
+		return 0, &ParseError{What: "min gap", Text: s, Reason: "write the duration without a sign"}
 	case err != nil:
 		return 0, &ParseError{What: "min gap", Text: s, Reason: err.Error(), Err: err}
 	case d < 0:

@@ -72,6 +72,10 @@ func TestParseCategoriesErrors(t *testing.T) {
 		{"bad gap", "a=2/1d@-1s", `throttle: category "a=2/1d@-1s": min gap "-1s": must not be negative`},
 		{"bad global", "a=none global=no", `throttle: category "a=none global=no": global=no: want global=off (exempt from the global rules) or global=on`},
 		{"bad quiet", "a=none quiet=22-08", `throttle: category "a=none quiet=22-08": quiet=22-08: want quiet=HH:MM-HH:MM (e.g. quiet=21:00-09:00) or quiet=off`},
+		{"signed count", "a=+2/1d", `throttle: category "a=+2/1d": limit "+2/1d": count "+2": write the number without a sign`},
+		{"signed window", "a=2/+1d", `throttle: category "a=2/+1d": limit "2/+1d": window "+1d": write the duration without a sign`},
+		{"signed gap", "a=2/1d@+1h", `throttle: category "a=2/1d@+1h": min gap "+1h": write the duration without a sign`},
+		{"signed quiet", "a=none quiet=+9:+0-08:00", `throttle: category "a=none quiet=+9:+0-08:00": quiet=+9:+0-08:00: want quiet=HH:MM-HH:MM (e.g. quiet=21:00-09:00) or quiet=off`},
 		{"unknown option", "a=none burst=3", `throttle: category "a=none burst=3": unknown option "burst" (options are global= and quiet=)`},
 	}
 	for _, tt := range tests {
@@ -114,6 +118,9 @@ func TestParseQuiet(t *testing.T) {
 		{"24:00-08:00", `throttle: quiet hours "24:00-08:00": start: "24:00" is not HH:MM (00:00 to 23:59)`},
 		{"22:00-8:00", `throttle: quiet hours "22:00-8:00": end: "8:00" is not HH:MM (00:00 to 23:59)`},
 		{"08:00-08:00", `throttle: quiet hours "08:00-08:00": start and end are the same time (write off for no quiet hours)`},
+		{"+9:+0-08:00", `throttle: quiet hours "+9:+0-08:00": start: "+9:+0" is not HH:MM (00:00 to 23:59)`},
+		{"22:00-+8:00", `throttle: quiet hours "22:00-+8:00": end: "+8:00" is not HH:MM (00:00 to 23:59)`},
+		{"22:00-08:+0", `throttle: quiet hours "22:00-08:+0": end: "08:+0" is not HH:MM (00:00 to 23:59)`},
 	}
 	for _, b := range bad {
 		_, err := throttle.ParseQuiet(b.in)

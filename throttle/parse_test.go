@@ -52,6 +52,9 @@ func TestParseLimitsErrors(t *testing.T) {
 		{"sub-millisecond", "10/1500us", "10/1500us", `throttle: limit "10/1500us": window must be a whole number of milliseconds`},
 		{"stray comma", "10/1m,,5/1h", "", `throttle: limit "": empty item (stray comma?)`},
 		{"empty window", "10/", "10/", `throttle: limit "10/": window: time: invalid duration ""`},
+		{"signed count", "+5/1m", "+5/1m", `throttle: limit "+5/1m": count "+5": write the number without a sign`},
+		{"signed window", "5/+1m", "5/+1m", `throttle: limit "5/+1m": window "+1m": write the duration without a sign`},
+		{"signed days", "5/+7d", "5/+7d", `throttle: limit "5/+7d": window "+7d": write the duration without a sign`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +110,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"gap not a duration", "10/1m", "abc", true},
 		{"negative gap", "10/1m", "-1s", true},
 		{"sub-millisecond gap", "10/1m", "10us", true},
+		{"signed gap", "10/1m", "+1s", true},
 		{"nothing at all", "", "", false},
 		{"nothing but a zero gap", " ", "0", false},
 	}

@@ -108,12 +108,18 @@ func parseClock(s string) (time.Duration, error) {
 	var d time.Duration
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
-		if err != nil || len(p) != 2 || n < 0 || n >= limits[i] {
+		if err != nil || !twoDigits(p) || n >= limits[i] {
 			return 0, fmt.Errorf("%q is not HH:MM (00:00 to 23:59)", s)
 		}
 		d += time.Duration(n) * units[i]
 	}
 	return d, nil
+}
+
+// twoDigits reports whether s is exactly two ASCII digits (strconv.Atoi
+// also takes "+9" and "-0").
+func twoDigits(s string) bool {
+	return len(s) == 2 && '0' <= s[0] && s[0] <= '9' && '0' <= s[1] && s[1] <= '9'
 }
 
 // interval is [s, e) in Unix milliseconds.

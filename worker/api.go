@@ -111,10 +111,12 @@ func (w *Worker) auth(next http.Handler) http.Handler {
 	if w.apiToken == "" {
 		return next
 	}
-	want := []byte("Bearer " + w.apiToken)
+	want := []byte(w.apiToken)
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		// The scheme is case-insensitive (RFC 7235 §2.1); the token is not.
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		got := []byte(strings.TrimLeft(token, " "))
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(got, want) != 1 {
 			rw.Header().Set("WWW-Authenticate", `Bearer realm="hush"`)
 			writeError(rw, http.StatusUnauthorized, "missing or wrong bearer token")
 			return

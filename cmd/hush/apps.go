@@ -54,7 +54,7 @@ func runApps(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	sub, ok := findCommand(appsCommands(), args[0])
 	if !ok {
-		return usageErrorf("apps: unknown subcommand %q (want check)", args[0])
+		return usageErrorf("apps: unknown subcommand %q%s; want check", args[0], didYouMean(args[0], appsCommands()))
 	}
 	return sub.run(ctx, args[1:], stdout, stderr)
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hushpush/hush/internal/suggest"
 )
 
 // command is one subcommand of hush, or of a command group (hush throttle).
@@ -45,6 +47,19 @@ func findCommand(cmds []command, name string) (command, bool) {
 		}
 	}
 	return command{}, false
+}
+
+// didYouMean is ` (did you mean "x"?)` when a command of cmds is near
+// name (suggest.Nearest), else "".
+func didYouMean(name string, cmds []command) string {
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.name
+	}
+	if best := suggest.Nearest(name, names); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
 }
 
 // commandTable lists cmds for a help, one "  name   summary" row each.

@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cmd, ok := findCommand(commands(), name)
 	if !ok {
-		return usageErrorf("unknown command %q (run 'hush help' for the list)", name)
+		return usageErrorf("unknown command %q%s; run 'hush help' for the list", name, didYouMean(name, commands()))
 	}
 	return cmd.run(ctx, rest, stdout, stderr)
 }
@@ -59,7 +59,7 @@ func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	cmd, ok := findCommand(commands(), args[0])
 	if !ok {
-		return usageErrorf("help: unknown command %q (run 'hush help' for the list)", args[0])
+		return usageErrorf("help: unknown command %q%s; run 'hush help' for the list", args[0], didYouMean(args[0], commands()))
 	}
 	return cmd.run(ctx, append(args[1:], "--help"), stdout, stderr)
 }

@@ -79,6 +79,10 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", nil, []string{"no command given", "Commands:"}},
 		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`}},
 		{"help unknown", []string{"help", "frobnicate"}, []string{`unknown command "frobnicate"`}},
+		{"misspelled command", []string{"sned", "--user", "u"}, []string{`unknown command "sned" (did you mean "send"?)`}},
+		{"help misspelled", []string{"help", "serv"}, []string{`unknown command "serv" (did you mean "serve"?)`}},
+		{"throttle misspelled", []string{"throttle", "stauts", "u"}, []string{`unknown subcommand "stauts" (did you mean "status"?)`}},
+		{"apps misspelled", []string{"apps", "chekc", "f"}, []string{`unknown subcommand "chekc" (did you mean "check"?)`}},
 		{"send bad flag", []string{"send", "--bogus"}, []string{"send: flag provided but not defined: -bogus", "hush send --help"}},
 		{"send nothing", []string{"send"}, []string{"give -f job.json, or --user"}},
 		{"send no device", []string{"send", "--user", "u-1"}, []string{"needs at least one device"}},
@@ -142,6 +146,18 @@ func TestServeConfigErrorNamesKey(t *testing.T) {
 		if !strings.Contains(stderr, key) {
 			t.Errorf("stderr does not name %s:\n%s", key, stderr)
 		}
+	}
+}
+
+// TestServeWarnsUnknownKeys: a misspelled key is not ignored in silence;
+// serve names it and the key it most likely meant before it starts.
+func TestServeWarnsUnknownKeys(t *testing.T) {
+	t.Setenv("HUSH_REDIS_URL", "redis://127.0.0.1:1/0") // nothing listens: serve stops after its start
+	t.Setenv("HUSH_HTTP_ADDR", "127.0.0.1:0")
+	t.Setenv("HUSH_THROTLE_LIMITS", "5/1m")
+	_, stderr, _ := runCmd(t, "serve")
+	if want := "key=HUSH_THROTLE_LIMITS did_you_mean=HUSH_THROTTLE_LIMITS"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr)
 	}
 }
 

@@ -70,6 +70,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// stops the process at once instead of waiting for the graceful drain.
 	context.AfterFunc(ctx, stop)
 	log := cfg.NewLogger(stderr)
+	setup.WarnUnknownKeys(log, os.Environ())
 	// go-redis's own messages in hush's format (the binary owns the
 	// process-wide logger; the packages never set it).
 	redis.SetLogger(setup.RedisLogger(log))

@@ -69,7 +69,7 @@ func runThrottle(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	sub, ok := findCommand(throttleCommands(), args[0])
 	if !ok {
-		return usageErrorf("throttle: unknown subcommand %q (want status or reset)", args[0])
+		return usageErrorf("throttle: unknown subcommand %q%s; want status or reset", args[0], didYouMean(args[0], throttleCommands()))
 	}
 	return sub.run(ctx, args[1:], stdout, stderr)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
 	"github.com/sideshow/apns2"
-	"github.com/sideshow/apns2/certificate"
 	"github.com/sideshow/apns2/token"
 )
 
@@ -63,9 +62,9 @@ func New(cfg Config) (*Sender, error) {
 		}
 		client = apns2.NewTokenClient(tok)
 	case cfg.CertFile != "":
-		cert, err := certificate.FromP12File(cfg.CertFile, cfg.CertPassword)
+		cert, err := loadP12(cfg.CertFile, cfg.CertPassword)
 		if err != nil {
-			return nil, fieldErr("cert_file", err)
+			return nil, err
 		}
 		client = apns2.NewClient(cert)
 		tlsCfg.Certificates = []tls.Certificate{cert}

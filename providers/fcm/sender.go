@@ -62,6 +62,9 @@ func New(ctx context.Context, cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, fieldErr("credentials_file", err)
 	}
+	if err := checkServiceAccount(data); err != nil {
+		return nil, fieldErr("credentials_file", fmt.Errorf("%q %w", cfg.CredentialsFile, err))
+	}
 	jwtCfg, err := google.JWTConfigFromJSON(data, scopeMessaging, scopeCloud)
 	if err != nil {
 		return nil, fieldErr("credentials_file", err)
@@ -102,6 +105,30 @@ func New(ctx context.Context, cfg Config) (*Sender, error) {
 		return nil, fmt.Errorf("fcm: %w", err)
 	}
 	return &Sender{client: client, tokens: tokens, now: time.Now}, nil
+}
+
+// wantServiceAccount says what a credentials file must be.
+const wantServiceAccount = `want a Firebase service-account key: the JSON file of Project settings > Service accounts > Generate new private key, with "type": "service_account", "client_email" and "private_key"`
+
+// checkServiceAccount says what is wrong with data as a service-account
+// key, in an operator's words; the JSON decoder's own ("invalid character
+// '-' in numeric literal", for a PEM key) is kept as the cause.
+func checkServiceAccount(data []byte) error {
+	var sa struct {
+		Type        string `json:"type"`
+		ClientEmail string `json:"client_email"`
+		PrivateKey  string `json:"private_key"`
+	}
+	if err := json.Unmarshal(data, &sa); err != nil {
+		return fmt.Errorf("is not a JSON object (%w): %s", err, wantServiceAccount)
+	}
+	switch {
+	case sa.Type != "service_account":
+		return fmt.Errorf("has \"type\": %q: %s", sa.Type, wantServiceAccount)
+	case sa.ClientEmail == "" || sa.PrivateKey == "":
+		return fmt.Errorf("has no client_email or no private_key: %s", wantServiceAccount)
+	}
+	return nil
 }
 
 // FieldError is a Config field New cannot use. Field names it as an apps
