@@ -13,8 +13,10 @@ import (
 )
 
 // Validate checks j against the rules listed in the package documentation
-// and returns nil or a *ValidationError with every problem, in document
-// order. now is the reference for send_at and expires_at.
+// and returns nil or a *ValidationError with its problems, in document
+// order (the first MaxProblems, and a count of the others). Recipients and
+// devices past their limits are not checked one by one. now is the
+// reference for send_at and expires_at.
 func (j *Job) Validate(now time.Time) error {
 	var ps problems
 	checkID(&ps, j.ID)
@@ -54,10 +56,11 @@ func (j *Job) checkRecipients(ps *problems) map[Platform]bool {
 	case n > MaxRecipients:
 		ps.add("recipients", fmt.Sprintf("%d recipients, limit %d", n, MaxRecipients))
 	}
-	firstIndex := make(map[string]int, len(j.Recipients))
+	recipients := j.Recipients[:min(len(j.Recipients), MaxRecipients)]
+	firstIndex := make(map[string]int, len(recipients))
 	// Loading a zone may read a file: each name is loaded once per job.
 	zoneErrs := map[string]error{}
-	for i, r := range j.Recipients {
+	for i, r := range recipients {
 		path := "recipients[" + strconv.Itoa(i) + "]"
 		checkUserID(ps, path+".user_id", r.UserID)
 		if first, dup := firstIndex[r.UserID]; dup && r.UserID != "" {
@@ -100,6 +103,7 @@ func checkDevices(ps *problems, path string, devices []Device, used map[Platform
 	case n > MaxDevices:
 		ps.add(path+".devices", fmt.Sprintf("%d devices, limit %d", n, MaxDevices))
 	}
+	devices = devices[:min(len(devices), MaxDevices)]
 	firstIndex := make(map[string]int, len(devices))
 	for i, d := range devices {
 		dpath := path + ".devices[" + strconv.Itoa(i) + "]"
@@ -208,6 +212,10 @@ func (c *Content) checkAlert(ps *problems) {
 }
 
 func (c *Content) checkData(ps *problems) {
+	if n := len(c.Data); n > MaxDataKeys {
+		ps.add("data", fmt.Sprintf("%d keys, limit %d (the rendered payload cannot fit %d bytes)", n, MaxDataKeys, MaxPayloadBytes))
+		return
+	}
 	for _, k := range slices.Sorted(maps.Keys(c.Data)) {
 		path := "data[" + strconv.Quote(k) + "]"
 		if k == "" {
