@@ -33,6 +33,8 @@ func (j *Job) Validate(now time.Time) error {
 
 func checkID(ps *problems, id string) {
 	switch {
+	case isDotSegment(id):
+		ps.add("id", dotSegmentMessage(id, "/v1/notifications/{id}"))
 	case len(id) > MaxIDBytes:
 		ps.add("id", fmt.Sprintf("is %d bytes, limit %d", len(id), MaxIDBytes))
 	case !utf8.ValidString(id):
@@ -45,6 +47,15 @@ func checkID(ps *problems, id string) {
 			}
 		}
 	}
+}
+
+// isDotSegment reports whether id is "." or "..": a URL path segment
+// that clients and servers resolve away (RFC 3986 section 5.2.4) however it
+// is escaped, so no request could name the job or user again.
+func isDotSegment(id string) bool { return id == "." || id == ".." }
+
+func dotSegmentMessage(id, route string) string {
+	return fmt.Sprintf("cannot be %q: a URL path cannot carry it (%s)", id, route)
 }
 
 // checkRecipients checks the recipients and returns the platforms in use.
@@ -87,6 +98,8 @@ func checkUserID(ps *problems, path, id string) {
 	switch {
 	case id == "":
 		ps.add(path, "is required")
+	case isDotSegment(id):
+		ps.add(path, dotSegmentMessage(id, "/v1/users/{id}/throttle"))
 	case len(id) > MaxIDBytes:
 		ps.add(path, fmt.Sprintf("is %d bytes, limit %d", len(id), MaxIDBytes))
 	case !utf8.ValidString(id):
@@ -151,8 +164,17 @@ func (c *Content) check(ps *problems, now time.Time) {
 	if c.Category != "" && !ValidCategory(c.Category) {
 		ps.add("category", fmt.Sprintf("invalid category %q: want 1 to %d of a-z, 0-9, _ and -", c.Category, MaxCategoryBytes))
 	}
-	if len(c.CollapseKey) > MaxCollapseKeyBytes {
-		ps.add("collapse_key", fmt.Sprintf("is %d bytes, limit %d (apns-collapse-id)", len(c.CollapseKey), MaxCollapseKeyBytes))
+	switch k := c.CollapseKey; {
+	case len(k) > MaxCollapseKeyBytes:
+		ps.add("collapse_key", fmt.Sprintf("is %d bytes, limit %d (apns-collapse-id)", len(k), MaxCollapseKeyBytes))
+	case !utf8.ValidString(k):
+		ps.add("collapse_key", "is not valid UTF-8")
+	default:
+		// APNs carries it in the apns-collapse-id header, which cannot
+		// hold a control character: such a send could never succeed.
+		if i := strings.IndexFunc(k, unicode.IsControl); i >= 0 {
+			ps.add("collapse_key", fmt.Sprintf("contains a control character at byte %d (it is sent as the apns-collapse-id header)", i))
+		}
 	}
 	c.checkTimes(ps, now)
 }
