@@ -68,15 +68,17 @@ func (j *Job) checkRecipients(ps *problems) map[Platform]bool {
 		ps.add("recipients", fmt.Sprintf("%d recipients, limit %d", n, MaxRecipients))
 	}
 	recipients := j.Recipients[:min(len(j.Recipients), MaxRecipients)]
-	firstIndex := make(map[string]int, len(recipients))
+	// Empty ids are reported as missing, not as duplicates: the map holds
+	// only the others, so a job of empty recipients allocates none.
+	firstIndex := map[string]int{}
 	// Loading a zone may read a file: each name is loaded once per job.
 	zoneErrs := map[string]error{}
 	for i, r := range recipients {
 		path := "recipients[" + strconv.Itoa(i) + "]"
 		checkUserID(ps, path+".user_id", r.UserID)
-		if first, dup := firstIndex[r.UserID]; dup && r.UserID != "" {
+		if first, dup := firstIndex[r.UserID]; dup {
 			ps.add(path+".user_id", fmt.Sprintf("duplicate of recipients[%d].user_id", first))
-		} else {
+		} else if r.UserID != "" {
 			firstIndex[r.UserID] = i
 		}
 		if r.Timezone != "" {
