@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,13 +71,95 @@ func (c *Client) Submit(ctx context.Context, job payload.Job) (Accepted, error) 
 // being dropped by a Go decoder on the way.
 func (c *Client) SubmitJSON(ctx context.Context, job []byte) (Accepted, error) {
 	var acc Accepted
-	if err := c.call(ctx, http.MethodPost, "/v1/notifications", job, &acc); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/v1/notifications", job, &acc, acceptedFields...); err != nil {
 		return Accepted{}, err
 	}
 	if acc.ID == "" {
 		return Accepted{}, fmt.Errorf("POST %s/v1/notifications: %w: no job id", c.base, errUnexpected)
 	}
 	return acc, nil
+}
+
+// MaxBatch is the most jobs one SubmitBatch call takes (the server's
+// limit for POST /v1/notifications:batch).
+const MaxBatch = payload.MaxBatchJobs
+
+// BatchAnswer is one job's answer in a batch: Status is the HTTP status
+// POST /v1/notifications would have answered it with. 202: accepted; 200:
+// Duplicate (a job with its id was accepted before, or earlier in the same
+// batch); 400: invalid, Err has its Problems and ID is empty; 503: Redis did
+// not answer, submit it again with the same id.
+type BatchAnswer struct {
+	Status int
+	Accepted
+	// Err is the job's error when Status is not 200 or 202.
+	Err *Error
+}
+
+// SubmitBatch submits up to MaxBatch jobs in one request (POST
+// /v1/notifications:batch) and returns one answer per job, in jobs' order:
+// each job is accepted or refused on its own. The error is for the request
+// as a whole: no jobs or too many, a body over the server's limit (*Error
+// with Status 413), the server unreachable, or an answer that is not one
+// per job.
+func (c *Client) SubmitBatch(ctx context.Context, jobs []payload.Job) ([]BatchAnswer, error) {
+	raws := make([]json.RawMessage, len(jobs))
+	for i := range jobs {
+		b, err := json.Marshal(&jobs[i])
+		if err != nil {
+			return nil, fmt.Errorf("encode job %d: %w", i, err)
+		}
+		raws[i] = b
+	}
+	return c.SubmitBatchJSON(ctx, raws)
+}
+
+// SubmitBatchJSON is SubmitBatch for jobs written as JSON, sent as they
+// are (see SubmitJSON).
+func (c *Client) SubmitBatchJSON(ctx context.Context, jobs []json.RawMessage) ([]BatchAnswer, error) {
+	if len(jobs) == 0 || len(jobs) > MaxBatch {
+		return nil, fmt.Errorf("client: SubmitBatch takes 1 to %d jobs, not %d", MaxBatch, len(jobs))
+	}
+	body, err := json.Marshal(struct {
+		Jobs []json.RawMessage `json:"jobs"`
+	}{jobs})
+	if err != nil {
+		return nil, fmt.Errorf("encode batch: %w", err)
+	}
+	const path = "/v1/notifications:batch"
+	var ans struct {
+		Results []struct {
+			Status    int            `json:"status"`
+			ID        string         `json:"id"`
+			Duplicate bool           `json:"duplicate"`
+			Error     *errorEnvelope `json:"error"`
+		} `json:"results"`
+	}
+	if err := c.call(ctx, http.MethodPost, path, body, &ans, "results"); err != nil {
+		return nil, err
+	}
+	unexpected := func(format string, a ...any) error {
+		return fmt.Errorf("POST %s%s: %w: %s", c.base, path, errUnexpected, fmt.Sprintf(format, a...))
+	}
+	if len(ans.Results) != len(jobs) {
+		return nil, unexpected("%d answers for %d jobs", len(ans.Results), len(jobs))
+	}
+	out := make([]BatchAnswer, len(jobs))
+	for i, r := range ans.Results {
+		a := BatchAnswer{Status: r.Status, Accepted: Accepted{ID: r.ID, Duplicate: r.Duplicate}}
+		switch {
+		case r.Status == http.StatusOK || r.Status == http.StatusAccepted:
+			if r.ID == "" {
+				return nil, unexpected("answer %d: status %d without a job id", i, r.Status)
+			}
+		case r.Status >= 400 && r.Status <= 599 && r.Error != nil:
+			a.Err = r.Error.toError(r.Status)
+		default:
+			return nil, unexpected("answer %d: status %d without an error", i, r.Status)
+		}
+		out[i] = a
+	}
+	return out, nil
 }
 
 // Status returns a job's state and its counts per delivery state (GET
@@ -86,7 +169,7 @@ func (c *Client) Status(ctx context.Context, id string) (JobStatus, error) {
 		return JobStatus{}, errors.New("client: Status needs a job id")
 	}
 	var st JobStatus
-	err := c.call(ctx, http.MethodGet, "/v1/notifications/"+url.PathEscape(id), nil, &st)
+	err := c.call(ctx, http.MethodGet, "/v1/notifications/"+url.PathEscape(id), nil, &st, jobStatusFields...)
 	return st, err
 }
 
@@ -101,7 +184,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 		return CancelResult{}, errors.New("client: Cancel needs a job id")
 	}
 	var res CancelResult
-	err := c.call(ctx, http.MethodDelete, "/v1/notifications/"+url.PathEscape(id), nil, &res)
+	err := c.call(ctx, http.MethodDelete, "/v1/notifications/"+url.PathEscape(id), nil, &res, cancelResultFields...)
 	return res, err
 }
 
@@ -126,7 +209,7 @@ func (c *Client) UserThrottleOf(ctx context.Context, app, user, timezone string)
 		return ThrottleStatus{}, errors.New("client: UserThrottle needs a user id")
 	}
 	var st ThrottleStatus
-	err := c.call(ctx, http.MethodGet, userPath(user)+query("app", app, "timezone", timezone), nil, &st)
+	err := c.call(ctx, http.MethodGet, userPath(user)+query("app", app, "timezone", timezone), nil, &st, throttleStatusFields...)
 	return st, err
 }
 
@@ -171,9 +254,22 @@ func userPath(user string) string { return "/v1/users/" + url.PathEscape(user) +
 // not what the API documents.
 var errUnexpected = errors.New("unexpected answer")
 
+// The fields docs/openapi.yaml requires in each success answer: an answer
+// without one of them is not from a hush server (a proxy's 200 {}, another
+// service), and reading it as zero values would report what did not
+// happen ("already cancelled"). The limiter status requires only the
+// fields servers answered before time zones, quiet hours and apps.
+var (
+	acceptedFields       = []string{"id"}
+	jobStatusFields      = []string{"id", "state", "queue", "accepted_at", "recipients", "counts", "deferrals"}
+	cancelResultFields   = append(slices.Clone(jobStatusFields), "cancelled")
+	throttleStatusFields = []string{"user_id", "now", "next_allowed", "remaining", "entries"}
+)
+
 // call sends one request and decodes a 2xx answer's JSON into out (unless
-// out is nil). Any other status is a *Error.
-func (c *Client) call(ctx context.Context, method, path string, body []byte, out any) error {
+// out is nil), after checking that the answer has every field of
+// required, none of them null. Any other status is a *Error.
+func (c *Client) call(ctx context.Context, method, path string, body []byte, out any, required ...string) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -208,5 +304,25 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, out
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("%s %s: %w: %d with %.200q: %w", method, target, errUnexpected, resp.StatusCode, b, err)
 	}
+	if missing := missingFields(b, required); len(missing) > 0 {
+		return fmt.Errorf("%s %s: %w: %d with %.200q, which lacks %s", method, target, errUnexpected, resp.StatusCode, b, strings.Join(missing, ", "))
+	}
 	return nil
+}
+
+// missingFields returns the names of required that the JSON object b does
+// not have, or has as null.
+func missingFields(b []byte, required []string) []string {
+	if len(required) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m) // not an object: every field is missing
+	var missing []string
+	for _, name := range required {
+		if v, ok := m[name]; !ok || string(v) == "null" {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }

@@ -15,8 +15,10 @@ type Error struct {
 	// not hush, such as a proxy, the start of its body).
 	Message string
 	// Problems are a rejected job's field problems (Status 400), in
-	// document order; nil otherwise.
+	// document order; nil otherwise. The server lists at most
+	// payload.MaxProblems of them and counts the others in Omitted.
 	Problems []Problem
+	Omitted  int
 }
 
 // Problem is one problem with one field of a submitted job.
@@ -41,6 +43,9 @@ func (e *Error) Error() string {
 		}
 		b.WriteString(sep + p.Field + ": " + p.Message)
 	}
+	if e.Omitted > 0 {
+		fmt.Fprintf(&b, "; and %d more problems", e.Omitted)
+	}
 	return b.String()
 }
 
@@ -49,18 +54,25 @@ func (e *Error) Error() string {
 func newError(status int, body []byte) *Error {
 	e := &Error{Status: status}
 	var env struct {
-		Error *struct {
-			Message  string    `json:"message"`
-			Problems []Problem `json:"problems"`
-		} `json:"error"`
+		Error *errorEnvelope `json:"error"`
 	}
 	if json.Unmarshal(body, &env) == nil && env.Error != nil {
-		e.Message, e.Problems = env.Error.Message, env.Error.Problems
-		return e
+		return env.Error.toError(status)
 	}
 	e.Message = strings.TrimSpace(string(body))
 	if r := []rune(e.Message); len(r) > 300 {
 		e.Message = string(r[:300]) + "…"
 	}
 	return e
+}
+
+// errorEnvelope is the API's error detail: {"message","problems","omitted"}.
+type errorEnvelope struct {
+	Message  string    `json:"message"`
+	Problems []Problem `json:"problems"`
+	Omitted  int       `json:"omitted"`
+}
+
+func (d *errorEnvelope) toError(status int) *Error {
+	return &Error{Status: status, Message: d.Message, Problems: d.Problems, Omitted: d.Omitted}
 }

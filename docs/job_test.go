@@ -38,6 +38,9 @@ var limitValues = map[string]int64{
 	"MinAPNsTokenLen":     payload.MinAPNsTokenLen,
 	"MaxAPNsTokenLen":     payload.MaxAPNsTokenLen,
 	"MaxFCMTokenLen":      payload.MaxFCMTokenLen,
+	"MaxDataKeys":         payload.MaxDataKeys,
+	"MaxProblems":         payload.MaxProblems,
+	"MaxBatchJobs":        payload.MaxBatchJobs,
 }
 
 // TestJobLimits: docs/job.md's limits table has one row per constant of

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -20,36 +21,72 @@ import (
 // Field problems come back together as a *ValidationError, each naming its
 // path ("recipients[0].devices[1].platfrom: unknown field"). Input that is
 // not one JSON object returns an error wrapping ErrMalformed with the byte
-// offset. Decode does not validate the job's content: call Validate.
+// offset. An array or map longer than its limit (MaxRecipients,
+// MaxDevices, MaxDataKeys) ends the reading there with a problem naming
+// it, so a bad job costs what its first limit allows, not its size.
+// Decode does not validate the job's content: call Validate.
 func Decode(r io.Reader) (Job, error) {
+	var j Job
+	err := decodeStrict(r, &j, "job")
+	return j, err
+}
+
+// DecodeBatch reads the body of POST /v1/notifications:batch from r, as
+// strictly as Decode reads a job: one object whose only field is "jobs",
+// spelt exactly and given once, an array of 1 to MaxBatchJobs values, and
+// nothing after it. It returns each job's JSON, undecoded: each is read
+// with Decode and answered on its own.
+func DecodeBatch(r io.Reader) ([]json.RawMessage, error) {
+	var b batchEnvelope
+	if err := decodeStrict(r, &b, "batch"); err != nil {
+		return nil, err
+	}
+	if n := len(b.Jobs); n == 0 {
+		return nil, NewValidationError([]FieldError{{Field: "jobs",
+			Message: fmt.Sprintf("%d jobs; a batch has 1 to %d", n, MaxBatchJobs)}}, 0)
+	}
+	return b.Jobs, nil
+}
+
+// batchEnvelope is the body of POST /v1/notifications:batch.
+type batchEnvelope struct {
+	Jobs []json.RawMessage `json:"jobs"`
+}
+
+// decodeStrict reads one JSON object of v's type from r: checkShape first,
+// then encoding/json into v. what ("job") names the object in the
+// messages of ErrMalformed.
+func decodeStrict(r io.Reader, v any, what string) error {
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return Job{}, fmt.Errorf("read job: %w", err)
+		return fmt.Errorf("read %s: %w", what, err)
 	}
-	if err := checkShape(b); err != nil {
-		return Job{}, err
+	if err := checkShape(b, reflect.TypeOf(v).Elem(), what); err != nil {
+		return err
 	}
-	var j Job
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
+	if err := dec.Decode(v); err != nil {
 		// checkShape accepted the input, so this is a gap in it: still an
 		// input problem, never a panic.
-		return Job{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	return j, nil
+	return nil
 }
 
 var (
 	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	timeType        = reflect.TypeFor[time.Time]()
-	jobType         = reflect.TypeFor[Job]()
 )
 
-// checkShape walks the JSON token stream against the Job type, in document
+// errPastLimit ends a walk at an array or map longer than its limit: what
+// follows is not read, so its cost is bounded by the limit, not the input.
+var errPastLimit = errors.New("past a limit")
+
+// checkShape walks the JSON token stream against type t, in document
 // order, collecting a FieldError for every unknown or duplicate field and
 // every value of the wrong type.
-func checkShape(b []byte) error {
+func checkShape(b []byte, t reflect.Type, what string) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	w := &shapeWalker{dec: dec, fields: map[reflect.Type]map[string]reflect.Type{}}
@@ -60,14 +97,17 @@ func checkShape(b []byte) error {
 	case err != nil:
 		return w.malformed(err)
 	case tok != json.Delim('{'):
-		return fmt.Errorf("%w: a job is a JSON object, not %s", ErrMalformed, describeToken(tok))
+		return fmt.Errorf("%w: a %s is a JSON object, not %s", ErrMalformed, what, describeToken(tok))
 	}
-	if err := w.object(jobType, ""); err != nil {
+	switch err := w.object(t, ""); {
+	case errors.Is(err, errPastLimit):
+		return w.problems.err()
+	case err != nil:
 		return w.malformed(err)
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: trailing data after the job, which ends at offset %d", ErrMalformed, end)
+		return fmt.Errorf("%w: trailing data after the %s, which ends at offset %d", ErrMalformed, what, end)
 	}
 	return w.problems.err()
 }
@@ -162,7 +202,9 @@ func scalarFits(t reflect.Type, tok json.Token) bool {
 	return false
 }
 
-// object checks the members of an object whose '{' was read.
+// object checks the members of an object whose '{' was read. It remembers
+// only the known fields it has seen, so many unknown ones cost no memory
+// past the problems listed.
 func (w *shapeWalker) object(t reflect.Type, path string) error {
 	fields := w.fieldsOf(t)
 	seen := map[string]bool{}
@@ -182,11 +224,11 @@ func (w *shapeWalker) object(t reflect.Type, path string) error {
 			err = w.skipValue()
 		default:
 			err = w.value(ft, fp)
+			seen[key] = true
 		}
 		if err != nil {
 			return err
 		}
-		seen[key] = true
 	}
 	_, err := w.dec.Token() // '}'
 	return err
@@ -196,6 +238,10 @@ func (w *shapeWalker) object(t reflect.Type, path string) error {
 func (w *shapeWalker) mapValues(elem reflect.Type, path string) error {
 	seen := map[string]bool{}
 	for w.dec.More() {
+		if len(seen) == MaxDataKeys {
+			w.problems.add(path, fmt.Sprintf("more than %d keys, the limit; the rest is not read", MaxDataKeys))
+			return errPastLimit
+		}
 		key, err := w.key()
 		if err != nil {
 			return err
@@ -218,13 +264,31 @@ func (w *shapeWalker) mapValues(elem reflect.Type, path string) error {
 
 // array checks the elements of an array whose '[' was read.
 func (w *shapeWalker) array(elem reflect.Type, path string) error {
+	limit := arrayLimit(elem)
 	for i := 0; w.dec.More(); i++ {
+		if i == limit {
+			w.problems.add(path, fmt.Sprintf("more than %d elements, the limit; the rest is not read", limit))
+			return errPastLimit
+		}
 		if err := w.value(elem, path+"["+strconv.Itoa(i)+"]"); err != nil {
 			return err
 		}
 	}
 	_, err := w.dec.Token() // ']'
 	return err
+}
+
+// arrayLimit is the most elements an array of elem may have.
+func arrayLimit(elem reflect.Type) int {
+	switch elem {
+	case reflect.TypeFor[Recipient]():
+		return MaxRecipients
+	case reflect.TypeFor[Device]():
+		return MaxDevices
+	case reflect.TypeFor[json.RawMessage]():
+		return MaxBatchJobs
+	}
+	return math.MaxInt
 }
 
 func (w *shapeWalker) key() (string, error) {

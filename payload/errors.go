@@ -2,6 +2,7 @@ package payload
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -24,15 +25,32 @@ func (e FieldError) Error() string {
 	return e.Field + ": " + e.Message
 }
 
-// ValidationError lists every problem found in a job, in document order.
+// ValidationError lists the problems found in a job, in document order:
+// the first MaxProblems of them, and how many more there are.
 type ValidationError struct {
 	Problems []FieldError
+	// Omitted counts the problems found past the first MaxProblems, which
+	// are not listed: a bad request's answer stays small however bad it is.
+	Omitted int
+}
+
+// NewValidationError returns a ValidationError of ps and omitted more,
+// keeping at most MaxProblems of ps listed and counting the rest.
+func NewValidationError(ps []FieldError, omitted int) *ValidationError {
+	if len(ps) > MaxProblems {
+		omitted += len(ps) - MaxProblems
+		ps = ps[:MaxProblems:MaxProblems]
+	}
+	return &ValidationError{Problems: ps, Omitted: omitted}
 }
 
 func (e *ValidationError) Error() string {
-	msgs := make([]string, len(e.Problems))
+	msgs := make([]string, len(e.Problems), len(e.Problems)+1)
 	for i, p := range e.Problems {
 		msgs[i] = p.Error()
+	}
+	if e.Omitted > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more problems", e.Omitted))
 	}
 	return "invalid job: " + strings.Join(msgs, "; ")
 }
@@ -46,17 +64,25 @@ func (e *ValidationError) Unwrap() []error {
 	return errs
 }
 
-// problems collects FieldErrors.
-type problems []FieldError
+// problems collects FieldErrors: the first MaxProblems, and a count of
+// the others.
+type problems struct {
+	list    []FieldError
+	omitted int
+}
 
 func (ps *problems) add(field, msg string) {
-	*ps = append(*ps, FieldError{Field: field, Message: msg})
+	if len(ps.list) == MaxProblems {
+		ps.omitted++
+		return
+	}
+	ps.list = append(ps.list, FieldError{Field: field, Message: msg})
 }
 
 // err returns nil when there are no problems, else a *ValidationError.
-func (ps problems) err() error {
-	if len(ps) == 0 {
+func (ps *problems) err() error {
+	if len(ps.list) == 0 {
 		return nil
 	}
-	return &ValidationError{Problems: ps}
+	return &ValidationError{Problems: ps.list, Omitted: ps.omitted}
 }

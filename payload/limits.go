@@ -30,4 +30,13 @@ const (
 	MaxAPNsTokenLen = 200
 	// MaxFCMTokenLen bounds an FCM registration token.
 	MaxFCMTokenLen = 4096
+	// MaxProblems is the most problems a ValidationError lists; it counts
+	// the others in Omitted.
+	MaxProblems = 100
+	// MaxDataKeys bounds the keys of data: each costs at least 6 bytes of
+	// the rendered payload ("k":""), so more cannot fit MaxPayloadBytes.
+	MaxDataKeys = MaxPayloadBytes / 6
+	// MaxBatchJobs is the most jobs one batch (POST
+	// /v1/notifications:batch) carries.
+	MaxBatchJobs = 1000
 )

@@ -13,8 +13,10 @@ import (
 )
 
 // Validate checks j against the rules listed in the package documentation
-// and returns nil or a *ValidationError with every problem, in document
-// order. now is the reference for send_at and expires_at.
+// and returns nil or a *ValidationError with its problems, in document
+// order (the first MaxProblems, and a count of the others). Recipients and
+// devices past their limits are not checked one by one. now is the
+// reference for send_at and expires_at.
 func (j *Job) Validate(now time.Time) error {
 	var ps problems
 	checkID(&ps, j.ID)
@@ -31,6 +33,8 @@ func (j *Job) Validate(now time.Time) error {
 
 func checkID(ps *problems, id string) {
 	switch {
+	case isDotSegment(id):
+		ps.add("id", dotSegmentMessage(id, "/v1/notifications/{id}"))
 	case len(id) > MaxIDBytes:
 		ps.add("id", fmt.Sprintf("is %d bytes, limit %d", len(id), MaxIDBytes))
 	case !utf8.ValidString(id):
@@ -45,6 +49,15 @@ func checkID(ps *problems, id string) {
 	}
 }
 
+// isDotSegment reports whether id is "." or "..": a URL path segment
+// that clients and servers resolve away (RFC 3986 section 5.2.4) however it
+// is escaped, so no request could name the job or user again.
+func isDotSegment(id string) bool { return id == "." || id == ".." }
+
+func dotSegmentMessage(id, route string) string {
+	return fmt.Sprintf("cannot be %q: a URL path cannot carry it (%s)", id, route)
+}
+
 // checkRecipients checks the recipients and returns the platforms in use.
 func (j *Job) checkRecipients(ps *problems) map[Platform]bool {
 	used := map[Platform]bool{}
@@ -54,15 +67,18 @@ func (j *Job) checkRecipients(ps *problems) map[Platform]bool {
 	case n > MaxRecipients:
 		ps.add("recipients", fmt.Sprintf("%d recipients, limit %d", n, MaxRecipients))
 	}
-	firstIndex := make(map[string]int, len(j.Recipients))
+	recipients := j.Recipients[:min(len(j.Recipients), MaxRecipients)]
+	// Empty ids are reported as missing, not as duplicates: the map holds
+	// only the others, so a job of empty recipients allocates none.
+	firstIndex := map[string]int{}
 	// Loading a zone may read a file: each name is loaded once per job.
 	zoneErrs := map[string]error{}
-	for i, r := range j.Recipients {
+	for i, r := range recipients {
 		path := "recipients[" + strconv.Itoa(i) + "]"
 		checkUserID(ps, path+".user_id", r.UserID)
-		if first, dup := firstIndex[r.UserID]; dup && r.UserID != "" {
+		if first, dup := firstIndex[r.UserID]; dup {
 			ps.add(path+".user_id", fmt.Sprintf("duplicate of recipients[%d].user_id", first))
-		} else {
+		} else if r.UserID != "" {
 			firstIndex[r.UserID] = i
 		}
 		if r.Timezone != "" {
@@ -84,6 +100,8 @@ func checkUserID(ps *problems, path, id string) {
 	switch {
 	case id == "":
 		ps.add(path, "is required")
+	case isDotSegment(id):
+		ps.add(path, dotSegmentMessage(id, "/v1/users/{id}/throttle"))
 	case len(id) > MaxIDBytes:
 		ps.add(path, fmt.Sprintf("is %d bytes, limit %d", len(id), MaxIDBytes))
 	case !utf8.ValidString(id):
@@ -100,6 +118,7 @@ func checkDevices(ps *problems, path string, devices []Device, used map[Platform
 	case n > MaxDevices:
 		ps.add(path+".devices", fmt.Sprintf("%d devices, limit %d", n, MaxDevices))
 	}
+	devices = devices[:min(len(devices), MaxDevices)]
 	firstIndex := make(map[string]int, len(devices))
 	for i, d := range devices {
 		dpath := path + ".devices[" + strconv.Itoa(i) + "]"
@@ -147,8 +166,17 @@ func (c *Content) check(ps *problems, now time.Time) {
 	if c.Category != "" && !ValidCategory(c.Category) {
 		ps.add("category", fmt.Sprintf("invalid category %q: want 1 to %d of a-z, 0-9, _ and -", c.Category, MaxCategoryBytes))
 	}
-	if len(c.CollapseKey) > MaxCollapseKeyBytes {
-		ps.add("collapse_key", fmt.Sprintf("is %d bytes, limit %d (apns-collapse-id)", len(c.CollapseKey), MaxCollapseKeyBytes))
+	switch k := c.CollapseKey; {
+	case len(k) > MaxCollapseKeyBytes:
+		ps.add("collapse_key", fmt.Sprintf("is %d bytes, limit %d (apns-collapse-id)", len(k), MaxCollapseKeyBytes))
+	case !utf8.ValidString(k):
+		ps.add("collapse_key", "is not valid UTF-8")
+	default:
+		// APNs carries it in the apns-collapse-id header, which cannot
+		// hold a control character: such a send could never succeed.
+		if i := strings.IndexFunc(k, unicode.IsControl); i >= 0 {
+			ps.add("collapse_key", fmt.Sprintf("contains a control character at byte %d (it is sent as the apns-collapse-id header)", i))
+		}
 	}
 	c.checkTimes(ps, now)
 }
@@ -208,6 +236,10 @@ func (c *Content) checkAlert(ps *problems) {
 }
 
 func (c *Content) checkData(ps *problems) {
+	if n := len(c.Data); n > MaxDataKeys {
+		ps.add("data", fmt.Sprintf("%d keys, limit %d (the rendered payload cannot fit %d bytes)", n, MaxDataKeys, MaxPayloadBytes))
+		return
+	}
 	for _, k := range slices.Sorted(maps.Keys(c.Data)) {
 		path := "data[" + strconv.Quote(k) + "]"
 		if k == "" {

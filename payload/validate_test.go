@@ -88,6 +88,10 @@ func TestValidate(t *testing.T) {
 		{"id with NUL", func(j *Job) { j.ID = "a\x00" }, []problem{{"id", "control character"}}},
 		{"id invalid utf-8", func(j *Job) { j.ID = "a\xff" }, []problem{{"id", "not valid UTF-8"}}},
 		{"id unicode printable", func(j *Job) { j.ID = "bestellung-über-€" }, nil},
+		{"id .", func(j *Job) { j.ID = "." }, []problem{{"id", `cannot be ".": a URL path cannot carry it`}}},
+		{"id ..", func(j *Job) { j.ID = ".." }, []problem{{"id", `cannot be "..": a URL path cannot carry it`}}},
+		{"id with dots and more is fine", func(j *Job) { j.ID = "..a" }, nil},
+		{"id with a slash is fine", func(j *Job) { j.ID = "orders/4711" }, nil},
 
 		// recipients
 		{"no recipients", func(j *Job) { j.Recipients = nil }, []problem{{"recipients", "at least one recipient"}}},
@@ -97,6 +101,8 @@ func TestValidate(t *testing.T) {
 		{"user_id 257 bytes", func(j *Job) { j.Recipients[1].UserID = strings.Repeat("u", 257) }, []problem{{"recipients[1].user_id", "257 bytes, limit 256"}}},
 		{"user_id control char", func(j *Job) { j.Recipients[0].UserID = "u\t1" }, []problem{{"recipients[0].user_id", "control character"}}},
 		{"user_id with space is fine", func(j *Job) { j.Recipients[0].UserID = "Ann Smith" }, nil},
+		{"user_id .", func(j *Job) { j.Recipients[1].UserID = "." }, []problem{{"recipients[1].user_id", `cannot be ".": a URL path cannot carry it`}}},
+		{"user_id ..", func(j *Job) { j.Recipients[1].UserID = ".." }, []problem{{"recipients[1].user_id", `cannot be "..": a URL path cannot carry it`}}},
 		{"duplicate user_id names both", func(j *Job) {
 			j.Recipients = append(j.Recipients, Recipient{UserID: "u-1", Devices: []Device{{Platform: FCM, Token: "x"}}})
 		}, []problem{{"recipients[2].user_id", "duplicate of recipients[0].user_id"}}},
@@ -191,6 +197,12 @@ func TestValidate(t *testing.T) {
 		{"priority unknown", func(j *Job) { j.Priority = "urgent" }, []problem{{"priority", `unknown priority "urgent"`}}},
 		{"priority wrong case", func(j *Job) { j.Priority = "High" }, []problem{{"priority", `unknown priority "High"`}}},
 		{"collapse_key 65 bytes", func(j *Job) { j.CollapseKey = strings.Repeat("k", 65) }, []problem{{"collapse_key", "65 bytes, limit 64"}}},
+		{"collapse_key with newline", func(j *Job) { j.CollapseKey = "score\nX-Injected: 1" }, []problem{{"collapse_key", "control character at byte 5"}}},
+		{"collapse_key with NUL", func(j *Job) { j.CollapseKey = "a\x00" }, []problem{{"collapse_key", "control character at byte 1"}}},
+		{"collapse_key with DEL", func(j *Job) { j.CollapseKey = "a\x7f" }, []problem{{"collapse_key", "control character"}}},
+		{"collapse_key with tab", func(j *Job) { j.CollapseKey = "a\tb" }, []problem{{"collapse_key", "control character"}}},
+		{"collapse_key invalid utf-8", func(j *Job) { j.CollapseKey = "a\xff" }, []problem{{"collapse_key", "not valid UTF-8"}}},
+		{"collapse_key unicode and spaces are fine", func(j *Job) { j.CollapseKey = "Spielstand über alles" }, nil},
 
 		// category
 		{"app", func(j *Job) { j.App = "courier-eu_2" }, nil},

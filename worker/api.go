@@ -142,8 +142,11 @@ type errorBody struct {
 
 type errorDetail struct {
 	Message string `json:"message"`
-	// Problems are a job's field problems; only 400 answers have them.
+	// Problems are a job's field problems; only 400 answers have them,
+	// at most payload.MaxProblems of them.
 	Problems []fieldProblem `json:"problems,omitempty"`
+	// Omitted counts the problems found past those listed.
+	Omitted int `json:"omitted,omitempty"`
 }
 
 type fieldProblem struct {
@@ -187,18 +190,13 @@ func (w *Worker) submitError(err error) (int, errorDetail) {
 		for i, p := range invalid.Problems {
 			problems[i] = fieldProblem{Field: p.Field, Message: p.Message}
 		}
-		return http.StatusBadRequest, errorDetail{Message: "invalid job", Problems: problems}
+		return http.StatusBadRequest, errorDetail{Message: "invalid job", Problems: problems, Omitted: invalid.Omitted}
 	case errors.Is(err, payload.ErrMalformed):
 		return http.StatusBadRequest, errorDetail{Message: err.Error()}
 	default:
 		w.log.Error("submit failed", "err", err)
 		return http.StatusServiceUnavailable, errorDetail{Message: "could not accept the job, try again"}
 	}
-}
-
-// batchBody is the body of POST /v1/notifications:batch.
-type batchBody struct {
-	Jobs []json.RawMessage `json:"jobs"`
 }
 
 // BatchAnswer is one job's answer to POST /v1/notifications:batch: the
@@ -213,32 +211,37 @@ type BatchAnswer struct {
 
 // postNotificationBatch submits up to MaxBatch jobs in one request. The
 // answer is 200 with one answer per job, in order, whenever the body is a
-// batch: each job is accepted or refused on its own.
+// batch: each job is accepted or refused on its own. The envelope is read
+// as strictly as a job (payload.DecodeBatch).
 func (w *Worker) postNotificationBatch(rw http.ResponseWriter, r *http.Request) {
-	var body batchBody
-	dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, w.maxBody))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&body)
-	if err == nil && dec.More() {
-		err = errors.New("trailing data after the batch")
-	}
+	raws, err := payload.DecodeBatch(http.MaxBytesReader(rw, r.Body, w.maxBody))
 	var tooLarge *http.MaxBytesError
+	var invalid *payload.ValidationError
 	switch {
 	case errors.As(err, &tooLarge):
 		writeError(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit))
 		return
-	case err != nil:
-		writeError(rw, http.StatusBadRequest, fmt.Sprintf("a batch is a JSON object {\"jobs\": [job, ...]}: %v", err))
+	case errors.As(err, &invalid):
+		_, detail := w.submitError(err)
+		detail.Message = `invalid batch: the body is {"jobs": [job, ...]} with 1 to ` + fmt.Sprint(MaxBatch) + " jobs"
+		writeJSON(rw, http.StatusBadRequest, errorBody{detail})
 		return
-	case len(body.Jobs) == 0 || len(body.Jobs) > MaxBatch:
-		writeError(rw, http.StatusBadRequest, fmt.Sprintf("jobs: %d jobs; a batch has 1 to %d", len(body.Jobs), MaxBatch))
+	case err != nil:
+		writeError(rw, http.StatusBadRequest, fmt.Sprintf(`a batch is a JSON object {"jobs": [job, ...]}: %v`, err))
 		return
 	}
-	answers := make([]BatchAnswer, len(body.Jobs))
+	answers := make([]BatchAnswer, len(raws))
 	var jobs []payload.Job
 	var at []int // answers[at[k]] is jobs[k]'s
-	for i, raw := range body.Jobs {
+	now := w.client.now()
+	for i, raw := range raws {
 		job, err := payload.Decode(bytes.NewReader(raw))
+		if err == nil {
+			// An invalid job is answered and dropped here, so a batch of
+			// bad jobs holds one decoded job at a time, not all of them.
+			// EnqueueBatch validates the others again.
+			err = w.client.refuseInvalid(&job, now)
+		}
 		if err != nil {
 			status, detail := w.submitError(err)
 			answers[i] = BatchAnswer{Status: status, Error: &detail}

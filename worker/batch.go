@@ -127,7 +127,7 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 
 // MaxBatch is the most jobs one EnqueueBatch call (one POST
 // /v1/notifications:batch) takes.
-const MaxBatch = 1000
+const MaxBatch = payload.MaxBatchJobs
 
 // BatchResult is one job's answer in a batch: accepted (Duplicate when a
 // job with its id was accepted before, or earlier in the same batch), or

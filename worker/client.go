@@ -155,9 +155,8 @@ func (c *Client) enqueueOne(ctx context.Context, job *payload.Job) (Accepted, er
 // prepare validates job, gives it an id when it has none and stamps its
 // acceptance.
 func (c *Client) prepare(job *payload.Job, now time.Time) error {
-	if err := c.validate(job, now); err != nil {
-		c.count("invalid")
-		return err // a *payload.ValidationError, which says "invalid job"
+	if err := c.refuseInvalid(job, now); err != nil {
+		return err
 	}
 	if job.ID == "" {
 		job.ID = payload.NewID()
@@ -211,6 +210,15 @@ func (c *Client) submit(ctx context.Context, job *payload.Job, now time.Time) (A
 	return Accepted{ID: job.ID}, nil
 }
 
+// refuseInvalid is validate, counting the jobs it refuses.
+func (c *Client) refuseInvalid(job *payload.Job, now time.Time) error {
+	if err := c.validate(job, now); err != nil {
+		c.count("invalid")
+		return err // a *payload.ValidationError, which says "invalid job"
+	}
+	return nil
+}
+
 // validate is job.Validate, plus what only the deployment knows: the app
 // (a configured one; required when there are several; with credentials
 // for every platform the job's devices use) and the category (one of the
@@ -222,8 +230,9 @@ func (c *Client) validate(job *payload.Job, now time.Time) error {
 		return err
 	}
 	var ps []payload.FieldError
+	omitted := 0
 	if ve != nil {
-		ps = slices.Clone(ve.Problems)
+		ps, omitted = slices.Clone(ve.Problems), ve.Omitted
 	}
 	add := func(field, msg string, after ...string) {
 		at := slices.IndexFunc(ps, func(p payload.FieldError) bool { return !fieldIn(p.Field, after) })
@@ -264,7 +273,7 @@ func (c *Client) validate(job *payload.Job, now time.Time) error {
 	if len(ps) == 0 {
 		return nil
 	}
-	return &payload.ValidationError{Problems: ps}
+	return payload.NewValidationError(ps, omitted)
 }
 
 // missingPlatforms names, per platform the job's devices use that app has

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hushpush/hush/docs"
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
 )
 
@@ -228,7 +229,25 @@ func TestOpenAPIContract(t *testing.T) {
 			body:  `{"jobs":[` + string(good) + `]}`,
 			check: wantAnswers(BatchAnswer{Status: 503, ID: id, Error: &errorDetail{Message: "could not accept the job, try again"}}),
 		},
-		{name: "batch of no jobs", srv: main, op: batch, token: token, status: 400, body: `{"jobs":[]}`, check: wantMessage("jobs: 0 jobs; a batch has 1 to 1000")},
+		{name: "batch of no jobs", srv: main, op: batch, token: token, status: 400, body: `{"jobs":[]}`, wantFields: []string{"jobs"}},
+		{name: "batch with JOBS", srv: main, op: batch, token: token, status: 400, body: `{"JOBS":[` + string(good) + `]}`, wantFields: []string{"JOBS"}},
+		{name: "batch with trailing data", srv: main, op: batch, token: token, status: 400, body: `{"jobs":[` + string(good) + `]}}`},
+		{name: "job id ..", srv: main, op: submit, token: token, status: 400, body: `{"id":"..",` + withDevice("fcm", "t", "")[1:], wantFields: []string{"id"}},
+		{name: "user id .", srv: main, op: submit, token: token, status: 400, body: `{"recipients":[{"user_id":".","devices":[{"platform":"fcm","token":"t"}]}],"alert":{"title":"hi"}}`, wantFields: []string{"recipients[0].user_id"}},
+		{name: "collapse_key with a newline", srv: main, op: submit, token: token, status: 400, body: withDevice("fcm", "t", `,"collapse_key":"a\nb"`), wantFields: []string{"collapse_key"}},
+		{
+			name: "more problems than listed", srv: main, op: submit, token: token, status: 400,
+			body: `{"recipients":[` + strings.Repeat(`{},`, 150) + `{}]}`,
+			check: func(t *testing.T, body []byte) {
+				var env errorBody
+				if err := json.Unmarshal(body, &env); err != nil {
+					t.Fatal(err)
+				}
+				if len(env.Error.Problems) != payload.MaxProblems || env.Error.Omitted == 0 {
+					t.Errorf("%d problems listed and %d omitted, want %d listed and the others counted", len(env.Error.Problems), env.Error.Omitted, payload.MaxProblems)
+				}
+			},
+		},
 		{name: "batch as an array", srv: main, op: batch, token: token, status: 400, body: `[` + string(good) + `]`},
 		{name: "batch with another field", srv: main, op: batch, token: token, status: 400, body: `{"jobs":[` + string(good) + `],"priority":"high"}`},
 		{name: "batch without token", srv: main, op: batch, body: `{"jobs":[` + string(good) + `]}`, status: 401},

@@ -82,7 +82,7 @@ func runCancel(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		_, err = stdout.Write(append(b, '\n'))
 		return err
 	}
-	renderCancel(stdout, res)
+	renderCancel(printable{stdout}, res)
 	return nil
 }
 

@@ -21,7 +21,9 @@ func exitCode(err error, stderr io.Writer) int {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	}
-	fmt.Fprintln(stderr, "hush:", err)
+	// An error may carry a server's message: printable keeps its control
+	// characters from reaching the terminal.
+	fmt.Fprintln(printable{stderr}, "hush:", err)
 	if _, ok := errors.AsType[*usageError](err); ok {
 		return 2
 	}

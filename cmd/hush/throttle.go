@@ -124,7 +124,7 @@ func runThrottleStatus(ctx context.Context, args []string, stdout, _ io.Writer) 
 		_, err = stdout.Write(append(b, '\n'))
 		return err
 	}
-	renderThrottle(stdout, st)
+	renderThrottle(printable{stdout}, st)
 	return nil
 }
 

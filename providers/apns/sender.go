@@ -192,6 +192,9 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 	if r.Err != nil && err != nil {
 		r.Err = fmt.Errorf("apns: %w", err)
 	}
+	// The transport's errors carry the request URL, which ends in the
+	// device token: logs may show only its ends.
+	r.Err = providers.RedactToken(r.Err, p.Token)
 	return r
 }
 

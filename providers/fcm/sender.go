@@ -199,7 +199,9 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 		r.RetryAfter = retryAfter(a.retryAfter, now)
 	}
 	if r.Err != nil {
-		r.Err = fmt.Errorf("fcm: %w", r.Err)
+		// An answer may quote the message, token included: logs may show
+		// only its ends.
+		r.Err = providers.RedactToken(fmt.Errorf("fcm: %w", r.Err), p.Token)
 	}
 	return r
 }
