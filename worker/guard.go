@@ -21,8 +21,10 @@ import (
 //     the booking's own round trip (bookAll), or, for a priority that
 //     skips the limiter, the read of the recipient's state; a call that
 //     would start later is not made (its sendBy), and the delivery reads
-//     again. Client.Cancel answers cancelGrace after writing cancelled_at,
-//     so no push leaves after its answer.
+//     again. Client.Cancel answers cancelGrace after its call wrote
+//     cancelled_at or found it written, measured on its own clock: every
+//     read that allowed a send came before the first write, so no push
+//     leaves after its answer, whatever the clocks of other processes.
 //   - A collapsed booking is gone from the limiter, which answers its
 //     member RefusedCollapsed; a booking within worker.CollapseMargin of
 //     its slot (one a delivery may be waiting on in place, up to
@@ -36,9 +38,9 @@ import (
 // and the start of a provider call it allowed.
 const cancelWindow = 3 * time.Second
 
-// cancelGrace is how long Client.Cancel waits after writing the
-// cancellation before it answers: every call allowed by an earlier read
-// has started by then.
+// cancelGrace is how long Client.Cancel waits after its call wrote the
+// cancellation (or found it written) before it answers: every call
+// allowed by an earlier read has started by then.
 const cancelGrace = cancelWindow + 500*time.Millisecond
 
 // booking is a batch of bookings made in one round trip with a read of the
