@@ -297,7 +297,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		}
 	}
 	if pre != nil && st.cancelled {
-		w.releaseWave(ctx, c, pre)
+		w.releaseWave(ctx, c, pre, "cancelled")
 		pre = nil
 	}
 	w.cancelled(ctx, c, cancel, &rec)
@@ -496,15 +496,16 @@ func (w *Worker) releaseHeld(ctx context.Context, c *chunk, idx []int) {
 }
 
 // releaseWave gives back the bookings a wave made (new or found) when its
-// job turned out cancelled: nothing will be sent under them.
-func (w *Worker) releaseWave(ctx context.Context, c *chunk, b *booking) {
+// job turned out cancelled, or its cancellation could not be read: nothing
+// is sent under them. why names them in a failure's warning.
+func (w *Worker) releaseWave(ctx context.Context, c *chunk, b *booking, why string) {
 	var idx []int
 	for k, i := range b.idx {
 		if k < len(b.res) && b.res[k].Refused == "" && !b.res[k].Now.IsZero() {
 			idx = append(idx, i)
 		}
 	}
-	w.releaseFirst(ctx, c, idx, "cancelled")
+	w.releaseFirst(ctx, c, idx, why)
 }
 
 // releaseFirst gives back the first-attempt bookings of recipients idx of
@@ -547,14 +548,23 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		b.idx = idx
 		booked = &b
 	}
-	if booked.cancelled {
+	switch booked.gate() {
+	case gateCancelled:
 		// Nothing was sent under the wave's bookings: give them back.
 		if booked.err == nil {
-			w.releaseWave(ctx, c, booked)
+			w.releaseWave(ctx, c, booked, "cancelled")
 		}
 		p.releaseAll()
 		w.cancelled(ctx, c, idx, rec)
 		return nil, nil
+	case gateUnknown:
+		// The job may be cancelled: nothing is sent, the bookings go back,
+		// and the chunk's re-run reads the cancellation again.
+		if booked.err == nil {
+			w.releaseWave(ctx, c, booked, "unread")
+		}
+		p.releaseAll()
+		return nil, fmt.Errorf("wave of %s: %w", c.name(), booked.cancelErr)
 	}
 	var sendNow []int
 	slots := make([]time.Time, len(c.Recipients))
@@ -755,9 +765,9 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 		reqs[k] = w.requestOf(app, &ds[i], 0, near[i].paced)
 	}
 	b := w.bookAll(ctx, app, c.Job, reqs)
-	if b.err != nil || b.cancelled {
-		// The delivery tasks find the bookings made, or book, and drop a
-		// cancelled job's.
+	if b.err != nil || b.gate() != gateOpen {
+		// The delivery tasks find the bookings made, or book, read the
+		// cancellation again and drop a cancelled job's.
 		for _, i := range idx {
 			*handoffs = append(*handoffs, handoff{i: i})
 		}

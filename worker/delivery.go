@@ -166,11 +166,16 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		}
 	} else {
 		b := w.bookAll(ctx, app, d.Job, []throttle.Request{w.requestOf(app, d, a.n, a.paced)})
+		switch b.gate() {
+		case gateCancelled:
+			return false, w.drop(ctx, d, st, stateCancelled)
+		case gateUnknown:
+			// The job may be cancelled: nothing is sent; the next run
+			// reads again and finds the booking, if one was made.
+			return false, fmt.Errorf("delivery %s: %w", d.member(), b.cancelErr)
+		}
 		if b.err != nil {
 			return false, fmt.Errorf("limiter reserve for %s: %w", memberOf(d.Job, d.Index, a.n), b.err)
-		}
-		if b.cancelled {
-			return false, w.drop(ctx, d, st, stateCancelled)
 		}
 		res := b.res[0]
 		if res.Collapsed != "" {
