@@ -276,10 +276,10 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			if _, err := groups.again(c, i, ownerQueue, owner); err != nil {
 				return err
 			}
-		case appErr != nil:
-			// Accepted for an app this process no longer has: each
-			// delivery fails with the reason (and is archived with it).
-			handoffs = append(handoffs, handoff{i: i, failed: appErr.Error()})
+		case appMissing(app, appErr, c.Recipients[i].Devices, st.devices[i]) != nil:
+			// Accepted by a process with another apps file: its delivery
+			// task waits for the app (waitForApp).
+			handoffs = append(handoffs, handoff{i: i})
 		case !slices.Contains(st.devices[i], ""):
 			// Every device settled by a run that died before the final state.
 			v := judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, false)
