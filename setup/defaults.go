@@ -51,6 +51,7 @@ func DefaultConfig() Config {
 		HTTPAddr:           DefaultHTTPAddr,
 		MaxBodyBytes:       worker.DefaultMaxBodyBytes,
 		EventsMaxlen:       worker.DefaultEventsMaxLen,
+		AppWait:            worker.DefaultAppWait,
 		ShutdownTimeout:    worker.DefaultShutdownTimeout,
 		JobRetention:       worker.DefaultJobRetention,
 		LogLevel:           DefaultLogLevel,
