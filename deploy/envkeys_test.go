@@ -20,6 +20,7 @@ import (
 // this list equal to the fields of setup.Config.
 var knownKeys = []string{
 	"HUSH_API_TOKEN",
+	"HUSH_APP_WAIT",
 	"HUSH_APPS_FILE",
 	"HUSH_APNS_CA_FILE",
 	"HUSH_APNS_CERT_FILE",

@@ -77,6 +77,7 @@ type Config struct {
 	WebhookURL   string `split_words:"true" desc:"optional: events are also POSTed here as JSON"`
 	EventsMaxlen int64  `split_words:"true" desc:"approximate cap of the hush:events stream"`
 
+	AppWait         time.Duration `split_words:"true" desc:"how long a delivery waits for its app, or the app's sender for its platform, when the process running it lacks them (an apps file rolled out process by process) before it fails"`
 	ShutdownTimeout time.Duration `split_words:"true" desc:"how long in-flight deliveries may take to finish on shutdown before they are handed back to the queue"`
 	JobRetention    time.Duration `split_words:"true" desc:"how long a finished job's id answers duplicates and its status stays readable (up to a quarter longer); a finished job then keeps about 100 bytes in Redis, its other records are deleted when it finishes. Every process must use the same: a change forgets the finished jobs kept until then"`
 

@@ -35,7 +35,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Concurrency: 50, Queues: map[string]int{"critical": 6, "high": 3, "normal": 1}, DeliveryShards: 1, MaxRetry: 8,
 		ThrottleLimits: "10/1m,100/24h", ThrottleMinGap: 3 * time.Second, DefaultTimezone: "UTC", ThrottleBypass: []string{"critical"},
 		ThrottleMaxPending: 100, MaxThrottled: time.Hour,
-		HTTPAddr: ":8080", MaxBodyBytes: 8 << 20, EventsMaxlen: 100000, ShutdownTimeout: 10 * time.Second,
+		HTTPAddr: ":8080", MaxBodyBytes: 8 << 20, EventsMaxlen: 100000, AppWait: 10 * time.Minute, ShutdownTimeout: 10 * time.Second,
 		JobRetention: 24 * time.Hour, LogLevel: "info", LogFormat: "text",
 	}
 	if diff := cmp.Diff(want, c); diff != "" {

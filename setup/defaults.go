@@ -67,6 +67,7 @@ func bounds() map[string]bound {
 		"MaxThrottled":       {0, int64(30 * day)},
 		"MaxBodyBytes":       {1, 256 << 20},
 		"EventsMaxlen":       {1, 100_000_000},
+		"AppWait":            {int64(time.Second), int64(30 * day)},
 		"ShutdownTimeout":    {int64(time.Millisecond), int64(time.Hour)},
 		"JobRetention":       {int64(time.Second), int64(365 * day)},
 	}
@@ -93,6 +94,7 @@ func DefaultConfig() Config {
 		HTTPAddr:           DefaultHTTPAddr,
 		MaxBodyBytes:       worker.DefaultMaxBodyBytes,
 		EventsMaxlen:       worker.DefaultEventsMaxLen,
+		AppWait:            worker.DefaultAppWait,
 		ShutdownTimeout:    worker.DefaultShutdownTimeout,
 		JobRetention:       worker.DefaultJobRetention,
 		LogLevel:           DefaultLogLevel,

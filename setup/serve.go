@@ -91,6 +91,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		MaxBodyBytes:    cfg.MaxBodyBytes,
 		WebhookURL:      cfg.WebhookURL,
 		EventsMaxLen:    cfg.EventsMaxlen,
+		AppWait:         cfg.AppWait,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		JobRetention:    cfg.JobRetention,
 		Logger:          log,

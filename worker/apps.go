@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -157,6 +158,66 @@ var errUnknownApp = errors.New("unknown app")
 
 // appOf is the app of delivery d's job.
 func (w *Worker) appOf(d *delivery) (*App, error) { return w.apps.resolve(d.Content.App) }
+
+// DefaultAppWait is how long a delivery waits for an app, or an app's
+// sender for a platform, that the process running it does not have: an
+// apps file rolled out process by process, or an app renamed, leaves such
+// a gap for a few minutes.
+const DefaultAppWait = 10 * time.Minute
+
+// appRecheck is how often a delivery waiting for its app looks again.
+const appRecheck = 5 * time.Second
+
+// appMissing says what a delivery lacks to be sent by this process: its
+// app (appErr, from resolving it), or the app's sender for the platform of
+// one of its devices not yet settled (states, "" for those); nil when it
+// lacks nothing. Every path asks it before sending (deliverChunk hands
+// such a recipient to its delivery task, which waits: waitForApp).
+func appMissing(app *App, appErr error, devices []payload.Device, states []string) error {
+	if appErr != nil {
+		return appErr
+	}
+	for j, dev := range devices {
+		if j < len(states) && states[j] != "" {
+			continue
+		}
+		if app.Senders[dev.Platform] == nil {
+			return fmt.Errorf("%w: app %q has no %s sender", errNoSender, app.Name, dev.Platform)
+		}
+	}
+	return nil
+}
+
+// appWaitLeft is how much longer a delivery waits for what it lacks, its
+// job's deliveries having begun to wait at since: wait in all (0: the
+// wait is over).
+func appWaitLeft(since, now time.Time, wait time.Duration) time.Duration {
+	return max(since.Add(wait).Sub(now), 0)
+}
+
+// waitForApp handles delivery d, whose recorded state is st, lacking what
+// missing names: it comes back (a DeferError) until w.appWait has passed
+// since its job's deliveries began to wait, then fails with the reason.
+func (w *Worker) waitForApp(ctx context.Context, d *delivery, st recipientState, missing error) error {
+	if !w.bypass[d.Priority] && !slices.Contains(st.devices, stateDelivered) {
+		// Nothing reached the user under its booking, if it has one (a
+		// chunk booked it): the slot goes back while it waits.
+		if err := w.release(ctx, d, st.attempts.n); err != nil {
+			return err
+		}
+	}
+	since, err := w.store.appWaitSince(ctx, d.Job, time.Now(), d.ttl())
+	if err != nil {
+		return err
+	}
+	left := appWaitLeft(since, time.Now(), w.appWait)
+	if left <= 0 {
+		return w.fail(ctx, d, failedOr(slices.Contains(st.devices, stateDelivered)),
+			fmt.Sprintf("%s, waited %s since %s", missing, w.appWait, since.UTC().Format(time.RFC3339)))
+	}
+	w.log.Info("delivery waits for its app", "delivery", d.member(), "app", d.appName(), "missing", missing, "left", left.Round(time.Second))
+	return &DeferError{Delay: min(left, appRecheck)}
+}
 
 // pipeOf is a's limiter as a pipeLimiter when it books on the worker's own
 // Redis client (so bookings share round trips with the job store), else

@@ -277,10 +277,10 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			if _, err := groups.again(c, i, ownerQueue, owner); err != nil {
 				return err
 			}
-		case appErr != nil:
-			// Accepted for an app this process no longer has: each
-			// delivery fails with the reason (and is archived with it).
-			handoffs = append(handoffs, handoff{i: i, failed: appErr.Error()})
+		case appMissing(app, appErr, c.Recipients[i].Devices, st.devices[i]) != nil:
+			// Accepted by a process with another apps file: its delivery
+			// task waits for the app (waitForApp).
+			handoffs = append(handoffs, handoff{i: i})
 		case !slices.Contains(st.devices[i], ""):
 			// Every device settled by a run that died before the final state.
 			v := judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, false)
@@ -298,7 +298,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		}
 	}
 	if pre != nil && st.cancelled {
-		w.releaseWave(ctx, c, pre)
+		w.releaseWave(ctx, c, pre, "cancelled")
 		pre = nil
 	}
 	w.cancelled(ctx, c, cancel, &rec)
@@ -497,15 +497,16 @@ func (w *Worker) releaseHeld(ctx context.Context, c *chunk, idx []int) {
 }
 
 // releaseWave gives back the bookings a wave made (new or found) when its
-// job turned out cancelled: nothing will be sent under them.
-func (w *Worker) releaseWave(ctx context.Context, c *chunk, b *booking) {
+// job turned out cancelled, or its cancellation could not be read: nothing
+// is sent under them. why names them in a failure's warning.
+func (w *Worker) releaseWave(ctx context.Context, c *chunk, b *booking, why string) {
 	var idx []int
 	for k, i := range b.idx {
 		if k < len(b.res) && b.res[k].Refused == "" && !b.res[k].Now.IsZero() {
 			idx = append(idx, i)
 		}
 	}
-	w.releaseFirst(ctx, c, idx, "cancelled")
+	w.releaseFirst(ctx, c, idx, why)
 }
 
 // releaseFirst gives back the first-attempt bookings of recipients idx of
@@ -548,14 +549,23 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		b.idx = idx
 		booked = &b
 	}
-	if booked.cancelled {
+	switch booked.gate() {
+	case gateCancelled:
 		// Nothing was sent under the wave's bookings: give them back.
 		if booked.err == nil {
-			w.releaseWave(ctx, c, booked)
+			w.releaseWave(ctx, c, booked, "cancelled")
 		}
 		p.releaseAll()
 		w.cancelled(ctx, c, idx, rec)
 		return nil, nil
+	case gateUnknown:
+		// The job may be cancelled: nothing is sent, the bookings go back,
+		// and the chunk's re-run reads the cancellation again.
+		if booked.err == nil {
+			w.releaseWave(ctx, c, booked, "unread")
+		}
+		p.releaseAll()
+		return nil, fmt.Errorf("wave of %s: %w", c.name(), booked.cancelErr)
 	}
 	var sendNow []int
 	slots := make([]time.Time, len(c.Recipients))
@@ -756,9 +766,9 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 		reqs[k] = w.requestOf(app, &ds[i], 0, near[i].paced)
 	}
 	b := w.bookAll(ctx, app, c.Job, reqs)
-	if b.err != nil || b.cancelled {
-		// The delivery tasks find the bookings made, or book, and drop a
-		// cancelled job's.
+	if b.err != nil || b.gate() != gateOpen {
+		// The delivery tasks find the bookings made, or book, read the
+		// cancellation again and drop a cancelled job's.
 		for _, i := range idx {
 			*handoffs = append(*handoffs, handoff{i: i})
 		}

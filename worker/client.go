@@ -322,8 +322,9 @@ type CancelResult struct {
 // reason cancelled and gives its booking back; those already sent stay
 // delivered. It is idempotent, and a job already done is left as it is
 // (Cancelled false, its state done). It returns once no push of the job can
-// leave any more (cancelGrace after the cancellation is written, unless
-// every delivery was already final), with the job's status: its Counts
+// leave any more (cancelGrace after its own write of the cancellation, or
+// its finding of an earlier one, on this process's clock, unless every
+// delivery was already final), with the job's status: its Counts
 // say how many were delivered before, and "pending" how many are still
 // being dropped. An unknown id wraps ErrNotFound.
 func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
@@ -335,6 +336,12 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 		return CancelResult{JobStatus: st}, nil // nothing left to cancel
 	}
 	cx, err := c.store.cancel(ctx, id, c.now().Truncate(time.Millisecond))
+	// The answer waits cancelGrace from here, on this process's clock:
+	// the first cancellation was written before this call's script ran,
+	// and every read that allowed a send came before that write, so every
+	// call those reads allowed has started by then, whatever the clock of
+	// the process that cancelled first.
+	answerAt := time.Now().Add(cancelGrace)
 	if errors.Is(err, ErrNotFound) {
 		// The job finished and retired since the status was read.
 		st, err = c.store.status(ctx, id)
@@ -369,11 +376,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 				_ = c.wakeHeld(ctx, q, task)
 			}
 		}
-		wait := time.Until(cx.at.Add(cancelGrace))
-		if cx.first {
-			wait = cancelGrace // measured from this write, on this clock
-		}
-		timer := time.NewTimer(max(wait, 0))
+		timer := time.NewTimer(max(time.Until(answerAt), 0))
 		select {
 		case <-timer.C:
 		case <-ctx.Done():

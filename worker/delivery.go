@@ -145,13 +145,13 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	if st.cancelled {
 		return false, w.drop(ctx, d, st, stateCancelled)
 	}
-	app, err := w.appOf(d)
-	if err != nil {
-		// The job was accepted for an app this process no longer has.
-		return false, w.fail(ctx, d, failedOr(slices.Contains(st.devices, stateDelivered)), err.Error())
-	}
 	if d.expired(time.Now()) {
 		return false, w.drop(ctx, d, st, stateExpired)
+	}
+	app, err := w.appOf(d)
+	if missing := appMissing(app, err, d.Devices, st.devices); missing != nil {
+		// Accepted by a process with another apps file.
+		return false, w.waitForApp(ctx, d, st, missing)
 	}
 	// Every call starts within cancelWindow of a read of the job's
 	// cancellation: the state just read, or the booking's own.
@@ -166,11 +166,16 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		}
 	} else {
 		b := w.bookAll(ctx, app, d.Job, []throttle.Request{w.requestOf(app, d, a.n, a.paced)})
+		switch b.gate() {
+		case gateCancelled:
+			return false, w.drop(ctx, d, st, stateCancelled)
+		case gateUnknown:
+			// The job may be cancelled: nothing is sent; the next run
+			// reads again and finds the booking, if one was made.
+			return false, fmt.Errorf("delivery %s: %w", d.member(), b.cancelErr)
+		}
 		if b.err != nil {
 			return false, fmt.Errorf("limiter reserve for %s: %w", memberOf(d.Job, d.Index, a.n), b.err)
-		}
-		if b.cancelled {
-			return false, w.drop(ctx, d, st, stateCancelled)
 		}
 		res := b.res[0]
 		if res.Collapsed != "" {

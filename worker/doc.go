@@ -33,7 +33,8 @@
 //	hush:job:{<id>}       hash: state, accepted_at, recipients, priority,
 //	                      deadline, cursor (fan-out progress), deferrals,
 //	                      one counter per final state (FinalStates),
-//	                      cancelled_at once cancelled, and "h:<index>" ->
+//	                      cancelled_at once cancelled, app_wait once a
+//	                      delivery waits for its app, and "h:<index>" ->
 //	                      queue for each delivery held for its slot (so a
 //	                      cancellation can wake it; gone once it is final)
 //	hush:job:{<id>}:r     hash: recipient index -> final state

@@ -21,8 +21,12 @@ import (
 //     the booking's own round trip (bookAll), or, for a priority that
 //     skips the limiter, the read of the recipient's state; a call that
 //     would start later is not made (its sendBy), and the delivery reads
-//     again. Client.Cancel answers cancelGrace after writing cancelled_at,
-//     so no push leaves after its answer.
+//     again. Client.Cancel answers cancelGrace after its call wrote
+//     cancelled_at or found it written, measured on its own clock: every
+//     read that allowed a send came before the first write, so no push
+//     leaves after its answer, whatever the clocks of other processes.
+//     A read that fails allows nothing: its delivery sends nothing and
+//     reads again (gateOf).
 //   - A collapsed booking is gone from the limiter, which answers its
 //     member RefusedCollapsed; a booking within worker.CollapseMargin of
 //     its slot (one a delivery may be waiting on in place, up to
@@ -36,9 +40,9 @@ import (
 // and the start of a provider call it allowed.
 const cancelWindow = 3 * time.Second
 
-// cancelGrace is how long Client.Cancel waits after writing the
-// cancellation before it answers: every call allowed by an earlier read
-// has started by then.
+// cancelGrace is how long Client.Cancel waits after its call wrote the
+// cancellation (or found it written) before it answers: every call
+// allowed by an earlier read has started by then.
 const cancelGrace = cancelWindow + 500*time.Millisecond
 
 // booking is a batch of bookings made in one round trip with a read of the
@@ -48,14 +52,48 @@ type booking struct {
 	idx []int // the chunk's recipients booked, in request order
 	res []throttle.Reservation
 	err error
-	// cancelled: the job was cancelled (nothing may be sent).
+	// cancelled: the job was cancelled (nothing may be sent); cancelErr:
+	// the read of its cancellation failed (gate).
 	cancelled bool
+	cancelErr error
 	// asked is when the round trip began; mid its middle (where the
 	// limiter most likely read its clock); answered when its answer came
 	// (the limiter read its clock before: see plan).
 	asked, mid, answered time.Time
 	permits              *wavePermits // set when booked ahead
 }
+
+// gate is what a read of a job's cancellation lets its deliveries do.
+type gate int
+
+const (
+	// gateOpen: the job was not cancelled when read: a call may start
+	// within cancelWindow of the read.
+	gateOpen gate = iota
+	// gateCancelled: the job is cancelled: drop, sending nothing.
+	gateCancelled
+	// gateUnknown: the read failed (a dropped connection, a failover), so
+	// the job may be cancelled: nothing is sent, and the delivery reads
+	// again on its next run.
+	gateUnknown
+)
+
+// gateOf decides whether a delivery may send given a read of its job's
+// cancellation: its answer (cancelled) and its error. Every path that
+// reads the cancellation apart from the delivery's states asks it, through
+// booking.gate.
+func gateOf(cancelled bool, readErr error) gate {
+	switch {
+	case readErr != nil:
+		return gateUnknown
+	case cancelled:
+		return gateCancelled
+	}
+	return gateOpen
+}
+
+// gate is what the booking's read of its job's cancellation allows.
+func (b *booking) gate() gate { return gateOf(b.cancelled, b.cancelErr) }
 
 // sendBy is the latest instant a call under this booking may start: the
 // slot's lateness bound (zero for a bypass priority), and never later
@@ -71,7 +109,9 @@ func (b *booking) sendBy(slotBy time.Time) time.Time {
 // bookAll books reqs (none for a bypass priority) with app a's limiter
 // for job in one round trip that also reads whether the job was
 // cancelled: the limiter's own pipeline when it runs on the worker's Redis
-// client, else the read first, then the bookings.
+// client, else the read first, then the bookings (none when the read
+// failed). A failed read is kept apart from the bookings' error
+// (cancelErr): whatever was booked, nothing may be sent under it.
 func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttle.Request) booking {
 	b := booking{asked: time.Now()}
 	var cc *redis.StringCmd
@@ -90,12 +130,12 @@ func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttl
 	b.answered = time.Now()
 	b.mid = b.asked.Add(b.answered.Sub(b.asked) / 2)
 	w.limiterClockOf(a.Name).learn(b.res, b.asked, b.answered)
-	cancelled, err := isCancelled(cc)
-	if err != nil {
-		b.err = errors.Join(b.err, fmt.Errorf("read the cancellation of %s: %w", job, err))
+	if cc == nil {
+		b.cancelErr = fmt.Errorf("read the cancellation of %s: not made", job)
+	} else if b.cancelled, b.cancelErr = isCancelled(cc); b.cancelErr != nil {
+		b.cancelErr = fmt.Errorf("read the cancellation of %s: %w", job, b.cancelErr)
 	}
-	b.cancelled = cancelled
-	if b.err == nil && len(b.res) != len(reqs) {
+	if b.err == nil && b.cancelErr == nil && len(b.res) != len(reqs) {
 		b.err = fmt.Errorf("%d answers for %d requests", len(b.res), len(reqs))
 	}
 	return b

@@ -46,7 +46,10 @@ func FinalStates() []string { return slices.Clone(finalStates) }
 // recipient of a range can have a final state yet.
 const (
 	fieldCancelled = "cancelled_at"
-	heldPrefix     = "h:"
+	// fieldAppWait is when a delivery of the job first found its app (or
+	// a sender it needs) missing where it ran, in Unix ms (waitForApp).
+	fieldAppWait = "app_wait"
+	heldPrefix   = "h:"
 )
 
 // Job record states.
@@ -411,6 +414,27 @@ func (s store) hold(ctx context.Context, id string, i int, queue string) error {
 		return fmt.Errorf("count deferral of %s/%d: %w", id, i, err)
 	}
 	return nil
+}
+
+// appWaitSince marks job id's record, once, with now as when its
+// deliveries began to wait for their app, and returns that instant. The
+// record keeps its expiry (ttl only when it has none).
+func (s store) appWaitSince(ctx context.Context, id string, now time.Time, ttl time.Duration) (time.Time, error) {
+	var get *redis.StringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSetNX(ctx, jobKey(id), fieldAppWait, now.UnixMilli())
+		p.ExpireNX(ctx, jobKey(id), ttl)
+		get = p.HGet(ctx, jobKey(id), fieldAppWait)
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("mark %s waiting for its app: %w", id, err)
+	}
+	ms, err := strconv.ParseInt(get.Val(), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("job record %s: %s: %w", id, fieldAppWait, err)
+	}
+	return time.UnixMilli(ms), nil
 }
 
 // stateRetired is what the job store reads as the final state of every

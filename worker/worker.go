@@ -108,6 +108,12 @@ type Options struct {
 	// its status stays readable (default DefaultJobRetention); every
 	// process and Client of a deployment must use the same (retire.go).
 	JobRetention time.Duration
+	// AppWait is how long a delivery waits for its app, or its app's
+	// sender for a platform it needs, when this process has neither
+	// (default DefaultAppWait): counted from the first time a delivery of
+	// its job found it missing; after that the delivery fails, naming
+	// what was missing.
+	AppWait time.Duration
 	// ShutdownTimeout bounds how long in-flight deliveries may take after
 	// Run's context is done (default DefaultShutdownTimeout); the rest are
 	// handed back.
@@ -127,6 +133,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HeldConcurrency <= 0 {
 		o.HeldConcurrency = DefaultHeldConcurrency(o.Concurrency)
+	}
+	if o.AppWait <= 0 {
+		o.AppWait = DefaultAppWait
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
@@ -174,6 +183,7 @@ type Worker struct {
 	apiToken    string
 	maxBody     int64
 	shutdown    time.Duration
+	appWait     time.Duration // Options.AppWait
 	log         *slog.Logger
 	store       store
 	m           *metrics
@@ -257,6 +267,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		apiToken:   o.APIToken,
 		maxBody:    o.MaxBodyBytes,
 		shutdown:   o.ShutdownTimeout,
+		appWait:    o.AppWait,
 		log:        o.Logger,
 		store:      newStore(rdb, o.JobRetention),
 		m:          m,
