@@ -61,6 +61,10 @@ var knownKeys = []string{
 	"HUSH_THROTTLE_LIMITS",
 	"HUSH_THROTTLE_MIN_GAP",
 	"HUSH_WEBHOOK_URL",
+	"HUSH_WEBPUSH_CA_FILE",
+	"HUSH_WEBPUSH_PRIVATE_KEY",
+	"HUSH_WEBPUSH_PUBLIC_KEY",
+	"HUSH_WEBPUSH_SUBJECT",
 }
 
 func isKnownKey(name string) bool { return slices.Contains(knownKeys, name) }
