@@ -131,6 +131,10 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 		}
 		if len(devs) == 1 && !it.paced.IsZero() && !it.at.IsZero() && !it.at.Before(it.paced) && it.at.Sub(it.paced) <= paceLate {
 			// The turn granted earlier is the item's: its slot kept it.
+			r := &out[k]
+			r.turns = make([]time.Time, len(it.d.Devices))
+			r.turn, r.paced = it.slot.Add(it.paced.Sub(it.at)), it.paced
+			r.turns[devs[0]] = r.turn
 			continue
 		}
 		for _, j := range devs {
@@ -139,35 +143,18 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 			asks = append(asks, ask{k, j})
 		}
 	}
-	if len(reqs) == 0 {
-		return out, nil
-	}
-	asked := time.Now()
-	paces, err := w.pacer.Pace(ctx, reqs)
-	mid := asked.Add(time.Since(asked) / 2)
-	if err == nil && len(paces) != len(reqs) {
-		err = fmt.Errorf("%d paces for %d requests", len(paces), len(reqs))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pace the sends of app %s: %w", app.Name, err)
-	}
-	// A turn on the local clock: from the app's limiter clock reading
-	// (the Pacer's clock is the limiter's), so turns granted by different
-	// round trips keep their spacing; else from this round trip's middle.
-	clock := w.limiterClockOf(app.Name)
-	for n, a := range asks {
-		pc, r := paces[n], &out[a.k]
-		if r.turns == nil {
-			r.turns = make([]time.Time, len(items[a.k].d.Devices))
-		}
-		limiter := pc.Now.Add(pc.Wait)
-		local, ok := clock.local(limiter, mid)
-		if !ok {
-			local = mid.Add(pc.Wait)
-		}
-		r.turns[a.j] = local
-		if r.turn.IsZero() || local.Before(r.turn) {
-			r.turn, r.paced = local, limiter
+	if len(reqs) > 0 {
+		if err := w.paceAll(ctx, app, reqs, func(n int, local, limiter time.Time) {
+			a, r := asks[n], &out[asks[n].k]
+			if r.turns == nil {
+				r.turns = make([]time.Time, len(items[a.k].d.Devices))
+			}
+			r.turns[a.j] = local
+			if r.turn.IsZero() || local.Before(r.turn) {
+				r.turn, r.paced = local, limiter
+			}
+		}); err != nil {
+			return nil, err
 		}
 	}
 	for k, it := range items {
@@ -176,6 +163,34 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 		}
 	}
 	return out, nil
+}
+
+// paceAll asks the Pacer for reqs of app in one round trip and hands each
+// request's turn to got, on the local clock and on the limiter's. A turn
+// maps to the local clock through the app's limiter clock reading (the
+// Pacer's clock is the limiter's), so turns granted by different round
+// trips keep their spacing; without a recent reading, through the middle
+// of this round trip.
+func (w *Worker) paceAll(ctx context.Context, app *App, reqs []throttle.PaceRequest, got func(n int, local, limiter time.Time)) error {
+	asked := time.Now()
+	paces, err := w.pacer.Pace(ctx, reqs)
+	mid := asked.Add(time.Since(asked) / 2)
+	if err == nil && len(paces) != len(reqs) {
+		err = fmt.Errorf("%d paces for %d requests", len(paces), len(reqs))
+	}
+	if err != nil {
+		return fmt.Errorf("pace the sends of app %s: %w", app.Name, err)
+	}
+	clock := w.limiterClockOf(app.Name)
+	for n, pc := range paces {
+		limiter := pc.Now.Add(pc.Wait)
+		local, ok := clock.local(limiter, mid)
+		if !ok {
+			local = mid.Add(pc.Wait)
+		}
+		got(n, local, limiter)
+	}
+	return nil
 }
 
 // holdPaced records the paced times of held items (recipient index ->
