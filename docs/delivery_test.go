@@ -1,6 +1,7 @@
 package docs_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -31,5 +32,16 @@ func TestDeliveryFinalStates(t *testing.T) {
 	got := firstColumn(table(t, readDoc(t, "delivery.md"), "| final state | meaning |"))
 	if d := sameSet(worker.FinalStates(), got); d != "" {
 		t.Errorf("docs/delivery.md's final states and worker.FinalStates differ %s", d)
+	}
+}
+
+// TestDeliveryRateBound: docs/delivery.md states the max_rate bound that
+// worker.MaxRateBound computes and the worker's tests check against the
+// fake providers' arrivals.
+func TestDeliveryRateBound(t *testing.T) {
+	doc := readDoc(t, "delivery.md")
+	want := fmt.Sprintf("(at 5/s: %d; at 500/s: %d)", worker.MaxRateBound(5), worker.MaxRateBound(500))
+	if !strings.Contains(doc, "R + 1 + ⌈2 × R × 0.025⌉") || !strings.Contains(doc, want) {
+		t.Errorf("docs/delivery.md does not state the rate bound R + 1 + ⌈2 × R × 0.025⌉ with its examples %q", want)
 	}
 }

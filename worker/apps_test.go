@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"testing"
 	"time"
@@ -307,9 +306,5 @@ func mostInOneSecond(at []time.Time) int {
 }
 
 // rateTolerance is the most sends at rate per second a provider may see
-// in any one second (docs/configuration.md): the rate, one more for the
-// window's two edges, and those of 25 ms either side, the timers' and the
-// network's jitter.
-func rateTolerance(rate float64) int {
-	return int(rate) + 1 + int(math.Ceil(2*rate*0.025))
-}
+// in any one second: the one bound (MaxRateBound, docs/delivery.md).
+func rateTolerance(rate float64) int { return MaxRateBound(rate) }

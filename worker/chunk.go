@@ -534,7 +534,8 @@ func (w *Worker) releaseFirst(ctx context.Context, c *chunk, idx []int, why stri
 // returns the recipients left to delivery tasks.
 func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int, st *chunkStates, rec *chunkRecord, p *wavePermits, booked *booking) ([]handoff, error) {
 	var handoffs []handoff
-	sendBy := make([]time.Time, len(c.Recipients))
+	// when each recipient's calls may leave (sendTimes).
+	when := make([]sendTimes, len(c.Recipients))
 	bypass := w.bypass[c.Priority]
 	if booked == nil {
 		var reqs []throttle.Request
@@ -568,15 +569,14 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		return nil, fmt.Errorf("wave of %s: %w", c.name(), booked.cancelErr)
 	}
 	var sendNow []int
+	// Each recipient's slot, on the local clock and on the limiter's.
 	slots := make([]time.Time, len(c.Recipients))
-	// sendAt is when each send may leave (zero: at once): a held task's
-	// recipient's slot, or a time the app's send rate granted.
-	sendAt := make([]time.Time, len(c.Recipients))
+	ats := make([]time.Time, len(c.Recipients))
 	if bypass {
 		w.m.limiter.WithLabelValues(app.Name, "bypass").Add(float64(len(idx)))
 		sendNow = idx
 		for _, i := range idx {
-			sendBy[i] = booked.sendBy(time.Time{})
+			when[i].by = booked.sendBy(time.Time{})
 			slots[i] = time.Now()
 		}
 	} else {
@@ -604,9 +604,8 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			w.countPlan(app, pl, r)
 			switch {
 			case pl.step == stepSend, pl.step == stepWait && c.held():
-				sendBy[i] = booked.sendBy(pl.slot.Add(lateRebook))
-				slots[i] = pl.slot
-				sendAt[i] = pl.slot
+				when[i] = sendTimes{at: pl.slot, by: booked.sendBy(pl.slot.Add(lateRebook))}
+				slots[i], ats[i] = pl.slot, r.At
 				sendNow = append(sendNow, i)
 			case pl.step == stepDefer && c.held():
 				// Woken early (a cancellation or a collapse woke the task):
@@ -633,15 +632,16 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	for _, i := range sendNow {
 		ds[i] = c.delivery(i)
 	}
-	// The app's send rate (pace.go): each recipient is sent at the time
-	// granted, or held: its booking given back, its delivery task booking
-	// again from the time granted.
+	// The app's send rate (pace.go): each recipient is sent at its turns,
+	// waiting for them without a send permit (callAtTurn), or held: its
+	// booking given back, its delivery task booking again from its turn.
+	paced := map[int]bool{}
 	if len(app.MaxRate) > 0 && len(sendNow) > 0 {
 		items := make([]paceItem, len(sendNow))
 		for k, i := range sendNow {
-			items[k] = paceItem{d: &ds[i], states: st.devices[i], slot: slots[i]}
+			items[k] = paceItem{d: &ds[i], states: st.devices[i], slot: slots[i], at: ats[i]}
 		}
-		paced, err := w.pace(ctx, app, items)
+		res, err := w.pace(ctx, app, items)
 		if err != nil {
 			// Their delivery tasks find their bookings and pace again.
 			for _, i := range sendNow {
@@ -656,17 +656,19 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		now := time.Now()
 		var release []int
 		for k, i := range sendNow {
-			if paced[k].hold {
-				held[c.index(i)] = paced[k].paced
+			if res[k].hold {
+				held[c.index(i)] = res[k].paced
 				release = append(release, i)
-				if paced[k].sendAt.Sub(now) <= maxInlineWait {
-					near[i] = paced[k]
+				if res[k].turn.Sub(now) <= maxInlineWait && (c.Deadline.IsZero() || res[k].turn.Before(c.Deadline)) {
+					near[i] = res[k]
 				} else {
 					handoffs = append(handoffs, handoff{i: i})
 				}
 				continue
 			}
-			sendAt[i] = later(slots[i], paced[k].sendAt)
+			if when[i].turns = res[k].turns; res[k].turns != nil {
+				paced[i] = true
+			}
 			kept = append(kept, i)
 		}
 		if !bypass {
@@ -681,13 +683,18 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			return handoffs, err
 		}
 		w.m.limiter.WithLabelValues(app.Name, "paced").Add(float64(len(held)))
-		sendNow = append(kept, w.rebookNear(ctx, app, c, near, ds, slots, sendAt, sendBy, &handoffs)...)
+		rebooked := w.rebookNear(ctx, app, c, near, ds, slots, when, &handoffs)
+		for _, i := range rebooked {
+			paced[i] = true
+		}
+		sendNow = append(kept, rebooked...)
 	}
-	// The permits of the recipients not sent now go back at once, the
-	// others' as each recipient's sends end, so the next wave need not wait
-	// for this one's slowest answer.
+	// The permits of the recipients not sent now go back at once, and so
+	// do those of the paced ones, which take one again at their turns; the
+	// others' go back as each recipient's sends end, so the next wave need
+	// not wait for this one's slowest answer.
 	if !c.held() {
-		p.release(int64(len(idx) - len(sendNow)))
+		p.release(int64(len(idx) - len(sendNow) + len(paced)))
 	}
 	results := make([][]*providers.Result, len(c.Recipients))
 	var calls []func()
@@ -699,11 +706,11 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	}
 	for _, i := range sendNow {
 		results[i] = make([]*providers.Result, len(ds[i].Devices))
-		if c.held() {
-			calls = append(calls, w.heldCall(ctx, app, &ds[i], st.devices[i], sendAt[i], sendBy[i], results[i], fold))
+		if c.held() || paced[i] {
+			calls = append(calls, w.callAtTurn(ctx, app, &ds[i], st.devices[i], when[i], results[i], fold))
 			continue
 		}
-		calls = append(calls, w.deviceCalls(ctx, app, &ds[i], st.devices[i], 0, sendAt[i], sendBy[i], results[i], fold, func() { p.release(1) })...)
+		calls = append(calls, w.deviceCalls(ctx, app, &ds[i], st.devices[i], 0, when[i], results[i], fold, func() { p.release(1) })...)
 	}
 	w.pool.all(calls)
 	var errs []error
@@ -740,13 +747,13 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 // turn at the app's send rate is near (within maxInlineWait: the wave
 // waits for it, as a delivery task would in place), no earlier than their
 // turns, and returns those whose new slot lands on their turn (within
-// lateRebook), with their send times; the wave sends them. The others go
-// to their delivery tasks, with the booking made (found there) or none;
+// paceLate), with their send times (when); the wave sends them. The others
+// go to their delivery tasks, with the booking made (found there) or none;
 // their turns are recorded. A recipient's task would make the same
 // booking, one task and one worker slot per recipient: kept in the wave, a
 // paced fan-out keeps the rate instead of waiting for worker slots and
 // missing the turns it was granted.
-func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[int]paceResult, ds []delivery, slots, sendAt, sendBy []time.Time, handoffs *[]handoff) []int {
+func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[int]paceResult, ds []delivery, slots []time.Time, when []sendTimes, handoffs *[]handoff) []int {
 	if len(near) == 0 {
 		return nil
 	}
@@ -754,9 +761,9 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 	var kept []int
 	if w.bypass[c.Priority] {
 		// No booking: the send waits for its turn, within the cancellation
-		// window of the wave's read (sendBy, set with its first plan).
+		// window of the wave's read (by, set with its first plan).
 		for _, i := range idx {
-			sendAt[i] = near[i].sendAt
+			when[i].at, when[i].turns = near[i].turn, near[i].turns
 			kept = append(kept, i)
 		}
 		return kept
@@ -788,8 +795,7 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 		}
 		pl := plan(r, b.mid, b.answered, now, c.Deadline, false)
 		w.countPlan(app, pl, r)
-		turn := near[i].sendAt
-		if (pl.step != stepSend && pl.step != stepWait) || pl.slot.Sub(turn) > lateRebook {
+		if (pl.step != stepSend && pl.step != stepWait) || r.At.Sub(near[i].paced) > paceLate {
 			// The user's rules moved the slot past the turn: its task finds
 			// the booking, waits for it and paces again there.
 			h := handoff{i: i}
@@ -801,8 +807,7 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 			continue
 		}
 		slots[i] = pl.slot
-		sendAt[i] = later(pl.slot, turn)
-		sendBy[i] = b.sendBy(pl.slot.Add(lateRebook))
+		when[i] = sendTimes{at: pl.slot, by: b.sendBy(pl.slot.Add(lateRebook)), turns: near[i].turns}
 		kept = append(kept, i)
 	}
 	return kept

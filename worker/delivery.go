@@ -157,12 +157,13 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	// cancellation: the state just read, or the booking's own.
 	sendBy := st.readAt.Add(cancelWindow)
 	slot := time.Now() // a bypass priority's: now, or its paced time
+	var at time.Time   // the slot on the limiter's clock (zero: none)
 	if w.bypass[d.Priority] {
 		w.m.limiter.WithLabelValues(app.Name, "bypass").Inc()
 		if wait := time.Until(a.paced); wait > maxInlineWait {
 			return false, &DeferError{Delay: wait}
 		} else if wait > 0 {
-			slot = a.paced
+			slot, at = a.paced, a.paced
 		}
 	} else {
 		b := w.bookAll(ctx, app, d.Job, []throttle.Request{w.requestOf(app, d, a.n, a.paced)})
@@ -202,12 +203,12 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 			w.logDeferred(d, p)
 			return false, &DeferError{Delay: p.wait}
 		}
-		slot = p.slot
+		slot, at = p.slot, res.At
 		sendBy = b.sendBy(p.slot.Add(lateRebook))
 	}
-	// The app's send rate (pace.go): send at the time granted, or hold
-	// the delivery until it and book again from there.
-	paced, err := w.pace(ctx, app, []paceItem{{d: d, states: st.devices, slot: slot, paced: a.paced}})
+	// The app's send rate (pace.go): send at the turns granted, or hold
+	// the delivery until its turn and book again from there.
+	paced, err := w.pace(ctx, app, []paceItem{{d: d, states: st.devices, slot: slot, at: at, paced: a.paced}})
 	if err != nil {
 		return false, err
 	}
@@ -217,13 +218,15 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		}
 		w.m.limiter.WithLabelValues(app.Name, "paced").Inc()
 		if w.bypass[d.Priority] {
-			return false, &DeferError{Delay: time.Until(paced[0].sendAt)}
+			return false, &DeferError{Delay: time.Until(paced[0].turn)}
 		}
 		return true, w.release(ctx, d, a.n)
 	}
-	if at := later(slot, paced[0].sendAt); time.Until(at) > 0 {
-		// The slot (stepWait) or the paced time, at most lateRebook later.
-		timer := time.NewTimer(time.Until(at))
+	when := sendTimes{at: slot, by: sendBy, turns: paced[0].turns}
+	if start := later(slot, paced[0].turn); time.Until(start) > 0 {
+		// The slot (stepWait) or the earliest turn, at most paceSlack
+		// later.
+		timer := time.NewTimer(time.Until(start))
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
@@ -234,7 +237,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		}
 	}
 	results := make([]*providers.Result, len(d.Devices))
-	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, time.Time{}, sendBy, results, nil, func() {}))
+	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, when, results, nil, func() {}))
 	v := judge(st.devices, results, a, w.retry, time.Now(), ctx.Err() != nil)
 	if v.act == actRebook {
 		return true, w.release(ctx, d, a.n)

@@ -252,18 +252,26 @@ func (w *Worker) enqueueHeld(ctx context.Context, h *chunk) error {
 	return w.client.enqueueHeld(ctx, TypeHeld, h.name(), h.queue, time.Unix(h.Wake, 0), b)
 }
 
-// heldCall sends d, a held task's recipient, at sendAt: it waits without a
-// send permit, then takes one for d's device calls (deviceCalls), which
-// fill results (and fold, when set). Shutdown during the wait leaves
-// results empty (the task goes back as it is).
-func (w *Worker) heldCall(ctx context.Context, app *App, d *delivery, states []string, sendAt, sendBy time.Time, results []*providers.Result, fold *foldedAnswer) func() {
+// callAtTurn sends d at its time (when): it waits without a send permit,
+// then takes one for d's device calls (deviceCalls), which fill results
+// (and fold, when set). A held task's recipient waits for its slot, a
+// paced one for its turn: neither keeps a permit another send could use
+// meanwhile. Shutdown during the wait leaves results empty (the task goes
+// back as it is).
+func (w *Worker) callAtTurn(ctx context.Context, app *App, d *delivery, states []string, when sendTimes, results []*providers.Result, fold *foldedAnswer) func() {
 	return func() {
-		if !sleepUntil(ctx, sendAt) {
+		first := time.Time{}
+		for j := range d.Devices {
+			if at, _ := when.forDevice(j, d.Deadline); states[j] == "" && (first.IsZero() || at.Before(first)) {
+				first = at
+			}
+		}
+		if !sleepUntil(ctx, first) {
 			return
 		}
 		if err := w.sends.Acquire(ctx, 1); err != nil {
 			return
 		}
-		w.pool.all(w.deviceCalls(ctx, app, d, states, 0, time.Time{}, sendBy, results, fold, func() { w.sends.Release(1) }))
+		w.pool.all(w.deviceCalls(ctx, app, d, states, 0, when, results, fold, func() { w.sends.Release(1) }))
 	}
 }

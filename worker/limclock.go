@@ -68,6 +68,20 @@ func (c *limiterClock) found(at, now time.Time) (r throttle.Reservation, ok bool
 	return throttle.Reservation{At: at, Now: ln, Wait: max(at.Sub(ln), 0), Existing: true}, true
 }
 
+// local is the local instant of at, an instant on the limiter's clock,
+// from the reading kept (never early, as found's); ok is false when there
+// is no recent reading at now. One reading maps every instant, so instants
+// granted by different round trips (a pacer's turns) keep their spacing.
+func (c *limiterClock) local(at, now time.Time) (t time.Time, ok bool) {
+	c.mu.Lock()
+	ahead, taken := c.ahead, c.at
+	c.mu.Unlock()
+	if taken.IsZero() || now.Sub(taken) > limiterClockAge || now.Before(taken.Add(-time.Second)) {
+		return time.Time{}, false
+	}
+	return at.Add(-ahead), true
+}
+
 // limiterClockOf is app's limiterClock in this process.
 func (w *Worker) limiterClockOf(app string) *limiterClock {
 	if c, ok := w.limClocks.Load(app); ok {

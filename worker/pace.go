@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,28 +16,52 @@ import (
 
 // An app's MaxRate caps the sends per second to one provider across every
 // process. Sends are paced right before they leave: the recipients about
-// to be sent (a chunk's wave, or one delivery) ask the Pacer, in one round
-// trip, for a send time per device, no earlier than their booked slot.
+// to be sent (a chunk's wave, a held task's, or one delivery) ask the
+// Pacer, in one round trip, for a turn per device, each no earlier than
+// its recipient's own slot, so turns are 1/rate apart and never before the
+// slot the user's rules gave. What a turn means for its recipient is
+// decided in one place (paceVerdict):
 //
-//   - A recipient whose times all fall within lateRebook of its slot is
-//     sent at the latest of them (waiting in place at most that long), so
-//     it keeps the user's rules and the provider's rate at once.
-//   - A recipient the rate holds back further is not sent: the latest time
-//     granted is recorded as its paced time ("<i>/p"), its booking is given
-//     back, and its delivery books again no earlier than that time (the
-//     limiter's NotBefore), so it is deferred, not dropped, and its slot is
-//     moved only because the rate would break it. When the new slot lands
-//     within lateRebook of the paced time, the delivery sends at its slot
-//     without asking the Pacer again: the time granted is its. A chunk's
-//     wave makes that booking itself for the recipients whose time is
+//   - A recipient whose earliest turn falls within paceSlack of its slot,
+//     and before its deadline, is sent: each device at its own turn, no
+//     more than paceLate after it (sendTimes). So it keeps the user's
+//     rules (at most lateRebook after the slot) and the provider's rate at
+//     once.
+//   - Any other is not sent: the latest turn granted is recorded as its
+//     paced time ("<i>/p"), its booking is given back, and its delivery
+//     books again no earlier than that time (the limiter's NotBefore), so
+//     it is deferred, not dropped, and its slot moves only because the
+//     rate would break it. A turn at or after the deadline makes that
+//     booking refused as late: the delivery ends expired. When the new
+//     slot lands within paceLate of the paced time, the delivery sends at
+//     its slot without asking the Pacer again: the turn is its. A chunk's
+//     wave makes that booking itself for the recipients whose turn is
 //     within maxInlineWait and sends them (rebookNear): one round trip for
-//     the wave instead of a task and a worker slot per recipient, which
-//     made a paced fan-out miss the times it was granted.
+//     the wave instead of a task and a worker slot per recipient.
 //
-// A recipient whose devices are on two paced platforms is sent at the
-// later of its two times, so the earlier platform's send may leave up to
-// the difference between the two platforms' queues late: the rate is then
-// exceeded within a window by at most those sends.
+// Waiting for a turn holds no send permit (callAtTurn): one app's paced
+// backlog would otherwise keep the permits another app's sends need.
+
+// paceLate is the most a paced send leaves after its turn; a call that
+// would leave later is not made then (sendTimes.forDevice). It sets the
+// rate bound (MaxRateBound).
+const paceLate = 25 * time.Millisecond
+
+// paceSlack is the most a turn may be after its recipient's slot for the
+// recipient to be sent at it: the send then leaves at most lateRebook
+// after its slot.
+const paceSlack = lateRebook - paceLate
+
+// MaxRateBound is the most sends a provider sees in any one second from an
+// app whose max_rate on that platform is rate per second (docs/delivery.md,
+// "Apps and their send rates"): turns are 1/rate apart, so a second holds
+// rate of them and one more at its two edges; each send leaves at or after
+// its turn and at most paceLate after it, and the network and timers may
+// move its arrival as much again, so those of 2 x paceLate more may land
+// in it.
+func MaxRateBound(rate float64) int {
+	return int(math.Ceil(rate)) + 1 + int(math.Ceil(2*rate*paceLate.Seconds()))
+}
 
 // paceKey is the Pacer key of app's sends to platform.
 func paceKey(app string, p payload.Platform) string { return app + ":" + string(p) }
@@ -46,63 +72,106 @@ type paceItem struct {
 	d      *delivery
 	states []string
 	slot   time.Time // on the local clock
-	// paced is the time an earlier pacing granted it (zero: none), on the
-	// limiter's clock (taken as the local one: both are the servers'
-	// synchronised clocks, and it is only compared within lateRebook).
+	// at is the slot on the limiter's clock (the reservation's At; zero:
+	// none, as for a bypass priority: its turns start at the Pacer's now).
+	// The Pacer's clock is the limiter's: both are the Redis server's.
+	at time.Time
+	// paced is the turn an earlier pacing granted it (zero: none), on the
+	// limiter's clock.
 	paced time.Time
 }
 
-// paceResult is what pacing says of one item: send at sendAt (zero: no
-// pacing, as booked), or hold it until paced (on the limiter's clock).
+// paceResult is what pacing says of one item: send it, each paced device
+// at its own turn (turns, on the local clock, zero for an unpaced device;
+// nil: no pacing, as booked), or hold it until paced. turn is its earliest
+// turn on the local clock, paced the same on the limiter's.
 type paceResult struct {
-	sendAt time.Time
-	hold   bool
-	paced  time.Time
+	turns []time.Time
+	turn  time.Time
+	hold  bool
+	paced time.Time
 }
 
-// pace paces items of app: one Pacer round trip for all of them. Items
-// of an app without a MaxRate for their platforms pass unpaced.
+// paceVerdict decides what a recipient's earliest turn means: hold is
+// true when the turn (first, on the limiter's clock) is more than
+// paceSlack after its slot (at, the limiter's clock; zero: no slot), or
+// the same instant on the local clock (local) is at or after its deadline
+// (zero: none). Its other devices' turns follow, 1/rate apart on one
+// platform; one that would leave more than lateRebook after the slot is
+// not made then (the booking's sendBy) and goes under the next attempt.
+func paceVerdict(at, first, local, deadline time.Time) (hold bool) {
+	return !at.IsZero() && first.Sub(at) > paceSlack || !deadline.IsZero() && !local.Before(deadline)
+}
+
+// pace paces items of app: one Pacer round trip for all of them. Each
+// device asks for its own turn, no earlier than its recipient's slot, the
+// recipients in the order of their slots, so a turn never goes to a
+// recipient before its slot while a later one takes it. Items of an app
+// without a MaxRate for their platforms pass unpaced.
 func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceResult, error) {
 	out := make([]paceResult, len(items))
 	if len(app.MaxRate) == 0 || w.pacer == nil {
 		return out, nil
 	}
-	type ask struct {
-		req   throttle.PaceRequest
-		items []int // item index per granted time, in order
+	type ask struct{ k, j int } // item and device of a request
+	var reqs []throttle.PaceRequest
+	var asks []ask
+	order := make([]int, len(items))
+	for k := range order {
+		order[k] = k
 	}
-	asks := map[payload.Platform]*ask{}
-	var order []payload.Platform
-	for k, it := range items {
-		// A time granted earlier is the item's when its slot kept it.
-		if !it.paced.IsZero() && !it.slot.Before(it.paced.Add(-lateRebook)) && it.slot.Sub(it.paced) <= lateRebook {
+	slices.SortStableFunc(order, func(a, b int) int { return items[a].at.Compare(items[b].at) })
+	for _, k := range order {
+		it := items[k]
+		var devs []int
+		for j, dev := range it.d.Devices {
+			if it.states[j] == "" && app.MaxRate[dev.Platform] > 0 {
+				devs = append(devs, j)
+			}
+		}
+		if len(devs) == 1 && !it.paced.IsZero() && !it.at.IsZero() && !it.at.Before(it.paced) && it.at.Sub(it.paced) <= paceLate {
+			// The turn granted earlier is the item's: its slot kept it.
+			r := &out[k]
+			r.turns = make([]time.Time, len(it.d.Devices))
+			r.turn, r.paced = it.slot.Add(it.paced.Sub(it.at)), it.paced
+			r.turns[devs[0]] = r.turn
 			continue
 		}
-		for j, dev := range it.d.Devices {
-			rate := app.MaxRate[dev.Platform]
-			if it.states[j] != "" || rate <= 0 {
-				continue
-			}
-			a := asks[dev.Platform]
-			if a == nil {
-				a = &ask{req: throttle.PaceRequest{Key: paceKey(app.Name, dev.Platform), Rate: rate}}
-				asks[dev.Platform] = a
-				order = append(order, dev.Platform)
-			}
-			a.req.N++
-			a.items = append(a.items, k)
-			if nb := it.slot; a.req.NotBefore.IsZero() || nb.Before(a.req.NotBefore) {
-				a.req.NotBefore = nb
-			}
+		for _, j := range devs {
+			p := it.d.Devices[j].Platform
+			reqs = append(reqs, throttle.PaceRequest{Key: paceKey(app.Name, p), N: 1, Rate: app.MaxRate[p], NotBefore: it.at})
+			asks = append(asks, ask{k, j})
 		}
 	}
-	if len(order) == 0 {
-		return out, nil
+	if len(reqs) > 0 {
+		if err := w.paceAll(ctx, app, reqs, func(n int, local, limiter time.Time) {
+			a, r := asks[n], &out[asks[n].k]
+			if r.turns == nil {
+				r.turns = make([]time.Time, len(items[a.k].d.Devices))
+			}
+			r.turns[a.j] = local
+			if r.turn.IsZero() || local.Before(r.turn) {
+				r.turn, r.paced = local, limiter
+			}
+		}); err != nil {
+			return nil, err
+		}
 	}
-	reqs := make([]throttle.PaceRequest, len(order))
-	for i, p := range order {
-		reqs[i] = asks[p].req
+	for k, it := range items {
+		if r := &out[k]; r.turns != nil {
+			r.hold = paceVerdict(it.at, r.paced, r.turn, it.d.Deadline)
+		}
 	}
+	return out, nil
+}
+
+// paceAll asks the Pacer for reqs of app in one round trip and hands each
+// request's turn to got, on the local clock and on the limiter's. A turn
+// maps to the local clock through the app's limiter clock reading (the
+// Pacer's clock is the limiter's), so turns granted by different round
+// trips keep their spacing; without a recent reading, through the middle
+// of this round trip.
+func (w *Worker) paceAll(ctx context.Context, app *App, reqs []throttle.PaceRequest, got func(n int, local, limiter time.Time)) error {
 	asked := time.Now()
 	paces, err := w.pacer.Pace(ctx, reqs)
 	mid := asked.Add(time.Since(asked) / 2)
@@ -110,24 +179,18 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 		err = fmt.Errorf("%d paces for %d requests", len(paces), len(reqs))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pace the sends of app %s: %w", app.Name, err)
+		return fmt.Errorf("pace the sends of app %s: %w", app.Name, err)
 	}
-	for i, p := range order {
-		pc := paces[i]
-		for n, k := range asks[p].items {
-			offset := pc.Wait + time.Duration(n)*pc.Interval
-			local, limiter := mid.Add(offset), pc.Now.Add(offset)
-			if local.After(out[k].sendAt) {
-				out[k].sendAt, out[k].paced = local, limiter
-			}
+	clock := w.limiterClockOf(app.Name)
+	for n, pc := range paces {
+		limiter := pc.Now.Add(pc.Wait)
+		local, ok := clock.local(limiter, mid)
+		if !ok {
+			local = mid.Add(pc.Wait)
 		}
+		got(n, local, limiter)
 	}
-	for k, it := range items {
-		if !out[k].sendAt.IsZero() && out[k].sendAt.Sub(it.slot) > lateRebook {
-			out[k].hold = true
-		}
-	}
-	return out, nil
+	return nil
 }
 
 // holdPaced records the paced times of held items (recipient index ->

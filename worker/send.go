@@ -30,14 +30,44 @@ var errNoSender = errors.New("no sender configured for this platform")
 // would have left after its slot.
 var notSent = providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: providers.ErrNotSent}
 
+// sendTimes is when a recipient's device calls may leave: none before at
+// (zero: at once) nor after by (zero: no bound besides the deadline);
+// device j, when paced, at or after turns[j] and at most paceLate after it
+// (turns nil, or turns[j] zero: unpaced).
+type sendTimes struct {
+	at, by time.Time
+	turns  []time.Time
+}
+
+// forDevice is when device j of a delivery with deadline (zero: none) may
+// leave: from at, to by. by is before the deadline, so no call reaches a
+// provider after it: the one check every path makes at the point of
+// sending, with the actual time.
+func (t sendTimes) forDevice(j int, deadline time.Time) (at, by time.Time) {
+	at, by = t.at, t.by
+	earlier := func(x time.Time) {
+		if !x.IsZero() && (by.IsZero() || x.Before(by)) {
+			by = x
+		}
+	}
+	if j < len(t.turns) && !t.turns[j].IsZero() {
+		at = later(at, t.turns[j])
+		earlier(t.turns[j].Add(paceLate))
+	}
+	if !deadline.IsZero() {
+		earlier(deadline.Add(-time.Nanosecond))
+	}
+	return at, by
+}
+
 // deviceCalls returns one call per device of d not yet settled (states),
-// each waiting until sendAt (zero: at once), then filling results[j]: the
-// provider's answer, recorded (outcomes.go) before the call returns when
-// it settles the device, or, with fold set, a delivered answer left in
-// fold for the caller's record call to write (foldedAnswer); notSent when
-// the call would leave after sendBy (zero: no limit); nil when shutdown
-// began before it. after runs when the last of d's calls ends.
-func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states []string, attempt int, sendAt, sendBy time.Time, results []*providers.Result, fold *foldedAnswer, after func()) []func() {
+// each waiting until its time (when.forDevice), then filling results[j]:
+// the provider's answer, recorded (outcomes.go) before the call returns
+// when it settles the device, or, with fold set, a delivered answer left
+// in fold for the caller's record call to write (foldedAnswer); notSent
+// when the call would leave after its time; nil when shutdown began
+// before it. after runs when the last of d's calls ends.
+func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states []string, attempt int, when sendTimes, results []*providers.Result, fold *foldedAnswer, after func()) []func() {
 	pending := 0
 	for _, st := range states {
 		if st == "" {
@@ -72,8 +102,7 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 					w.calls.done()
 				}
 			}()
-			// The app's send rate's time (at most lateRebook after the
-			// slot).
+			sendAt, sendBy := when.forDevice(j, d.Deadline)
 			if !sleepUntil(ctx, sendAt) {
 				return // shutdown: the delivery goes back as it is
 			}
