@@ -58,7 +58,7 @@ type ClientOption func(*Client)
 // WithClock sets the clock used to validate jobs and stamp their acceptance
 // (default time.Now).
 func WithClock(now func() time.Time) ClientOption {
-	return func(c *Client) { c.now = now }
+	return func(c *Client) { c.now, c.store.clock = now, now }
 }
 
 // WithJobRetention sets how long a finished job's id answers duplicates
@@ -360,7 +360,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 				_ = c.wakeHeld(ctx, q, task)
 			}
 		}
-		wait := time.Until(cx.at.Add(cancelGrace))
+		wait := cx.at.Add(cancelGrace).Sub(c.now())
 		if cx.first {
 			wait = cancelGrace // measured from this write, on this clock
 		}

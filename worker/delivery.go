@@ -139,7 +139,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	if !slices.Contains(st.devices, "") {
 		// Every device settled, final state not recorded: a run died between
 		// the two.
-		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, time.Now(), false)
+		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, w.now(), false)
 		return false, w.carryOut(ctx, d, a, v)
 	}
 	if st.cancelled {
@@ -150,16 +150,16 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		// The job was accepted for an app this process no longer has.
 		return false, w.fail(ctx, d, failedOr(slices.Contains(st.devices, stateDelivered)), err.Error())
 	}
-	if d.expired(time.Now()) {
+	if d.expired(w.now()) {
 		return false, w.drop(ctx, d, st, stateExpired)
 	}
 	// Every call starts within cancelWindow of a read of the job's
 	// cancellation: the state just read, or the booking's own.
 	sendBy := st.readAt.Add(cancelWindow)
-	slot := time.Now() // a bypass priority's: now, or its paced time
+	slot := w.now() // a bypass priority's: now, or its paced time
 	if w.bypass[d.Priority] {
 		w.m.limiter.WithLabelValues(app.Name, "bypass").Inc()
-		if wait := time.Until(a.paced); wait > maxInlineWait {
+		if wait := a.paced.Sub(w.now()); wait > maxInlineWait {
 			return false, &DeferError{Delay: wait}
 		} else if wait > 0 {
 			slot = a.paced
@@ -176,7 +176,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		if res.Collapsed != "" {
 			w.collapsedBy(d, res.Collapsed)
 		}
-		p := plan(res, b.mid, b.answered, time.Now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
+		p := plan(res, b.mid, b.answered, w.now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
 		w.countPlan(app, p, res)
 		switch p.step {
 		case stepFull:
@@ -188,7 +188,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		case stepRebook:
 			return true, w.release(ctx, d, a.n)
 		case stepNext:
-			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, time.Now(), d.ttl())
+			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), d.ttl())
 			return err == nil, err
 		case stepDefer:
 			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d)); err != nil {
@@ -212,13 +212,13 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		}
 		w.m.limiter.WithLabelValues(app.Name, "paced").Inc()
 		if w.bypass[d.Priority] {
-			return false, &DeferError{Delay: time.Until(paced[0].sendAt)}
+			return false, &DeferError{Delay: paced[0].sendAt.Sub(w.now())}
 		}
 		return true, w.release(ctx, d, a.n)
 	}
-	if at := later(slot, paced[0].sendAt); time.Until(at) > 0 {
+	if at := later(slot, paced[0].sendAt); at.Sub(w.now()) > 0 {
 		// The slot (stepWait) or the paced time, at most lateRebook later.
-		timer := time.NewTimer(time.Until(at))
+		timer := time.NewTimer(at.Sub(w.now()))
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
@@ -230,7 +230,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	}
 	results := make([]*providers.Result, len(d.Devices))
 	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, time.Time{}, sendBy, results, nil, func() {}))
-	v := judge(st.devices, results, a, w.retry, time.Now(), ctx.Err() != nil)
+	v := judge(st.devices, results, a, w.retry, w.now(), ctx.Err() != nil)
 	if v.act == actRebook {
 		return true, w.release(ctx, d, a.n)
 	}
@@ -314,7 +314,7 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	ev := Event{Type: EventDropped, Reason: reason, Job: d.Job, App: d.appName(), UserID: d.UserID, At: time.Now().UTC()}
+	ev := Event{Type: EventDropped, Reason: reason, Job: d.Job, App: d.appName(), UserID: d.UserID, At: w.now().UTC()}
 	if err := persist(ectx, func(ctx context.Context) error { return w.events.emit(ctx, ev) }); err != nil {
 		w.log.Warn("event lost", "err", err)
 	}

@@ -73,7 +73,7 @@ func (b *booking) sendBy(slotBy time.Time) time.Time {
 // cancelled: the limiter's own pipeline when it runs on the worker's Redis
 // client, else the read first, then the bookings.
 func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttle.Request) booking {
-	b := booking{asked: time.Now()}
+	b := booking{asked: w.now()}
 	var cc *redis.StringCmd
 	pipe := w.pipeOf(a)
 	switch {
@@ -87,7 +87,7 @@ func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttl
 			b.res, b.err = a.Limiter.ReserveBatch(ctx, reqs)
 		}
 	}
-	b.answered = time.Now()
+	b.answered = w.now()
 	b.mid = b.asked.Add(b.answered.Sub(b.asked) / 2)
 	w.limiterClockOf(a.Name).learn(b.res, b.asked, b.answered)
 	cancelled, err := isCancelled(cc)

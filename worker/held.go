@@ -227,7 +227,7 @@ func (w *Worker) heldSlots(app *App, c *chunk, st *chunkStates, todo []int) *boo
 		return nil
 	}
 	clock := w.limiterClockOf(app.Name)
-	now := time.Now()
+	now := w.now()
 	res := make([]throttle.Reservation, len(todo))
 	for k, i := range todo {
 		if c.Slots[i] <= 0 {
@@ -259,7 +259,7 @@ func (w *Worker) enqueueHeld(ctx context.Context, h *chunk) error {
 // results empty (the task goes back as it is).
 func (w *Worker) heldCall(ctx context.Context, app *App, d *delivery, states []string, sendAt, sendBy time.Time, results []*providers.Result, fold *foldedAnswer) func() {
 	return func() {
-		if !sleepUntil(ctx, sendAt) {
+		if !w.sleepUntil(ctx, sendAt) {
 			return
 		}
 		if err := w.sends.Acquire(ctx, 1); err != nil {

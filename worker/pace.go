@@ -103,9 +103,9 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 	for i, p := range order {
 		reqs[i] = asks[p].req
 	}
-	asked := time.Now()
+	asked := w.now()
 	paces, err := w.pacer.Pace(ctx, reqs)
-	mid := asked.Add(time.Since(asked) / 2)
+	mid := asked.Add(w.now().Sub(asked) / 2)
 	if err == nil && len(paces) != len(reqs) {
 		err = fmt.Errorf("%d paces for %d requests", len(paces), len(reqs))
 	}
