@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
@@ -56,6 +57,9 @@ func TestSimulation(t *testing.T) {
 		})
 	}
 }
+
+// setupAllowance is how long the fakes and nodes may take to start.
+const setupAllowance = 4 * time.Second
 
 // sim is one seed's run.
 type sim struct {
@@ -104,7 +108,9 @@ func runSeed(t *testing.T, seed uint64, kb knownBroken) {
 	if !srv.Real() && !redistest.InCI() {
 		t.Skip("faultsim needs a real redis-server")
 	}
-	s := &sim{t: t, seed: seed, kb: kb, addr: srv.Addr, start: time.Now(), jobs: map[string]*jobRun{}}
+	// The run starts once the nodes are up; absolute times (quiet hours)
+	// are drawn against that start.
+	s := &sim{t: t, seed: seed, kb: kb, addr: srv.Addr, start: time.Now().Add(setupAllowance), jobs: map[string]*jobRun{}}
 	s.sc = newScenario(seed, s.start, *flagDuration, *flagNodes, *flagSkew, kb)
 	s.fa, s.ff, s.senders = startFakes(t)
 	for tok, as := range s.sc.scripts {
@@ -121,6 +127,9 @@ func runSeed(t *testing.T, seed uint64, kb knownBroken) {
 	s.logf("scenario: %d jobs, faults %v, skews %v, policy %+v, max_rate %.0f/s, quiet %s",
 		len(s.sc.jobs), s.sc.faults, s.sc.skews, s.sc.policy.Limits, s.sc.maxRate, s.sc.quiet)
 
+	if late := time.Since(s.start); late > 0 {
+		s.logf("setup took %s longer than allowed: the quiet hours come early in the run", late)
+	}
 	s.drive()
 	s.drain(obsRdb)
 	for _, n := range s.current() {
@@ -201,6 +210,15 @@ func (s *sim) submit(js *jobSpec, wg *sync.WaitGroup) {
 	s.mu.Lock()
 	s.jobs[js.job.ID] = jr
 	s.mu.Unlock()
+	now := time.Now().Truncate(time.Millisecond)
+	if js.sendAtIn > 0 {
+		t := now.Add(js.sendAtIn)
+		js.job.SendAt = &t
+	}
+	if js.expiresIn > 0 {
+		t := now.Add(js.expiresIn)
+		js.job.ExpiresAt = &t
+	}
 	for try := range 3 {
 		n := s.live(js.seq + try)
 		if n == nil {
@@ -357,7 +375,7 @@ func (s *sim) rescue(rdb *redis.Client) bool {
 // drain waits until every job tried is final or unknown, rescuing lapsed
 // leases, for at most drainTimeout.
 func (s *sim) drain(rdb *redis.Client) {
-	const drainTimeout = 90 * time.Second
+	const drainTimeout = 60 * time.Second
 	deadline := time.Now().Add(drainTimeout)
 	lastRescue := time.Now()
 	for time.Now().Before(deadline) {
@@ -385,6 +403,19 @@ func (s *sim) drain(rdb *redis.Client) {
 		time.Sleep(250 * time.Millisecond) // the simulation's own pacing
 	}
 	s.logf("drain timed out")
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	qs, _ := insp.Queues()
+	for _, q := range qs {
+		if info, err := insp.GetQueueInfo(q); err == nil && info.Size > 0 {
+			s.logf("queue %s: pending %d active %d scheduled %d retry %d archived %d", q, info.Pending, info.Active, info.Scheduled, info.Retry, info.Archived)
+		}
+		for _, state := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){insp.ListArchivedTasks, insp.ListRetryTasks, insp.ListScheduledTasks} {
+			ts, _ := state(q)
+			for _, ti := range ts {
+				s.logf("  task %s %s state %s retried %d next %s last error: %s", ti.Type, ti.ID, ti.State, ti.Retried, ti.NextProcessAt.Format("15:04:05"), ti.LastErr)
+			}
+		}
+	}
 }
 
 func (s *sim) jobList() []*jobRun {

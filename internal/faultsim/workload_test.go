@@ -35,6 +35,9 @@ type jobSpec struct {
 	cancelAfter time.Duration
 	cancelTwice bool
 	seq         int // submission order
+	// sendAtIn and expiresIn, when positive, set send_at and expires_at
+	// that long after the submission.
+	sendAtIn, expiresIn time.Duration
 }
 
 // fault is one injected fault at offset at.
@@ -127,17 +130,17 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			}
 			switch r := rng.IntN(20); {
 			case r == 0:
-				sc.scripts[tok] = []fake.Answer{fake.TooMany(0)}
+				sc.scripts[tok] = []fake.Answer{fake.TooMany(0), fake.OK()}
 			case r == 1 && pl == payload.FCM:
-				sc.scripts[tok] = []fake.Answer{fake.TooMany(time.Second)}
+				sc.scripts[tok] = []fake.Answer{fake.TooMany(time.Second), fake.OK()}
 			case r == 2 && !(rated && pl == payload.FCM):
 				// The FCM SDK retries a 503 itself, unpaced: not for a
 				// rated app, whose rate check counts every request.
-				sc.scripts[tok] = []fake.Answer{fake.Status(503)}
+				sc.scripts[tok] = []fake.Answer{fake.Status(503), fake.OK()}
 			case r == 3:
 				sc.scripts[tok] = []fake.Answer{fake.Unregistered()}
 			case r == 4:
-				sc.scripts[tok] = []fake.Answer{fake.OK().WithLatency(dur(200*time.Millisecond, 800*time.Millisecond))}
+				sc.scripts[tok] = []fake.Answer{fake.OK().WithLatency(dur(200*time.Millisecond, 800*time.Millisecond)), fake.OK()}
 			}
 		}
 		return u
@@ -160,14 +163,8 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 		j.Alert = &payload.Alert{Title: "t", Body: j.ID}
 		j.Data = map[string]string{"j": j.ID}
 		j.Priority = payload.PriorityNormal
-		sendAt := func(lo, hi time.Duration) {
-			t := start.Add(at + dur(lo, hi)).Truncate(time.Millisecond)
-			j.SendAt = &t
-		}
-		expires := func(lo, hi time.Duration) {
-			t := start.Add(at + dur(lo, hi)).Truncate(time.Millisecond)
-			j.ExpiresAt = &t
-		}
+		sendAt := func(lo, hi time.Duration) { js.sendAtIn = dur(lo, hi) }
+		expires := func(lo, hi time.Duration) { js.expiresIn = dur(lo, hi) }
 		switch k := rng.IntN(10); {
 		case k < 2: // collapse: one collapse user, a key, often after another
 			u := sc.users[rng.IntN(3)]
