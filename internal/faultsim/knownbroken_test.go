@@ -2,6 +2,7 @@ package faultsim
 
 import (
 	"fmt"
+	"time"
 	"slices"
 	"strings"
 )
@@ -18,10 +19,18 @@ const (
 	pacedExpiry      = "pacedExpiry"      // item 5: expires_at on rated apps' pushes
 	collapseMemory   = "collapseMemory"   // item 6: memory check over users with collapse keys
 	unknownApp       = "unknownApp"       // item 8: an app one node loads late
+	// skewStall is not in issue 39: with workers' clocks skewed by up to
+	// 2 s, deliveries deferred by the limiter are deferred again and again
+	// and never finish (never-lost); within skewSafe they finish.
+	skewStall = "skewStall"
 )
 
+// skewSafe is the largest clock skew the workload gives a worker unless
+// skewStall is on.
+const skewSafe = 300 * time.Millisecond
+
 // knownBroken lists every switch; all are off by default.
-var knownBrokenNames = []string{heldMaxRate, retryCollapse, cancelReadFault, repeatCancelSkew, pacedExpiry, collapseMemory, unknownApp}
+var knownBrokenNames = []string{heldMaxRate, retryCollapse, cancelReadFault, repeatCancelSkew, pacedExpiry, collapseMemory, unknownApp, skewStall}
 
 // knownBroken is the set of switches turned on.
 type knownBroken map[string]bool

@@ -100,6 +100,9 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 		},
 	}
 
+	if !kb.on(skewStall) {
+		maxSkew = min(maxSkew, skewSafe)
+	}
 	for i := range nodes {
 		if maxSkew > 0 {
 			sc.skews = append(sc.skews, dur(-maxSkew, maxSkew))
