@@ -2,9 +2,9 @@ package faultsim
 
 import (
 	"fmt"
-	"time"
 	"slices"
 	"strings"
+	"time"
 )
 
 // A feature the workload leaves out by default because it breaks a
