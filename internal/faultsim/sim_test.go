@@ -230,7 +230,7 @@ func (s *sim) submit(js *jobSpec, wg *sync.WaitGroup) {
 		jr.tried = true
 		if err == nil {
 			jr.accepted, jr.submitAt = true, time.Now()
-			s.logf("submit %s via node %d: %+v", js.job.ID, n.id, acc)
+			s.logf("submit %s via node %d: %+v (%s)", js.job.ID, n.id, acc, describe(js))
 			break
 		}
 		s.logf("submit %s via node %d: %v", js.job.ID, n.id, err)
@@ -437,4 +437,27 @@ func final(st worker.JobStatus) bool {
 		}
 	}
 	return st.Counts["pending"] == 0 && sum == st.Recipients
+}
+
+// describe is a job's shape for the event log.
+func describe(js *jobSpec) string {
+	j := js.job
+	var b strings.Builder
+	fmt.Fprintf(&b, "app %s, %s, %d recipients", j.App, j.Priority, len(j.Recipients))
+	if j.Category != "" {
+		fmt.Fprintf(&b, ", category %s", j.Category)
+	}
+	if j.CollapseKey != "" {
+		fmt.Fprintf(&b, ", collapse %s for %s", j.CollapseKey, j.Recipients[0].UserID)
+	}
+	if j.SendAt != nil {
+		fmt.Fprintf(&b, ", send_at %s", j.SendAt.Format("15:04:05.000"))
+	}
+	if j.ExpiresAt != nil {
+		fmt.Fprintf(&b, ", expires_at %s", j.ExpiresAt.Format("15:04:05.000"))
+	}
+	if js.cancelAfter > 0 {
+		fmt.Fprintf(&b, ", cancel after %s", js.cancelAfter)
+	}
+	return b.String()
 }
