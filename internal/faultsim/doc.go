@@ -82,6 +82,9 @@
 //     -sim.skew (2 s); off, by at most skewSafe (300 ms). With 2 s, seeds
 //     1 and 2 leave deliveries deferred by the limiter again and again,
 //     never final (never-lost).
+//   - bypassSendAt (not in issue 39): jobs of the bypass priority may have
+//     send_at; off, they have none. Seed 1 with heldMaxRate on sends one
+//     such job's pushes a second before its send_at (never-early/send_at).
 //
 // # Running and replaying
 //

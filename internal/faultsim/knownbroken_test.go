@@ -23,6 +23,9 @@ const (
 	// 2 s, deliveries deferred by the limiter are deferred again and again
 	// and never finish (never-lost); within skewSafe they finish.
 	skewStall = "skewStall"
+	// bypassSendAt is not in issue 39 either: a job of a bypass priority
+	// with send_at reaches its devices about a second before send_at.
+	bypassSendAt = "bypassSendAt"
 )
 
 // skewSafe is the largest clock skew the workload gives a worker unless
@@ -30,7 +33,7 @@ const (
 const skewSafe = 300 * time.Millisecond
 
 // knownBroken lists every switch; all are off by default.
-var knownBrokenNames = []string{heldMaxRate, retryCollapse, cancelReadFault, repeatCancelSkew, pacedExpiry, collapseMemory, unknownApp, skewStall}
+var knownBrokenNames = []string{heldMaxRate, retryCollapse, cancelReadFault, repeatCancelSkew, pacedExpiry, collapseMemory, unknownApp, skewStall, bypassSendAt}
 
 // knownBroken is the set of switches turned on.
 type knownBroken map[string]bool

@@ -220,6 +220,12 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			} else if rng.IntN(4) == 0 {
 				j.Priority = payload.PriorityHigh
 			}
+			// A bypass priority's push leaves before its send_at (found
+			// by this simulation, not in issue 39): bypass pushes get no
+			// send_at unless bypassSendAt is on.
+			if j.Priority == payload.PriorityCritical && !kb.on(bypassSendAt) {
+				js.sendAtIn = 0
+			}
 			if kb.on(unknownApp) && rng.IntN(5) == 0 {
 				j.App = appLate
 			}
