@@ -277,6 +277,15 @@ func (s *sim) check(rdb *redis.Client) []string {
 		}
 	}
 
+	// An app a worker has not loaded yet is waited for, not failed
+	// (issue 39 item 8): every worker knows appLate by the end, and the
+	// workload's answers never fail a delivery for good.
+	for _, jr := range s.jobList() {
+		if jr.spec.job.App == appLate && status[jr.spec.job.ID].Counts["failed"] > 0 {
+			bad("unknown-app", "job %s of app %s ended failed while a worker had not loaded the app: %v", jr.spec.job.ID, appLate, status[jr.spec.job.ID].Counts)
+		}
+	}
+
 	v = append(v, s.checkMemory(rdb)...)
 	return v
 }

@@ -54,6 +54,8 @@
 //     stay within R + 1 + ceil(2 R 0.025) (configuration.md, Send rates).
 //   - collapse: a collapsed push never arrives, and the newest push of a
 //     user's collapse key is not the one collapsed.
+//   - unknown-app: a job of an app one worker loads late does not end
+//     failed (the workload's answers never fail a delivery for good).
 //   - memory: once the run is over a user's limiter keys hold at most
 //     memoryBound bytes.
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
 )
 
 // The apps of the simulated deployment.
@@ -127,8 +128,13 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			}
 			u.devices = append(u.devices, payload.Device{Platform: pl, Token: tok})
 			// Collapse users answer plainly unless retryCollapse is on:
-			// an older push's retry collapsing the newer is issue 39 item 2.
+			// an older push's retry collapsing the newer is issue 39 item
+			// 2. On, a collapse user's second device answers 503 first.
 			if collapse && !kb.on(retryCollapse) {
+				continue
+			}
+			if collapse && d == 1 {
+				sc.scripts[tok] = []fake.Answer{fake.Status(503), fake.OK()}
 				continue
 			}
 			switch r := rng.IntN(20); {
@@ -173,12 +179,18 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			u := sc.users[rng.IntN(3)]
 			j.Recipients = []payload.Recipient{recipient(u)}
 			j.CollapseKey = fmt.Sprintf("k%d", rng.IntN(2))
+			// Held beyond worker.CollapseMargin, so that a newer push
+			// with its key collapses it.
 			if rng.IntN(2) == 0 {
-				sendAt(500*time.Millisecond, 2*time.Second)
+				sendAt(worker.CollapseMargin+time.Second, worker.CollapseMargin+3*time.Second)
 			}
 		case k < 4: // the rated app: a fan-out paced by max_rate
 			j.App = appRated
 			perm := rng.Perm(len(sc.rated))[:3+rng.IntN(5)]
+			// Items 1 and 5 need long paced queues: every rated user.
+			if kb.on(heldMaxRate) || kb.on(pacedExpiry) {
+				perm = rng.Perm(len(sc.rated))
+			}
 			for _, p := range perm {
 				j.Recipients = append(j.Recipients, recipient(sc.rated[p]))
 			}
@@ -275,6 +287,17 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			sp = redisEnd - at
 		}
 		sc.faults = append(sc.faults, fault{at: at, kind: "redis", node: rng.IntN(nodes), span: sp})
+	}
+	// With cancelReadFault on, Redis fails on every node around each
+	// cancellation's answer too, where a wave's read of the mark may fail.
+	if kb.on(cancelReadFault) {
+		for _, js := range sc.jobs {
+			if js.cancelAfter > 0 {
+				for k := range nodes {
+					sc.faults = append(sc.faults, fault{at: js.at + js.cancelAfter, kind: "redis", node: k, span: 4 * time.Second})
+				}
+			}
+		}
 	}
 	if kb.on(unknownApp) {
 		sc.lateNode = rng.IntN(nodes)
