@@ -104,7 +104,11 @@
 // run's event log. A replay draws the same workload and faults; the
 // interleaving of goroutines, Redis and the network is not replayed, so a
 // rare failure may take a few runs of its seed. Other flags: -sim.nodes
-// (workers, default 3), -sim.skew (largest clock skew, with skewStall).
+// (workers, default 3), -sim.skew (largest clock skew, with skewStall),
+// -sim.drain (how long jobs may take to finish after the workload, 1m;
+// heldMaxRate and pacedExpiry send to 20 users per rated job at a few per
+// second, so give them -sim.drain 3m or a never-lost failure may only
+// mean the backlog had not drained yet).
 //
 // When a fix lands, delete its switch so that the workload always has
 // the feature.

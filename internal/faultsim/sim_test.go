@@ -30,6 +30,7 @@ var (
 	flagSkew     = flag.Duration("sim.skew", 2*time.Second, "largest clock skew of a worker, either way")
 	flagBroken   = flag.String("sim.broken", "", "knownBroken switches to turn on (comma-separated, or all)")
 	flagVerbose  = flag.Bool("sim.v", false, "log every event of the run")
+	flagDrain    = flag.Duration("sim.drain", time.Minute, "how long the jobs may take to finish after the workload")
 )
 
 func TestSimulation(t *testing.T) {
@@ -375,8 +376,7 @@ func (s *sim) rescue(rdb *redis.Client) bool {
 // drain waits until every job tried is final or unknown, rescuing lapsed
 // leases, for at most drainTimeout.
 func (s *sim) drain(rdb *redis.Client) {
-	const drainTimeout = 60 * time.Second
-	deadline := time.Now().Add(drainTimeout)
+	deadline := time.Now().Add(*flagDrain)
 	lastRescue := time.Now()
 	for time.Now().Before(deadline) {
 		open := 0

@@ -157,7 +157,11 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	for i := range 10 {
 		sc.users = append(sc.users, mkUser("u", i, i < 3, false))
 	}
-	for i := range 8 {
+	rated := 8
+	if kb.on(heldMaxRate) || kb.on(pacedExpiry) {
+		rated = 20 // waves of recipients with slots of their own
+	}
+	for i := range rated {
 		sc.rated = append(sc.rated, mkUser("r", i, false, true))
 	}
 
