@@ -158,7 +158,7 @@ func (s *sim) check(rdb *redis.Client) []string {
 	}
 	for k, n := range seen {
 		if n > 1 && !atRisk[k[1]] {
-			bad("never-twice", "job %s reached device %s… %d times, with no kill while it was in flight", k[0], k[1][:12], n)
+			bad("never-twice", "job %s reached device %s %d times, with no kill while it was in flight", k[0], short(k[1]), n)
 		}
 	}
 
@@ -341,3 +341,12 @@ func (s *sim) checkMemory(rdb *redis.Client) []string {
 // memoryBound is the most a user's limiter keys may hold after a run: a
 // few windows' entries at these rates.
 const memoryBound = 4096
+
+// short is a token's head, enough to tell the simulation's apart; a log
+// never carries a whole device token.
+func short(tok string) string {
+	if len(tok) > 12 {
+		return tok[:12] + "…"
+	}
+	return tok
+}
