@@ -90,7 +90,7 @@
 //
 // # Running and replaying
 //
-// CI runs it with the rest: go test ./internal/faultsim (seeds 1 to 3, a
+// CI runs it with the rest: go test ./internal/faultsim (seeds 1 and 2, a
 // few seconds of workload each, then a drain). It needs a real
 // redis-server on PATH (redistest starts a private one per seed); without
 // one it skips, and fails under CI=true.

@@ -23,7 +23,7 @@ import (
 
 var (
 	flagSeed     = flag.Uint64("seed", 0, "run this one seed (0: the CI seeds, or -sim.seeds random ones)")
-	flagSeeds    = flag.Int("sim.seeds", 3, "how many seeds to run when -seed is not given")
+	flagSeeds    = flag.Int("sim.seeds", 2, "how many seeds to run when -seed is not given")
 	flagRandom   = flag.Bool("sim.random", false, "draw the seeds at random instead of 1..sim.seeds")
 	flagDuration = flag.Duration("sim.duration", 4*time.Second, "how long each seed submits jobs and injects faults")
 	flagNodes    = flag.Int("sim.nodes", 3, "worker processes per seed")
