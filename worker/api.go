@@ -477,7 +477,7 @@ func (w *Worker) resetThrottle(ctx context.Context, admin ThrottleAdmin, user st
 			return time.Time{}, err
 		}
 		if st.Now.IsZero() {
-			return time.Now(), nil
+			return w.now(), nil
 		}
 		return st.Now, nil
 	}
@@ -527,7 +527,7 @@ func (w *Worker) notReady(ctx context.Context) []string {
 		w.log.Warn("readiness: redis does not answer", "err", err)
 		problems = append(problems, "redis unavailable")
 	}
-	for _, app := range w.creds.since(time.Now().Add(-credentialWindow)) {
+	for _, app := range w.creds.since(w.now().Add(-credentialWindow)) {
 		problems = append(problems, "a provider rejected app "+app+"'s credentials in the last minute")
 	}
 	return problems

@@ -206,11 +206,11 @@ func (w *Worker) waitForApp(ctx context.Context, d *delivery, st recipientState,
 			return err
 		}
 	}
-	since, err := w.store.appWaitSince(ctx, d.Job, time.Now(), d.ttl())
+	since, err := w.store.appWaitSince(ctx, d.Job, w.now(), d.ttl())
 	if err != nil {
 		return err
 	}
-	left := appWaitLeft(since, time.Now(), w.appWait)
+	left := appWaitLeft(since, w.now(), w.appWait)
 	if left <= 0 {
 		return w.fail(ctx, d, failedOr(slices.Contains(st.devices, stateDelivered)),
 			fmt.Sprintf("%s, waited %s since %s", missing, w.appWait, since.UTC().Format(time.RFC3339)))

@@ -253,7 +253,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	// The hush:waiting-jobs tasks c's recipient joins once its marker
 	// names them (hj).
 	var joins []heldJoin
-	now := time.Now()
+	now := w.now()
 	app, appErr := w.apps.resolve(c.Content.App)
 	for i := range c.Recipients {
 		ownerQueue, owner := "", ""
@@ -455,7 +455,7 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 	}
 	w.releaseHeld(ctx, c, idx)
 	evs := make([]Event, len(idx))
-	at := time.Now().UTC()
+	at := w.now().UTC()
 	for k, i := range idx {
 		evs[k] = Event{Type: EventDropped, Reason: stateCancelled, Job: c.Job, App: appNameOf(&c.Content), UserID: c.Recipients[i].UserID, At: at}
 		rec.final(c.index(i), stateCancelled)
@@ -577,7 +577,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		sendNow = idx
 		for _, i := range idx {
 			when[i].by = booked.sendBy(time.Time{})
-			slots[i] = time.Now()
+			slots[i] = w.now()
 		}
 	} else {
 		res, err := booked.res, booked.err
@@ -600,7 +600,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			if r.Collapsed != "" {
 				w.collapsedBy(&d, r.Collapsed)
 			}
-			pl := plan(r, booked.mid, booked.answered, time.Now(), c.Deadline, false)
+			pl := plan(r, booked.mid, booked.answered, w.now(), c.Deadline, false)
 			w.countPlan(app, pl, r)
 			switch {
 			case pl.step == stepSend, pl.step == stepWait && c.held():
@@ -616,11 +616,11 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 				rec.deferrals++
 				w.logDeferred(&d, pl)
 				delay := deferDelay(pl.wait)
-				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: time.Now().Add(delay), slot: pl.slot, at: r.At, booked: r.Now})
+				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: w.now().Add(delay), slot: pl.slot, at: r.At, booked: r.Now})
 			case pl.step == stepWait:
 				// Near: it waits in a held task of this second (a run
 				// that groups), else in its delivery task, in place.
-				handoffs = append(handoffs, handoff{i: i, near: true, wake: time.Now(), slot: pl.slot, at: r.At, booked: r.Now})
+				handoffs = append(handoffs, handoff{i: i, near: true, wake: w.now(), slot: pl.slot, at: r.At, booked: r.Now})
 			default:
 				// Expired, full or collapsed (dropped there), or stalled
 				// (booked again there).
@@ -653,7 +653,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		held := map[int]time.Time{}
 		near := map[int]paceResult{} // held, their turn within maxInlineWait
 		kept := sendNow[:0:0]
-		now := time.Now()
+		now := w.now()
 		var release []int
 		for k, i := range sendNow {
 			if res[k].hold {
@@ -715,7 +715,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	w.pool.all(calls)
 	var errs []error
 	for _, i := range sendNow {
-		v := judge(st.devices[i], results[i], st.attempts[i], w.retry, time.Now(), ctx.Err() != nil)
+		v := judge(st.devices[i], results[i], st.attempts[i], w.retry, w.now(), ctx.Err() != nil)
 		final, n, err := w.after(ctx, &ds[i], st.attempts[i], v)
 		if fold != nil {
 			if err == nil && n.failed == "" && final != "" {
@@ -781,7 +781,7 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 		}
 		return nil
 	}
-	now := time.Now()
+	now := w.now()
 	for k, i := range idx {
 		r := b.res[k]
 		if r.Refused != "" || r.Existing || r.Now.IsZero() {

@@ -58,7 +58,7 @@ type ClientOption func(*Client)
 // WithClock sets the clock used to validate jobs and stamp their acceptance
 // (default time.Now).
 func WithClock(now func() time.Time) ClientOption {
-	return func(c *Client) { c.now = now }
+	return func(c *Client) { c.now, c.store.clock = now, now }
 }
 
 // WithJobRetention sets how long a finished job's id answers duplicates
@@ -341,7 +341,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 	// and every read that allowed a send came before that write, so every
 	// call those reads allowed has started by then, whatever the clock of
 	// the process that cancelled first.
-	answerAt := time.Now().Add(cancelGrace)
+	answerAt := c.now().Add(cancelGrace)
 	if errors.Is(err, ErrNotFound) {
 		// The job finished and retired since the status was read.
 		st, err = c.store.status(ctx, id)
@@ -376,7 +376,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 				_ = c.wakeHeld(ctx, q, task)
 			}
 		}
-		timer := time.NewTimer(max(time.Until(answerAt), 0))
+		timer := time.NewTimer(max(answerAt.Sub(c.now()), 0))
 		select {
 		case <-timer.C:
 		case <-ctx.Done():

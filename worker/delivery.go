@@ -139,13 +139,13 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	if !slices.Contains(st.devices, "") {
 		// Every device settled, final state not recorded: a run died between
 		// the two.
-		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, time.Now(), false)
+		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, w.now(), false)
 		return false, w.carryOut(ctx, d, a, v)
 	}
 	if st.cancelled {
 		return false, w.drop(ctx, d, st, stateCancelled)
 	}
-	if d.expired(time.Now()) {
+	if d.expired(w.now()) {
 		return false, w.drop(ctx, d, st, stateExpired)
 	}
 	app, err := w.appOf(d)
@@ -156,11 +156,11 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	// Every call starts within cancelWindow of a read of the job's
 	// cancellation: the state just read, or the booking's own.
 	sendBy := st.readAt.Add(cancelWindow)
-	slot := time.Now() // a bypass priority's: now, or its paced time
-	var at time.Time   // the slot on the limiter's clock (zero: none)
+	slot := w.now()  // a bypass priority's: now, or its paced time
+	var at time.Time // the slot on the limiter's clock (zero: none)
 	if w.bypass[d.Priority] {
 		w.m.limiter.WithLabelValues(app.Name, "bypass").Inc()
-		if wait := time.Until(a.paced); wait > maxInlineWait {
+		if wait := a.paced.Sub(w.now()); wait > maxInlineWait {
 			return false, &DeferError{Delay: wait}
 		} else if wait > 0 {
 			slot, at = a.paced, a.paced
@@ -182,7 +182,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		if res.Collapsed != "" {
 			w.collapsedBy(d, res.Collapsed)
 		}
-		p := plan(res, b.mid, b.answered, time.Now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
+		p := plan(res, b.mid, b.answered, w.now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
 		w.countPlan(app, p, res)
 		switch p.step {
 		case stepFull:
@@ -194,7 +194,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		case stepRebook:
 			return true, w.release(ctx, d, a.n)
 		case stepNext:
-			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, time.Now(), d.ttl())
+			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), d.ttl())
 			return err == nil, err
 		case stepDefer:
 			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d)); err != nil {
@@ -218,15 +218,15 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		}
 		w.m.limiter.WithLabelValues(app.Name, "paced").Inc()
 		if w.bypass[d.Priority] {
-			return false, &DeferError{Delay: time.Until(paced[0].turn)}
+			return false, &DeferError{Delay: paced[0].turn.Sub(w.now())}
 		}
 		return true, w.release(ctx, d, a.n)
 	}
 	when := sendTimes{at: slot, by: sendBy, turns: paced[0].turns}
-	if start := later(slot, paced[0].turn); time.Until(start) > 0 {
+	if start := later(slot, paced[0].turn); start.Sub(w.now()) > 0 {
 		// The slot (stepWait) or the earliest turn, at most paceSlack
 		// later.
-		timer := time.NewTimer(time.Until(start))
+		timer := time.NewTimer(start.Sub(w.now()))
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
@@ -238,7 +238,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	}
 	results := make([]*providers.Result, len(d.Devices))
 	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, when, results, nil, func() {}))
-	v := judge(st.devices, results, a, w.retry, time.Now(), ctx.Err() != nil)
+	v := judge(st.devices, results, a, w.retry, w.now(), ctx.Err() != nil)
 	if v.act == actRebook {
 		return true, w.release(ctx, d, a.n)
 	}
@@ -322,7 +322,7 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	ev := Event{Type: EventDropped, Reason: reason, Job: d.Job, App: d.appName(), UserID: d.UserID, At: time.Now().UTC()}
+	ev := Event{Type: EventDropped, Reason: reason, Job: d.Job, App: d.appName(), UserID: d.UserID, At: w.now().UTC()}
 	if err := persist(ectx, func(ctx context.Context) error { return w.events.emit(ctx, ev) }); err != nil {
 		w.log.Warn("event lost", "err", err)
 	}

@@ -85,7 +85,7 @@ func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string, hj *
 // way: one recipient, booked (not a bypass priority), not expired, on a
 // limiter sharing the worker's Redis client; else a nil pipe.
 func (w *Worker) singlePath(job *payload.Job) (*App, pipeLimiter) {
-	if len(job.Recipients) != 1 || w.bypass[job.Priority.Effective()] || chunkOf(job, 0).expired(time.Now()) {
+	if len(job.Recipients) != 1 || w.bypass[job.Priority.Effective()] || chunkOf(job, 0).expired(w.now()) {
 		return nil, nil
 	}
 	app, err := w.apps.resolve(job.App)
@@ -132,13 +132,13 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, job
 		s.p = &wavePermits{sem: w.sends}
 		s.p.held.Store(1)
 	}
-	asked := time.Now()
+	asked := w.now()
 	res, rerr := pipe.ReserveBatchWith(ctx, reqs, func(p redis.Pipeliner) {
 		for i := range ss {
 			ss[i].call.queue(ctx, p)
 		}
 	})
-	answered := time.Now()
+	answered := w.now()
 	mid := asked.Add(answered.Sub(asked) / 2)
 	w.limiterClockOf(app.Name).learn(res, asked, answered)
 	if len(res) == len(jobs) {

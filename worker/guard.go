@@ -113,7 +113,7 @@ func (b *booking) sendBy(slotBy time.Time) time.Time {
 // failed). A failed read is kept apart from the bookings' error
 // (cancelErr): whatever was booked, nothing may be sent under it.
 func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttle.Request) booking {
-	b := booking{asked: time.Now()}
+	b := booking{asked: w.now()}
 	var cc *redis.StringCmd
 	pipe := w.pipeOf(a)
 	switch {
@@ -127,7 +127,7 @@ func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttl
 			b.res, b.err = a.Limiter.ReserveBatch(ctx, reqs)
 		}
 	}
-	b.answered = time.Now()
+	b.answered = w.now()
 	b.mid = b.asked.Add(b.answered.Sub(b.asked) / 2)
 	w.limiterClockOf(a.Name).learn(b.res, b.asked, b.answered)
 	if cc == nil {

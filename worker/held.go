@@ -226,7 +226,7 @@ func (w *Worker) heldSlots(app *App, c *chunk, st *chunkStates, todo []int) *boo
 		return nil
 	}
 	clock := w.limiterClockOf(app.Name)
-	now := time.Now()
+	now := w.now()
 	res := make([]throttle.Reservation, len(todo))
 	for k, i := range todo {
 		if c.Slots[i] <= 0 {
@@ -266,7 +266,7 @@ func (w *Worker) callAtTurn(ctx context.Context, app *App, d *delivery, states [
 				first = at
 			}
 		}
-		if !sleepUntil(ctx, first) {
+		if !w.sleepUntil(ctx, first) {
 			return
 		}
 		if err := w.sends.Acquire(ctx, 1); err != nil {

@@ -329,9 +329,9 @@ func (w *Worker) bookHeldJobs(ctx context.Context, cs []*chunk, sts []*chunkStat
 			d := cs[i].delivery(0)
 			reqs[k] = w.requestOf(app, &d, 0, time.Time{})
 		}
-		asked := time.Now()
+		asked := w.now()
 		res, _ := app.Limiter.ReserveBatch(ctx, reqs)
-		answered := time.Now()
+		answered := w.now()
 		w.limiterClockOf(app.Name).learn(res, asked, answered)
 		if len(res) != len(reqs) {
 			continue // each member books on its own

@@ -172,9 +172,9 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 // trips keep their spacing; without a recent reading, through the middle
 // of this round trip.
 func (w *Worker) paceAll(ctx context.Context, app *App, reqs []throttle.PaceRequest, got func(n int, local, limiter time.Time)) error {
-	asked := time.Now()
+	asked := w.now()
 	paces, err := w.pacer.Pace(ctx, reqs)
-	mid := asked.Add(time.Since(asked) / 2)
+	mid := asked.Add(w.now().Sub(asked) / 2)
 	if err == nil && len(paces) != len(reqs) {
 		err = fmt.Errorf("%d paces for %d requests", len(paces), len(reqs))
 	}

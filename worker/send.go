@@ -103,10 +103,10 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 				}
 			}()
 			sendAt, sendBy := when.forDevice(j, d.Deadline)
-			if !sleepUntil(ctx, sendAt) {
+			if !w.sleepUntil(ctx, sendAt) {
 				return // shutdown: the delivery goes back as it is
 			}
-			if !sendBy.IsZero() && time.Now().After(sendBy) {
+			if !sendBy.IsZero() && w.now().After(sendBy) {
 				results[j] = &notSent
 				w.m.lateSends.WithLabelValues(app.Name, string(d.Devices[j].Platform)).Inc()
 				return
@@ -126,8 +126,8 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 
 // sleepUntil waits until t (not at all when t is past) and reports
 // whether ctx is still live then.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	if wait := time.Until(t); wait > 0 {
+func (w *Worker) sleepUntil(ctx context.Context, t time.Time) bool {
+	if wait := t.Sub(w.now()); wait > 0 {
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
 		select {
@@ -153,7 +153,7 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt 
 	defer cancel()
 	stop := context.AfterFunc(w.halt, cancel)
 	defer stop()
-	start := time.Now()
+	start := w.now()
 	defer func() {
 		if v := recover(); v != nil {
 			w.log.Error("provider call panicked", "delivery", d.member(), "platform", dev.Platform, "panic", v)
@@ -165,10 +165,10 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt 
 			w.m.lateSends.WithLabelValues(app.Name, string(dev.Platform)).Inc()
 			return
 		}
-		w.m.latency.WithLabelValues(app.Name, string(dev.Platform)).Observe(time.Since(start).Seconds())
+		w.m.latency.WithLabelValues(app.Name, string(dev.Platform)).Observe(w.now().Sub(start).Seconds())
 		w.m.deviceSends.WithLabelValues(app.Name, string(dev.Platform), outcomeNames[r.Outcome]).Inc()
 		if r.Credential {
-			w.creds.failed(app.Name, time.Now())
+			w.creds.failed(app.Name, w.now())
 		}
 	}()
 	return s.Send(ctx, providers.Push{
@@ -193,7 +193,7 @@ func (w *Worker) recordAnswer(d *delivery, j int, r providers.Result) {
 	if r.Outcome == providers.TokenInvalid {
 		dev := d.Devices[j]
 		w.log.Info("token invalid", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "platform", dev.Platform, "token", shortToken(dev.Token), "reason", r.Reason)
-		o.event = &Event{Type: EventTokenInvalid, Platform: dev.Platform, Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.appName(), At: time.Now().UTC()}
+		o.event = &Event{Type: EventTokenInvalid, Platform: dev.Platform, Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.appName(), At: w.now().UTC()}
 	}
 	if err := w.rec.record(o); err != nil {
 		// Redis stayed away for recordTimeout: a later run may send to this
@@ -270,7 +270,7 @@ func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) 
 		return "", next{}, nil
 	}
 	// actRetry: the next attempt books a slot of its own.
-	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, time.Now(), d.ttl()); err != nil {
+	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, w.now(), d.ttl()); err != nil {
 		return "", next{}, err
 	}
 	w.log.Info("delivery retried", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "attempt", a.n+1, "in", v.delay, "cause", v.cause)

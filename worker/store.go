@@ -264,6 +264,7 @@ type store struct {
 	// records, when set (a Worker's store), runs record.lua calls in
 	// group commits (scriptBatcher); nil: each call is its own round trip.
 	records *scriptBatcher
+	clock   func() time.Time // nil: time.Now (Options.Clock)
 }
 
 func newStore(rdb redis.UniversalClient, retention time.Duration) store {
@@ -275,7 +276,7 @@ func newStore(rdb redis.UniversalClient, retention time.Duration) store {
 // (record.lua, finalize.lua, fanned.lua): the job's keys and the done
 // bucket to write to.
 func (s store) retiring(id string) (keys []string, expireAt int64) {
-	into, at := s.done.write(id, time.Now())
+	into, at := s.done.write(id, s.now())
 	return append(jobKeys(id), into), at
 }
 
@@ -283,7 +284,7 @@ func (s store) retiring(id string) (keys []string, expireAt int64) {
 func (s store) retired(ctx context.Context, id string) (string, error) {
 	var cmds []*redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmds = queueRetired(ctx, p, s.done, id)
+		cmds = queueRetired(ctx, p, s.done, id, s.now())
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -293,8 +294,8 @@ func (s store) retired(ctx context.Context, id string) (string, error) {
 }
 
 // queueRetired queues the reads of job id's done-hash entry on p.
-func queueRetired(ctx context.Context, p redis.Pipeliner, b doneBuckets, id string) []*redis.StringCmd {
-	keys := b.keys(id, time.Now())
+func queueRetired(ctx context.Context, p redis.Pipeliner, b doneBuckets, id string, now time.Time) []*redis.StringCmd {
+	keys := b.keys(id, now)
 	cmds := make([]*redis.StringCmd, len(keys))
 	for i, k := range keys {
 		cmds[i] = p.HGet(ctx, k, jobTag(id))
@@ -556,7 +557,7 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 	var done []*redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		live = p.HGetAll(ctx, jobKey(id))
-		done = queueRetired(ctx, p, s.done, id)
+		done = queueRetired(ctx, p, s.done, id, s.now())
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -648,7 +649,7 @@ type recipientState struct {
 func (s store) recipient(ctx context.Context, id string, i, devices int) (recipientState, error) {
 	var rc *redis.StringCmd
 	var dc, hc *redis.SliceCmd
-	readAt := time.Now()
+	readAt := s.now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		rc = p.HGet(ctx, recpKey(id), strconv.Itoa(i))
 		dc = p.HMGet(ctx, devKey(id), appendRecipientFields(nil, i, devices)...)

@@ -43,7 +43,7 @@ func (s store) startCall(r recordInfo, done bool, first *chunk) *startCall {
 // startCallWith is a call of start.lua setting state (only when the record
 // has none when keep is set).
 func (s store) startCallWith(r recordInfo, state string, keep bool, first *chunk) *startCall {
-	now := time.Now()
+	now := s.now()
 	args := startArgs(r, state, keep, ttlFor(r.Retain, r.Deadline), first)
 	keys := append(jobKeys(r.ID), s.done.keys(r.ID, now)...)
 	return &startCall{s: s, id: r.ID, keys: keys, args: args, first: first, readAt: now}
@@ -187,7 +187,7 @@ func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 // A held task's read takes the reset mark too (resetmark.go), in the same
 // round trip, when its first run might take its slots from its payload.
 func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkStates, error) {
-	readAt := time.Now()
+	readAt := s.now()
 	if !c.held() || !marked || len(c.Slots) == 0 || c.Content.CollapseKey != "" {
 		reply, err := s.chunkRead(ctx, c, !marked)
 		return s.statesFrom(ctx, c, marked, readAt, reply, err)
@@ -225,7 +225,7 @@ func heldRunKey(task string) string { return "hush:held-run:{" + task + "}" }
 // jobs' cancellation. A re-run reads each member's states with chunk.lua,
 // one round trip each.
 func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates, []error, error) {
-	readAt := time.Now()
+	readAt := s.now()
 	sets := map[string]*redis.BoolCmd{}
 	heads := make([]*redis.SliceCmd, len(cs))
 	var mark *redis.StringCmd
@@ -260,7 +260,7 @@ func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates,
 			}
 			continue
 		}
-		at := time.Now()
+		at := s.now()
 		reply, err := s.chunkRead(ctx, c, true)
 		sts[i], errs[i] = s.statesFrom(ctx, c, false, at, reply, err)
 	}
@@ -288,7 +288,7 @@ func (s store) statesFrom(ctx context.Context, c *chunk, marked bool, readAt tim
 	if err == nil && marked && len(reply) == 3 && reply[2] == int64(0) {
 		// A re-run (the mark was there). The fields went only to it:
 		// sending them costs Redis about as much as reading them.
-		readAt = time.Now()
+		readAt = s.now()
 		reply, err = s.chunkRead(ctx, c, true)
 	}
 	if err != nil {

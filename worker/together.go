@@ -104,6 +104,8 @@ func joinedQueue(marked string) (string, bool) {
 type seconds struct {
 	mu   sync.Mutex
 	made map[string]int64 // task id: its second
+
+	clock func() time.Time // nil: time.Now (Options.Clock)
 }
 
 // secondFresh reports whether a task of second wake made at some point
@@ -116,7 +118,7 @@ func (s *seconds) has(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	wake, ok := s.made[id]
-	return ok && secondFresh(wake, time.Now())
+	return ok && secondFresh(wake, nowOf(s.clock))
 }
 
 func (s *seconds) add(id string, wake int64) {
@@ -126,7 +128,7 @@ func (s *seconds) add(id string, wake int64) {
 		s.made = map[string]int64{}
 	}
 	if len(s.made) >= 1024 {
-		past := time.Now().Unix() - 60 // no longer joined but by late runs
+		past := nowOf(s.clock).Unix() - 60 // no longer joined but by late runs
 		maps.DeleteFunc(s.made, func(_ string, w int64) bool { return w < past })
 	}
 	s.made[id] = wake
@@ -201,7 +203,7 @@ func (c *Client) wakeHeld(ctx context.Context, q, task string) bool {
 	}
 	// The group is in the woken hash now: its second's task makes sure
 	// of this task too, should this process die first.
-	return c.enqueueHeld(ctx, TypeHeldJobs, task, q, time.Now(), []byte(body)) == nil
+	return c.enqueueHeld(ctx, TypeHeldJobs, task, q, c.now(), []byte(body)) == nil
 }
 
 func (w *Worker) handleHeldSecond(ctx context.Context, t *asynq.Task) error {
@@ -224,7 +226,7 @@ func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
 	}
 	taken, woken := hashOf(vals[0]), hashOf(vals[1])
 	for _, id := range slices.Sorted(maps.Keys(woken)) {
-		if err := w.client.enqueueHeld(ctx, TypeHeldJobs, id, s.Queue, time.Now(), []byte(woken[id])); err != nil {
+		if err := w.client.enqueueHeld(ctx, TypeHeldJobs, id, s.Queue, w.now(), []byte(woken[id])); err != nil {
 			return err
 		}
 	}

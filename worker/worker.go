@@ -120,6 +120,9 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Logger receives the worker's logs (default: discard).
 	Logger *slog.Logger
+	// Clock is the time the worker decides by (default: the system
+	// clock); the limiter keeps its own (clock.go).
+	Clock Clock
 }
 
 // withDefaults fills o's zero fields with the defaults above: the one place
@@ -154,6 +157,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DefaultLocation == nil {
 		o.DefaultLocation = time.UTC
+	}
+	if o.Clock == nil {
+		o.Clock = systemClock{}
 	}
 	return o
 }
@@ -209,6 +215,7 @@ type Worker struct {
 
 	running atomic.Bool
 	creds   credentials // when each app's credentials were last refused
+	clock   Clock       // Options.Clock
 }
 
 // newServer is an Asynq server of conc slots serving queues, on the
@@ -271,12 +278,14 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		log:        o.Logger,
 		store:      newStore(rdb, o.JobRetention),
 		m:          m,
-		client:     NewClient(rdb, WithJobRetention(o.JobRetention), WithShards(o.DeliveryShards)),
+		client:     NewClient(rdb, WithJobRetention(o.JobRetention), WithShards(o.DeliveryShards), WithClock(o.Clock.Now)),
 		insp:       asynq.NewInspectorFromRedisClient(rdb),
 		pool:       newGoPool(),
 		sends:      semaphore.NewWeighted(int64(o.Concurrency)),
 		wave:       min(maxWave, o.Concurrency),
+		clock:      o.Clock,
 	}
+	w.store.clock, w.seconds.clock = o.Clock.Now, o.Clock.Now
 	for _, p := range o.Bypass {
 		w.bypass[p] = true
 	}

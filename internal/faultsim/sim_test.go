@@ -1,0 +1,463 @@
+package faultsim
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker"
+)
+
+var (
+	flagSeed     = flag.Uint64("seed", 0, "run this one seed (0: the CI seeds, or -sim.seeds random ones)")
+	flagSeeds    = flag.Int("sim.seeds", 2, "how many seeds to run when -seed is not given")
+	flagRandom   = flag.Bool("sim.random", false, "draw the seeds at random instead of 1..sim.seeds")
+	flagDuration = flag.Duration("sim.duration", 4*time.Second, "how long each seed submits jobs and injects faults")
+	flagNodes    = flag.Int("sim.nodes", 3, "worker processes per seed")
+	flagSkew     = flag.Duration("sim.skew", 2*time.Second, "largest clock skew of a worker, either way")
+	flagBroken   = flag.String("sim.broken", "", "knownBroken switches to turn on (comma-separated, or all)")
+	flagVerbose  = flag.Bool("sim.v", false, "log every event of the run")
+	flagDrain    = flag.Duration("sim.drain", time.Minute, "how long the jobs may take to finish after the workload")
+)
+
+func TestSimulation(t *testing.T) {
+	kb, err := parseKnownBroken(*flagBroken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seeds []uint64
+	switch {
+	case *flagSeed != 0:
+		seeds = []uint64{*flagSeed}
+	case *flagRandom:
+		for range *flagSeeds {
+			seeds = append(seeds, rand.Uint64()%1_000_000+1)
+		}
+	default:
+		for i := range *flagSeeds {
+			seeds = append(seeds, uint64(i+1))
+		}
+	}
+	for _, seed := range seeds {
+		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
+			t.Logf("seed %d (replay: go test ./internal/faultsim -run TestSimulation -seed %d -sim.duration %s -sim.broken=%q)", seed, seed, *flagDuration, *flagBroken)
+			runSeed(t, seed, kb)
+		})
+	}
+}
+
+// setupAllowance is how long the fakes and nodes may take to start.
+const setupAllowance = 4 * time.Second
+
+// sim is one seed's run.
+type sim struct {
+	t     *testing.T
+	seed  uint64
+	sc    *scenario
+	kb    knownBroken
+	addr  string
+	start time.Time
+
+	fa      *fake.APNs
+	ff      *fake.FCM
+	senders senders
+	obs     *worker.Client // reads statuses on a clean connection and clock
+
+	mu    sync.Mutex
+	gen   int
+	nodes []*node // current node per slot
+	all   []*node // every node ever started
+	jobs  map[string]*jobRun
+	log   []string
+}
+
+// jobRun is what the run learned about one job.
+type jobRun struct {
+	spec     *jobSpec
+	tried    bool      // a submission was made (maybe accepted)
+	accepted bool      // a submission was answered as accepted
+	submitAt time.Time // when the accepted answer came
+	// cancelled is when a cancellation was answered (zero: none was).
+	cancelled time.Time
+}
+
+func (s *sim) logf(format string, args ...any) {
+	msg := fmt.Sprintf("%7.3fs ", time.Since(s.start).Seconds()) + fmt.Sprintf(format, args...)
+	s.mu.Lock()
+	s.log = append(s.log, msg)
+	s.mu.Unlock()
+	if *flagVerbose {
+		s.t.Log(msg)
+	}
+}
+
+func runSeed(t *testing.T, seed uint64, kb knownBroken) {
+	srv := redistest.Start(t)
+	if !srv.Real() && !redistest.InCI() {
+		t.Skip("faultsim needs a real redis-server")
+	}
+	// The run starts once the nodes are up; absolute times (quiet hours)
+	// are drawn against that start.
+	s := &sim{t: t, seed: seed, kb: kb, addr: srv.Addr, start: time.Now().Add(setupAllowance), jobs: map[string]*jobRun{}}
+	s.sc = newScenario(seed, s.start, *flagDuration, *flagNodes, *flagSkew, kb)
+	s.fa, s.ff, s.senders = startFakes(t)
+	for tok, as := range s.sc.scripts {
+		s.fa.Script(tok, as...)
+		s.ff.Script(tok, as...)
+	}
+	obsRdb := srv.Client(t)
+	s.obs = worker.NewClient(obsRdb)
+	for i := range *flagNodes {
+		n := s.startNode(i, s.sc.lateNode != i)
+		s.nodes = append(s.nodes, n)
+		s.all = append(s.all, n)
+	}
+	s.logf("scenario: %d jobs, faults %v, skews %v, policy %+v, max_rate %.0f/s, quiet %s",
+		len(s.sc.jobs), s.sc.faults, s.sc.skews, s.sc.policy.Limits, s.sc.maxRate, s.sc.quiet)
+
+	if late := time.Since(s.start); late > 0 {
+		s.logf("setup took %s longer than allowed: the quiet hours come early in the run", late)
+	}
+	s.drive()
+	s.drain(obsRdb)
+	for _, n := range s.current() {
+		if !n.hook.dead.Load() {
+			n.shutdown(10 * time.Second)
+		}
+	}
+	violations := s.check(obsRdb)
+	if len(violations) > 0 {
+		for _, l := range s.log {
+			t.Log(l)
+		}
+		t.Errorf("seed %d broke %d promise(s):\n%s\nreplay: go test ./internal/faultsim -run TestSimulation -seed %d -sim.duration %s -sim.broken=%q -sim.v",
+			seed, len(violations), strings.Join(violations, "\n"), seed, *flagDuration, *flagBroken)
+	}
+}
+
+func (s *sim) current() []*node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*node(nil), s.nodes...)
+}
+
+// live is a node that is not killed, picked by i.
+func (s *sim) live(i int) *node {
+	ns := s.current()
+	for k := range ns {
+		n := ns[(i+k)%len(ns)]
+		if !n.hook.dead.Load() {
+			return n
+		}
+	}
+	return nil
+}
+
+// drive submits the workload and injects the faults at their offsets.
+func (s *sim) drive() {
+	type event struct {
+		at  time.Duration
+		job *jobSpec
+		f   *fault
+	}
+	var evs []event
+	for _, js := range s.sc.jobs {
+		evs = append(evs, event{at: js.at, job: js})
+	}
+	for i := range s.sc.faults {
+		evs = append(evs, event{at: s.sc.faults[i].at, f: &s.sc.faults[i]})
+	}
+	// Stable merge by offset: jobs and faults are each sorted.
+	sortEvents(evs, func(e event) time.Duration { return e.at })
+	var wg sync.WaitGroup
+	for _, e := range evs {
+		if d := time.Until(s.start.Add(e.at)); d > 0 {
+			time.Sleep(d) // the simulation's own pacing
+		}
+		if e.job != nil {
+			s.submit(e.job, &wg)
+		} else {
+			s.inject(*e.f, &wg)
+		}
+	}
+	wg.Wait()
+}
+
+func sortEvents[E any](evs []E, at func(E) time.Duration) {
+	for i := 1; i < len(evs); i++ {
+		for j := i; j > 0 && at(evs[j]) < at(evs[j-1]); j-- {
+			evs[j], evs[j-1] = evs[j-1], evs[j]
+		}
+	}
+}
+
+// submit enqueues js through a live node, again through another when the
+// answer is an error (the job id makes that idempotent).
+func (s *sim) submit(js *jobSpec, wg *sync.WaitGroup) {
+	jr := &jobRun{spec: js}
+	s.mu.Lock()
+	s.jobs[js.job.ID] = jr
+	s.mu.Unlock()
+	now := time.Now().Truncate(time.Millisecond)
+	if js.sendAtIn > 0 {
+		t := now.Add(js.sendAtIn)
+		js.job.SendAt = &t
+	}
+	if js.expiresIn > 0 {
+		t := now.Add(js.expiresIn)
+		js.job.ExpiresAt = &t
+	}
+	for try := range 3 {
+		n := s.live(js.seq + try)
+		if n == nil {
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		acc, err := n.w.Client().Enqueue(ctx, js.job)
+		cancel()
+		jr.tried = true
+		if err == nil {
+			jr.accepted, jr.submitAt = true, time.Now()
+			s.logf("submit %s via node %d: %+v (%s)", js.job.ID, n.id, acc, describe(js))
+			break
+		}
+		s.logf("submit %s via node %d: %v", js.job.ID, n.id, err)
+		if _, ok := errors.AsType[*payload.ValidationError](err); ok {
+			break
+		}
+	}
+	if js.cancelAfter > 0 && jr.tried {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(js.cancelAfter) // the simulation's own pacing
+			s.cancel(jr, js.seq)
+			if js.cancelTwice {
+				s.cancel(jr, js.seq+1)
+			}
+		}()
+	}
+}
+
+func (s *sim) cancel(jr *jobRun, pick int) {
+	n := s.live(pick)
+	if n == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := n.w.Client().Cancel(ctx, jr.spec.job.ID)
+	if err != nil {
+		s.logf("cancel %s via node %d: %v", jr.spec.job.ID, n.id, err)
+		return
+	}
+	s.mu.Lock()
+	if jr.cancelled.IsZero() {
+		jr.cancelled = time.Now()
+	}
+	s.mu.Unlock()
+	s.logf("cancel %s via node %d (skew %s): cancelled=%v", jr.spec.job.ID, n.id, n.skew, res.Cancelled)
+}
+
+// inject applies fault f.
+func (s *sim) inject(f fault, wg *sync.WaitGroup) {
+	n := s.current()[f.node]
+	switch f.kind {
+	case "kill":
+		if n.hook.dead.Load() {
+			return
+		}
+		n.kill()
+		s.logf("kill -9 node %d", n.id)
+		// The pod comes back once its tasks' leases have lapsed (rescue).
+	case "shutdown":
+		if n.hook.dead.Load() {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.logf("SIGTERM node %d", n.id)
+			if !n.shutdown(30 * time.Second) {
+				s.logf("node %d did not stop within 30s", n.id)
+			}
+			s.replace(n.id, true)
+		}()
+	case "redis":
+		n.hook.rate.Store(200)
+		s.logf("redis faults on node %d for %s", n.id, f.span)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(f.span) // the simulation's own pacing
+			n.hook.rate.Store(0)
+			s.logf("redis faults off on node %d", n.id)
+		}()
+	case "reload":
+		if err := n.apps.Swap(appSet(s.sc, n.lim, n.ss, true)...); err != nil {
+			s.t.Error(err)
+		}
+		s.logf("node %d reloads its apps: now knows %s", n.id, appLate)
+	}
+}
+
+// replace starts a new node in slot id (a pod restarted).
+func (s *sim) replace(id int, knowsLate bool) {
+	n := s.startNode(id, knowsLate)
+	s.mu.Lock()
+	s.nodes[id] = n
+	s.all = append(s.all, n)
+	s.mu.Unlock()
+	s.logf("node %d started (generation %d, skew %s)", id, n.gen, n.skew)
+}
+
+// leaseStale is how long a task's lease may go without being extended
+// before the simulation treats its holder as dead: two missed heartbeats
+// (Asynq extends leases every 5 s, to 30 s ahead).
+const leaseStale = 12 * time.Second
+
+// rescue does what time does for a killed node's tasks: a lease not
+// extended for leaseStale is moved past Asynq's lapse (30 s and a 30 s
+// margin), and a node restarts so that its recoverer runs at once (Asynq
+// runs it at start and then every minute). It reports whether it found
+// any.
+func (s *sim) rescue(rdb *redis.Client) bool {
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "asynq:{*}:lease").Result()
+	if err != nil {
+		s.logf("rescue: %v", err)
+		return false
+	}
+	cutoff := time.Now().Add(30*time.Second - leaseStale).Unix()
+	found := 0
+	for _, k := range keys {
+		ids, err := rdb.ZRangeByScore(ctx, k, &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(cutoff, 10)}).Result()
+		if err != nil {
+			continue
+		}
+		for _, id := range ids {
+			rdb.ZAdd(ctx, k, redis.Z{Score: float64(time.Now().Add(-61 * time.Second).Unix()), Member: id})
+			found++
+		}
+	}
+	if found == 0 {
+		return false
+	}
+	s.logf("rescue: %d lapsed leases", found)
+	// Restart the killed nodes; with none, restart a live one gracefully.
+	restarted := false
+	for _, n := range s.current() {
+		if n.hook.dead.Load() {
+			s.replace(n.id, true)
+			restarted = true
+		}
+	}
+	if !restarted {
+		n := s.live(0)
+		n.shutdown(30 * time.Second)
+		s.replace(n.id, true)
+	}
+	return true
+}
+
+// drain waits until every job tried is final or unknown, rescuing lapsed
+// leases, for at most drainTimeout.
+func (s *sim) drain(rdb *redis.Client) {
+	deadline := time.Now().Add(*flagDrain)
+	lastRescue := time.Now()
+	for time.Now().Before(deadline) {
+		open := 0
+		for _, jr := range s.jobList() {
+			if !jr.tried {
+				continue
+			}
+			st, err := s.obs.Status(context.Background(), jr.spec.job.ID)
+			if errors.Is(err, worker.ErrNotFound) {
+				continue
+			}
+			if err != nil || !final(st) {
+				open++
+			}
+		}
+		if open == 0 {
+			s.logf("drained")
+			return
+		}
+		if time.Since(lastRescue) > 3*time.Second {
+			lastRescue = time.Now()
+			s.rescue(rdb)
+		}
+		time.Sleep(250 * time.Millisecond) // the simulation's own pacing
+	}
+	s.logf("drain timed out")
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	qs, _ := insp.Queues()
+	for _, q := range qs {
+		if info, err := insp.GetQueueInfo(q); err == nil && info.Size > 0 {
+			s.logf("queue %s: pending %d active %d scheduled %d retry %d archived %d", q, info.Pending, info.Active, info.Scheduled, info.Retry, info.Archived)
+		}
+		for _, state := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){insp.ListArchivedTasks, insp.ListRetryTasks, insp.ListScheduledTasks} {
+			ts, _ := state(q)
+			for _, ti := range ts {
+				s.logf("  task %s %s state %s retried %d next %s last error: %s", ti.Type, ti.ID, ti.State, ti.Retried, ti.NextProcessAt.Format("15:04:05"), ti.LastErr)
+			}
+		}
+	}
+}
+
+func (s *sim) jobList() []*jobRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*jobRun, 0, len(s.jobs))
+	for _, jr := range s.jobs {
+		out = append(out, jr)
+	}
+	return out
+}
+
+// final reports whether every recipient of st has a final state.
+func final(st worker.JobStatus) bool {
+	sum := 0
+	for k, v := range st.Counts {
+		if k != "pending" {
+			sum += v
+		}
+	}
+	return st.Counts["pending"] == 0 && sum == st.Recipients
+}
+
+// describe is a job's shape for the event log.
+func describe(js *jobSpec) string {
+	j := js.job
+	var b strings.Builder
+	fmt.Fprintf(&b, "app %s, %s, %d recipients", j.App, j.Priority, len(j.Recipients))
+	if j.Category != "" {
+		fmt.Fprintf(&b, ", category %s", j.Category)
+	}
+	if j.CollapseKey != "" {
+		fmt.Fprintf(&b, ", collapse %s for %s", j.CollapseKey, j.Recipients[0].UserID)
+	}
+	if j.SendAt != nil {
+		fmt.Fprintf(&b, ", send_at %s", j.SendAt.Format("15:04:05.000"))
+	}
+	if j.ExpiresAt != nil {
+		fmt.Fprintf(&b, ", expires_at %s", j.ExpiresAt.Format("15:04:05.000"))
+	}
+	if js.cancelAfter > 0 {
+		fmt.Fprintf(&b, ", cancel after %s", js.cancelAfter)
+	}
+	return b.String()
+}

@@ -1,0 +1,339 @@
+package faultsim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
+)
+
+// The apps of the simulated deployment.
+const (
+	appPlain = "plain" // the limiter's rules only
+	appRated = "rated" // a max_rate on both platforms
+	appLate  = "late"  // added mid-run (knownBroken unknownApp)
+)
+
+// user is a simulated user: its devices and what its devices answer.
+type user struct {
+	id      string
+	devices []payload.Device
+	// collapse marks the users collapse-keyed pushes go to.
+	collapse bool
+}
+
+// jobSpec is one submission the workload makes at offset at.
+type jobSpec struct {
+	at  time.Duration
+	job payload.Job
+	// cancelAfter, when positive, cancels the job that long after its
+	// submission; cancelTwice cancels it again through another node.
+	cancelAfter time.Duration
+	cancelTwice bool
+	seq         int // submission order
+	// sendAtIn and expiresIn, when positive, set send_at and expires_at
+	// that long after the submission.
+	sendAtIn, expiresIn time.Duration
+}
+
+// fault is one injected fault at offset at.
+type fault struct {
+	at   time.Duration
+	kind string // "kill", "shutdown", "redis", "reload"
+	node int
+	// span is how long a Redis fault lasts.
+	span time.Duration
+}
+
+// scenario is everything one seed decides before the run starts.
+type scenario struct {
+	seed    uint64
+	policy  throttle.Policy
+	maxRate float64
+	quiet   throttle.Quiet // the night category's quiet hours (UTC)
+	quietAt time.Time      // the day the window is read on
+	skews   []time.Duration
+	users   []*user
+	rated   []*user // users of appRated
+	jobs    []*jobSpec
+	faults  []fault
+	// lateNode is the node that does not know appLate until its reload
+	// (-1: every node knows it from the start).
+	lateNode int
+	// scripts are the fakes' answers per token, beyond OK.
+	scripts map[string][]fake.Answer
+}
+
+// Tolerance of the rules as measured at the provider (docs/delivery.md
+// section 8).
+const tolerance = 250 * time.Millisecond
+
+// newScenario draws a scenario from seed for a run of span, starting at
+// start, with nodes workers.
+func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, maxSkew time.Duration, kb knownBroken) *scenario {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
+	sc := &scenario{seed: seed, maxRate: float64(4 + rng.IntN(5)), scripts: map[string][]fake.Answer{}, lateNode: -1}
+
+	// Short windows, so that the rules bite within the run.
+	global, _ := throttle.ParseLimits(fmt.Sprintf("%d/2s", 2+rng.IntN(2)))
+	promo, _ := throttle.ParseLimits("1/2s")
+	// Quiet hours of a few seconds, starting a little into the run, on
+	// the UTC wall clock (recipients without a zone are in UTC).
+	qs := start.Add(dur(span/4, span/2)).UTC()
+	qe := qs.Add(dur(time.Second, 3*time.Second))
+	day := time.Date(qs.Year(), qs.Month(), qs.Day(), 0, 0, 0, 0, time.UTC)
+	sc.quiet = throttle.Quiet{From: qs.Sub(day).Truncate(time.Millisecond), To: qe.Sub(day).Truncate(time.Millisecond)}
+	sc.quietAt = day
+	q := sc.quiet
+	sc.policy = throttle.Policy{
+		Limits: global,
+		MinGap: dur(100*time.Millisecond, 400*time.Millisecond).Truncate(time.Millisecond),
+		Categories: map[string]throttle.Category{
+			"promo": {Limits: promo},
+			"night": {Quiet: &q},
+			"ops":   {SkipGlobal: true},
+		},
+	}
+
+	if !kb.on(skewStall) {
+		maxSkew = min(maxSkew, skewSafe)
+	}
+	for i := range nodes {
+		if maxSkew > 0 {
+			sc.skews = append(sc.skews, dur(-maxSkew, maxSkew))
+		} else {
+			sc.skews = append(sc.skews, 0)
+		}
+		_ = i
+	}
+
+	// Users with one or two devices; some tokens answer 429 (with and
+	// without Retry-After), 503, slowly, or are dead.
+	mkUser := func(prefix string, i int, collapse, rated bool) *user {
+		u := &user{id: fmt.Sprintf("%s-%d", prefix, i), collapse: collapse}
+		for d := range 1 + rng.IntN(2) {
+			pl := payload.APNs
+			if rng.IntN(3) == 0 {
+				pl = payload.FCM
+			}
+			tok := fmt.Sprintf("%s%s%02dd%d", seedTag(seed), prefix, i, d)
+			if pl == payload.APNs {
+				tok = apnsToken(tok)
+			}
+			u.devices = append(u.devices, payload.Device{Platform: pl, Token: tok})
+			// Collapse users answer plainly unless retryCollapse is on:
+			// an older push's retry collapsing the newer is issue 39 item
+			// 2. On, a collapse user's second device answers 503 first.
+			if collapse && !kb.on(retryCollapse) {
+				continue
+			}
+			if collapse && d == 1 {
+				sc.scripts[tok] = []fake.Answer{fake.Status(503), fake.OK()}
+				continue
+			}
+			switch r := rng.IntN(20); {
+			case r == 0:
+				sc.scripts[tok] = []fake.Answer{fake.TooMany(0), fake.OK()}
+			case r == 1 && pl == payload.FCM:
+				sc.scripts[tok] = []fake.Answer{fake.TooMany(time.Second), fake.OK()}
+			case r == 2 && !(rated && pl == payload.FCM):
+				// The FCM SDK retries a 503 itself, unpaced: not for a
+				// rated app, whose rate check counts every request.
+				sc.scripts[tok] = []fake.Answer{fake.Status(503), fake.OK()}
+			case r == 3:
+				sc.scripts[tok] = []fake.Answer{fake.Unregistered()}
+			case r == 4:
+				sc.scripts[tok] = []fake.Answer{fake.OK().WithLatency(dur(200*time.Millisecond, 800*time.Millisecond)), fake.OK()}
+			}
+		}
+		return u
+	}
+	for i := range 10 {
+		sc.users = append(sc.users, mkUser("u", i, i < 3, false))
+	}
+	rated := 8
+	if kb.on(heldMaxRate) || kb.on(pacedExpiry) {
+		rated = 20 // waves of recipients with slots of their own
+	}
+	for i := range rated {
+		sc.rated = append(sc.rated, mkUser("r", i, false, true))
+	}
+
+	// Jobs over the span.
+	n := 25 + rng.IntN(15)
+	for i := range n {
+		at := dur(0, span)
+		js := &jobSpec{at: at}
+		j := &js.job
+		j.ID = fmt.Sprintf("%s-j%03d", seedTag(seed), i)
+		j.App = appPlain
+		j.Alert = &payload.Alert{Title: "t", Body: j.ID}
+		j.Data = map[string]string{"j": j.ID}
+		j.Priority = payload.PriorityNormal
+		sendAt := func(lo, hi time.Duration) { js.sendAtIn = dur(lo, hi) }
+		expires := func(lo, hi time.Duration) { js.expiresIn = dur(lo, hi) }
+		switch k := rng.IntN(10); {
+		case k < 2: // collapse: one collapse user, a key, often after another
+			u := sc.users[rng.IntN(3)]
+			j.Recipients = []payload.Recipient{recipient(u)}
+			j.CollapseKey = fmt.Sprintf("k%d", rng.IntN(2))
+			// Held beyond worker.CollapseMargin, so that a newer push
+			// with its key collapses it.
+			if rng.IntN(2) == 0 {
+				sendAt(worker.CollapseMargin+time.Second, worker.CollapseMargin+3*time.Second)
+			}
+		case k < 4: // the rated app: a fan-out paced by max_rate
+			j.App = appRated
+			perm := rng.Perm(len(sc.rated))[:3+rng.IntN(5)]
+			// Items 1 and 5 need long paced queues: every rated user.
+			if kb.on(heldMaxRate) || kb.on(pacedExpiry) {
+				perm = rng.Perm(len(sc.rated))
+			}
+			for _, p := range perm {
+				j.Recipients = append(j.Recipients, recipient(sc.rated[p]))
+			}
+			// Held waves of a rated app break max_rate (issue 39 item 1):
+			// unless heldMaxRate is on, its pushes are in a category
+			// without rules, so they are never held.
+			if kb.on(heldMaxRate) {
+				if rng.IntN(2) == 0 {
+					sendAt(300*time.Millisecond, 1500*time.Millisecond)
+				}
+			} else {
+				j.Category = "ops"
+			}
+			// A paced send may leave after expires_at (item 5).
+			if kb.on(pacedExpiry) && rng.IntN(2) == 0 {
+				expires(200*time.Millisecond, 1500*time.Millisecond)
+			}
+		default: // app plain: a fan-out over non-collapse users
+			perm := rng.Perm(len(sc.users) - 3)[:1+rng.IntN(4)]
+			for _, p := range perm {
+				j.Recipients = append(j.Recipients, recipient(sc.users[3+p]))
+			}
+			switch c := rng.IntN(6); c {
+			case 0:
+				j.Category = "promo"
+			case 1:
+				j.Category = "night"
+			case 2:
+				j.Category = "ops"
+			}
+			if rng.IntN(3) == 0 {
+				sendAt(200*time.Millisecond, 3*time.Second)
+			}
+			if rng.IntN(4) == 0 {
+				expires(300*time.Millisecond, 4*time.Second)
+			}
+			if rng.IntN(8) == 0 {
+				j.Priority = payload.PriorityCritical // bypass
+			} else if rng.IntN(4) == 0 {
+				j.Priority = payload.PriorityHigh
+			}
+			// A bypass priority's push leaves before its send_at (found
+			// by this simulation, not in issue 39): bypass pushes get no
+			// send_at unless bypassSendAt is on.
+			if j.Priority == payload.PriorityCritical && !kb.on(bypassSendAt) {
+				js.sendAtIn = 0
+			}
+			if kb.on(unknownApp) && rng.IntN(5) == 0 {
+				j.App = appLate
+			}
+		}
+		if rng.IntN(6) == 0 {
+			js.cancelAfter = dur(50*time.Millisecond, 2*time.Second)
+			// A repeated cancel answered on another node's clock (item 4).
+			js.cancelTwice = kb.on(repeatCancelSkew) && rng.IntN(2) == 0
+		}
+		sc.jobs = append(sc.jobs, js)
+	}
+	slices.SortStableFunc(sc.jobs, func(a, b *jobSpec) int { return int(a.at - b.at) })
+	for i, js := range sc.jobs {
+		js.seq = i
+	}
+
+	// Faults: one kill (most seeds), a graceful restart, Redis faults,
+	// an apps reload.
+	if rng.IntN(4) != 0 {
+		sc.faults = append(sc.faults, fault{at: dur(span/4, span*3/4), kind: "kill", node: rng.IntN(nodes)})
+	}
+	if rng.IntN(2) == 0 {
+		sc.faults = append(sc.faults, fault{at: dur(span/4, span), kind: "shutdown", node: rng.IntN(nodes)})
+	}
+	// Redis faults stay clear of cancellations unless cancelReadFault is
+	// on: a failed cancel read inside a booking lets a wave send (item 3).
+	redisEnd := span
+	if !kb.on(cancelReadFault) {
+		redisEnd = 0
+		for _, js := range sc.jobs {
+			if js.cancelAfter > 0 {
+				redisEnd = js.at // faults end before the first cancellable job
+				break
+			}
+		}
+		if redisEnd == 0 {
+			redisEnd = span
+		}
+	}
+	for range rng.IntN(4) {
+		if redisEnd < 200*time.Millisecond {
+			break
+		}
+		sp := dur(100*time.Millisecond, 400*time.Millisecond)
+		at := dur(0, redisEnd-100*time.Millisecond)
+		if at+sp > redisEnd {
+			sp = redisEnd - at
+		}
+		sc.faults = append(sc.faults, fault{at: at, kind: "redis", node: rng.IntN(nodes), span: sp})
+	}
+	// With cancelReadFault on, Redis fails on every node around each
+	// cancellation's answer too, where a wave's read of the mark may fail.
+	if kb.on(cancelReadFault) {
+		for _, js := range sc.jobs {
+			if js.cancelAfter > 0 {
+				for k := range nodes {
+					sc.faults = append(sc.faults, fault{at: js.at + js.cancelAfter, kind: "redis", node: k, span: 4 * time.Second})
+				}
+			}
+		}
+	}
+	if kb.on(unknownApp) {
+		sc.lateNode = rng.IntN(nodes)
+		sc.faults = append(sc.faults, fault{at: dur(span/2, span), kind: "reload", node: sc.lateNode})
+	}
+	slices.SortStableFunc(sc.faults, func(a, b fault) int { return int(a.at - b.at) })
+	return sc
+}
+
+func recipient(u *user) payload.Recipient {
+	return payload.Recipient{UserID: u.id, Devices: slices.Clone(u.devices)}
+}
+
+// seedTag keeps tokens and ids of different seeds apart.
+func seedTag(seed uint64) string { return fmt.Sprintf("s%d", seed) }
+
+// apnsToken makes s into a 64-hex-digit APNs device token.
+func apnsToken(s string) string {
+	const hex = "0123456789abcdef"
+	b := make([]byte, 64)
+	for i := range b {
+		c := byte(0)
+		if i < len(s) {
+			c = s[i]
+		}
+		b[i] = hex[(int(c)+i*7)%16]
+	}
+	// Keep tokens distinct: the name's bytes in hex at the end.
+	enc := fmt.Sprintf("%x", s)
+	if len(enc) > 64 {
+		enc = enc[len(enc)-64:]
+	}
+	copy(b[64-len(enc):], enc)
+	return string(b)
+}

@@ -1,0 +1,305 @@
+package faultsim
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/providers/apns"
+	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/providers/fcm"
+	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
+)
+
+// errKilled is what a killed node's Redis commands and provider calls get.
+var errKilled = errors.New("faultsim: process killed")
+
+// errDropped is what a command hit by an injected Redis fault gets.
+var errDropped = errors.New("faultsim: connection dropped")
+
+// faultHook is a go-redis hook that fails one node's commands: all of
+// them once the node is killed (its connections are gone), a share of
+// them while a Redis fault is on. Half of the failures happen after the
+// command ran (the reply is lost), half before (it never reached Redis).
+type faultHook struct {
+	dead atomic.Bool
+	rate atomic.Uint32 // failures per 1000 commands while a fault is on
+
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (h *faultHook) draw() (fail, after bool) {
+	r := h.rate.Load()
+	if r == 0 {
+		return false, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rng.Uint32N(1000) < r, h.rng.IntN(2) == 0
+}
+
+func (h *faultHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if h.dead.Load() {
+			return nil, errKilled
+		}
+		return next(ctx, network, addr)
+	}
+}
+
+func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.dead.Load() {
+			cmd.SetErr(errKilled)
+			return errKilled
+		}
+		fail, after := h.draw()
+		if fail && !after {
+			cmd.SetErr(errDropped)
+			return errDropped
+		}
+		err := next(ctx, cmd)
+		if fail || h.dead.Load() {
+			cmd.SetErr(errDropped)
+			return errDropped
+		}
+		return err
+	}
+}
+
+func (h *faultHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		fail, after := h.draw()
+		if h.dead.Load() || (fail && !after) {
+			err := errDropped
+			if h.dead.Load() {
+				err = errKilled
+			}
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		err := next(ctx, cmds)
+		if fail || h.dead.Load() {
+			for _, c := range cmds {
+				c.SetErr(errDropped)
+			}
+			return errDropped
+		}
+		return err
+	}
+}
+
+// skewClock is a node's clock: the system's, shifted.
+type skewClock struct{ skew time.Duration }
+
+func (c skewClock) Now() time.Time { return time.Now().Add(c.skew) }
+
+// call is a provider call a node has under way.
+type call struct {
+	token  string
+	cancel context.CancelFunc
+}
+
+// node is one hush serve process: a Worker on a Redis client of its own,
+// with senders it can abandon.
+type node struct {
+	id   int
+	gen  int // restarts of this slot
+	skew time.Duration
+	hook *faultHook
+	rdb  *redis.Client
+	w    *worker.Worker
+	apps *worker.Apps
+	lim  worker.Limiter
+	ss   map[payload.Platform]worker.Sender
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu       sync.Mutex
+	calls    map[int]call
+	next     int
+	recent   map[string]time.Time // token: when its last call ended
+	atRisk   map[string]bool      // tokens a kill may have sent twice
+	killedAt time.Time
+}
+
+// killSender is a node's sender: after a kill it calls no provider, and
+// an answer that comes back after the kill is lost with the process.
+type killSender struct {
+	next worker.Sender
+	n    *node
+}
+
+func (s killSender) Send(ctx context.Context, p providers.Push) providers.Result {
+	if s.n.hook.dead.Load() {
+		return providers.Result{Outcome: providers.Transient, Reason: "killed", Err: errKilled}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.n.mu.Lock()
+	k := s.n.next
+	s.n.next++
+	s.n.calls[k] = call{token: p.Token, cancel: cancel}
+	s.n.mu.Unlock()
+	r := s.next.Send(ctx, p)
+	s.n.mu.Lock()
+	delete(s.n.calls, k)
+	s.n.recent[p.Token] = time.Now()
+	s.n.mu.Unlock()
+	if s.n.hook.dead.Load() {
+		return providers.Result{Outcome: providers.Transient, Reason: "killed", Err: errKilled}
+	}
+	return r
+}
+
+// recordWindow is how long after a provider's answer its outcome may
+// still be unwritten: recordLinger (2 ms) and a Redis round trip, with
+// room for a loaded machine under -race (docs/delivery.md section 9).
+const recordWindow = 250 * time.Millisecond
+
+// kill stops n as kill -9 would: its Redis connections fail from now on,
+// its provider calls under way are abandoned (their answers lost), and it
+// starts no more. Calls under way, or answered within recordWindow, may
+// reach their device again through another node.
+func (n *node) kill() {
+	n.hook.dead.Store(true)
+	n.mu.Lock()
+	n.killedAt = time.Now()
+	for _, c := range n.calls {
+		n.atRisk[c.token] = true
+		c.cancel()
+	}
+	for tok, at := range n.recent {
+		if n.killedAt.Sub(at) <= recordWindow {
+			n.atRisk[tok] = true
+		}
+	}
+	n.mu.Unlock()
+	n.stop() // its goroutines wind down on dead connections; nothing waits for them
+}
+
+// shutdown stops n gracefully (SIGTERM) and waits for Run to return.
+func (n *node) shutdown(timeout time.Duration) bool {
+	n.stop()
+	select {
+	case <-n.done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// senders are the real SDK senders pointed at the fakes.
+type senders struct {
+	apns, fcm worker.Sender
+}
+
+func startFakes(t *testing.T) (*fake.APNs, *fake.FCM, senders) {
+	t.Helper()
+	fa, err := fake.StartAPNs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fa.Close)
+	dir := t.TempDir()
+	keyFile, keyID, teamID, err := fake.WriteAPNsKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, err := fa.WriteCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := apns.New(apns.Config{KeyFile: keyFile, KeyID: keyID, TeamID: teamID, Topic: "com.example.sim", Endpoint: fa.URL, CAFile: caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+	ff, err := fake.StartFCM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ff.Close)
+	sa, err := fake.WriteServiceAccount(dir, ff.TokenURL(), "sim-project")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := fcm.New(t.Context(), fcm.Config{CredentialsFile: sa, Endpoint: ff.Endpoint()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fa, ff, senders{apns: as, fcm: fs}
+}
+
+// appSet builds a node's apps over its limiter and senders; late is
+// whether it knows the app the workload adds mid-run.
+func appSet(sc *scenario, lim worker.Limiter, ss map[payload.Platform]worker.Sender, late bool) []worker.App {
+	apps := []worker.App{
+		{Name: appPlain, Senders: ss, Limiter: lim, Policy: sc.policy},
+		{Name: appRated, Senders: ss, Limiter: lim, Policy: sc.policy, MaxRate: map[payload.Platform]float64{payload.APNs: sc.maxRate, payload.FCM: sc.maxRate}},
+	}
+	if late {
+		apps = append(apps, worker.App{Name: appLate, Senders: ss, Limiter: lim, Policy: sc.policy})
+	}
+	return apps
+}
+
+// start runs a new node in slot id; knowsLate says whether its apps
+// include appLate.
+func (s *sim) startNode(id int, knowsLate bool) *node {
+	t := s.t
+	h := &faultHook{rng: rand.New(rand.NewPCG(s.seed, uint64(id)<<32|uint64(s.gen)))}
+	rdb := redis.NewClient(&redis.Options{Addr: s.addr, PoolSize: 16})
+	rdb.AddHook(h)
+	n := &node{id: id, gen: s.gen, skew: s.sc.skews[id], hook: h, rdb: rdb, done: make(chan struct{}),
+		calls: map[int]call{}, recent: map[string]time.Time{}, atRisk: map[string]bool{}}
+	s.gen++
+	lim, err := throttle.NewRedis(rdb, s.sc.policy, throttle.Options{CollapseMargin: worker.CollapseMargin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pacer, err := throttle.NewPacer(rdb, throttle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := map[payload.Platform]worker.Sender{payload.APNs: killSender{s.senders.apns, n}, payload.FCM: killSender{s.senders.fcm, n}}
+	n.lim, n.ss = lim, ss
+	if n.apps, err = worker.NewApps(appSet(s.sc, lim, ss, knowsLate)...); err != nil {
+		t.Fatal(err)
+	}
+	n.w, err = worker.New(rdb, worker.Options{
+		Apps:            n.apps,
+		Pacer:           pacer,
+		Policy:          s.sc.policy,
+		Concurrency:     8,
+		MaxRetry:        3,
+		Bypass:          []payload.Priority{payload.PriorityCritical},
+		ShutdownTimeout: 2 * time.Second,
+		Clock:           skewClock{n.skew},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.stop = cancel
+	go func() {
+		defer close(n.done)
+		if err := n.w.Run(ctx); err != nil && !n.hook.dead.Load() {
+			s.logf("node %d: run: %v", id, err)
+		}
+	}()
+	return n
+}
