@@ -198,8 +198,10 @@ func TestPacedAppDoesNotStarveAnother(t *testing.T) {
 			least, worst = k-i, b[i]
 		}
 	}
-	if least < rateB*6/10 {
-		t.Errorf("app B: %d sends in the second from %s, want at least %d of its %d/s", least, worst.Format("15:04:05.000"), rateB*6/10, rateB)
+	// A starved app has seconds with next to nothing; a quarter of its rate
+	// tells that apart from a slow machine's jitter.
+	if least < rateB/4 {
+		t.Errorf("app B: %d sends in the second from %s, want at least %d of its %d/s", least, worst.Format("15:04:05.000"), rateB/4, rateB)
 	}
 	t.Logf("app B: %d sends over %s, least in a second %d", nB, b[len(b)-1].Sub(b[0]).Round(time.Millisecond), least)
 }
