@@ -99,7 +99,7 @@ func (c *cluster) assertRecoveredFromKill(victim *hushProc, jobs []payload.Job, 
 	c.assertDuplicatesAtKill(arrs, killing, killed)
 	late := 0 // pushes that waited for the dead process's leases
 	for _, a := range arrs {
-		if a.Status == http.StatusOK && a.At.Sub(killed) > 30*time.Second {
+		if a.ok() && a.At.Sub(killed) > 30*time.Second {
 			late++
 		}
 	}
