@@ -40,9 +40,11 @@ func TestE2EWebPushMixed(t *testing.T) {
 		}
 	}
 
-	// One user's subscription is throttled once, for 2 s.
+	// One user's subscription is throttled once, for longer than the
+	// user's four notifications take: a retry that ignored Retry-After
+	// would come at the user's next free slot (4 s) and show.
 	throttled := c.subscription(b.user(0))
-	const retryAfter = 2 * time.Second
+	const retryAfter = 6 * time.Second
 	c.webpush.Script(throttled, fake.TooMany(retryAfter), fake.OK())
 
 	// A user whose subscription is gone: one notification to all three
