@@ -202,14 +202,16 @@ func (fx *appsFixture) app(name string) e2eApp {
 }
 
 // appsEnv are the settings that make the apps file the only source of
-// apps: HUSH_APPS_FILE, and the HUSH_APNS_* and HUSH_FCM_* keys the
-// cluster sets emptied (a later KEY= wins), so there is no app default.
+// apps: HUSH_APPS_FILE, and the HUSH_APNS_*, HUSH_FCM_* and HUSH_WEBPUSH_*
+// keys the cluster sets emptied (a later KEY= wins), so there is no app
+// default.
 func (fx *appsFixture) appsEnv() []string {
 	return []string{
 		"HUSH_APPS_FILE=" + fx.file,
 		"HUSH_APNS_KEY_FILE=", "HUSH_APNS_KEY_ID=", "HUSH_APNS_TEAM_ID=", "HUSH_APNS_TOPIC=",
 		"HUSH_APNS_ENDPOINT=", "HUSH_APNS_CA_FILE=",
 		"HUSH_FCM_CREDENTIALS_FILE=", "HUSH_FCM_PROJECT_ID=", "HUSH_FCM_ENDPOINT=",
+		"HUSH_WEBPUSH_PRIVATE_KEY=", "HUSH_WEBPUSH_PUBLIC_KEY=", "HUSH_WEBPUSH_SUBJECT=", "HUSH_WEBPUSH_CA_FILE=",
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -125,13 +124,14 @@ func (c *cluster) assertDuplicatesAtKill(arrs []arrival, killing, killed time.Ti
 func (c *cluster) assertTimelines(arrs []arrival) {
 	t := c.t
 	t.Helper()
+	r := c.rules()
 	for _, g := range []struct {
 		name string
 		fn   func(arrival) string
 	}{{"user", byUser}, {"device", byDevice}} {
-		v, st := checkTimelines(arrs, g.fn, e2eRules)
+		v, st := checkTimelines(arrs, g.fn, r)
 		if len(v) > 0 {
-			t.Errorf("per %s: %d rule violations (5/2s, gap 300ms, tolerance 250ms): %s", g.name, len(v), head(v, 10))
+			t.Errorf("per %s: %d rule violations (%d/%s, gap %s, tolerance %s): %s", g.name, len(v), r.n, r.window, r.gap, r.tolerance, head(v, 10))
 			if g.name == "user" {
 				for _, u := range st.violating[:min(2, len(st.violating))] {
 					u = strings.TrimPrefix(u, "user ")
@@ -140,8 +140,8 @@ func (c *cluster) assertTimelines(arrs []arrival) {
 			}
 		}
 		t.Logf("per %s: %d timelines; smallest span of %d consecutive notifications %s (rule: >= %s - %s); smallest gap %s (rule: >= %s - %s); most in any raw %s window: %d",
-			g.name, st.timelines, e2eN+1, st.minSpan.Round(time.Millisecond), e2eWindow, e2eTolerance,
-			st.minGap.Round(time.Millisecond), e2eMinGap, e2eTolerance, e2eWindow, st.maxInWindow)
+			g.name, st.timelines, r.n+1, st.minSpan.Round(time.Millisecond), r.window, r.tolerance,
+			st.minGap.Round(time.Millisecond), r.gap, r.tolerance, r.window, st.maxInWindow)
 	}
 }
 
@@ -182,7 +182,7 @@ func (c *cluster) assertJobsDone(jobs []payload.Job) {
 	}
 }
 
-// retryWait is the time between the first non-200 answer to token and the
+// retryWait is the time between the first non-2xx answer to token and the
 // next request for the same notification.
 func retryWait(arrs []arrival, p payload.Platform, token string) (time.Duration, bool) {
 	var failed *arrival
@@ -190,7 +190,7 @@ func retryWait(arrs []arrival, p payload.Platform, token string) (time.Duration,
 		if a.Platform != p || a.Token != token {
 			continue
 		}
-		if failed == nil && a.Status != http.StatusOK {
+		if failed == nil && !a.ok() {
 			failed = &a
 			continue
 		}

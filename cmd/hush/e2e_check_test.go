@@ -40,10 +40,14 @@ type arrival struct {
 	Answered time.Time
 }
 
+// ok reports whether the fake accepted the push: APNs and FCM answer 200,
+// a Web Push service 201.
+func (a arrival) ok() bool { return a.Status >= 200 && a.Status < 300 }
+
 // pushed reports whether the arrival is a push the sender was told about:
-// a 200 answered to a waiting client. A request cancelled before its answer
+// a 2xx answered to a waiting client. A request cancelled before its answer
 // is not one (the sender could not know, and sends it again).
-func (a arrival) pushed() bool { return a.Status == http.StatusOK && !a.Answered.IsZero() }
+func (a arrival) pushed() bool { return a.ok() && !a.Answered.IsZero() }
 
 // burst is perUser distinct notifications for each of users users, one job
 // each, every user with an APNs and an FCM device.
@@ -138,7 +142,8 @@ func (c *cluster) fanoutJobs(f fanout) ([]payload.Job, []push) {
 	return jobs, pushes
 }
 
-// arrivals is everything both fakes accepted, in no particular order.
+// arrivals is everything the fakes accepted, in no particular order. A
+// Web Push arrival's body is the plaintext the fake decrypted.
 func (c *cluster) arrivals() []arrival {
 	var out []arrival
 	add := func(p payload.Platform, reqs []fake.Request) {
@@ -152,11 +157,13 @@ func (c *cluster) arrivals() []arrival {
 	}
 	add(payload.APNs, c.apns.Requests())
 	add(payload.FCM, c.fcm.Requests())
+	add(payload.WebPush, c.webpush.Requests())
 	return out
 }
 
 // findString returns the first string value under key anywhere in the JSON
-// document (APNs carries data keys at the top level, FCM in message.data).
+// document (APNs carries data keys at the top level, FCM in message.data,
+// Web Push in data).
 func findString(doc []byte, key string) string {
 	var v any
 	if json.Unmarshal(doc, &v) != nil {
@@ -222,7 +229,7 @@ type timelineStats struct {
 func checkTimelines(arrs []arrival, group func(arrival) string, r rules) (violations []string, st timelineStats) {
 	first := make(map[string]map[string]time.Time) // group -> N -> first arrival
 	for _, a := range arrs {
-		if a.Status != http.StatusOK {
+		if !a.ok() {
 			continue
 		}
 		g := group(a)

@@ -29,18 +29,19 @@ import (
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/providers/webpush"
 )
 
 // The rules every end-to-end cluster runs with: short, so a burst of 15
 // notifications per user takes seconds, and tight, so violations show.
 const (
-	e2eLimits    = "5/2s"
 	e2eN         = 5
 	e2eWindow    = 2 * time.Second
 	e2eMinGap    = 300 * time.Millisecond
 	e2eTolerance = 250 * time.Millisecond // docs/delivery.md: clock and network jitter
 	e2eTopic     = "com.example.hush"
 	e2eProject   = "hush-e2e"
+	e2eSubject   = "mailto:e2e@example.com"
 )
 
 // clusterOptions shape a test cluster.
@@ -53,10 +54,14 @@ type clusterOptions struct {
 	// redisMasters, when set, runs the processes on a real Redis Cluster of
 	// that many masters (HUSH_REDIS_CLUSTER_ADDRS) instead of one server.
 	redisMasters int
+	// rules, when set, replace e2eRules: the processes' limits and gap,
+	// and what assertTimelines checks.
+	rules *rules
 }
 
-// cluster is a private Redis, a fake APNs and FCM in the test process, and
-// hush serve processes configured only through HUSH_* variables.
+// cluster is a private Redis, a fake APNs, FCM and Web Push service in the
+// test process, and hush serve processes configured only through HUSH_*
+// variables.
 type cluster struct {
 	t     *testing.T
 	opts  clusterOptions
@@ -66,6 +71,12 @@ type cluster struct {
 	insp  *asynq.Inspector
 	apns  *fake.APNs
 	fcm   *fake.FCM
+	// webpush is the fake push service; its subscriptions are made for
+	// vapidKey, the public key the processes sign with.
+	webpush  *fake.WebPush
+	vapidKey string
+	// subs maps a user to their webpush subscription (subscription).
+	subs  map[string]string
 	env   []string
 	dir   string
 	procs []*hushProc
@@ -112,6 +123,10 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 		t.Fatalf("fake FCM: %v", err)
 	}
 	t.Cleanup(c.fcm.Close)
+	if c.webpush, err = fake.StartWebPush(); err != nil {
+		t.Fatalf("fake Web Push: %v", err)
+	}
+	t.Cleanup(c.webpush.Close)
 
 	keyFile, keyID, teamID, err := fake.WriteAPNsKey(c.dir)
 	if err != nil {
@@ -126,14 +141,24 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	webpushCA, err := c.webpush.WriteCA(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vapid, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.vapidKey = vapid.PublicKey()
+	r := c.rules()
 	// A clean environment: nothing inherited (no REDIS_URL, no
 	// GOOGLE_APPLICATION_CREDENTIALS, no HUSH_* of the developer's shell).
 	c.env = append([]string{
 		"HOME=" + c.dir,
 		"TMPDIR=" + c.dir,
 		redisEnv,
-		"HUSH_THROTTLE_LIMITS=" + e2eLimits,
-		"HUSH_THROTTLE_MIN_GAP=" + e2eMinGap.String(),
+		"HUSH_THROTTLE_LIMITS=" + fmt.Sprintf("%d/%s", r.n, r.window),
+		"HUSH_THROTTLE_MIN_GAP=" + r.gap.String(),
 		"HUSH_APNS_KEY_FILE=" + keyFile,
 		"HUSH_APNS_KEY_ID=" + keyID,
 		"HUSH_APNS_TEAM_ID=" + teamID,
@@ -143,6 +168,10 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 		"HUSH_FCM_CREDENTIALS_FILE=" + saFile,
 		"HUSH_FCM_PROJECT_ID=" + e2eProject,
 		"HUSH_FCM_ENDPOINT=" + c.fcm.Endpoint(),
+		"HUSH_WEBPUSH_PRIVATE_KEY=" + vapid.PrivateKey(),
+		"HUSH_WEBPUSH_PUBLIC_KEY=" + vapid.PublicKey(),
+		"HUSH_WEBPUSH_SUBJECT=" + e2eSubject,
+		"HUSH_WEBPUSH_CA_FILE=" + webpushCA,
 		"HUSH_LOG_FORMAT=json",
 		"HUSH_CONCURRENCY=" + strconv.Itoa(o.concurrency),
 		"HUSH_MAX_RETRY=" + strconv.Itoa(o.maxRetry),
@@ -160,6 +189,32 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 		c.waitReady(p)
 	}
 	return c
+}
+
+// rules are the limiter rules the processes run with.
+func (c *cluster) rules() rules {
+	if c.opts.rules != nil {
+		return *c.opts.rules
+	}
+	return e2eRules
+}
+
+// subscription is user's webpush device token: a subscription the fake
+// push service made, as a browser would, for the processes' VAPID key.
+func (c *cluster) subscription(user string) string {
+	c.t.Helper()
+	if tok, ok := c.subs[user]; ok {
+		return tok
+	}
+	tok, err := c.webpush.Subscribe(c.vapidKey)
+	if err != nil {
+		c.t.Fatalf("subscribe %s: %v", user, err)
+	}
+	if c.subs == nil {
+		c.subs = make(map[string]string)
+	}
+	c.subs[user] = tok
+	return tok
 }
 
 // publicKey reads the public half of an APNs .p8 key.
@@ -547,7 +602,8 @@ func (c *cluster) waitDrained(want []push, timeout time.Duration) time.Duration 
 func (c *cluster) accepted() int {
 	a, _ := c.apns.Counts()
 	f, _ := c.fcm.Counts()
-	return a + f
+	w, _ := c.webpush.Counts()
+	return a + f + w
 }
 
 // jobStatus reads GET /v1/notifications/{id} from process p.
