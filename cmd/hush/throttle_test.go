@@ -346,10 +346,10 @@ func TestSendAndThrottleStatusWithCategories(t *testing.T) {
 		t.Fatalf("throttle status: exit %d stderr %q", code, stderr)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^time zone Asia/Tokyo \(\d\d:\d\d:\d\d there\)$`),
+		regexp.MustCompile(`(?m)^time zone Asia/Tokyo \(\d\d:\d\d:\d\d there\), as asked with --timezone$`),
 		regexp.MustCompile(`(?m)^quiet hours \d\d:\d\d-\d\d:\d\d: quiet now$`),
 		regexp.MustCompile(`(?m)^held \(1, each until its slot\):\n  \d\d:\d\d:\d\d\.000  in \d+m\d+s  \d\d:\d\d:00 Asia/Tokyo  promo-1/0$`),
-		regexp.MustCompile(`(?m)^category marketing \(rules 1/1h\)\n  quiet hours \d\d:\d\d-\d\d:\d\d: quiet now\n  next allowed: in \S+ \(at [\d:.]+\)\n  remaining:\n    1/1h  1 more\n  held \(1, each until its slot\):\n`),
+		regexp.MustCompile(`(?m)^category marketing \(rules 1/1h\)\n  quiet hours \d\d:\d\d-\d\d:\d\d: quiet now\n  next allowed: in \S+ \(at [\d:.]+\)\n  remaining, the bookings kept:\n    1/1h  0 sent  1 booked  0 more\n  held \(1, each until its slot\):\n`),
 		regexp.MustCompile(`(?m)^category transactional \(rules none global=off quiet=off\)\n  quiet hours: none\n  no rules and no quiet hours: its pushes go out at once\n  next allowed: now$`),
 	} {
 		if !want.MatchString(stdout) {
@@ -357,7 +357,7 @@ func TestSendAndThrottleStatusWithCategories(t *testing.T) {
 		}
 	}
 	stdout, _, _ = runCmd(t, "throttle", "status", "u-cat", "--server", url)
-	if !strings.Contains(stdout, "\ntime zone UTC\nquiet hours ") || !strings.Contains(stdout, ": not quiet now\n") {
+	if !strings.Contains(stdout, "\ntime zone UTC, the server's HUSH_DEFAULT_TIMEZONE: it does not know the user's zone; give it with --timezone\nquiet hours ") || !strings.Contains(stdout, ": not quiet now\n") {
 		t.Errorf("throttle status in the default zone, UTC, is not quiet now:\n%s", stdout)
 	}
 	_, stderr, code = runCmd(t, "throttle", "status", "u-cat", "--timezone", "Mars/Base", "--server", url)
