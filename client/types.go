@@ -20,10 +20,22 @@ const (
 	StateCancelled  = "cancelled"   // cancelled (JobStatus.CancelledAt)
 )
 
+// Job outcomes (JobStatus.Outcome), once no recipient is pending.
+const (
+	OutcomeDelivered       = "delivered"        // every recipient delivered
+	OutcomePartlyDelivered = "partly_delivered" // some recipients delivered
+	OutcomeUndelivered     = "undelivered"      // no recipient delivered
+)
+
 // JobStatus is a job's state and its counts per delivery state.
 type JobStatus struct {
-	ID         string    `json:"id"`
-	State      string    `json:"state"`
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// Outcome, once no recipient is pending, is what the job came to:
+	// OutcomeDelivered, OutcomePartlyDelivered or OutcomeUndelivered;
+	// empty before (and from a server before it). StateDone says only
+	// that every recipient has a final state.
+	Outcome    string    `json:"outcome,omitempty"`
 	Queue      string    `json:"queue"`
 	AcceptedAt time.Time `json:"accepted_at"`
 	// Deadline is when undelivered recipients expire (zero: none).
