@@ -208,8 +208,13 @@ func TestUserThrottle(t *testing.T) {
 	if st.Timezone != "UTC" || st.Quiet || st.QuietHours == "" {
 		t.Errorf("throttle %+v: want the server's zone UTC, quiet hours, not quiet now", st)
 	}
-	// The window ending now holds the first booking only.
-	if diff := cmp.Diff([]client.RuleRemaining{{Rule: "5/1m", Remaining: 4}}, st.Remaining); diff != "" {
+	if st.TimezoneFrom != client.TimezoneFromServerDefault {
+		t.Errorf("timezone_from %q without a zone asked for, want %q", st.TimezoneFrom, client.TimezoneFromServerDefault)
+	}
+	// The window ending now holds the first booking only; the second is
+	// booked after now, and leaves three once kept.
+	n := func(i int) *int { return &i }
+	if diff := cmp.Diff([]client.RuleRemaining{{Rule: "5/1m", Remaining: 4, Sent: n(1), Booked: n(1), AfterBookings: n(3)}}, st.Remaining); diff != "" {
 		t.Errorf("remaining (-want +got):\n%s", diff)
 	}
 	var names []string
@@ -231,7 +236,7 @@ func TestUserThrottle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Timezone != quietZone || !st.Quiet || st.NextAllowed.Sub(st.Now) < 25*time.Minute {
+	if st.Timezone != quietZone || st.TimezoneFrom != client.TimezoneFromRequest || !st.Quiet || st.NextAllowed.Sub(st.Now) < 25*time.Minute {
 		t.Errorf("throttle in %s %+v: want quiet now, next allowed at the quiet hours' end", quietZone, st)
 	}
 	if m := st.Categories[0]; m.Rules != "2/24h,1/4h@1h" || !m.Quiet || m.QuietHours != st.QuietHours || len(m.Entries) != 1 {

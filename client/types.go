@@ -20,10 +20,22 @@ const (
 	StateCancelled  = "cancelled"   // cancelled (JobStatus.CancelledAt)
 )
 
+// Job outcomes (JobStatus.Outcome), once no recipient is pending.
+const (
+	OutcomeDelivered       = "delivered"        // every recipient delivered
+	OutcomePartlyDelivered = "partly_delivered" // some recipients delivered
+	OutcomeUndelivered     = "undelivered"      // no recipient delivered
+)
+
 // JobStatus is a job's state and its counts per delivery state.
 type JobStatus struct {
-	ID         string    `json:"id"`
-	State      string    `json:"state"`
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// Outcome, once no recipient is pending, is what the job came to:
+	// OutcomeDelivered, OutcomePartlyDelivered or OutcomeUndelivered;
+	// empty before (and from a server before it). StateDone says only
+	// that every recipient has a final state.
+	Outcome    string    `json:"outcome,omitempty"`
 	Queue      string    `json:"queue"`
 	AcceptedAt time.Time `json:"accepted_at"`
 	// Deadline is when undelivered recipients expire (zero: none).
@@ -72,9 +84,14 @@ type ThrottleStatus struct {
 	// for, else the server's HUSH_DEFAULT_TIMEZONE); QuietHours the global
 	// ones ("22:00-08:00", empty: none); Quiet whether the user is inside
 	// them now.
-	Timezone   string `json:"timezone"`
-	QuietHours string `json:"quiet_hours,omitempty"`
-	Quiet      bool   `json:"quiet"`
+	Timezone string `json:"timezone"`
+	// TimezoneFrom says where Timezone comes from: TimezoneFromRequest
+	// (the one asked for) or TimezoneFromServerDefault (the server does
+	// not know the user's zone; only their jobs carry it). Empty from a
+	// server before it.
+	TimezoneFrom string `json:"timezone_from,omitempty"`
+	QuietHours   string `json:"quiet_hours,omitempty"`
+	Quiet        bool   `json:"quiet"`
 	// Held are the bookings after Now: pushes held for their slot.
 	Held []ThrottleEntry `json:"held"`
 	// Entries are the recorded sends and booked slots inside the longest
@@ -109,10 +126,25 @@ type CategoryThrottle struct {
 	Entries []ThrottleEntry `json:"entries"`
 }
 
-// RuleRemaining is how many more sends one rule ("10/1m") accepts now.
+// The values of ThrottleStatus.TimezoneFrom.
+const (
+	TimezoneFromRequest       = "request"
+	TimezoneFromServerDefault = "server_default"
+)
+
+// RuleRemaining is what one rule ("10/1m") has used and left now.
 type RuleRemaining struct {
-	Rule      string `json:"rule"`
-	Remaining int    `json:"remaining"`
+	Rule string `json:"rule"`
+	// Remaining is how many more sends the window ending now accepts,
+	// bookings after now not counted.
+	Remaining int `json:"remaining"`
+	// Sent are the sends inside the window ending now, Booked the
+	// deferred deliveries holding a slot inside the window starting now,
+	// AfterBookings how many more sends now accepts with those bookings
+	// kept. Nil from a server before them.
+	Sent          *int `json:"sent,omitempty"`
+	Booked        *int `json:"booked,omitempty"`
+	AfterBookings *int `json:"after_bookings,omitempty"`
 }
 
 // ThrottleEntry is one recorded send or booked slot; Member is

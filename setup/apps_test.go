@@ -371,7 +371,8 @@ func TestAppsFileMissing(t *testing.T) {
 
 // TestAppsWithTheEnvironment: the HUSH_* keys' app default serves beside
 // the file's when they set credentials, or alone when there is no file;
-// it keeps unscoped limiter keys; dry-run covers every app.
+// it keeps unscoped limiter keys; dry-run covers every app, each with a
+// sender for exactly the platforms it has credentials for.
 func TestAppsWithTheEnvironment(t *testing.T) {
 	c := writeCreds(t, "http://127.0.0.1:1/token")
 	const courier = "apps:\n  - name: courier\n    apns: {cert_file: keys/courier.p12, cert_password: s3cret, topic: com.example.courier}\n"
@@ -398,10 +399,10 @@ func TestAppsWithTheEnvironment(t *testing.T) {
 			[]app{{"default", "", []payload.Platform{payload.APNs}, false}}},
 		{"nothing: default in dry-run", func(*Config) {},
 			[]app{{"default", "", payload.Platforms(), true}}},
-		{"dry-run: every app", func(cfg *Config) {
+		{"dry-run: every app, with its own platforms", func(cfg *Config) {
 			cfg.APNSKeyFile, cfg.APNSKeyID, cfg.APNSTeamID, cfg.APNSTopic = envKeys.APNSKeyFile, envKeys.APNSKeyID, envKeys.APNSTeamID, envKeys.APNSTopic
 			cfg.AppsFile, cfg.DryRun = file, true
-		}, []app{{"default", "", payload.Platforms(), true}, {"courier", "courier", payload.Platforms(), true}}},
+		}, []app{{"default", "", []payload.Platform{payload.APNs}, true}, {"courier", "courier", []payload.Platform{payload.APNs}, true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()

@@ -82,7 +82,7 @@ func fieldOf[E error](parts func(E) (string, error)) func(error) (string, error)
 }
 
 // newSenders builds app a's senders: each provider's when a has its
-// credentials, dry-run for every platform when dryRun. An app of the apps
+// credentials, dry-run ones when dryRun (see dryRunSenders). An app of the apps
 // file has its credentials loaded even in dry-run, so a bad one is found
 // before it is needed. A platform without credentials gets no sender: its
 // devices fail permanently with a clear reason rather than being silently
@@ -92,7 +92,7 @@ func fieldOf[E error](parts func(E) (string, error)) func(error) (string, error)
 // then nil); the error is the HUSH_* keys' app's, naming the keys.
 func newSenders(ctx context.Context, a appSpec, dryRun, warm bool, log *slog.Logger, ps *problems) (map[payload.Platform]worker.Sender, func(), error) {
 	if dryRun && a.label == "" {
-		return dryRunSenders(log), func() {}, nil
+		return dryRunSenders(a, log), func() {}, nil
 	}
 	out := map[payload.Platform]worker.Sender{}
 	var closers []func()
@@ -137,17 +137,28 @@ func newSenders(ctx context.Context, a appSpec, dryRun, warm bool, log *slog.Log
 	case failed:
 		return nil, func() {}, nil
 	case dryRun:
-		return dryRunSenders(log), func() {}, nil
+		return dryRunSenders(a, log), func() {}, nil
 	}
 	return out, closeAll, nil
 }
 
-// dryRunSenders is a dry-run sender for every platform.
-func dryRunSenders(log *slog.Logger) map[payload.Platform]worker.Sender {
+// dryRunSenders is app a's dry-run senders: one for each platform a has
+// credentials for, so that a dry-run submission is refused exactly where
+// production refuses it. An app with no credentials at all (the HUSH_*
+// keys' app of a quickstart; an apps-file app always has some) gets one
+// for every platform.
+func dryRunSenders(a appSpec, log *slog.Logger) map[payload.Platform]worker.Sender {
 	d := dryrun.New(log)
 	out := make(map[payload.Platform]worker.Sender, len(senderTable))
 	for _, s := range senderTable {
-		out[s.platform] = d
+		if s.configured(a) {
+			out[s.platform] = d
+		}
+	}
+	if len(out) == 0 {
+		for _, s := range senderTable {
+			out[s.platform] = d
+		}
 	}
 	return out
 }

@@ -87,7 +87,7 @@ func TestNewSenders(t *testing.T) {
 		}, allDryRun, true},
 		{"dry run despite credentials", Config{DryRun: true, FCMCredentialsFile: fcmCfg.FCMCredentialsFile}, []string{
 			`level=WARN msg="DRY-RUN: HUSH_DRY_RUN is set: NOTHING IS SENT to APNs, FCM or Web Push; pushes are only logged"`,
-		}, allDryRun, true},
+		}, []payload.Platform{payload.FCM}, true},
 		{"apns only", apnsCfg, []string{
 			`level=INFO msg="APNs sender ready"`,
 			`level=WARN msg="no FCM credentials: deliveries to fcm devices will fail (set HUSH_FCM_CREDENTIALS_FILE)"`,

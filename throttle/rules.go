@@ -303,6 +303,26 @@ func (r *rules) remaining(ts []int64, now int64) []int {
 	return out
 }
 
+// counts is, per limit, the entries in the window ending now (sent), those
+// after now inside the window starting now (booked), and how many more
+// pushes now would fit with every entry kept: N minus the fullest window
+// (t-W, t] that contains now, floored at 0.
+func (r *rules) counts(ts []int64, now int64) []RuleCount {
+	out := make([]RuleCount, len(r.n))
+	upto := countUpTo(ts, now) // entries <= now
+	for i := range r.n {
+		w := r.w[i]
+		sent := upto - countUpTo(ts, now-w)
+		ahead := countUpTo(ts, now+w-1) // entries < now+w
+		fullest := sent                 // the window ending now
+		for _, e := range ts[upto:ahead] {
+			fullest = max(fullest, countUpTo(ts, e)-countUpTo(ts, e-w)) // the window ending at e
+		}
+		out[i] = RuleCount{Sent: sent, Booked: ahead - upto, Left: int(max(0, r.n[i]-int64(fullest)))}
+	}
+	return out
+}
+
 // countUpTo returns the number of entries <= x in the sorted ts (the index of the
 // first entry > x).
 func countUpTo(ts []int64, x int64) int {

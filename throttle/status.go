@@ -15,11 +15,11 @@ func (c *compiled) status(sets map[string][]Entry, now int64, loc *time.Location
 		return out
 	}
 	at := ms(now)
-	s := Status{Now: at, Entries: sets[""], Remaining: c.global.remaining(ts(""), now), Quiet: c.quiet.Contains(at, loc)}
+	s := Status{Now: at, Entries: sets[""], Remaining: c.global.remaining(ts(""), now), Counts: c.global.counts(ts(""), now), Quiet: c.quiet.Contains(at, loc)}
 	s.NextAllowed = ms(c.next("", ts, now, loc))
 	for _, name := range c.names {
 		k := c.cats[name]
-		cs := CategoryStatus{Name: name, Remaining: k.r.remaining(ts(name), now), Quiet: k.quiet.Contains(at, loc)}
+		cs := CategoryStatus{Name: name, Remaining: k.r.remaining(ts(name), now), Counts: k.r.counts(ts(name), now), Quiet: k.quiet.Contains(at, loc)}
 		if k.hasSet() {
 			cs.Entries = sets[name]
 		}

@@ -169,6 +169,9 @@ type Status struct {
 	// Remaining is, per Policy.Limits, how many more actions the window
 	// ending now would accept.
 	Remaining []int
+	// Counts are, per Policy.Limits, the sends and bookings around Now and
+	// what is left once the bookings are kept.
+	Counts []RuleCount
 	// NextAllowed is the earliest instant a booking without a category
 	// would get (Now when it would be allowed now), quiet hours included.
 	NextAllowed time.Time
@@ -178,6 +181,20 @@ type Status struct {
 	// Categories describe each of Policy.Categories, by name.
 	Categories []CategoryStatus
 	Now        time.Time
+}
+
+// RuleCount is one limit's part of a Status.
+type RuleCount struct {
+	// Sent are the entries inside the window ending Now (bookings whose
+	// slot has come included).
+	Sent int
+	// Booked are the entries after Now inside the window starting Now:
+	// deferred deliveries holding a slot.
+	Booked int
+	// Left is how many more pushes Now would accept with the bookings
+	// kept: N minus the fullest window that contains Now. Remaining, which
+	// counts the window ending Now alone, ignores the bookings.
+	Left int
 }
 
 // CategoryStatus is one category's part of a Status.
@@ -190,6 +207,9 @@ type CategoryStatus struct {
 	// Remaining is, per the category's Limits, how many more actions the
 	// window ending now would accept.
 	Remaining []int
+	// Counts are, per the category's Limits, the sends and bookings
+	// around Now and what is left once the bookings are kept.
+	Counts []RuleCount
 	// NextAllowed is the earliest instant a booking of this category would
 	// get, every rule and its quiet hours included.
 	NextAllowed time.Time

@@ -316,11 +316,14 @@ type ThrottleStatus struct {
 	Remaining   []RuleRemaining `json:"remaining"`
 	MinGap      string          `json:"min_gap,omitempty"`
 	// Timezone is the zone the quiet hours were read in (?timezone=, else
-	// HUSH_DEFAULT_TIMEZONE); QuietHours the global ones ("" none); Quiet
-	// whether the user is inside them now.
-	Timezone   string `json:"timezone"`
-	QuietHours string `json:"quiet_hours,omitempty"`
-	Quiet      bool   `json:"quiet"`
+	// HUSH_DEFAULT_TIMEZONE); TimezoneFrom says which of the two
+	// (TimezoneFromRequest, TimezoneFromServerDefault): the server does not
+	// know a user's zone, only their jobs carry it. QuietHours are the
+	// global ones ("" none); Quiet whether the user is inside them now.
+	Timezone     string `json:"timezone"`
+	TimezoneFrom string `json:"timezone_from"`
+	QuietHours   string `json:"quiet_hours,omitempty"`
+	Quiet        bool   `json:"quiet"`
 	// Held are the bookings after now: pushes held for their slot.
 	Held       []ThrottleEntry    `json:"held"`
 	Entries    []ThrottleEntry    `json:"entries"`
@@ -343,10 +346,25 @@ type CategoryThrottle struct {
 	Entries []ThrottleEntry `json:"entries"`
 }
 
-// RuleRemaining is how many more pushes one rule accepts now.
+// The values of ThrottleStatus.TimezoneFrom.
+const (
+	TimezoneFromRequest       = "request"        // the timezone query parameter
+	TimezoneFromServerDefault = "server_default" // HUSH_DEFAULT_TIMEZONE
+)
+
+// RuleRemaining is what one rule has used and left around now.
 type RuleRemaining struct {
-	Rule      string `json:"rule"`
-	Remaining int    `json:"remaining"`
+	Rule string `json:"rule"`
+	// Remaining is how many more pushes the window ending now accepts,
+	// bookings after now not counted.
+	Remaining int `json:"remaining"`
+	// Sent are the pushes inside the window ending now; Booked the
+	// deferred deliveries holding a slot after now inside the window
+	// starting now; AfterBookings how many more pushes now accepts with
+	// those bookings kept.
+	Sent          int `json:"sent"`
+	Booked        int `json:"booked"`
+	AfterBookings int `json:"after_bookings"`
 }
 
 // ThrottleEntry is one recorded send or booked slot.
@@ -379,14 +397,14 @@ func (w *Worker) getThrottle(rw http.ResponseWriter, r *http.Request) {
 	}
 	policy := a.Policy
 	user := r.PathValue("id")
-	loc := w.defaultLoc
+	loc, from := w.defaultLoc, TimezoneFromServerDefault
 	if name := r.URL.Query().Get("timezone"); name != "" {
 		l, err := (payload.Recipient{Timezone: name}).Location()
 		if err != nil {
 			writeError(rw, http.StatusBadRequest, "timezone: "+err.Error())
 			return
 		}
-		loc = l
+		loc, from = l, TimezoneFromRequest
 	}
 	st, err := admin.Status(r.Context(), user, loc)
 	if err != nil {
@@ -394,8 +412,8 @@ func (w *Worker) getThrottle(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusServiceUnavailable, "could not read the limiter, try again")
 		return
 	}
-	out := ThrottleStatus{UserID: user, App: a.Name, Now: st.Now, NextAllowed: st.NextAllowed, Remaining: rulesRemaining(policy.Limits, st.Remaining),
-		Timezone: loc.String(), Quiet: st.Quiet, Held: held(st.Entries, st.Now), Entries: entries(st.Entries)}
+	out := ThrottleStatus{UserID: user, App: a.Name, Now: st.Now, NextAllowed: st.NextAllowed, Remaining: rulesRemaining(policy.Limits, st.Remaining, st.Counts),
+		Timezone: loc.String(), TimezoneFrom: from, Quiet: st.Quiet, Held: held(st.Entries, st.Now), Entries: entries(st.Entries)}
 	if !policy.Quiet.Off() {
 		out.QuietHours = policy.Quiet.String()
 	}
@@ -404,7 +422,7 @@ func (w *Worker) getThrottle(rw http.ResponseWriter, r *http.Request) {
 	}
 	for _, c := range st.Categories {
 		k := policy.Categories[c.Name]
-		ct := CategoryThrottle{Name: c.Name, Rules: k.String(), Remaining: rulesRemaining(k.Limits, c.Remaining),
+		ct := CategoryThrottle{Name: c.Name, Rules: k.String(), Remaining: rulesRemaining(k.Limits, c.Remaining, c.Counts),
 			NextAllowed: c.NextAllowed, Quiet: c.Quiet, Held: held(c.Entries, st.Now), Entries: entries(c.Entries)}
 		q := policy.Quiet
 		if k.Quiet != nil {
@@ -418,15 +436,19 @@ func (w *Worker) getThrottle(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, http.StatusOK, out)
 }
 
-// rulesRemaining names remaining's counts after limits.
-func rulesRemaining(limits []throttle.Limit, remaining []int) []RuleRemaining {
+// rulesRemaining names remaining's and counts' numbers after limits.
+func rulesRemaining(limits []throttle.Limit, remaining []int, counts []throttle.RuleCount) []RuleRemaining {
 	out := []RuleRemaining{}
 	for i, n := range remaining {
 		rule := fmt.Sprintf("rule %d", i+1)
 		if i < len(limits) {
 			rule = limits[i].String()
 		}
-		out = append(out, RuleRemaining{Rule: rule, Remaining: n})
+		rr := RuleRemaining{Rule: rule, Remaining: n, AfterBookings: n}
+		if i < len(counts) {
+			rr.Sent, rr.Booked, rr.AfterBookings = counts[i].Sent, counts[i].Booked, counts[i].Left
+		}
+		out = append(out, rr)
 	}
 	return out
 }

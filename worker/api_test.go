@@ -137,9 +137,15 @@ func TestAPIStatus(t *testing.T) {
 	if th.Status != http.StatusOK || len(entries) != 1 || th.Body["min_gap"] != "1s" {
 		t.Fatalf("GET throttle: %d %v, want one entry and the min gap", th.Status, th.Body)
 	}
-	wantRemaining := []any{map[string]any{"rule": "5/1m", "remaining": 4.0}}
+	wantRemaining := []any{map[string]any{"rule": "5/1m", "remaining": 4.0, "sent": 1.0, "booked": 0.0, "after_bookings": 4.0}}
 	if diff := cmp.Diff(wantRemaining, th.Body["remaining"]); diff != "" {
 		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+	if th.Body["timezone_from"] != "server_default" {
+		t.Errorf("timezone_from %v without ?timezone=, want server_default", th.Body["timezone_from"])
+	}
+	if th := call(t, srv, http.MethodGet, "/v1/users/u-7/throttle?timezone=Europe/Berlin", "", ""); th.Body["timezone_from"] != "request" {
+		t.Errorf("timezone_from %v with ?timezone=, want request", th.Body["timezone_from"])
 	}
 	if got := call(t, srv, http.MethodDelete, "/v1/users/u-7/throttle", "", ""); got.Status != http.StatusOK {
 		t.Fatalf("DELETE throttle: %d %v", got.Status, got.Body)

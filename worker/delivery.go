@@ -312,7 +312,7 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 		// A retry for the rest of the devices ran out of time, but the user
 		// got the push on another device: that is a delivery, and its
 		// limiter entry records a real push.
-		w.log.Info("delivery expired before every device was reached", "delivery", d.member(), "user_id", d.UserID, "deadline", d.Deadline)
+		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.member(), "user_id", d.UserID}, d.Deadline)...)
 		return w.finish(ctx, d, stateDelivered)
 	}
 	if !w.bypass[d.Priority] {
@@ -326,8 +326,17 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 	if err := persist(ectx, func(ctx context.Context) error { return w.events.emit(ctx, ev) }); err != nil {
 		w.log.Warn("event lost", "err", err)
 	}
-	w.log.Info("delivery dropped", "reason", reason, "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "deadline", d.Deadline)
+	w.log.Info("delivery dropped", withDeadline([]any{"reason", reason, "delivery", d.member(), "app", d.appName(), "user_id", d.UserID}, d.Deadline)...)
 	return w.finish(ctx, d, reason)
+}
+
+// withDeadline is attrs with a delivery's deadline when it has one: a job
+// without a ttl or expires_at has none, and its lines name none.
+func withDeadline(attrs []any, deadline time.Time) []any {
+	if deadline.IsZero() {
+		return attrs
+	}
+	return append(attrs, "deadline", deadline)
 }
 
 // logDeferred says, at info level, that d waits for its booked slot: the

@@ -233,7 +233,7 @@ func TestJobTaskWritesAMissingRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := JobStatus{ID: "lost", State: jobDone, Queue: "normal", AcceptedAt: job.AcceptedAt, Recipients: 1,
+	want := JobStatus{ID: "lost", State: jobDone, Outcome: OutcomeDelivered, Queue: "normal", AcceptedAt: job.AcceptedAt, Recipients: 1,
 		Deadline: job.Deadline(), Deferrals: 1, Counts: map[string]int{"pending": 0}}
 	for _, f := range finalStates {
 		want.Counts[f] = 0

@@ -47,6 +47,9 @@ func TestExpiredDeliveryIsDroppedAndGivesItsSlotBack(t *testing.T) {
 	if diff := cmp.Diff(counts(0, 1, 0, 0), st.Counts); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
+	if st.State != jobDone || st.Outcome != OutcomeUndelivered {
+		t.Errorf("state %q, outcome %q; want done, %s: its only delivery expired", st.State, st.Outcome, OutcomeUndelivered)
+	}
 	if e.hasEntry("u-1", "late/0") {
 		t.Errorf("the limiter still holds the expired delivery's slot")
 	}

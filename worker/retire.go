@@ -179,6 +179,7 @@ func compactStatus(id, v string) (JobStatus, error) {
 			st.Counts[s], _ = strconv.Atoi(counts[i])
 		}
 	}
+	st.Outcome = jobOutcome(st.Recipients, st.Counts)
 	return st, nil
 }
 

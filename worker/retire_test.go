@@ -212,7 +212,7 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 	for k, at := range instants {
 		id := fmt.Sprintf("%sst%d", prefix, k)
 		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
-		want := JobStatus{ID: id, State: jobDone, Queue: "high", Recipients: 7, Deferrals: k,
+		want := JobStatus{ID: id, State: jobDone, Outcome: OutcomePartlyDelivered, Queue: "high", Recipients: 7, Deferrals: k,
 			AcceptedAt: at.Truncate(time.Millisecond),
 			Counts:     map[string]int{"pending": 0, stateDelivered: 3, stateCollapsed: 4}}
 		fields := []any{"queue", "high", "accepted_at", timeField(at), "recipients", 7, "deadline", "",

@@ -526,8 +526,12 @@ func (s store) cancel(ctx context.Context, id string, at time.Time) (cancelled, 
 
 // JobStatus is the state of a job and its counts per delivery state.
 type JobStatus struct {
-	ID         string    `json:"id"`
-	State      string    `json:"state"`
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// Outcome, once no recipient is pending, is what the job came to:
+	// OutcomeDelivered, OutcomePartlyDelivered or OutcomeUndelivered.
+	// State done says only that every recipient has a final state.
+	Outcome    string    `json:"outcome,omitempty"`
 	Queue      string    `json:"queue"`
 	AcceptedAt time.Time `json:"accepted_at"`
 	Deadline   time.Time `json:"deadline,omitzero"`
@@ -588,6 +592,9 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 		st.State = jobCancelled
 	case st.State == jobFannedOut && final >= st.Recipients:
 		st.State = jobDone
+	}
+	if st.State == jobDone || st.State == jobCancelled {
+		st.Outcome = jobOutcome(st.Recipients, st.Counts)
 	}
 	return st, nil
 }

@@ -226,7 +226,7 @@ func TestSendAndThrottleAgainstTheRealAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := runCmd(t, "throttle", "status", "u-cli", "--server", url)
-	if code != 0 || !strings.Contains(stdout, "user u-cli") || !strings.Contains(stdout, "5/1m     4 more") || !strings.Contains(stdout, "cli-1/0") {
+	if code != 0 || !strings.Contains(stdout, "user u-cli") || !strings.Contains(stdout, "5/1m     1 sent  0 booked  4 more") || !strings.Contains(stdout, "cli-1/0") {
 		t.Errorf("throttle status: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
 	stdout, _, code = runCmd(t, "throttle", "status", "u-cli", "--json", "--server", url)

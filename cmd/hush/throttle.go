@@ -32,10 +32,12 @@ Subcommands:
 ` + commandTable(throttleCommands()) + `
 status shows the sends the limiter recorded for the user inside the longest
 window (and slots booked for deferred deliveries, which lie in the future),
-how many more sends each rule allows right now, and when the next send would
-be allowed, quiet hours included. It names the time zone the quiet hours are
-read in, --timezone (give the one the user's jobs carry) else the server's
-HUSH_DEFAULT_TIMEZONE, and says whether the user is in them now. Held pushes
+per rule the sends in the window ending now, the bookings after now and how
+many more sends a push now would find with those bookings kept, and when the
+next send would be allowed, quiet hours included. It names the time zone the
+quiet hours are read in and why: --timezone (give the one the user's jobs
+carry), else the server's HUSH_DEFAULT_TIMEZONE, since the server does not
+know a user's zone; and says whether the user is in them now. Held pushes
 are listed with the slot each waits for. Then, for each category the server
 has (HUSH_THROTTLE_CATEGORIES): its rules, what each of its caps has left,
 when its next push would be allowed, its quiet hours and its held pushes.
@@ -159,6 +161,12 @@ func renderThrottle(w io.Writer, s client.ThrottleStatus) {
 			loc = l
 			zone += " (" + now.In(loc).Format("15:04:05") + " there)"
 		}
+		switch s.TimezoneFrom {
+		case client.TimezoneFromRequest:
+			zone += ", as asked with --timezone"
+		case client.TimezoneFromServerDefault:
+			zone += ", the server's HUSH_DEFAULT_TIMEZONE: it does not know the user's zone; give it with --timezone"
+		}
 		fmt.Fprintln(w, zone)
 		fmt.Fprintln(w, quietText(s.QuietHours, s.Quiet))
 	}
@@ -204,8 +212,17 @@ func renderRules(w io.Writer, indent string, now time.Time, loc *time.Location, 
 	writeNextAllowed(w, indent, now, next)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if len(remaining) > 0 {
-		fmt.Fprintln(tw, indent+"remaining:")
+		withBookings := remaining[0].AfterBookings != nil // an older server has no counts
+		if withBookings {
+			fmt.Fprintln(tw, indent+"remaining, the bookings kept:")
+		} else {
+			fmt.Fprintln(tw, indent+"remaining:")
+		}
 		for _, r := range remaining {
+			if withBookings && r.Sent != nil && r.Booked != nil && r.AfterBookings != nil {
+				fmt.Fprintf(tw, "%s  %s\t%d sent\t%d booked\t%d more\n", indent, r.Rule, *r.Sent, *r.Booked, *r.AfterBookings)
+				continue
+			}
 			fmt.Fprintf(tw, "%s  %s\t%d more\n", indent, r.Rule, r.Remaining)
 		}
 	}

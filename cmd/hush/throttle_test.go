@@ -23,15 +23,22 @@ const statusJSON = `{
   "remaining": [
     {
       "rule": "10/1m",
-      "remaining": 0
+      "remaining": 0,
+      "sent": 10,
+      "booked": 0,
+      "after_bookings": 0
     },
     {
       "rule": "100/24h",
-      "remaining": 88
+      "remaining": 88,
+      "sent": 12,
+      "booked": 1,
+      "after_bookings": 87
     }
   ],
   "min_gap": "3s",
   "timezone": "Europe/Berlin",
+  "timezone_from": "request",
   "quiet_hours": "22:00-08:00",
   "quiet": true,
   "held": [
@@ -57,11 +64,17 @@ const statusJSON = `{
       "remaining": [
         {
           "rule": "2/1d",
-          "remaining": 1
+          "remaining": 1,
+          "sent": 1,
+          "booked": 1,
+          "after_bookings": 0
         },
         {
           "rule": "1/4h",
-          "remaining": 0
+          "remaining": 0,
+          "sent": 1,
+          "booked": 0,
+          "after_bookings": 0
         }
       ],
       "next_allowed": "2026-11-22T12:00:00Z",
@@ -115,12 +128,12 @@ func TestThrottleStatusRendering(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
 	want := `user u 42  (limiter clock 2026-11-21 22:40:10.000 UTC)
-time zone Europe/Berlin (23:40:10 there)
+time zone Europe/Berlin (23:40:10 there), as asked with --timezone
 quiet hours 22:00-08:00: quiet now
 next allowed: in 8h19m53s (at 07:00:03.000)
-remaining:
-  10/1m    0 more
-  100/24h  88 more
+remaining, the bookings kept:
+  10/1m    10 sent  0 booked  0 more
+  100/24h  12 sent  1 booked  87 more
   min gap  3s
 held (1, each until its slot):
   07:00:00.000  in 8h19m50s  08:00:00 Europe/Berlin  job-9/3
@@ -130,9 +143,9 @@ recent sends and bookings (2, oldest first):
 category marketing (rules 2/1d,1/4h@1h quiet=21:00-09:00)
   quiet hours 21:00-09:00: quiet now
   next allowed: in 13h19m50s (at 12:00:00.000)
-  remaining:
-    2/1d  1 more
-    1/4h  0 more
+  remaining, the bookings kept:
+    2/1d  1 sent  1 booked  0 more
+    1/4h  1 sent  0 booked  0 more
   held (1, each until its slot):
     08:00:00.000  in 9h19m50s  09:00:00 Europe/Berlin  promo-7/0
   recent sends and bookings (2, oldest first):
@@ -181,6 +194,31 @@ recent sends and bookings (1, oldest first):
 	}
 	if q := api.only(t).Query; q != "" {
 		t.Errorf("query %q without --timezone, want none", q)
+	}
+}
+
+// TestThrottleStatusServerZone: quiet hours read in the server's default
+// zone say so, and how to read them in the user's.
+func TestThrottleStatusServerZone(t *testing.T) {
+	api := startFakeAPI(t, http.StatusOK, `{
+  "user_id": "u-1", "now": "2026-11-21T22:40:10Z", "next_allowed": "2026-11-22T08:00:00Z",
+  "remaining": [{"rule": "10/1m", "remaining": 10, "sent": 0, "booked": 2, "after_bookings": 8}],
+  "timezone": "America/New_York", "timezone_from": "server_default", "quiet_hours": "17:00-08:00", "quiet": true,
+  "held": [], "entries": []}`)
+	stdout, stderr, code := runCmd(t, "throttle", "status", "u-1", "--server", api.srv.URL)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	want := `user u-1  (limiter clock 2026-11-21 22:40:10.000 UTC)
+time zone America/New_York (17:40:10 there), the server's HUSH_DEFAULT_TIMEZONE: it does not know the user's zone; give it with --timezone
+quiet hours 17:00-08:00: quiet now
+next allowed: in 9h19m50s (at 08:00:00.000)
+remaining, the bookings kept:
+  10/1m  0 sent  2 booked  8 more
+recent sends: none inside the longest window
+`
+	if diff := cmp.Diff(want, stdout); diff != "" {
+		t.Errorf("rendering (-want +got):\n%s", diff)
 	}
 }
 
@@ -308,10 +346,10 @@ func TestSendAndThrottleStatusWithCategories(t *testing.T) {
 		t.Fatalf("throttle status: exit %d stderr %q", code, stderr)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^time zone Asia/Tokyo \(\d\d:\d\d:\d\d there\)$`),
+		regexp.MustCompile(`(?m)^time zone Asia/Tokyo \(\d\d:\d\d:\d\d there\), as asked with --timezone$`),
 		regexp.MustCompile(`(?m)^quiet hours \d\d:\d\d-\d\d:\d\d: quiet now$`),
 		regexp.MustCompile(`(?m)^held \(1, each until its slot\):\n  \d\d:\d\d:\d\d\.000  in \d+m\d+s  \d\d:\d\d:00 Asia/Tokyo  promo-1/0$`),
-		regexp.MustCompile(`(?m)^category marketing \(rules 1/1h\)\n  quiet hours \d\d:\d\d-\d\d:\d\d: quiet now\n  next allowed: in \S+ \(at [\d:.]+\)\n  remaining:\n    1/1h  1 more\n  held \(1, each until its slot\):\n`),
+		regexp.MustCompile(`(?m)^category marketing \(rules 1/1h\)\n  quiet hours \d\d:\d\d-\d\d:\d\d: quiet now\n  next allowed: in \S+ \(at [\d:.]+\)\n  remaining, the bookings kept:\n    1/1h  0 sent  1 booked  0 more\n  held \(1, each until its slot\):\n`),
 		regexp.MustCompile(`(?m)^category transactional \(rules none global=off quiet=off\)\n  quiet hours: none\n  no rules and no quiet hours: its pushes go out at once\n  next allowed: now$`),
 	} {
 		if !want.MatchString(stdout) {
@@ -319,7 +357,7 @@ func TestSendAndThrottleStatusWithCategories(t *testing.T) {
 		}
 	}
 	stdout, _, _ = runCmd(t, "throttle", "status", "u-cat", "--server", url)
-	if !strings.Contains(stdout, "\ntime zone UTC\nquiet hours ") || !strings.Contains(stdout, ": not quiet now\n") {
+	if !strings.Contains(stdout, "\ntime zone UTC, the server's HUSH_DEFAULT_TIMEZONE: it does not know the user's zone; give it with --timezone\nquiet hours ") || !strings.Contains(stdout, ": not quiet now\n") {
 		t.Errorf("throttle status in the default zone, UTC, is not quiet now:\n%s", stdout)
 	}
 	_, stderr, code = runCmd(t, "throttle", "status", "u-cat", "--timezone", "Mars/Base", "--server", url)

@@ -1,0 +1,55 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestDropLogNamesNoDeadlineWithoutOne: a collapsed push of a job without
+// a ttl is logged without a deadline, not with the zero instant.
+func TestDropLogNamesNoDeadlineWithoutOne(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	logs := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})
+	// A held booking within CollapseMargin (5 s) of its slot is never
+	// collapsed: a 10 s gap leaves time to submit the newer push.
+	e := newEnv(t, envOptions{gap: "10s", logs: logs})
+	e.waitDone(e.submit(alertJob("score-0", "0", apnsRecipient("u-c", apnsToken("c")))), 10*time.Second)
+	held := alertJob("score-1", "1", apnsRecipient("u-c", apnsToken("c")))
+	held.CollapseKey = "score"
+	first := e.submit(held)
+	newer := held
+	newer.ID, newer.CollapseKey = "score-2", "score"
+	second := e.submit(newer)
+	if st := e.waitDone(first, 15*time.Second); st.Counts[stateCollapsed] != 1 {
+		t.Fatalf("score-1: %+v, want collapsed by score-2", st)
+	}
+	e.waitDone(second, 20*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if !strings.Contains(line, `"delivery dropped"`) {
+			continue
+		}
+		found = true
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := rec["deadline"]; ok {
+			t.Errorf("dropped line %s: deadline %v for a job without one, want none", line, d)
+		}
+	}
+	if !found {
+		t.Errorf("no delivery dropped line in:\n%s", buf.String())
+	}
+}
