@@ -344,7 +344,7 @@ func (s *sim) rescue(rdb *redis.Client) bool {
 	cutoff := time.Now().Add(30*time.Second - leaseStale).Unix()
 	found := 0
 	for _, k := range keys {
-		ids, err := rdb.ZRangeByScore(ctx, k, &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(cutoff, 10)}).Result()
+		ids, err := rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: k, ByScore: true, Start: "-inf", Stop: strconv.FormatInt(cutoff, 10)}).Result()
 		if err != nil {
 			continue
 		}
