@@ -657,7 +657,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		var release []int
 		for k, i := range sendNow {
 			if res[k].hold {
-				held[c.index(i)] = res[k].paced
+				held[c.index(i)] = res[k].last
 				release = append(release, i)
 				if res[k].turn.Sub(now) <= maxInlineWait && (c.Deadline.IsZero() || res[k].turn.Before(c.Deadline)) {
 					near[i] = res[k]

@@ -213,7 +213,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		return false, err
 	}
 	if paced[0].hold {
-		if err := w.store.holdPaced(ctx, d.Job, map[int]time.Time{d.Index: paced[0].paced}, d.ttl()); err != nil {
+		if err := w.store.holdPaced(ctx, d.Job, map[int]time.Time{d.Index: paced[0].last}, d.ttl()); err != nil {
 			return false, err
 		}
 		w.m.limiter.WithLabelValues(app.Name, "paced").Inc()

@@ -84,12 +84,15 @@ type paceItem struct {
 // paceResult is what pacing says of one item: send it, each paced device
 // at its own turn (turns, on the local clock, zero for an unpaced device;
 // nil: no pacing, as booked), or hold it until paced. turn is its earliest
-// turn on the local clock, paced the same on the limiter's.
+// turn on the local clock, paced the same on the limiter's; last is its
+// latest turn on the limiter's clock, what a held item records, so that
+// its next booking comes no earlier than any turn it was granted.
 type paceResult struct {
 	turns []time.Time
 	turn  time.Time
 	hold  bool
 	paced time.Time
+	last  time.Time
 }
 
 // paceVerdict decides what a recipient's earliest turn means: hold is
@@ -129,12 +132,17 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 				devs = append(devs, j)
 			}
 		}
-		if len(devs) == 1 && !it.paced.IsZero() && !it.at.IsZero() && !it.at.Before(it.paced) && it.at.Sub(it.paced) <= paceLate {
-			// The turn granted earlier is the item's: its slot kept it.
+		if len(devs) > 0 && !it.paced.IsZero() && !it.at.IsZero() && !it.at.Before(it.paced) && it.at.Sub(it.paced) <= paceLate {
+			// The turns granted earlier are the item's: its slot kept the
+			// latest of them, so every device leaves then, at or after its
+			// own turn. Asking again would take turns it never uses and
+			// push every held item's turns further out.
 			r := &out[k]
 			r.turns = make([]time.Time, len(it.d.Devices))
-			r.turn, r.paced = it.slot.Add(it.paced.Sub(it.at)), it.paced
-			r.turns[devs[0]] = r.turn
+			r.turn, r.paced, r.last = it.slot.Add(it.paced.Sub(it.at)), it.paced, it.paced
+			for _, j := range devs {
+				r.turns[j] = r.turn
+			}
 			continue
 		}
 		for _, j := range devs {
@@ -152,6 +160,9 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 			r.turns[a.j] = local
 			if r.turn.IsZero() || local.Before(r.turn) {
 				r.turn, r.paced = local, limiter
+			}
+			if limiter.After(r.last) {
+				r.last = limiter
 			}
 		}); err != nil {
 			return nil, err
