@@ -39,12 +39,14 @@ type sendTimes struct {
 	turns  []time.Time
 }
 
-// forDevice is when device j of a delivery with deadline (zero: none) may
-// leave: from at, to by. by is before the deadline, so no call reaches a
-// provider after it: the one check every path makes at the point of
-// sending, with the actual time.
-func (t sendTimes) forDevice(j int, deadline time.Time) (at, by time.Time) {
-	at, by = t.at, t.by
+// forDevice is when device j of a delivery with send_at notBefore and
+// deadline (zero: none) may leave: from at, to by. at is no earlier than
+// send_at, so no call reaches a provider before it, booked or not (a
+// bypass priority's); by is before the deadline, so none reaches one after
+// it: the one check every path makes at the point of sending, with the
+// actual time.
+func (t sendTimes) forDevice(j int, notBefore, deadline time.Time) (at, by time.Time) {
+	at, by = later(t.at, notBefore), t.by
 	earlier := func(x time.Time) {
 		if !x.IsZero() && (by.IsZero() || x.Before(by)) {
 			by = x
@@ -102,7 +104,7 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 					w.calls.done()
 				}
 			}()
-			sendAt, sendBy := when.forDevice(j, d.Deadline)
+			sendAt, sendBy := when.forDevice(j, d.Content.NotBefore(), d.Deadline)
 			if !w.sleepUntil(ctx, sendAt) {
 				return // shutdown: the delivery goes back as it is
 			}
