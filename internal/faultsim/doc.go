@@ -81,11 +81,10 @@
 //
 // What fails, with -sim.seeds 3 -sim.drain 3m: heldMaxRate, pacedExpiry
 // and cancelReadFault on together break never-lost on seeds 2 and 3 (two
-// rated jobs of 20
-// recipients each leave 7 to 14 recipients pending, each deferred by the
-// limiter for 2.5 to 13 s again and again). cancelReadFault breaks
-// never-lost on seed 1 the same way, and nothing else. skewStall leaves
-// jobs not final (never-lost) on seeds 1 and 2.
+// rated jobs of 20 recipients each leave 7 to 14 recipients pending, each
+// deferred by the limiter for 2.5 to 13 s again and again). With
+// cancelReadFault on, seed 1 breaks never-lost the same way, and no other
+// check. skewStall leaves jobs not final (never-lost) on seeds 1 and 2.
 //
 // The default workload breaks never-lost too, on seeds 1 and 2 (-sim.drain
 // 1m): some recipients of rated-app jobs (ops category, no send_at) stay
