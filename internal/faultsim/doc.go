@@ -89,7 +89,9 @@
 // The default workload breaks never-lost too, on seeds 1 and 2 (-sim.drain
 // 1m): some recipients of rated-app jobs (ops category, no send_at) stay
 // pending, their delivery tasks deferred by the limiter for about 3 s, or
-// 13 s, on every run, until the drain ends. Every failure above is this
+// 13 s, on every run, until the drain ends; under -race, seed 2 leaves
+// whole rated jobs pending, their tasks deferred for 1 s (a delivery run's
+// loop bound: held, booked again, held). Every failure above is this
 // one: a delivery of the rated app whose Pacer turn is more than
 // paceSlack after its slot is held and books again from that turn, and
 // its next run asks the Pacer for new turns unless it has one device
