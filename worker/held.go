@@ -262,7 +262,7 @@ func (w *Worker) callAtTurn(ctx context.Context, app *App, d *delivery, states [
 	return func() {
 		first := time.Time{}
 		for j := range d.Devices {
-			if at, _ := when.forDevice(j, d.Deadline); states[j] == "" && (first.IsZero() || at.Before(first)) {
+			if at, _ := when.forDevice(j, w.sendNotBefore(d), d.Deadline); states[j] == "" && (first.IsZero() || at.Before(first)) {
 				first = at
 			}
 		}

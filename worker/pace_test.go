@@ -237,14 +237,15 @@ func TestPaceVerdict(t *testing.T) {
 }
 
 // TestSendTimesForDevice: a device leaves at or after its turn and its
-// recipient's time, no later than paceLate after its turn, the booking's
-// bound, or just before the deadline.
+// recipient's time and send_at, no later than paceLate after its turn,
+// the booking's bound, or just before the deadline.
 func TestSendTimesForDevice(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	ms := time.Millisecond
 	for _, tc := range []struct {
 		name           string
 		when           sendTimes
+		notBefore      time.Time
 		deadline       time.Time
 		wantAt, wantBy time.Time
 	}{
@@ -256,9 +257,13 @@ func TestSendTimesForDevice(t *testing.T) {
 		{name: "deadline first", when: sendTimes{at: t0, by: t0.Add(100 * ms), turns: []time.Time{t0.Add(10 * ms)}}, deadline: t0.Add(20 * ms),
 			wantAt: t0.Add(10 * ms), wantBy: t0.Add(20*ms - time.Nanosecond)},
 		{name: "no bound but the deadline", when: sendTimes{}, deadline: t0, wantBy: t0.Add(-time.Nanosecond)},
+		{name: "send_at after the slot (a bypass priority's now)", when: sendTimes{at: t0, by: t0.Add(3 * time.Second)}, notBefore: t0.Add(time.Second),
+			wantAt: t0.Add(time.Second), wantBy: t0.Add(3 * time.Second)},
+		{name: "send_at before the slot", when: sendTimes{at: t0, by: t0.Add(100 * ms)}, notBefore: t0.Add(-time.Second),
+			wantAt: t0, wantBy: t0.Add(100 * ms)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			at, by := tc.when.forDevice(0, tc.deadline)
+			at, by := tc.when.forDevice(0, tc.notBefore, tc.deadline)
 			if !at.Equal(tc.wantAt) || !by.Equal(tc.wantBy) {
 				t.Errorf("want [%v, %v], got [%v, %v]", tc.wantAt, tc.wantBy, at, by)
 			}

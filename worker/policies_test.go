@@ -133,6 +133,33 @@ func TestSendAtBooksNothingBefore(t *testing.T) {
 	}
 }
 
+// A bypass priority skips the limiter, not send_at: no push of a job with
+// send_at reaches a device before it, whether the job has one recipient
+// or several.
+func TestBypassWaitsForSendAt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{bypass: []payload.Priority{payload.PriorityCritical}})
+	at := time.Now().Add(2500 * time.Millisecond)
+	one := alertJob("crit-one", "c1", apnsRecipient("u-1", apnsToken("c1")))
+	many := alertJob("crit-many", "c2", apnsRecipient("u-2", apnsToken("c2a")), apnsRecipient("u-3", apnsToken("c2b")), apnsRecipient("u-4", apnsToken("c2c")))
+	for _, j := range []*payload.Job{&one, &many} {
+		j.Priority = payload.PriorityCritical
+		j.SendAt = &at
+		e.submit(*j)
+	}
+	for id, n := range map[string]int{"crit-one": 1, "crit-many": 3} {
+		if st := e.waitDone(id, 10*time.Second); st.Counts[stateDelivered] != n {
+			t.Fatalf("%s: counts %v, want %d delivered", id, st.Counts, n)
+		}
+	}
+	reqs := e.apns.Requests()
+	for _, tok := range []string{"c1", "c2a", "c2b", "c2c"} {
+		if a := arrival(t, reqs, apnsToken(tok)); a.Before(at) || a.After(at.Add(250*time.Millisecond)) {
+			t.Errorf("critical push to %s arrived %s after send_at, want within 250ms after it", tok, a.Sub(at))
+		}
+	}
+}
+
 // A newer push with the same collapse key takes the held one's place: the
 // held one is never sent and ends collapsed (event and state); the newer
 // one goes out at the held one's slot.

@@ -39,12 +39,13 @@ type sendTimes struct {
 	turns  []time.Time
 }
 
-// forDevice is when device j of a delivery with deadline (zero: none) may
-// leave: from at, to by. by is before the deadline, so no call reaches a
-// provider after it: the one check every path makes at the point of
-// sending, with the actual time.
-func (t sendTimes) forDevice(j int, deadline time.Time) (at, by time.Time) {
-	at, by = t.at, t.by
+// forDevice is when device j of a delivery may leave: from at, no earlier
+// than notBefore (zero: none; sendNotBefore), to by, before deadline
+// (zero: none), so no call reaches a provider before send_at or after the
+// deadline: the one check every path makes at the point of sending, with
+// the actual time.
+func (t sendTimes) forDevice(j int, notBefore, deadline time.Time) (at, by time.Time) {
+	at, by = later(t.at, notBefore), t.by
 	earlier := func(x time.Time) {
 		if !x.IsZero() && (by.IsZero() || x.Before(by)) {
 			by = x
@@ -102,7 +103,7 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 					w.calls.done()
 				}
 			}()
-			sendAt, sendBy := when.forDevice(j, d.Deadline)
+			sendAt, sendBy := when.forDevice(j, w.sendNotBefore(d), d.Deadline)
 			if !w.sleepUntil(ctx, sendAt) {
 				return // shutdown: the delivery goes back as it is
 			}
@@ -122,6 +123,18 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 		})
 	}
 	return calls
+}
+
+// sendNotBefore is the earliest instant on this worker's clock a call of
+// d may leave, besides its slot: send_at for a bypass priority, which
+// books no slot; zero for a booked delivery, whose slot the limiter gave
+// no earlier than send_at on its own clock (a skewed local clock must not
+// move it).
+func (w *Worker) sendNotBefore(d *delivery) time.Time {
+	if !w.bypass[d.Priority] {
+		return time.Time{}
+	}
+	return d.Content.NotBefore()
 }
 
 // sleepUntil waits until t (not at all when t is past) and reports

@@ -312,12 +312,6 @@ func (s *sim) checkMemory(rdb *redis.Client) []string {
 	var v []string
 	ctx := context.Background()
 	for _, u := range append(slices.Clone(s.sc.users), s.sc.rated...) {
-		// A user's collapse bookkeeping grows with every collapse key
-		// ever used (issue 39 item 6): users with collapse keys are
-		// measured only with collapseMemory on.
-		if u.collapse && !s.kb.on(collapseMemory) {
-			continue
-		}
 		keys, err := rdb.Keys(ctx, "hush:throttle:{"+u.id+"}*").Result()
 		if err != nil {
 			v = append(v, fmt.Sprintf("[memory] user %s: %v", u.id, err))

@@ -16,7 +16,7 @@ import (
 const (
 	appPlain = "plain" // the limiter's rules only
 	appRated = "rated" // a max_rate on both platforms
-	appLate  = "late"  // added mid-run (knownBroken unknownApp)
+	appLate  = "late"  // added mid-run on one node (lateNode)
 )
 
 // user is a simulated user: its devices and what its devices answer.
@@ -127,12 +127,8 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 				tok = apnsToken(tok)
 			}
 			u.devices = append(u.devices, payload.Device{Platform: pl, Token: tok})
-			// Collapse users answer plainly unless retryCollapse is on:
-			// an older push's retry collapsing the newer is issue 39 item
-			// 2. On, a collapse user's second device answers 503 first.
-			if collapse && !kb.on(retryCollapse) {
-				continue
-			}
+			// A collapse user's second device answers 503 first: an
+			// older push's retry must not collapse the newer one.
 			if collapse && d == 1 {
 				sc.scripts[tok] = []fake.Answer{fake.Status(503), fake.OK()}
 				continue
@@ -236,20 +232,14 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			} else if rng.IntN(4) == 0 {
 				j.Priority = payload.PriorityHigh
 			}
-			// A bypass priority's push leaves before its send_at (found
-			// by this simulation, not in issue 39): bypass pushes get no
-			// send_at unless bypassSendAt is on.
-			if j.Priority == payload.PriorityCritical && !kb.on(bypassSendAt) {
-				js.sendAtIn = 0
-			}
-			if kb.on(unknownApp) && rng.IntN(5) == 0 {
+			if rng.IntN(5) == 0 {
 				j.App = appLate
 			}
 		}
 		if rng.IntN(6) == 0 {
 			js.cancelAfter = dur(50*time.Millisecond, 2*time.Second)
-			// A repeated cancel answered on another node's clock (item 4).
-			js.cancelTwice = kb.on(repeatCancelSkew) && rng.IntN(2) == 0
+			// A repeated cancel answered on another node's clock.
+			js.cancelTwice = rng.IntN(2) == 0
 		}
 		sc.jobs = append(sc.jobs, js)
 	}
@@ -267,7 +257,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 		sc.faults = append(sc.faults, fault{at: dur(span/4, span), kind: "shutdown", node: rng.IntN(nodes)})
 	}
 	// Redis faults stay clear of cancellations unless cancelReadFault is
-	// on: a failed cancel read inside a booking lets a wave send (item 3).
+	// on.
 	redisEnd := span
 	if !kb.on(cancelReadFault) {
 		redisEnd = 0
@@ -303,10 +293,8 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			}
 		}
 	}
-	if kb.on(unknownApp) {
-		sc.lateNode = rng.IntN(nodes)
-		sc.faults = append(sc.faults, fault{at: dur(span/2, span), kind: "reload", node: sc.lateNode})
-	}
+	sc.lateNode = rng.IntN(nodes)
+	sc.faults = append(sc.faults, fault{at: dur(span/2, span), kind: "reload", node: sc.lateNode})
 	slices.SortStableFunc(sc.faults, func(a, b fault) int { return int(a.at - b.at) })
 	return sc
 }
