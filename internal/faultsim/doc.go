@@ -64,43 +64,29 @@
 //
 // # Known broken
 //
-// Features that break a promise on today's code are left out of the
+// A feature that breaks a promise on today's code is left out of the
 // workload unless switched on with -sim.broken (names, comma-separated, or
-// all); the checks stay on, so switching one on reproduces its failure:
+// all); the check it would fail stays on, so switching it on reproduces
+// the failure:
 //
-//   - heldMaxRate: the rated app's pushes may be held (send_at, the global
-//     caps) and every rated job goes to all 20 rated users; off, they are
-//     in the ops category, never held, to 3 to 7 of 8 users.
-//   - pacedExpiry: the rated app's pushes may have expires_at, to all 20
-//     rated users; off, they have none.
-//   - cancelReadFault: Redis faults may overlap cancellations, and Redis
-//     fails for 4 s on every node at each cancellation's answer; off, the
-//     faults end before the first job that is cancelled.
 //   - skewStall: workers' clocks are skewed by up to -sim.skew (2 s); off,
-//     by at most skewSafe (300 ms).
+//     by at most skewSafe (300 ms), the tolerance docs/delivery.md states.
+//     At 2 s, a bypass push's send_at, decided on the worker's clock, is
+//     met up to the skew early (never-early/send_at), and collapse orders
+//     pushes by their accepting process's clock, so a push accepted within
+//     the skew of another may lose to it (collapse).
 //
-// What fails, with -sim.seeds 3 -sim.drain 3m: heldMaxRate, pacedExpiry
-// and cancelReadFault on together break never-lost on seeds 2 and 3 (two
-// rated jobs of 20 recipients each leave 7 to 14 recipients pending, each
-// deferred by the limiter for 2.5 to 13 s again and again). With
-// cancelReadFault on, seed 1 breaks never-lost the same way, and no other
-// check. skewStall leaves jobs not final (never-lost) on seeds 1 and 2.
-//
-// The default workload breaks never-lost too, on seeds 1 and 2 (-sim.drain
-// 1m): some recipients of rated-app jobs (ops category, no send_at) stay
-// pending, their delivery tasks deferred by the limiter for about 3 s, or
-// 13 s, on every run, until the drain ends; under -race, seed 2 leaves
-// whole rated jobs pending, their tasks deferred for 1 s (a delivery run's
-// loop bound: held, booked again, held). Every failure above is this
-// one: a delivery of the rated app whose Pacer turn is more than
-// paceSlack after its slot is held and books again from that turn, and
-// its next run asks the Pacer for new turns unless it has one device
-// whose new slot lands within paceLate of the turn recorded
-// (worker/pace.go, pace). A recipient with two devices, or whose slot
-// another booking of the same user moves past that turn (the gap), never
-// keeps its turn: each run takes new turns it does not use, behind the
-// turns the other held deliveries took, and is held again. The cause is
-// likely but not shown by a test of its own.
+// Every item of issue 39 the simulation can reach is in the default
+// workload: held rated waves keep max_rate (item 1), collapse users'
+// tokens answer 429 and 503 (item 2), Redis faults overlap cancellations
+// and hit every node at each cancellation's answer (item 3), jobs are
+// cancelled twice through workers with skewed clocks (item 4), rated
+// pushes carry expires_at (item 5), the memory check covers collapse users
+// (item 6), an app is loaded by one worker only mid-run (item 8), and
+// bypass jobs carry send_at. Rated fan-outs go to 20 users with two
+// devices each: a held delivery that took turns it never used pushed every
+// other held delivery's turns further out, and such jobs stayed pending
+// (never-lost) until worker/pace.go let a held item keep all its turns.
 //
 // # Running and replaying
 //

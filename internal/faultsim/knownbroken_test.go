@@ -11,15 +11,6 @@ import (
 // promise on today's code. The check it would fail stays on: -sim.broken=name
 // (or all) puts the feature back and reproduces the failure.
 const (
-	// heldMaxRate: a rated app's pushes held (send_at, the caps) and sent
-	// to every rated user, two jobs to the same users at a time.
-	heldMaxRate = "heldMaxRate"
-	// pacedExpiry: expires_at on a rated app's pushes, sent to every rated
-	// user.
-	pacedExpiry = "pacedExpiry"
-	// cancelReadFault: Redis faults of 4 s on every node around each
-	// cancellation, and others that may overlap cancellations.
-	cancelReadFault = "cancelReadFault"
 	// skewStall: workers' clocks skewed by up to -sim.skew (2 s) instead of
 	// skewSafe.
 	skewStall = "skewStall"
@@ -30,7 +21,7 @@ const (
 const skewSafe = 300 * time.Millisecond
 
 // knownBroken lists every switch; all are off by default.
-var knownBrokenNames = []string{heldMaxRate, pacedExpiry, cancelReadFault, skewStall}
+var knownBrokenNames = []string{skewStall}
 
 // knownBroken is the set of switches turned on.
 type knownBroken map[string]bool

@@ -153,10 +153,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	for i := range 10 {
 		sc.users = append(sc.users, mkUser("u", i, i < 3, false))
 	}
-	rated := 8
-	if kb.on(heldMaxRate) || kb.on(pacedExpiry) {
-		rated = 20 // waves of recipients with slots of their own
-	}
+	const rated = 20 // waves of recipients with slots of their own
 	for i := range rated {
 		sc.rated = append(sc.rated, mkUser("r", i, false, true))
 	}
@@ -186,26 +183,17 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			}
 		case k < 4: // the rated app: a fan-out paced by max_rate
 			j.App = appRated
-			perm := rng.Perm(len(sc.rated))[:3+rng.IntN(5)]
-			// Items 1 and 5 need long paced queues: every rated user.
-			if kb.on(heldMaxRate) || kb.on(pacedExpiry) {
-				perm = rng.Perm(len(sc.rated))
-			}
+			// Long paced queues (issue 39 items 1 and 5): every rated user.
+			perm := rng.Perm(len(sc.rated))
 			for _, p := range perm {
 				j.Recipients = append(j.Recipients, recipient(sc.rated[p]))
 			}
-			// Held waves of a rated app break max_rate (issue 39 item 1):
-			// unless heldMaxRate is on, its pushes are in a category
-			// without rules, so they are never held.
-			if kb.on(heldMaxRate) {
-				if rng.IntN(2) == 0 {
-					sendAt(300*time.Millisecond, 1500*time.Millisecond)
-				}
-			} else {
-				j.Category = "ops"
+			// Held waves of a rated app keep max_rate (issue 39 item 1).
+			if rng.IntN(2) == 0 {
+				sendAt(300*time.Millisecond, 1500*time.Millisecond)
 			}
-			// A paced send may leave after expires_at (item 5).
-			if kb.on(pacedExpiry) && rng.IntN(2) == 0 {
+			// A paced send never leaves after expires_at (item 5).
+			if rng.IntN(2) == 0 {
 				expires(200*time.Millisecond, 1500*time.Millisecond)
 			}
 		default: // app plain: a fan-out over non-collapse users
@@ -256,21 +244,8 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	if rng.IntN(2) == 0 {
 		sc.faults = append(sc.faults, fault{at: dur(span/4, span), kind: "shutdown", node: rng.IntN(nodes)})
 	}
-	// Redis faults stay clear of cancellations unless cancelReadFault is
-	// on.
+	// Redis faults may overlap cancellations (issue 39 item 3).
 	redisEnd := span
-	if !kb.on(cancelReadFault) {
-		redisEnd = 0
-		for _, js := range sc.jobs {
-			if js.cancelAfter > 0 {
-				redisEnd = js.at // faults end before the first cancellable job
-				break
-			}
-		}
-		if redisEnd == 0 {
-			redisEnd = span
-		}
-	}
 	for range rng.IntN(4) {
 		if redisEnd < 200*time.Millisecond {
 			break
@@ -282,14 +257,12 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 		}
 		sc.faults = append(sc.faults, fault{at: at, kind: "redis", node: rng.IntN(nodes), span: sp})
 	}
-	// With cancelReadFault on, Redis fails on every node around each
-	// cancellation's answer too, where a wave's read of the mark may fail.
-	if kb.on(cancelReadFault) {
-		for _, js := range sc.jobs {
-			if js.cancelAfter > 0 {
-				for k := range nodes {
-					sc.faults = append(sc.faults, fault{at: js.at + js.cancelAfter, kind: "redis", node: k, span: 4 * time.Second})
-				}
+	// Redis fails on every node around each cancellation's answer too,
+	// where a wave's read of the mark may fail.
+	for _, js := range sc.jobs {
+		if js.cancelAfter > 0 {
+			for k := range nodes {
+				sc.faults = append(sc.faults, fault{at: js.at + js.cancelAfter, kind: "redis", node: k, span: 4 * time.Second})
 			}
 		}
 	}
