@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/providers/apns"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/providers/fcm"
@@ -37,6 +39,7 @@ type env struct {
 	w       *Worker
 	client  *Client
 	insp    *asynq.Inspector
+	calls   *sendCalls
 	stopped chan error
 	stop    context.CancelFunc
 	opts    Options // what w was built with, for restart
@@ -102,6 +105,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 
 	fa, ff, senders := startFakes(t)
 	fw := startWebPush(t, senders)
+	calls := &sendCalls{by: map[string][]time.Time{}}
+	for p, s := range senders {
+		senders[p] = calls.wrap(s)
+	}
 
 	var l Limiter = lim
 	if o.wrap != nil {
@@ -142,7 +149,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, rdb: rdb, lim: lim, apns: fa, fcm: ff, webpush: fw, w: w, client: w.Client(), insp: asynq.NewInspectorFromRedisClient(rdb), opts: opts}
+	e := &env{t: t, rdb: rdb, lim: lim, apns: fa, fcm: ff, webpush: fw, w: w, client: w.Client(), insp: asynq.NewInspectorFromRedisClient(rdb), calls: calls, opts: opts}
 	if !o.noRun {
 		e.start()
 		t.Cleanup(e.shutdown)
@@ -316,6 +323,62 @@ func (e *env) events() []Event {
 func requestsFor(reqs []fake.Request, token string) []fake.Request {
 	return testkit.RequestsFor(reqs, token)
 }
+
+// sendCalls remembers the SendBy of every call the worker made to a
+// sender, by device token: the latest instant the worker let that call
+// leave. A push that arrives was sent by its SendBy (every sender checks
+// it before the call leaves, providers' tests prove that), so a test
+// compares SendBy with the booked slot: the worker's decision, whatever
+// the machine's speed.
+type sendCalls struct {
+	mu sync.Mutex
+	by map[string][]time.Time
+}
+
+func (c *sendCalls) wrap(s Sender) Sender { return &callRecorder{Sender: s, calls: c} }
+
+// sendBys lists the SendBy of each call made for token, in call order.
+func (c *sendCalls) sendBys(token string) []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.by[token])
+}
+
+type callRecorder struct {
+	Sender
+	calls *sendCalls
+}
+
+func (r *callRecorder) Send(ctx context.Context, p providers.Push) providers.Result {
+	r.calls.mu.Lock()
+	r.calls.by[p.Token] = append(r.calls.by[p.Token], p.SendBy)
+	r.calls.mu.Unlock()
+	return r.Sender.Send(ctx, p)
+}
+
+// checkSentInTime checks that the one push for token arrived no earlier
+// than slot and that the worker let its call leave no later than
+// lateRebook after slot, both within slotSlack: slot is the limiter's
+// (Redis TIME), arrivals and SendBy are on this process's clock, which
+// the worker maps to the limiter's from its round trips.
+func (e *env) checkSentInTime(what string, arrived, slot time.Time, token string) {
+	e.t.Helper()
+	if early := slot.Sub(arrived); early > slotSlack {
+		e.t.Errorf("%s arrived %s before its slot", what, early)
+	}
+	bys := e.calls.sendBys(token)
+	if len(bys) == 0 {
+		e.t.Errorf("%s: no sender call recorded", what)
+		return
+	}
+	if by := bys[len(bys)-1]; by.IsZero() || by.After(slot.Add(lateRebook+slotSlack)) {
+		e.t.Errorf("%s: its call might leave until %s after its slot, want at most %s", what, by.Sub(slot), lateRebook)
+	}
+}
+
+// slotSlack is how far this process's clock and the limiter's may read
+// apart in tests that compare them: one machine, one loopback round trip.
+const slotSlack = 5 * time.Millisecond
 
 // recordingLimiter remembers the slot booked for each member, so tests can
 // compare arrivals with bookings, and counts the batched requests made

@@ -99,7 +99,7 @@ func runHeldLookingUp(t *testing.T, e *env, held []chunk) map[string]bool {
 				t.Errorf("recipient %d: in %d limiter requests, want its chunk's booking and its held task's lookup", i, asks)
 			}
 			slot, _ := e.lim.slot(m)
-			checkHeldSent(t, reqs, handed, i, slot)
+			checkHeldSent(e, reqs, handed, i, slot)
 		}
 	}
 	return handed
