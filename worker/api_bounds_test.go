@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 )
 
@@ -55,6 +56,7 @@ func post(t *testing.T, srv *httptest.Server, path, body string) (int, []byte, u
 // recipients (a 3-byte "{}," becomes a 56-byte Recipient), dropped job by
 // job.
 func TestAPIBadRequestBounded(t *testing.T) {
+	testkit.Slow(t, "posts 8 MB bodies and measures their memory")
 	e := newEnv(t, envOptions{noRun: true})
 	srv := httptest.NewServer(e.w.Handler())
 	t.Cleanup(srv.Close)

@@ -141,11 +141,3 @@ func (w *webhook) post(ctx context.Context, b []byte) {
 		w.log.Warn("webhook answered with an error", "status", resp.StatusCode)
 	}
 }
-
-// shortToken shows the ends of a device token for logs.
-func shortToken(t string) string {
-	if len(t) <= 12 {
-		return "…"
-	}
-	return t[:6] + "…" + t[len(t)-4:]
-}

@@ -12,12 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 )
 
 // TestPersistOutlivesARedisOutage: a write issued while Redis is down lands
 // once Redis is back, instead of being given up (which would make the next
 // run send an acknowledged push again).
 func TestPersistOutlivesARedisOutage(t *testing.T) {
+	testkit.Slow(t, "stops and restarts Redis")
 	srv := redistest.Start(t)
 	if !srv.Real() {
 		t.Skip("needs a real redis-server to stop and restart")
@@ -146,6 +148,7 @@ func TestPersistWaitsOutTransientReplies(t *testing.T) {
 // acknowledged push would be sent again: TestE2ERedisRestart once caught
 // exactly that.)
 func TestPersistWaitsOutALoadingRedis(t *testing.T) {
+	testkit.Slow(t, "restarts Redis with a data set to load")
 	srv := redistest.Start(t, redistest.Options{Args: []string{"--appendonly", "yes", "--appendfsync", "no"}})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })

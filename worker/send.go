@@ -205,7 +205,7 @@ func (w *Worker) recordAnswer(d *delivery, j int, r providers.Result) {
 	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: d.ttl()}
 	if r.Outcome == providers.TokenInvalid {
 		dev := d.Devices[j]
-		w.log.Info("token invalid", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "platform", dev.Platform, "token", shortToken(dev.Token), "reason", r.Reason)
+		w.log.Info("token invalid", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "platform", dev.Platform, "token", providers.TokenEnds(dev.Token), "reason", r.Reason)
 		o.event = &Event{Type: EventTokenInvalid, Platform: dev.Platform, Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.appName(), At: w.now().UTC()}
 	}
 	if err := w.rec.record(o); err != nil {

@@ -149,9 +149,6 @@ func TestBenchNeedsARealRedis(t *testing.T) {
 // TestBenchOnACluster runs bench on three masters with shard queues: every
 // master takes part and bench cleans every one of them.
 func TestBenchOnACluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Redis Cluster")
-	}
 	unsetHushEnv(t)
 	c := redistest.StartCluster(t, 3)
 	t.Setenv("HUSH_REDIS_CLUSTER_ADDRS", strings.Join(c.Addrs(), ","))

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hushpush/hush/client"
+	"github.com/hushpush/hush/internal/cmdkit"
 )
 
 // cancelFlags are the flags of hush cancel.
@@ -102,7 +103,7 @@ var cancelStates = []struct{ state, meaning string }{
 // renderCancel writes a cancellation's answer for a human: whether this
 // call cancelled the job, and what became of its recipients.
 func renderCancel(w io.Writer, r client.CancelResult) {
-	job := fmt.Sprintf("job %s (%s)", r.ID, plural(r.Recipients, "recipient"))
+	job := fmt.Sprintf("job %s (%s)", r.ID, cmdkit.Plural(r.Recipients, "recipient"))
 	switch {
 	case !r.Cancelled && r.State == client.StateDone:
 		fmt.Fprintf(w, "%s had already finished: every recipient has a final state; nothing was cancelled\n", job)

@@ -10,7 +10,8 @@
 //   - simulate: the offline replay of a trace through throttle's in-memory
 //     limiter, with text, JSON and HTML reports (package internal/simulate).
 //   - demo: a self-contained burst through a worker on an embedded Redis and
-//     the fake providers of providers/fake, with a live timeline.
+//     the fake providers of providers/fake, with a live timeline (package
+//     internal/demo).
 //   - bench: a worker against a Redis the operator names and fake APNs,
 //     measuring deliveries/s and Redis CPU per delivery (package
 //     internal/bench).
@@ -18,7 +19,7 @@
 //
 // main parses the command line and calls the packages; it holds no
 // delivery logic. It may import payload, throttle, setup, worker, client,
-// internal/simulate, internal/bench and providers/fake, and go-redis where
-// serve holds the process's one Redis client; never Asynq or the provider
-// SDKs directly.
+// internal/simulate, internal/demo, internal/bench and internal/cmdkit, and
+// go-redis where serve holds the process's one Redis client; never Asynq or
+// the provider SDKs directly.
 package main

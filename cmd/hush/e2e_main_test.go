@@ -7,17 +7,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/hushpush/hush/internal/testkit"
 )
 
 // hushBin is the hush binary the end-to-end tests run as separate
 // processes. TestMain builds it once (without -race: the processes under
 // test are the product, the race detector runs on the test process) and sets
-// it before any test starts; nothing writes it afterwards.
+// it before any test starts, when the slow tier runs; nothing writes it
+// afterwards.
 var hushBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
+	if !testkit.RunSlow() {
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "hush-e2e-bin-")
@@ -37,10 +40,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needBinary skips a multi-process test under -short.
+// needBinary skips a multi-process test unless the slow tier runs.
 func needBinary(t *testing.T) {
 	t.Helper()
-	if hushBin == "" {
-		t.Skip("multi-process test: skipped with -short")
-	}
+	testkit.Slow(t, "starts hush serve processes")
 }

@@ -314,6 +314,7 @@ func (c *cluster) assertRefused(t *testing.T, p *hushProc, body []byte, field st
 // stderr; -1 when it was still running and had to be stopped.
 func serveOnce(t *testing.T, env []string) (int, string) {
 	t.Helper()
+	needBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, hushBin, "serve")

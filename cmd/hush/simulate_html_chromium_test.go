@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/simulate"
+	"github.com/hushpush/hush/internal/testkit"
 )
 
 // chromium is Debian's chromium on PATH. Without it the render test is
@@ -23,7 +23,7 @@ func chromium(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
-		if redistest.InCI() {
+		if testkit.InCI() {
 			t.Fatalf("CI=true but no chromium on PATH (.ci/run installs Debian's chromium package): %v", err)
 		}
 		t.Skip("skipping the HTML render test: no chromium on PATH (apt-get install chromium to run it)")

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/webpush"
 )
@@ -41,7 +41,7 @@ func chromium(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
-		if redistest.InCI() {
+		if testkit.InCI() {
 			t.Fatalf("CI=true but no chromium on PATH (.ci/run installs Debian's chromium package): %v", err)
 		}
 		t.Skip("skipping: no chromium on PATH (apt-get install chromium to run it)")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/internal/cmdkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/setup"
@@ -63,7 +64,7 @@ func Run(ctx context.Context, cfg setup.Config, o Options, stdout, stderr io.Wri
 		submitted = fmt.Sprintf("submitted in batches of %d", o.Batch)
 	}
 	fmt.Fprintf(stderr, "bench: Redis %s (%s), concurrency %d (held tasks %d), %s, rules %s min-gap %s, %s per user, jobs %s\n",
-		cfg.RedisTarget(), plural(len(b.masters), "master"), cfg.Concurrency, cfg.HeldSlots(), plural(cfg.DeliveryShards, "shard"), o.Limits, o.MinGap, plural(o.PerUser, "push"), submitted)
+		cfg.RedisTarget(), cmdkit.Plural(len(b.masters), "master"), cfg.Concurrency, cfg.HeldSlots(), cmdkit.Plural(cfg.DeliveryShards, "shard"), o.Limits, o.MinGap, cmdkit.Plural(o.PerUser, "push"), submitted)
 
 	var runs []Result
 	if o.Jobs > 0 {
@@ -154,12 +155,12 @@ type bencher struct {
 	apns    *fake.APNs
 	dir     string
 	stderr  io.Writer
-	logs    *logTail
+	logs    *cmdkit.LogTail
 	cleaned bool
 }
 
 func newBencher(ctx context.Context, cfg setup.Config, o Options, stderr io.Writer) (_ *bencher, err error) {
-	b := &bencher{cfg: cfg, o: o, stderr: stderr, logs: &logTail{max: 12}, cleaned: true}
+	b := &bencher{cfg: cfg, o: o, stderr: stderr, logs: &cmdkit.LogTail{Max: 12}, cleaned: true}
 	defer func() {
 		if err != nil {
 			b.close()
@@ -260,7 +261,7 @@ func (b *bencher) cleanup(ctx context.Context) error {
 		}
 	}
 	if deleted > 0 {
-		fmt.Fprintf(b.stderr, "bench: deleted the %s it created\n", plural(deleted, "key"))
+		fmt.Fprintf(b.stderr, "bench: deleted the %s it created\n", cmdkit.Plural(deleted, "key"))
 	}
 	return nil
 }
@@ -376,7 +377,7 @@ func (b *bencher) run(ctx context.Context, name string, jobs, size int) (Result,
 		return r, err
 	}
 	r.Submit = time.Since(start).Seconds()
-	fmt.Fprintf(b.stderr, "bench: %s: submitted %s in %.1fs\n", name, plural(jobs, "job"), r.Submit)
+	fmt.Fprintf(b.stderr, "bench: %s: submitted %s in %.1fs\n", name, cmdkit.Plural(jobs, "job"), r.Submit)
 
 	b.apns.Reset()
 	before, err := b.snapshot(ctx)
@@ -530,7 +531,7 @@ func (b *bencher) workerConfig() (setup.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("fake APNs CA: %w", err)
 	}
-	addr, err := freeLoopbackAddr()
+	addr, err := cmdkit.FreeLoopbackAddr()
 	if err != nil {
 		return cfg, err
 	}

@@ -6,6 +6,7 @@
 // full core.
 //
 // hush bench parses its flags and the HUSH_* configuration and calls Run.
-// The package may import payload, setup, worker, providers/fake and
-// go-redis (to read each master's INFO and delete its own keys).
+// The package may import payload, setup, worker, providers/fake,
+// internal/cmdkit and go-redis (to read each master's INFO and delete its
+// own keys).
 package bench

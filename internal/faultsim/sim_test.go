@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/worker"
@@ -113,7 +114,7 @@ func (s *sim) logf(format string, args ...any) {
 
 func runSeed(t *testing.T, seed uint64, kb knownBroken) {
 	srv := redistest.Start(t)
-	if !srv.Real() && !redistest.InCI() {
+	if !srv.Real() && !testkit.InCI() {
 		t.Skip("faultsim needs a real redis-server")
 	}
 	// The run starts once the nodes are up; absolute times (quiet hours)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/testkit"
 )
 
 // Cluster is a real Redis Cluster of master-only nodes on loopback ports,
@@ -21,13 +23,15 @@ type Cluster struct {
 // StartCluster runs masters redis-server processes with cluster mode on,
 // joins them with `redis-cli --cluster create` (slots split evenly, no
 // replicas) and waits until every node reports cluster_state:ok. The nodes
-// stop when the test ends. Without redis-server or redis-cli it skips the
-// test (a failure under CI=true).
+// stop when the test ends. A test that starts a cluster is in the slow tier
+// (testkit.Slow). Without redis-server or redis-cli it skips the test (a
+// failure under CI=true).
 func StartCluster(tb testing.TB, masters int) *Cluster {
 	tb.Helper()
+	testkit.Slow(tb, "starts a Redis Cluster")
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
-		if InCI() {
+		if testkit.InCI() {
 			tb.Fatalf("redistest: CI=true but no redis-cli on PATH (.ci/run installs redis-tools): %v", err)
 		}
 		tb.Skip("redistest: a Redis Cluster needs redis-cli (none on PATH)")

@@ -31,13 +31,6 @@ import (
 	"github.com/hushpush/hush/internal/testkit"
 )
 
-// InCI reports whether the tests run under CI (CI=true), where every fallback
-// away from a real Redis is an error.
-func InCI() bool {
-	v, _ := strconv.ParseBool(os.Getenv("CI"))
-	return v
-}
-
 // Client returns a client to the shared test Redis, closed when the test ends.
 // Keys written through it must carry Prefix(t) (or another unique prefix).
 func Client(tb testing.TB) *redis.Client {
@@ -119,7 +112,7 @@ func Start(tb testing.TB, opts ...Options) *Server {
 	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		if InCI() {
+		if testkit.InCI() {
 			tb.Fatalf("redistest: CI=true but no redis-server binary on PATH (.ci/run installs it): %v", err)
 		}
 		if o.Persist || o.Cluster || len(o.Args) > 0 {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/testkit"
 )
 
 // Sentinel is a Redis master, its replicas and the Redis Sentinels that
@@ -50,11 +52,13 @@ type SentinelOptions struct {
 // StartSentinel starts a master, its replicas and Sentinels (the
 // redis-server binary run with --sentinel), and returns once every replica
 // is in sync and every Sentinel sees every replica (and the other
-// Sentinels), so a failover can happen at once. Without a redis-server
+// Sentinels), so a failover can happen at once. A test that starts
+// Sentinels is in the slow tier (testkit.Slow). Without a redis-server
 // binary the test is skipped, or fails under CI=true; a redis-server that
 // cannot run as a Sentinel fails the test.
 func StartSentinel(tb testing.TB, opts ...SentinelOptions) *Sentinel {
 	tb.Helper()
+	testkit.Slow(tb, "starts Redis Sentinels")
 	var o SentinelOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -70,7 +74,7 @@ func StartSentinel(tb testing.TB, opts ...SentinelOptions) *Sentinel {
 	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		if InCI() {
+		if testkit.InCI() {
 			tb.Fatalf("redistest: CI=true but no redis-server binary on PATH (.ci/run installs it): %v", err)
 		}
 		tb.Skip("redistest: a Sentinel test needs a real redis-server (none on PATH)")

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/providers/webpush"
@@ -36,7 +36,7 @@ func node(t *testing.T) string {
 		}
 	}
 	if err != nil {
-		if redistest.InCI() {
+		if testkit.InCI() {
 			t.Fatalf("CI=true but node or the interop packages are missing (run npm ci in providers/webpush/%s): %v", interopDir, err)
 		}
 		t.Skipf("skipping interop: %v (npm ci in providers/webpush/%s)", err, interopDir)

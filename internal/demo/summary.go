@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -9,19 +9,20 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hushpush/hush/internal/cmdkit"
 	"github.com/hushpush/hush/throttle"
 )
 
-// demoTotals counts how the pushes of the burst ended.
-type demoTotals struct {
+// tally counts how the pushes of the burst ended.
+type tally struct {
 	pushes, sentAtOnce, deferred, dropped, tokenInvalid, failed, critical int
 	// deadTokenAnswers counts provider answers "token invalid", also for
 	// pushes that reached another device.
 	deadTokenAnswers int
 }
 
-func (w *demoWatch) totals() demoTotals {
-	var t demoTotals
+func (w *watch) totals() tally {
+	var t tally
 	t.pushes = len(w.pushes)
 	for _, s := range w.pushes {
 		for _, a := range s.arrivals {
@@ -53,7 +54,7 @@ func (w *demoWatch) totals() demoTotals {
 // summary prints, per user, every push in the order it went out with the
 // spacing from the previous one and what held it back, then the totals and
 // what the providers saw against the rules.
-func (w *demoWatch) summary() {
+func (w *watch) summary() {
 	fmt.Fprintf(w.out, "\nSummary (rules %s; critical pushes bypass the limiter)\n", w.policy)
 	var users []string
 	for _, s := range w.pushes {
@@ -140,9 +141,9 @@ func (w *demoWatch) summary() {
 	w.checkRules()
 }
 
-// demoJitter is how far off its booked slot a send may reach a fake: the
+// jitter is how far off its booked slot a send may reach a fake: the
 // worker's own clock reading and the request's trip.
-const demoJitter = 100 * time.Millisecond
+const jitter = 100 * time.Millisecond
 
 // ruleTolerance is the contract's allowance for clock and network jitter
 // when rules are measured at the provider (docs/delivery.md).
@@ -151,7 +152,7 @@ const ruleTolerance = 250 * time.Millisecond
 // checkRules prints what the providers saw against each rule, one line
 // each: the global rules on the pushes that keep them, each category's own
 // rules on its pushes, and the quiet hours.
-func (w *demoWatch) checkRules() {
+func (w *watch) checkRules() {
 	rows := w.checkSet("", w.policy.Limits, w.policy.MinGap, func(s *pushState) bool { return keepsGlobal(w.policy, s.category) })
 	for _, name := range slices.Sorted(maps.Keys(w.policy.Categories)) {
 		k := w.policy.Categories[name]
@@ -170,7 +171,7 @@ func (w *demoWatch) checkRules() {
 	}
 	_ = tw.Flush()
 	if len(w.policy.Limits) > 0 {
-		fmt.Fprintf(w.out, "(windows are counted %s short: sends reach the fakes a few ms off their booked slots)\n", demoJitter)
+		fmt.Fprintf(w.out, "(windows are counted %s short: sends reach the fakes a few ms off their booked slots)\n", jitter)
 	}
 }
 
@@ -178,7 +179,7 @@ func (w *demoWatch) checkRules() {
 // on the sends of the pushes keep says it holds: the closest two to one
 // user against the gap, and the most in any window of each limit. It
 // returns a row (rule, verdict) for each rule some sends bear on.
-func (w *demoWatch) checkSet(cat string, limits []throttle.Limit, gap time.Duration, keep func(*pushState) bool) [][2]string {
+func (w *watch) checkSet(cat string, limits []throttle.Limit, gap time.Duration, keep func(*pushState) bool) [][2]string {
 	prefix := ""
 	if cat != "" {
 		prefix = cat + " "
@@ -196,7 +197,7 @@ func (w *demoWatch) checkSet(cat string, limits []throttle.Limit, gap time.Durat
 		for r, l := range limits {
 			for i := range ts {
 				n := 0
-				for j := i; j < len(ts) && ts[j].Sub(ts[i]) < l.Window-demoJitter; j++ {
+				for j := i; j < len(ts) && ts[j].Sub(ts[i]) < l.Window-jitter; j++ {
 					n++
 				}
 				most[r] = max(most[r], n)
@@ -235,7 +236,7 @@ func (w *demoWatch) checkSet(cat string, limits []throttle.Limit, gap time.Durat
 // push that keeps them may arrive inside them, but for ruleTolerance at
 // either end (a send leaves a few ms off its slot, which may be where they
 // end).
-func (w *demoWatch) checkQuiet() string {
+func (w *watch) checkQuiet() string {
 	var broken, edge, exempt int
 	for _, s := range w.pushes {
 		if s.critical {
@@ -271,12 +272,12 @@ func (w *demoWatch) checkQuiet() string {
 		verdict += fmt.Sprintf(" (but %d within %s of an end, booked there)", edge, ruleTolerance)
 	}
 	if exempt > 0 {
-		verdict += fmt.Sprintf("; %s of a category that keeps none did, as it may", plural(exempt, "push"))
+		verdict += fmt.Sprintf("; %s of a category that keeps none did, as it may", cmdkit.Plural(exempt, "push"))
 	}
 	return verdict
 }
 
-func (w *demoWatch) usersInOrder() []string {
+func (w *watch) usersInOrder() []string {
 	var users []string
 	for _, s := range w.pushes {
 		if !slices.Contains(users, s.user) {

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 	"github.com/hushpush/hush/throttle"
 )
 
-// demoBadAPNsToken is u-2's APNs token; the fake answers 410 Unregistered.
-const demoBadAPNsToken = "dead0000" + "0000000000000000000000000000000000000000000000000000000000"
+// badAPNsToken is u-2's APNs token; the fake answers 410 Unregistered.
+const badAPNsToken = "dead0000" + "0000000000000000000000000000000000000000000000000000000000"
 
-// demoExpiringTTL is the ttl of the push meant to expire.
-const demoExpiringTTL = 500 * time.Millisecond
+// expiringTTL is the ttl of the push meant to expire.
+const expiringTTL = 500 * time.Millisecond
 
-// demoPush is one notification of the burst: one job for one user.
-type demoPush struct {
+// burstPush is one notification of the burst: one job for one user.
+type burstPush struct {
 	user     string
 	n        int // 1-based, per user
 	id       string
@@ -35,14 +35,14 @@ type demoPush struct {
 // Categories of the burst's pushes, when the demo's categories define
 // them.
 const (
-	demoMarketing     = "marketing"
-	demoTransactional = throttle.TransactionalCategory
+	catMarketing     = "marketing"
+	catTransactional = throttle.TransactionalCategory
 )
 
-// demoMarketingPushes is how many of u-1's pushes are marketing.
-const demoMarketingPushes = 2
+// marketingPushes is how many of u-1's pushes are marketing.
+const marketingPushes = 2
 
-func (p *demoPush) platforms() string {
+func (p *burstPush) platforms() string {
 	names := make([]string, len(p.devices))
 	for i, d := range p.devices {
 		names[i] = string(d.Platform)
@@ -50,7 +50,7 @@ func (p *demoPush) platforms() string {
 	return strings.Join(names, ", ")
 }
 
-func (p *demoPush) job() payload.Job {
+func (p *burstPush) job() payload.Job {
 	j := payload.Job{
 		ID:         p.id,
 		Recipients: []payload.Recipient{{UserID: p.user, Devices: p.devices}},
@@ -76,10 +76,10 @@ func (p *demoPush) job() payload.Job {
 // that the category's cap, not the order the worker books them in, sets
 // their slots), and u-1 gets one more push, transactional, transactionalAt
 // after the burst (none when 0).
-func planBurst(users, pushes int, cats map[string]throttle.Category, transactionalAt time.Duration) []*demoPush {
-	_, marketing := cats[demoMarketing]
-	_, transactional := cats[demoTransactional]
-	var out []*demoPush
+func planBurst(users, pushes int, cats map[string]throttle.Category, transactionalAt time.Duration) []*burstPush {
+	_, marketing := cats[catMarketing]
+	_, transactional := cats[catTransactional]
+	var out []*burstPush
 	for u := 1; u <= users; u++ {
 		user := fmt.Sprintf("u-%d", u)
 		apns := payload.Device{Platform: payload.APNs, Token: fmt.Sprintf("%064x", 0xa0000+u)}
@@ -87,7 +87,7 @@ func planBurst(users, pushes int, cats map[string]throttle.Category, transaction
 		var devices []payload.Device
 		switch {
 		case u == 2:
-			devices = []payload.Device{{Platform: payload.APNs, Token: demoBadAPNsToken}, fcm}
+			devices = []payload.Device{{Platform: payload.APNs, Token: badAPNsToken}, fcm}
 		case u == 3 || (u > 4 && u%3 == 2):
 			devices = []payload.Device{fcm}
 		case u == 4 || (u > 4 && u%3 == 0):
@@ -96,16 +96,16 @@ func planBurst(users, pushes int, cats map[string]throttle.Category, transaction
 			devices = []payload.Device{apns, fcm}
 		}
 		for n := 1; n <= pushes; n++ {
-			p := &demoPush{user: user, n: n, id: fmt.Sprintf("demo-%s-%d", user, n), devices: devices}
+			p := &burstPush{user: user, n: n, id: fmt.Sprintf("demo-%s-%d", user, n), devices: devices}
 			last := n == pushes && pushes > 1
 			switch {
-			case u == 1 && marketing && n <= demoMarketingPushes:
-				p.category = demoMarketing
+			case u == 1 && marketing && n <= marketingPushes:
+				p.category = catMarketing
 			case u == 1 && marketing:
-				p.afterBooked = demoMarketingPushes
+				p.afterBooked = marketingPushes
 			}
 			if u == 3 && last {
-				p.ttl, p.afterBooked = demoExpiringTTL, n-1
+				p.ttl, p.afterBooked = expiringTTL, n-1
 			}
 			if u == 4 && last {
 				p.critical = true
@@ -114,8 +114,8 @@ func planBurst(users, pushes int, cats map[string]throttle.Category, transaction
 		}
 		if u == 1 && transactional && transactionalAt > 0 {
 			n := pushes + 1
-			out = append(out, &demoPush{user: user, n: n, id: fmt.Sprintf("demo-%s-%d", user, n), devices: devices,
-				category: demoTransactional, at: transactionalAt})
+			out = append(out, &burstPush{user: user, n: n, id: fmt.Sprintf("demo-%s-%d", user, n), devices: devices,
+				category: catTransactional, at: transactionalAt})
 		}
 	}
 	return out

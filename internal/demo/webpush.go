@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -10,13 +10,13 @@ import (
 	"github.com/hushpush/hush/setup"
 )
 
-// demoWebPushUser is the demo user whose devices include a Web Push
+// webPushUser is the demo user whose devices include a Web Push
 // subscription beside APNs and FCM: one budget across the three.
-const demoWebPushUser = "u-1"
+const webPushUser = "u-1"
 
-// startDemoWebPush starts the demo's fake push service, gives cfg a VAPID
-// key pair trusted by it, and makes demoWebPushUser's subscription.
-func (env *demoEnv) startDemoWebPush(cfg *setup.Config) error {
+// startWebPush starts the demo's fake push service, gives cfg a VAPID
+// key pair trusted by it, and makes webPushUser's subscription.
+func (env *world) startWebPush(cfg *setup.Config) error {
 	var err error
 	if env.webpush, err = fake.StartWebPush(); err != nil {
 		return fmt.Errorf("fake Web Push: %w", err)
@@ -37,10 +37,10 @@ func (env *demoEnv) startDemoWebPush(cfg *setup.Config) error {
 	return nil
 }
 
-// addWebPushDevice gives demoWebPushUser's pushes the subscription token.
-func addWebPushDevice(plan []*demoPush, token string) {
+// addWebPushDevice gives webPushUser's pushes the subscription token.
+func addWebPushDevice(plan []*burstPush, token string) {
 	for _, p := range plan {
-		if p.user == demoWebPushUser {
+		if p.user == webPushUser {
 			p.devices = append(p.devices[:len(p.devices):len(p.devices)], payload.Device{Platform: payload.WebPush, Token: token})
 		}
 	}

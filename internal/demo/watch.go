@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -18,12 +18,12 @@ import (
 	"github.com/hushpush/hush/throttle"
 )
 
-// demoWatch submits the burst and follows every push until it settles,
+// watch submits the burst and follows every push until it settles,
 // printing the timeline as things happen.
-type demoWatch struct {
-	env    *demoEnv
+type watch struct {
+	env    *world
 	policy throttle.Policy
-	quiet  demoQuiet
+	quiet  quietHours
 	out    io.Writer
 	pushes []*pushState
 	byID   map[string]*pushState
@@ -38,7 +38,7 @@ type demoWatch struct {
 
 // pushState is what the demo knows about one push.
 type pushState struct {
-	*demoPush
+	*burstPush
 	submitted time.Time
 	deferred  bool
 	slot      time.Time // the latest future booking seen
@@ -64,13 +64,13 @@ func (s *pushState) firstSent() time.Time {
 	return time.Time{}
 }
 
-// newDemoWatch watches plan, submitted at t0, on env, whose worker keeps
+// newWatch watches plan, submitted at t0, on env, whose worker keeps
 // policy and the quiet hours quiet.
-func newDemoWatch(env *demoEnv, plan []*demoPush, policy throttle.Policy, quiet demoQuiet, t0 time.Time, out io.Writer) *demoWatch {
-	w := &demoWatch{env: env, policy: policy, quiet: quiet, t0: t0, out: out, byID: map[string]*pushState{},
+func newWatch(env *world, plan []*burstPush, policy throttle.Policy, quiet quietHours, t0 time.Time, out io.Writer) *watch {
+	w := &watch{env: env, policy: policy, quiet: quiet, t0: t0, out: out, byID: map[string]*pushState{},
 		seen: map[payload.Platform]int{}, booked: map[string]int{}}
 	for _, p := range plan {
-		s := &pushState{demoPush: p}
+		s := &pushState{burstPush: p}
 		w.pushes = append(w.pushes, s)
 		w.byID[p.id] = s
 	}
@@ -84,7 +84,7 @@ type timelineLine struct {
 	text string
 }
 
-func (w *demoWatch) run(ctx context.Context) error {
+func (w *watch) run(ctx context.Context) error {
 	// The burst starts at t0, when the quiet hours are where they were
 	// planned.
 	if wait := time.Until(w.t0); wait > 0 {
@@ -130,11 +130,11 @@ func (w *demoWatch) run(ctx context.Context) error {
 	}
 }
 
-func (w *demoWatch) since(t time.Time) string {
+func (w *watch) since(t time.Time) string {
 	return fmt.Sprintf("+%06.3fs", t.Sub(w.t0).Seconds())
 }
 
-func (w *demoWatch) settled() int {
+func (w *watch) settled() int {
 	n := 0
 	for _, s := range w.pushes {
 		if s.final != "" {
@@ -144,7 +144,7 @@ func (w *demoWatch) settled() int {
 	return n
 }
 
-func (w *demoWatch) submit(ctx context.Context, s *pushState) error {
+func (w *watch) submit(ctx context.Context, s *pushState) error {
 	s.submitted = time.Now()
 	acc, err := w.env.api.Submit(ctx, s.job())
 	if err != nil {
@@ -158,7 +158,7 @@ func (w *demoWatch) submit(ctx context.Context, s *pushState) error {
 
 // poll looks at the fakes, the limiter and the jobs once and returns what
 // changed.
-func (w *demoWatch) poll(ctx context.Context) ([]timelineLine, error) {
+func (w *watch) poll(ctx context.Context) ([]timelineLine, error) {
 	w.tick++
 	w.takeArrivals(payload.APNs, w.env.apns.Requests())
 	w.takeArrivals(payload.FCM, w.env.fcm.Requests())
@@ -207,18 +207,18 @@ func (w *demoWatch) poll(ctx context.Context) ([]timelineLine, error) {
 }
 
 // takeArrivals files the fake's new requests under their pushes.
-func (w *demoWatch) takeArrivals(platform payload.Platform, reqs []fake.Request) {
+func (w *watch) takeArrivals(platform payload.Platform, reqs []fake.Request) {
 	for _, r := range reqs[min(w.seen[platform], len(reqs)):] {
-		if s, ok := w.byID[demoPushID(r.Body)]; ok {
+		if s, ok := w.byID[pushID(r.Body)]; ok {
 			s.arrivals = append(s.arrivals, pushArrival{platform: platform, at: r.At, status: r.Status})
 		}
 	}
 	w.seen[platform] = len(reqs)
 }
 
-// demoPushID finds the "demo_push" data value in a provider request body
+// pushID finds the "demo_push" data value in a provider request body
 // (APNs puts data at the top level, FCM under message.data).
-func demoPushID(body []byte) string {
+func pushID(body []byte) string {
 	const key = `"demo_push":"`
 	i := bytes.Index(body, []byte(key))
 	if i < 0 {
@@ -234,7 +234,7 @@ func demoPushID(body []byte) string {
 
 // quietLines are the timeline's lines for the quiet hours beginning and
 // ending, once each, when their time has come.
-func (w *demoWatch) quietLines() []timelineLine {
+func (w *watch) quietLines() []timelineLine {
 	if w.quiet.off() {
 		return nil
 	}
@@ -254,7 +254,7 @@ func (w *demoWatch) quietLines() []timelineLine {
 
 // pollLimiter reads user's limiter entries, the global rules' and each
 // category's: a booking in the future is a deferred push.
-func (w *demoWatch) pollLimiter(ctx context.Context, user string) ([]timelineLine, error) {
+func (w *watch) pollLimiter(ctx context.Context, user string) ([]timelineLine, error) {
 	st, err := w.env.api.UserThrottle(ctx, user)
 	if err != nil {
 		return nil, fmt.Errorf("limiter status of %s: %w", user, err)
@@ -308,7 +308,7 @@ func (w *demoWatch) pollLimiter(ctx context.Context, user string) ([]timelineLin
 }
 
 // pollJob reads the push's job and, once it is done, says how it ended.
-func (w *demoWatch) pollJob(ctx context.Context, s *pushState) (timelineLine, bool, error) {
+func (w *watch) pollJob(ctx context.Context, s *pushState) (timelineLine, bool, error) {
 	// Jobs are read every other tick: the fakes' arrivals carry the exact
 	// times anyway.
 	if w.tick%2 == 1 && len(s.arrivals) == 0 {
@@ -342,7 +342,7 @@ func (w *demoWatch) pollJob(ctx context.Context, s *pushState) (timelineLine, bo
 }
 
 // settleLine is the timeline line of a push that settled.
-func (w *demoWatch) settleLine(s *pushState, js client.JobStatus) timelineLine {
+func (w *watch) settleLine(s *pushState, js client.JobStatus) timelineLine {
 	var sent, invalid []string
 	at := s.settledAt
 	for _, a := range s.arrivals {
@@ -410,7 +410,7 @@ func (s *pushState) tag(note string) string {
 
 // sentTimes are the first send times, before before, of user's limited
 // pushes other than except for which keep is true.
-func (w *demoWatch) sentTimes(user string, except *pushState, before time.Time, keep func(*pushState) bool) []time.Time {
+func (w *watch) sentTimes(user string, except *pushState, before time.Time, keep func(*pushState) bool) []time.Time {
 	var ts []time.Time
 	for _, s := range w.pushes {
 		if s.user == user && s != except && !s.critical && keep(s) {
@@ -425,15 +425,15 @@ func (w *demoWatch) sentTimes(user string, except *pushState, before time.Time, 
 // blameSent names the rule that held s, sent at at, back, from the sends
 // before it: the user's pushes that keep the global rules, and those of
 // s's category.
-func (w *demoWatch) blameSent(s *pushState, at time.Time) string {
+func (w *watch) blameSent(s *pushState, at time.Time) string {
 	global := w.sentTimes(s.user, s, at, func(o *pushState) bool { return keepsGlobal(w.policy, o.category) })
 	own := w.sentTimes(s.user, s, at, func(o *pushState) bool { return o.category == s.category })
-	return blameRule(w.policy, s.category, at, global, own, demoJitter)
+	return blameRule(w.policy, s.category, at, global, own, jitter)
 }
 
 // spacedByRule says whether a send at at sits one rule (a window or the
 // gap) after an earlier send to the same user, or where the quiet hours
 // end: it was held back.
-func (w *demoWatch) spacedByRule(s *pushState, at time.Time) bool {
+func (w *watch) spacedByRule(s *pushState, at time.Time) bool {
 	return w.blameSent(s, at) != blameUnknown
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -40,8 +40,8 @@ func TestBlameRule(t *testing.T) {
 	}{
 		{"where the quiet hours end", "", 6, ats(0, 2), nil, 0, "quiet hours"},
 		{"quiet hours first on a tie", "", 6, ats(4), nil, 0, "quiet hours"},
-		{"a send just after they end", "", 6.05, nil, nil, demoJitter, "quiet hours"},
-		{"a send inside them is not held by them", "", 5.9, nil, nil, demoJitter, blameUnknown},
+		{"a send just after they end", "", 6.05, nil, nil, jitter, "quiet hours"},
+		{"a send inside them is not held by them", "", 5.9, nil, nil, jitter, blameUnknown},
 		{"a category without quiet hours", "calm", 6, ats(4), nil, 0, "min-gap 2s"},
 		{"global window", "", 10.5, ats(0.5, 2.5, 6), nil, 0, "3/10s"},
 		{"global gap", "", 8, ats(0, 6), nil, 0, "min-gap 2s"},
@@ -49,8 +49,8 @@ func TestBlameRule(t *testing.T) {
 		{"category keeps the global rules", "marketing", 10.5, ats(2.5, 8.5), ats(2), 0, "min-gap 2s"},
 		{"category gap", "marketing", 13, ats(0), ats(8), 0, "marketing min-gap 5s"},
 		{"global=off ignores the global rules", "transactional", 8, ats(0, 6), nil, 0, blameUnknown},
-		{"within the tolerance", "", 8.08, ats(6), nil, demoJitter, "min-gap 2s"},
-		{"outside the tolerance", "", 8.2, ats(6), nil, demoJitter, blameUnknown},
+		{"within the tolerance", "", 8.08, ats(6), nil, jitter, "min-gap 2s"},
+		{"outside the tolerance", "", 8.2, ats(6), nil, jitter, blameUnknown},
 		{"nothing lines up", "", 9, ats(0.2), nil, 0, blameUnknown},
 	}
 	for _, tt := range tests {
@@ -63,12 +63,12 @@ func TestBlameRule(t *testing.T) {
 }
 
 func TestPlanBurstCategories(t *testing.T) {
-	cats, err := throttle.ParseCategories(demoCategoriesDefault)
+	cats, err := throttle.ParseCategories(CategoriesDefault)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What each push of u-1 and u-2 is: category, afterBooked, at.
-	describe := func(plan []*demoPush) []string {
+	describe := func(plan []*burstPush) []string {
 		var out []string
 		for _, p := range plan {
 			if p.user == "u-1" || p.user == "u-2" {
