@@ -4,12 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/apns"
@@ -438,18 +440,42 @@ func digestFile(path string) string {
 	return digest(readNamed(path))
 }
 
+// maxNamedFile bounds a file the configuration names: an apps file of
+// many apps, a key, a certificate or a CA bundle (the system's is a few
+// hundred KiB) each fits it many times over.
+const maxNamedFile = 4 << 20
+
 // readNamed reads a file the configuration names. Only a regular file (or
-// a link to one, as in a Kubernetes Secret volume) is read: a device such
-// as /dev/zero never ends, and a named pipe may never answer.
+// a link to one, as in a Kubernetes Secret volume) of at most
+// maxNamedFile bytes is read: a device such as /dev/zero never ends, a
+// named pipe may never answer, and a huge file would fill the memory. The
+// file is opened without blocking (opening a named pipe waits for a
+// writer otherwise) and checked by what is open, not by its name again.
 func readNamed(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case fi.IsDir():
+		return nil, fmt.Errorf("%s: is a directory", path)
+	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("%s: not a regular file", path)
+	case fi.Size() > maxNamedFile:
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d a configuration file may have", path, fi.Size(), maxNamedFile)
 	}
-	return os.ReadFile(path)
+	data, err := io.ReadAll(io.LimitReader(f, maxNamedFile+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(data) > maxNamedFile:
+		return nil, fmt.Errorf("%s: more than the %d bytes a configuration file may have", path, maxNamedFile)
+	}
+	return data, nil
 }
 
 func digest(data []byte, err error) string {

@@ -119,7 +119,10 @@ func logApp(log *slog.Logger, a appSpec, senders map[payload.Platform]worker.Sen
 	log.Info("app ready", attrs...)
 }
 
-// limiterKey is a user's limiter key under scope: hush:throttle:{courier:<user>}.
+// limiterKey is a user's limiter key under scope, as the log and hush apps
+// show it: hush:throttle:{courier:<user>}, or without a scope
+// hush:throttle:{<user>}, the key of every plain id (an id that a scoped
+// key could read the same is written {:<user>}; throttle's keys.go).
 func limiterKey(scope string) string {
 	if scope == "" {
 		return throttle.DefaultPrefix + "{<user>}"

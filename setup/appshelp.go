@@ -97,8 +97,9 @@ File paths are relative to the apps file's directory. Example
 ` + indent(AppsFileExample, "  ") + `
 The HUSH_APNS_* and HUSH_FCM_* keys, when set, define one more app,
 default, with the HUSH_THROTTLE_* rules; its users keep the limiter keys
-they had before apps (hush:throttle:{<user>}), another app's are
-hush:throttle:{<app>:<user>}, or {<group>:<user>}. A job without "app" goes
+they had before apps (hush:throttle:{<user>}; an id starting with : or },
+or with an app-like name before its first :, is {:<user>}), another app's
+are hush:throttle:{<app>:<user>}, or {<group>:<user>}. A job without "app" goes
 to the only app, else to default. HUSH_DRY_RUN makes every app dry-run,
 for the platforms it has credentials for (every platform for an app with
 none); HUSH_DEFAULT_TIMEZONE and HUSH_THROTTLE_BYPASS apply to every app.

@@ -33,6 +33,34 @@ type senderSpec struct {
 	// field is the field of the provider's configuration that err, from
 	// build, is about, and why ("" when err is about no single field).
 	field func(err error) (string, error)
+	// files are the files app a's sender reads, each with its field
+	// (the apps file's name, and the HUSH_<BLOCK>_<FIELD> key's); a
+	// path may be empty.
+	files func(a appSpec) []namedFile
+}
+
+// namedFile is a file a provider's configuration names in field.
+type namedFile struct{ field, path string }
+
+// unreadable reads, with readNamed, every file sender s of app a would
+// read, and returns the first one's field that cannot be read, and why:
+// so a device, a named pipe or a huge file is refused before the
+// provider's SDK reads it whole.
+func (s senderSpec) unreadable(a appSpec) (string, error) {
+	for _, f := range s.files(a) {
+		if f.path == "" {
+			continue
+		}
+		if _, err := readNamed(f.path); err != nil {
+			return f.field, err
+		}
+	}
+	return "", nil
+}
+
+// envKey is the HUSH_* key of field in the block of s: HUSH_APNS_KEY_FILE.
+func (s senderSpec) envKey(field string) string {
+	return "HUSH_" + strings.ToUpper(s.block+"_"+field)
 }
 
 // senderTable lists every platform's sender, in the order they are built.
@@ -50,6 +78,9 @@ var senderTable = []senderSpec{
 		envKeys:    []string{"HUSH_APNS_KEY_FILE", "HUSH_APNS_CERT_FILE"},
 		build:      buildAPNs,
 		field:      fieldOf[*apns.FieldError](func(e *apns.FieldError) (string, error) { return e.Field, e.Err }),
+		files: func(a appSpec) []namedFile {
+			return []namedFile{{"key_file", a.apns.KeyFile}, {"cert_file", a.apns.CertFile}, {"ca_file", a.apns.CAFile}}
+		},
 	},
 	{
 		platform:   payload.FCM,
@@ -59,6 +90,7 @@ var senderTable = []senderSpec{
 		envKeys:    []string{"HUSH_FCM_CREDENTIALS_FILE"},
 		build:      buildFCM,
 		field:      fieldOf[*fcm.FieldError](func(e *fcm.FieldError) (string, error) { return e.Field, e.Err }),
+		files:      func(a appSpec) []namedFile { return []namedFile{{"credentials_file", a.fcm.CredentialsFile}} },
 	},
 	{
 		platform:   payload.WebPush,
@@ -68,6 +100,7 @@ var senderTable = []senderSpec{
 		envKeys:    []string{"HUSH_WEBPUSH_PRIVATE_KEY"},
 		build:      buildWebPush,
 		field:      fieldOf[*webpush.FieldError](func(e *webpush.FieldError) (string, error) { return e.Field, e.Err }),
+		files:      func(a appSpec) []namedFile { return []namedFile{{"ca_file", a.webpush.CAFile}} },
 	},
 }
 
@@ -108,6 +141,16 @@ func newSenders(ctx context.Context, a appSpec, dryRun, warm bool, log *slog.Log
 				log.Warn(fmt.Sprintf("no %s credentials: deliveries to %s devices will fail (set %s)",
 					s.name, s.platform, strings.Join(s.envKeys, " or ")))
 			}
+			continue
+		}
+		if field, err := s.unreadable(a); err != nil {
+			if a.label == "" {
+				closeAll()
+				return nil, nil, fmt.Errorf("%s sender: %w", s.name, &KeyError{Key: s.envKey(field), Err: err})
+			}
+			path := a.label + "." + s.block + "." + field
+			ps.add(path, ps.lines[path], err)
+			failed = true
 			continue
 		}
 		sender, closeFn, err := s.build(ctx, a, warm && !dryRun, log)

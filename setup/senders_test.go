@@ -25,7 +25,7 @@ func TestSenderTable(t *testing.T) {
 	var got []payload.Platform
 	for _, s := range senderTable {
 		got = append(got, s.platform)
-		if s.name == "" || s.configured == nil || len(s.envKeys) == 0 || s.build == nil {
+		if s.name == "" || s.configured == nil || len(s.envKeys) == 0 || s.build == nil || s.files == nil {
 			t.Errorf("senderTable entry for %q is incomplete: %+v", s.platform, s)
 		}
 	}

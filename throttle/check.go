@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 func check(ctx context.Context, user string) error {
@@ -43,6 +44,9 @@ func checkRequests(reqs []Request) error {
 func checkOptions(o Options) error {
 	if o.MaxPending < 0 {
 		return fmt.Errorf("throttle: Options.MaxPending %d: must not be negative", o.MaxPending)
+	}
+	if strings.ContainsAny(o.Prefix, "{}") {
+		return fmt.Errorf("throttle: Options.Prefix %q: want no { or }: the braces after it are the user's hash tag", o.Prefix)
 	}
 	if o.Scope != "" && !ValidCategory(o.Scope) {
 		return fmt.Errorf("throttle: Options.Scope %q: want 1 to %d of a-z, 0-9, _ and -", o.Scope, MaxCategoryLen)

@@ -110,7 +110,14 @@
 // # Redis schema
 //
 // Per user, with K = Options.Prefix (default "hush:throttle:") + "{" +
-// user + "}":
+// tag + "}", where the tag (keys.go's userTag) is, under Options.Scope s,
+// s + ":" + user, and without a scope the user's id itself when it is
+// plain, else ":" + user. A plain id is one no scoped tag can equal: not
+// empty, starting with neither ":" nor "}", and with no ":" or with what
+// comes before its first ":" not a scope name (1 to 32 of a-z, 0-9, _
+// and -). So u-42 is "{u-42}", User:42 "{User:42}", courier:alice
+// "{:courier:alice}", }x "{:}x}", and app courier's alice
+// "{courier:alice}":
 //
 //	K             sorted set, the global rules' entries: member =
 //	              "allow:<random hex>" for Allow or the caller's member id
@@ -121,9 +128,19 @@
 //	              the member that replaced it, each "<until ms>
 //	              <accepted ms> <member>" (reserve.lua's header)
 //
-// The braces are a hash tag, so every key of one user is in one slot and
-// each single-user script works on Redis Cluster; category names have no
-// ":" or "}", so no two users' or categories' keys coincide. A set's TTL
+// No two users of any scopes share a tag: a scoped tag starts with its
+// scope, which its first ":" ends; a plain id is neither empty nor starts
+// with ":", nor has a scope before its first ":"; only the other
+// unscoped ids' tags start with ":". An id may hold "}" or ":", yet a key
+// names one set of one tag: category names have no ":" or "}", so read
+// from its end a key ends in "}" (K), "}:k" (the hash) or ":c:" and a
+// category. Scopes are apps' and throttle groups' names alike: apps that
+// share a group share its scope, and the caller keeps an app outside a
+// group from having the group's name. The braces are a hash tag: a tag is
+// never empty nor starts with "}", and Options.Prefix has no braces, so
+// Redis Cluster hashes every key of one user by the tag's text up to its
+// first "}", one slot whatever the id holds, and each single-user script
+// works on Redis Cluster. A set's TTL
 // (PEXPIRE) covers its newest entry plus its horizon, the hash's at least
 // as long as the sets written with it; with an injected clock it is at
 // least an hour, because TTLs tick in the server's real time.

@@ -86,17 +86,17 @@ func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
 // Policy returns the policy the limiter enforces.
 func (l *Redis) Policy() Policy { return copyPolicy(l.policy) }
 
-// Key returns the Redis key holding user's entries under the global rules.
+// Key returns the Redis key holding user's entries under the global rules:
+// Prefix + "{" + tag + "}", with the tag of user under the limiter's scope
+// (userTag). Every key of the user starts with it.
 func (l *Redis) Key(user string) string {
-	if l.scope != "" {
-		return l.prefix + "{" + l.scope + ":" + user + "}"
-	}
-	return l.prefix + "{" + user + "}"
+	return l.prefix + "{" + userTag(l.scope, user) + "}"
 }
 
 // setKey is the key of user's set cat: the global set for "", else
-// Key(user) + ":c:" + cat. A category name has no ":" or "}", so no
-// user's and category's keys can be another's.
+// Key(user) + ":c:" + cat. A category name has no ":" or "}", so a key
+// ends in "}" (a global set), "}:k" (a collapse hash) or ":c:" and a
+// category: read from its end, a key names one set of one tag.
 func (l *Redis) setKey(user, cat string) string {
 	if cat == "" {
 		return l.Key(user)

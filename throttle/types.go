@@ -219,13 +219,18 @@ type CategoryStatus struct {
 
 // Options configure a limiter.
 type Options struct {
-	// Prefix is the key prefix; the user's key is Prefix + "{" + user + "}".
-	// Default "hush:throttle:".
+	// Prefix is the key prefix; the user's key is Prefix + "{" + tag +
+	// "}", where the tag is the user's id, or its scope and id (see Scope
+	// and the package's Redis schema). Default "hush:throttle:". It has
+	// no "{" or "}", so the braces after it are the key's hash tag.
 	Prefix string
 	// Scope, when set, puts the user's keys under it: Prefix + "{" +
 	// Scope + ":" + user + "}" (one app's users, or a group of apps that
-	// share one budget per user). 1 to 32 of a-z, 0-9, _ and -, so no
-	// scope's keys can be another's or an unscoped user's.
+	// share one budget per user). 1 to 32 of a-z, 0-9, _ and -. Without a
+	// scope a user's key is Prefix + "{" + user + "}" when no scoped key
+	// can read the same (the id neither starts with ":" or "}" nor has a
+	// scope name before its first ":"), else Prefix + "{:" + user + "}":
+	// no two scopes or users share a key, whatever the ids hold.
 	Scope string
 	// Clock, when set, supplies the time of every decision (tests, simulation,
 	// replay). When nil the Redis limiter uses the Redis server's TIME and the
