@@ -211,7 +211,9 @@ func (w *Worker) handleHeldJobs(ctx context.Context, t *asynq.Task) error {
 // states: heldJobsStates), one per app books the fresh members whose slot
 // the task does not carry, then each member goes on as a hush:held task's
 // recipient (deliverChunk), side by side. A run that settles every member
-// deletes its run mark.
+// deletes its run mark. A task in a marked queue (a process without
+// seconds' tasks re-ran a batch whose markers name the group) adds its
+// group to its second instead, as a re-run of this version would.
 func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
 	var h heldJobs
 	if err := json.Unmarshal(t.Payload(), &h); err != nil {
@@ -219,6 +221,11 @@ func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
 	}
 	if err := h.valid(); err != nil {
 		return err
+	}
+	if marked, _ := asynq.GetQueueName(ctx); marked != "" {
+		if q, joined := joinedQueue(marked); joined {
+			return w.joinSecond(ctx, h.ID, q, h.Wake, t.Payload())
+		}
 	}
 	return w.runHeldJobs(ctx, h.ID, []*heldJobs{&h})
 }

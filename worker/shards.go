@@ -92,17 +92,24 @@ func heldQueueOf(q string) string { return heldQueuePrefix + q }
 
 // servedHeldQueues is every held queue a worker serves: the held queue of
 // each queue servedQueues gives, and those left by a deployment with more
-// shards.
+// shards; and, with its held queue's weight, each marked queue of a served
+// held queue that exists (together.go: a process without seconds' tasks
+// put a group's task there).
 func servedHeldQueues(weights map[string]int, shards int, existing []string) map[string]int {
 	var left []string
 	for _, q := range existing {
 		if rest, ok := strings.CutPrefix(q, heldQueuePrefix); ok {
-			left = append(left, rest)
+			left = append(left, strings.TrimSuffix(rest, togetherSuffix))
 		}
 	}
 	out := map[string]int{}
 	for q, wt := range servedQueues(weights, shards, left) {
 		out[heldQueueOf(q)] = wt
+	}
+	for _, q := range existing {
+		if held, marked := joinedQueue(q); marked && out[held] > 0 {
+			out[q] = out[held]
+		}
 	}
 	return out
 }

@@ -54,8 +54,11 @@ import (
 //
 // The marker's queue carries togetherSuffix so that a process without
 // seconds' tasks, re-running a batch task a process with them left,
-// cannot run a group the second's task runs too: it would create the
-// group's own task in that marked queue, which no process serves.
+// cannot run a group the second's task runs too: it creates the group's
+// own task in that marked queue. A process with seconds' tasks serves a
+// marked queue it finds at its start (servedHeldQueues), and a task there
+// adds its group to its second, as this version's re-run would: the group
+// runs once, whether its run was cut before or after it joined.
 
 // togetherSuffix ends the queue in a marker naming a group that waits for
 // its second's task.

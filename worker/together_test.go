@@ -100,7 +100,8 @@ func checkSentOnce(t *testing.T, e *env, jobs []payload.Job, tokenOf func(i int)
 // once, at its slot. A run of it that Asynq repeats after the run's work
 // but before its end was recorded (its groups taken again) sends nothing
 // more. The queue a process without seconds' tasks would create a group's
-// own task in (its marker's) is one no process serves.
+// own task in (its marker's) is served once it exists, by the held
+// queue's weight (TestEarlierVersionReRunOfACutBatchRunsItsGroups).
 func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 	const n, gap = 6, 3 * time.Second
 	e, ta, tb, ja, jb := twoBatchesEnv(t, n, gap, "sa", "sb")
@@ -158,11 +159,14 @@ func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 		}
 		return apnsToken(fmt.Sprint("sb", i-n))
 	})
-	served := servedHeldQueues(map[string]int{"normal": 1}, 2, []string{heldJoined, heldQueueOf("normal.1") + togetherSuffix})
-	for q := range served {
-		if strings.Contains(q, togetherSuffix) {
-			t.Errorf("held queues served %v: %s is a marker's", sortedQueues(served), q)
+	served := servedHeldQueues(map[string]int{"normal": 1}, 2, []string{heldJoined, heldQueueOf("normal.1") + togetherSuffix, heldQueueOf("other") + togetherSuffix})
+	for _, q := range []string{heldJoined, heldQueueOf("normal.1") + togetherSuffix} {
+		if served[q] != 1 {
+			t.Errorf("held queues served %v: want the marked queue %s, by its held queue's weight", sortedQueues(served), q)
 		}
+	}
+	if q := heldQueueOf("other") + togetherSuffix; served[q] != 0 {
+		t.Errorf("held queues served %v: %s is not a served held queue's", sortedQueues(served), q)
 	}
 }
 

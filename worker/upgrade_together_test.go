@@ -1,0 +1,64 @@
+package worker
+
+import (
+	"maps"
+	"testing"
+	"time"
+)
+
+// TestEarlierVersionReRunOfACutBatchRunsItsGroups (issue 39, 10a): a
+// batch run writes its held jobs' markers, naming groups waiting for
+// their seconds, and is cut before it adds them (no group in its second,
+// no second's task). A process of the earlier version (without seconds'
+// tasks) re-runs the batch: it creates each group's own task under the
+// group's id, in the marker's queue, due at its second, as that version's
+// heldJobsGroups.enqueue does (git show aad2233^:worker/heldjobs.go). A
+// process of this version that starts then sends every job once.
+func TestEarlierVersionReRunOfACutBatchRunsItsGroups(t *testing.T) {
+	const n, gap = 4, 3 * time.Second
+	e, batchT, jobs := heldJobsEnv(t, n, gap)
+	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
+		t.Fatal(err)
+	}
+	// The cut: the groups never joined their seconds.
+	bodies := map[string]string{}
+	for id, s := range e.heldSeconds() {
+		k := togetherKeys(s.Queue, s.Wake)[0]
+		maps.Copy(bodies, e.rdb.HGetAll(t.Context(), k).Val())
+		if err := e.rdb.Del(t.Context(), k).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.insp.DeleteTask(heldNormal, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(bodies) == 0 {
+		t.Fatal("the batch held no job back")
+	}
+	e.w.seconds.reset() // the cut process's memory goes with it
+	// The earlier version's re-run: each group's own task where its
+	// markers say.
+	for _, j := range jobs {
+		q, g := parseHeldMark(e.rdb.HGet(t.Context(), jobKey(j.ID), heldPrefix+"0").Val())
+		if q != heldJoined || bodies[g] == "" {
+			t.Fatalf("job %s marked held in %q by %q, want a group of the cut run in %s", j.ID, q, g, heldJoined)
+		}
+		_, _, wake, _ := parseHeldJobsTaskID(g)
+		if err := e.client.enqueueHeld(t.Context(), TypeHeldJobs, g, q, time.Unix(wake, 0), []byte(bodies[g])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.start()
+	t.Cleanup(e.shutdown)
+	var ids []string
+	for _, j := range jobs {
+		ids = append(ids, j.ID)
+	}
+	e.waitDelivered(ids, 30*time.Second)
+	reqs := e.apns.Requests()
+	for _, j := range jobs {
+		if got := len(requestsFor(reqs, apnsToken(j.ID))); got != 1 {
+			t.Errorf("job %s: %d pushes, want 1", j.ID, got)
+		}
+	}
+}
