@@ -235,8 +235,11 @@
 // requests on one key get runs of times that never overlap, with every two
 // times at least I apart. Times are whole nanoseconds throughout, so no
 // rounding adds up (600/s stays 1,666,667 ns apart). A request for no sends
-// grants nothing and changes nothing. Pace answers with Wait (start - now)
-// and Interval. MemoryPacer has the same semantics in one process.
+// grants nothing and changes nothing. A request with a Latest earlier than
+// its start is held: it is granted nothing and TAT does not move, so a
+// caller that could not use a late time leaves it to the requests after
+// it. Pace answers with Wait (start - now), Interval and Held.
+// MemoryPacer has the same semantics in one process.
 //
 // Its key, with K = Options.Prefix (default "hush:rate:") + "{" + name +
 // "}", is a string: the TAT as "<unix seconds>.<nanoseconds, 9 digits>".

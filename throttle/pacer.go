@@ -31,12 +31,16 @@ var ErrInvalidPaceRequest = errors.New("throttle: invalid pace request")
 var pacerLua string
 
 // PaceRequest asks for N consecutive send times on Key at Rate sends per
-// second, none before NotBefore (zero: now).
+// second, none before NotBefore (zero: now) and, when Latest is set, the
+// first no later than Latest: a request whose first time would come later
+// is held, granted nothing, so a caller that cannot use a late time does
+// not take it from the requests after it.
 type PaceRequest struct {
 	Key       string
 	N         int
 	Rate      float64
 	NotBefore time.Time
+	Latest    time.Time
 }
 
 // Pace is the send times granted: the i-th (0 <= i < N) at Now + Wait +
@@ -44,7 +48,8 @@ type PaceRequest struct {
 type Pace struct {
 	// Wait is from Now to the first granted time, never negative; 0 for a
 	// request of no sends. Callers act on Wait rather than on an instant,
-	// so their own clock skew is harmless.
+	// so their own clock skew is harmless. For a held request it is the
+	// first time the key would have granted.
 	Wait time.Duration
 	// Interval is 1 s / Rate rounded up to a whole nanosecond, so the sends
 	// never outrun Rate.
@@ -52,6 +57,9 @@ type Pace struct {
 	// Now is the limiter's clock when it paced the request; zero marks a
 	// request that failed.
 	Now time.Time
+	// Held marks a request whose first time would have come after its
+	// Latest: it was granted nothing and the key did not move.
+	Held bool
 }
 
 // paceInterval is the interval between two sends at rate, or false when
@@ -171,7 +179,7 @@ func (p *Pacer) Pace(ctx context.Context, reqs []PaceRequest) ([]Pace, error) {
 				failed = append(failed, fmt.Errorf("throttle: pace %q: %w", reqs[i].Key, e))
 				continue
 			}
-			out[i] = Pace{Wait: starts[j].at.Sub(now), Interval: intervals[i], Now: now}
+			out[i] = Pace{Wait: starts[j].at.Sub(now), Interval: intervals[i], Now: now, Held: starts[j].held}
 		}
 	}
 	return out, errors.Join(failed...)
@@ -212,7 +220,7 @@ func paceGroups(reqs []PaceRequest, multiKey bool) [][]int {
 
 // call builds pacer.lua's keys and arguments for the requests g at now.
 func (p *Pacer) call(now string, reqs []PaceRequest, intervals []time.Duration, g []int) scriptCall {
-	c := scriptCall{args: make([]any, 0, 2+4*len(g))}
+	c := scriptCall{args: make([]any, 0, 2+5*len(g))}
 	c.args = append(c.args, now, p.minTTL)
 	index := map[string]int{}
 	for _, i := range g {
@@ -228,7 +236,11 @@ func (p *Pacer) call(now string, reqs []PaceRequest, intervals []time.Duration, 
 		if q.N > 0 && !q.NotBefore.IsZero() {
 			notBefore = formatPaceTime(q.NotBefore)
 		}
-		c.args = append(c.args, k, int64(span/time.Second), int64(span%time.Second), notBefore)
+		latest := ""
+		if q.N > 0 && !q.Latest.IsZero() {
+			latest = formatPaceTime(q.Latest)
+		}
+		c.args = append(c.args, k, int64(span/time.Second), int64(span%time.Second), notBefore, latest)
 	}
 	return c
 }
@@ -241,10 +253,11 @@ func formatPaceTime(t time.Time) string {
 }
 
 // paceStart is one request's answer in pacer.lua's reply: its first send
-// time, or why it failed.
+// time (held: the one it would have had), or why it failed.
 type paceStart struct {
-	at  time.Time
-	err error
+	at   time.Time
+	held bool
+	err  error
 }
 
 // parsePaceReply reads pacer.lua's reply for n requests: now and each
@@ -269,14 +282,19 @@ func parsePaceReply(v any, err error, n int) (time.Time, []paceStart, error) {
 		}
 		st, ok := e.([]any)
 		var t time.Time
-		if ok && len(st) == 2 {
+		held := false
+		if ok && (len(st) == 2 || len(st) == 3) {
 			t, ok = paceTime(st[0], st[1])
+		}
+		if ok && len(st) == 3 {
+			held = st[2] == int64(1)
+			ok = held
 		}
 		if !ok || t.Before(now) {
 			starts[j].err = fmt.Errorf("%w: pace: start %#v", ErrUnexpectedReply, e)
 			continue
 		}
-		starts[j].at = t
+		starts[j].at, starts[j].held = t, held
 	}
 	return now, starts, nil
 }
@@ -341,6 +359,10 @@ func (p *MemoryPacer) Pace(ctx context.Context, reqs []PaceRequest) ([]Pace, err
 			start = q.NotBefore.Round(0)
 		}
 		out[i].Wait = start.Sub(now)
+		if !q.Latest.IsZero() && start.After(q.Latest) {
+			out[i].Held = true
+			continue
+		}
 		p.tat[q.Key] = start.Add(time.Duration(q.N) * intervals[i])
 		p.writes++
 	}

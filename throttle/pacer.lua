@@ -3,7 +3,8 @@
 -- first instant not yet granted, as "<unix seconds>.<9-digit ns>"; an
 -- absent key is free now. In order, each request for n sends starts at
 -- start = max(TAT, now, not-before) and moves TAT to start + span, where
--- span = n * interval. Go computes span in integer nanoseconds and splits
+-- span = n * interval; a request with a latest start earlier than start
+-- is held instead: it is told start and moves nothing. Go computes span in integer nanoseconds and splits
 -- it into seconds and nanoseconds, so Lua only compares and adds integers
 -- below 2^53: its doubles keep every time exact to the nanosecond and no
 -- rounding accumulates (600/s stays 1,666,667 ns apart). Each key is read
@@ -14,8 +15,10 @@
 -- ARGV[2]  minttl (ms): the least TTL a written key gets
 -- then     per request, in order: its key (index into KEYS), span seconds,
 --          span nanoseconds (both 0 for no sends: the request reads and
---          writes nothing and starts at now), not-before ("<s>.<ns>" or "")
--- Reply    {now s, now ns, then per request {start s, start ns}, or an
+--          writes nothing and starts at now), not-before ("<s>.<ns>" or ""),
+--          latest start ("<s>.<ns>" or "": none)
+-- Reply    {now s, now ns, then per request {start s, start ns}, or
+--          {start s, start ns, 1} when held, or an
 --          error reply when its key could not be read or written (e.g.
 --          WRONGTYPE, a value that is no time), which stops no other key}
 local NS = 1000000000
@@ -72,8 +75,8 @@ local order = {}   -- key indexes in the order first written
 local arg = 3
 while arg <= #ARGV do
   local k, span_s, span_ns = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
-  local not_before = ARGV[arg + 3]
-  arg = arg + 4
+  local not_before, latest = ARGV[arg + 3], ARGV[arg + 4]
+  arg = arg + 5
   if span_s == 0 and span_ns == 0 then
     out[#out + 1] = {now_s, now_ns}
   else
@@ -91,18 +94,27 @@ while arg <= #ARGV do
           s, ns = bs, bns
         end
       end
-      out[#out + 1] = {s, ns}
-      s, ns = s + span_s, ns + span_ns
-      if ns >= NS then
-        s, ns = s + 1, ns - NS
+      local held = false
+      if latest ~= '' then
+        local ls, lns = parse_time(latest)
+        held = after(s, ns, ls, lns)
       end
-      state[k] = {s, ns}
-      if not written[k] then
-        written[k] = {}
-        order[#order + 1] = k
+      if held then
+        out[#out + 1] = {s, ns, 1}
+      else
+        out[#out + 1] = {s, ns}
+        s, ns = s + span_s, ns + span_ns
+        if ns >= NS then
+          s, ns = s + 1, ns - NS
+        end
+        state[k] = {s, ns}
+        if not written[k] then
+          written[k] = {}
+          order[#order + 1] = k
+        end
+        local w = written[k]
+        w[#w + 1] = #out
       end
-      local w = written[k]
-      w[#w + 1] = #out
     end
   end
 end

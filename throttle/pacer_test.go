@@ -118,6 +118,12 @@ func wantPace(wait, interval time.Duration) throttle.Pace {
 	return throttle.Pace{Wait: wait, Interval: interval}
 }
 
+// heldPace is the answer to a request held by its Latest: the wait it
+// would have had.
+func heldPace(wait, interval time.Duration) throttle.Pace {
+	return throttle.Pace{Wait: wait, Interval: interval, Held: true}
+}
+
 // The intervals of the rates the table uses: 1 s / rate, rounded up to a
 // nanosecond.
 const (
@@ -176,6 +182,20 @@ func TestPacerSemantics(t *testing.T) {
 			{0, []throttle.PaceRequest{{Key: "k", N: 1, Rate: 1000, NotBefore: nb(-time.Second)}}, []throttle.Pace{wantPace(8*time.Millisecond+1, i1000)}},
 			{0, []throttle.PaceRequest{{Key: "k", N: 1, Rate: 1000, NotBefore: nb(time.Second)}}, []throttle.Pace{wantPace(time.Second, i1000)}},
 		}},
+		{"a request that would start after its Latest is held and moves nothing", []paceStep{
+			{0, []throttle.PaceRequest{{Key: "k", N: 5, Rate: 1000}}, []throttle.Pace{wantPace(0, i1000)}},
+			{0, []throttle.PaceRequest{
+				{Key: "k", N: 1, Rate: 1000, Latest: nb(5*time.Millisecond - 1)},
+				{Key: "k", N: 1, Rate: 1000, NotBefore: nb(time.Second), Latest: nb(time.Second - 1)},
+				{Key: "k", N: 1, Rate: 1000, Latest: nb(5 * time.Millisecond)},
+				{Key: "k", N: 1, Rate: 1000, Latest: nb(5 * time.Millisecond)},
+				{Key: "k", N: 0, Rate: 1000, Latest: nb(-time.Second)},
+			}, []throttle.Pace{
+				heldPace(5*time.Millisecond, i1000), heldPace(time.Second, i1000),
+				wantPace(5*time.Millisecond, i1000), heldPace(6*time.Millisecond, i1000), wantPace(0, i1000),
+			}},
+			{0, []throttle.PaceRequest{{Key: "k", N: 1, Rate: 1000}}, []throttle.Pace{wantPace(6*time.Millisecond, i1000)}},
+		}},
 		{"a new rate starts after the old rate's sends", []paceStep{
 			{0, []throttle.PaceRequest{{Key: "k", N: 1, Rate: 1}, {Key: "k", N: 1, Rate: 1000}, {Key: "k", N: 1, Rate: 1}},
 				[]throttle.Pace{wantPace(0, time.Second), wantPace(time.Second, i1000), wantPace(time.Second+i1000, time.Second)}},
@@ -219,7 +239,8 @@ func TestPacerSemantics(t *testing.T) {
 // paceModel is the brute-force reference: per key, the list of every time
 // granted with its interval. A request's first time is the earliest at or
 // after now and NotBefore that is at least one interval after every time
-// granted on its key (the interval of the request that got it).
+// granted on its key (the interval of the request that got it); when that
+// is after its Latest, it is held and granted nothing.
 type paceModel struct {
 	granted map[string][]paceGrant
 }
@@ -246,10 +267,14 @@ func (m *paceModel) pace(now time.Time, reqs []throttle.PaceRequest) []throttle.
 				start = free
 			}
 		}
+		out[i].Wait = start.Sub(now)
+		if !q.Latest.IsZero() && start.After(q.Latest) {
+			out[i].Held = true
+			continue
+		}
 		for k := range q.N {
 			m.granted[q.Key] = append(m.granted[q.Key], paceGrant{start.Add(time.Duration(k) * interval), interval})
 		}
-		out[i].Wait = start.Sub(now)
 	}
 	return out
 }
@@ -257,7 +282,8 @@ func (m *paceModel) pace(now time.Time, reqs []throttle.PaceRequest) []throttle.
 // randomPaceRequests is one random batch on a few keys: mostly small N
 // (sometimes 0), rates from slow to fast (with fractions, and ones whose
 // interval is no whole number of nanoseconds), NotBefore mostly zero,
-// else in the past or up to 300 ms ahead to the nanosecond.
+// else in the past or up to 300 ms ahead to the nanosecond, and Latest
+// mostly zero, else up to 300 ms from now either way.
 func randomPaceRequests(r *rand.Rand, now time.Time, keys []string) []throttle.PaceRequest {
 	rates := []float64{600, 1000, 7.5, 0.5, 3, 1e6, 123.456, 50}
 	reqs := make([]throttle.PaceRequest, 1+r.IntN(6))
@@ -276,6 +302,9 @@ func randomPaceRequests(r *rand.Rand, now time.Time, keys []string) []throttle.P
 			q.NotBefore = now.Add(-time.Duration(r.Int64N(int64(time.Second))))
 		case 1:
 			q.NotBefore = now.Add(time.Duration(r.Int64N(int64(300 * time.Millisecond))))
+		}
+		if r.IntN(3) == 0 {
+			q.Latest = now.Add(time.Duration(r.Int64N(int64(600*time.Millisecond))) - 300*time.Millisecond)
 		}
 		reqs[i] = q
 	}
@@ -431,7 +460,10 @@ func TestPacerConcurrent(t *testing.T) {
 							if pc.Wait < 0 || (q.N > 0 && start.Before(q.NotBefore)) {
 								t.Errorf("request %+v: %+v starts before now or NotBefore", q, pc)
 							}
-							if q.N > 0 {
+							if late := !q.Latest.IsZero() && start.After(q.Latest); q.N > 0 && pc.Held != late {
+								t.Errorf("request %+v: %+v: held %v, want %v", q, pc, pc.Held, late)
+							}
+							if q.N > 0 && !pc.Held {
 								granted[q.Key] = append(granted[q.Key], paceGranted{start, q.N, pc.Interval})
 								waited = waited || (pc.Wait > 0 && q.NotBefore.IsZero())
 							}

@@ -650,7 +650,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			p.releaseAll()
 			return handoffs, err
 		}
-		held := map[int]time.Time{}
+		held := map[int]pacedTurn{}
 		near := map[int]paceResult{} // held, their turn within maxInlineWait
 		kept := sendNow[:0:0]
 		now := w.now()

@@ -156,7 +156,9 @@ type attempts struct {
 	throttledSince time.Time
 	// paced is the send time a pacer granted the delivery's next send, on
 	// the limiter's clock (zero: none); its booking is made no earlier.
-	paced time.Time
+	// pacedTold: the pacer held that time back (pacedTurn.told).
+	paced     time.Time
+	pacedTold bool
 }
 
 // retryPolicy bounds retries.

@@ -208,12 +208,12 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	}
 	// The app's send rate (pace.go): send at the turns granted, or hold
 	// the delivery until its turn and book again from there.
-	paced, err := w.pace(ctx, app, []paceItem{{d: d, states: st.devices, slot: slot, at: at, paced: a.paced}})
+	paced, err := w.pace(ctx, app, []paceItem{{d: d, states: st.devices, slot: slot, at: at, paced: a.paced, told: a.pacedTold}})
 	if err != nil {
 		return false, err
 	}
 	if paced[0].hold {
-		if err := w.store.holdPaced(ctx, d.Job, map[int]time.Time{d.Index: paced[0].last}, d.ttl()); err != nil {
+		if err := w.store.holdPaced(ctx, d.Job, map[int]pacedTurn{d.Index: paced[0].last}, d.ttl()); err != nil {
 			return false, err
 		}
 		w.m.limiter.WithLabelValues(app.Name, "paced").Inc()

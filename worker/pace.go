@@ -39,6 +39,20 @@ import (
 //     within maxInlineWait and sends them (rebookNear): one round trip for
 //     the wave instead of a task and a worker slot per recipient.
 //
+//   - A recipient that asks again because it lost the turns it was granted
+//     (its new slot came more than paceLate after them: it woke late, or
+//     its user's rules moved it) takes only turns it can use: its requests
+//     name the latest start within paceSlack of its slot, and the Pacer
+//     holds back any later one without moving (throttle.PaceRequest's
+//     Latest). A recipient held so records the turn it was told, marked as
+//     told (pacedTurn): its next booking comes no earlier, and it asks
+//     again there, as it never had the turn. So a backlog whose runs keep
+//     waking late does not take turn after turn it never uses, each pushing
+//     every other recipient's turn further out: its turns are taken only
+//     as they are sent, and it drains at the rate. A first ask takes its
+//     turn however far it is, so a fan-out's recipients each get one of
+//     their own, spread at the rate, instead of all being told the same.
+//
 // Waiting for a turn holds no send permit (callAtTurn): one app's paced
 // backlog would otherwise keep the permits another app's sends need.
 
@@ -63,6 +77,10 @@ func MaxRateBound(rate float64) int {
 	return int(math.Ceil(rate)) + 1 + int(math.Ceil(2*rate*paceLate.Seconds()))
 }
 
+// pacedToldMark ends a recorded paced time the Pacer held back
+// (pacedTurn.told).
+const pacedToldMark = "h"
+
 // paceKey is the Pacer key of app's sends to platform.
 func paceKey(app string, p payload.Platform) string { return app + ":" + string(p) }
 
@@ -77,8 +95,19 @@ type paceItem struct {
 	// The Pacer's clock is the limiter's: both are the Redis server's.
 	at time.Time
 	// paced is the turn an earlier pacing granted it (zero: none), on the
-	// limiter's clock.
+	// limiter's clock; told: the turn the Pacer held back, never its to
+	// send at.
 	paced time.Time
+	told  bool
+}
+
+// pacedTurn is a held recipient's paced time on the limiter's clock, as
+// its job records it ("<i>/p"): a turn the Pacer granted it, which it
+// sends at without asking again when its new slot lands on it, or, told,
+// a turn the Pacer held back, which only bounds its next booking.
+type pacedTurn struct {
+	at   time.Time
+	told bool
 }
 
 // paceResult is what pacing says of one item: send it, each paced device
@@ -86,13 +115,14 @@ type paceItem struct {
 // nil: no pacing, as booked), or hold it until paced. turn is its earliest
 // turn on the local clock, paced the same on the limiter's; last is its
 // latest turn on the limiter's clock, what a held item records, so that
-// its next booking comes no earlier than any turn it was granted.
+// its next booking comes no earlier than any turn it was granted or told
+// (last.told: some turn was held back, so the item has not every turn).
 type paceResult struct {
 	turns []time.Time
 	turn  time.Time
 	hold  bool
 	paced time.Time
-	last  time.Time
+	last  pacedTurn
 }
 
 // paceVerdict decides what a recipient's earliest turn means: hold is
@@ -132,37 +162,50 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 				devs = append(devs, j)
 			}
 		}
-		if len(devs) > 0 && !it.paced.IsZero() && !it.at.IsZero() && !it.at.Before(it.paced) && it.at.Sub(it.paced) <= paceLate {
+		if len(devs) > 0 && !it.told && !it.paced.IsZero() && !it.at.IsZero() && !it.at.Before(it.paced) && it.at.Sub(it.paced) <= paceLate {
 			// The turns granted earlier are the item's: its slot kept the
 			// latest of them, so every device leaves then, at or after its
 			// own turn. Asking again would take turns it never uses and
 			// push every held item's turns further out.
 			r := &out[k]
 			r.turns = make([]time.Time, len(it.d.Devices))
-			r.turn, r.paced, r.last = it.slot.Add(it.paced.Sub(it.at)), it.paced, it.paced
+			r.turn, r.paced, r.last = it.slot.Add(it.paced.Sub(it.at)), it.paced, pacedTurn{at: it.paced}
 			for _, j := range devs {
 				r.turns[j] = r.turn
 			}
 			continue
 		}
+		// A second ask (its turns lost, or only told) takes no turn later
+		// than it can send at. A bypass priority books no slot to keep.
+		var latest time.Time
+		if !it.paced.IsZero() && !it.at.IsZero() && !w.bypass[it.d.Priority] {
+			latest = it.at.Add(paceSlack)
+		}
 		for _, j := range devs {
 			p := it.d.Devices[j].Platform
-			reqs = append(reqs, throttle.PaceRequest{Key: paceKey(app.Name, p), N: 1, Rate: app.MaxRate[p], NotBefore: it.at})
+			reqs = append(reqs, throttle.PaceRequest{Key: paceKey(app.Name, p), N: 1, Rate: app.MaxRate[p], NotBefore: it.at, Latest: latest})
 			asks = append(asks, ask{k, j})
 		}
 	}
 	if len(reqs) > 0 {
-		if err := w.paceAll(ctx, app, reqs, func(n int, local, limiter time.Time) {
+		if err := w.paceAll(ctx, app, reqs, func(n int, local, limiter time.Time, held bool) {
 			a, r := asks[n], &out[asks[n].k]
 			if r.turns == nil {
 				r.turns = make([]time.Time, len(items[a.k].d.Devices))
 			}
 			r.turns[a.j] = local
+			if held {
+				// Not its turn: the device is not sent under this attempt
+				// (its call would leave after the booking's bound, slot +
+				// lateRebook) and goes under the next.
+				r.turns[a.j] = items[a.k].slot.Add(lateRebook + time.Nanosecond)
+				r.last.told = true
+			}
 			if r.turn.IsZero() || local.Before(r.turn) {
 				r.turn, r.paced = local, limiter
 			}
-			if limiter.After(r.last) {
-				r.last = limiter
+			if limiter.After(r.last.at) {
+				r.last.at = limiter
 			}
 		}); err != nil {
 			return nil, err
@@ -177,12 +220,13 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 }
 
 // paceAll asks the Pacer for reqs of app in one round trip and hands each
-// request's turn to got, on the local clock and on the limiter's. A turn
+// request's turn to got, on the local clock and on the limiter's, and
+// whether the Pacer held it back (the request's Latest). A turn
 // maps to the local clock through the app's limiter clock reading (the
 // Pacer's clock is the limiter's), so turns granted by different round
 // trips keep their spacing; without a recent reading, through the middle
 // of this round trip.
-func (w *Worker) paceAll(ctx context.Context, app *App, reqs []throttle.PaceRequest, got func(n int, local, limiter time.Time)) error {
+func (w *Worker) paceAll(ctx context.Context, app *App, reqs []throttle.PaceRequest, got func(n int, local, limiter time.Time, held bool)) error {
 	asked := w.now()
 	paces, err := w.pacer.Pace(ctx, reqs)
 	mid := asked.Add(w.now().Sub(asked) / 2)
@@ -199,21 +243,25 @@ func (w *Worker) paceAll(ctx context.Context, app *App, reqs []throttle.PaceRequ
 		if !ok {
 			local = mid.Add(pc.Wait)
 		}
-		got(n, local, limiter)
+		got(n, local, limiter, pc.Held)
 	}
 	return nil
 }
 
 // holdPaced records the paced times of held items (recipient index ->
-// time on the limiter's clock) in one round trip, so their next bookings
-// are made no earlier.
-func (s store) holdPaced(ctx context.Context, job string, paced map[int]time.Time, ttl time.Duration) error {
+// time on the limiter's clock, "<ms>", or "<ms>h" when told) in one round
+// trip, so their next bookings are made no earlier.
+func (s store) holdPaced(ctx context.Context, job string, paced map[int]pacedTurn, ttl time.Duration) error {
 	if len(paced) == 0 {
 		return nil
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, at := range paced {
-			p.HSet(ctx, devKey(job), strconv.Itoa(i)+"/p", at.UnixMilli())
+		for i, pt := range paced {
+			v := strconv.FormatInt(pt.at.UnixMilli(), 10)
+			if pt.told {
+				v += pacedToldMark
+			}
+			p.HSet(ctx, devKey(job), strconv.Itoa(i)+"/p", v)
 		}
 		p.PExpire(ctx, devKey(job), ttl)
 		return nil

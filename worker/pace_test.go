@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
@@ -268,5 +269,157 @@ func TestSendTimesForDevice(t *testing.T) {
 				t.Errorf("want [%v, %v], got [%v, %v]", tc.wantAt, tc.wantBy, at, by)
 			}
 		})
+	}
+}
+
+// fixedClock is a Clock the test moves.
+type fixedClock struct{ t time.Time }
+
+func (c *fixedClock) Now() time.Time { return c.t }
+
+// paceWorker is a Worker with just what pace needs: a Pacer on the real
+// Redis under a key prefix of its own, on clock, which the worker reads
+// too, so a turn's local instant is its instant on the Pacer's clock.
+func paceWorker(t *testing.T, clock *fixedClock) *Worker {
+	t.Helper()
+	p, err := throttle.NewPacer(redistest.Client(t), throttle.Options{Prefix: redistest.Prefix(t), Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Worker{pacer: p, clock: clock}
+}
+
+// A rated backlog whose runs all wake late drains at the rate. Eight
+// recipients (one APNs device each, max_rate 5/s) ask at once: the first
+// is sent, the others are held with turns 200 ms apart. Each run of a held
+// recipient then comes 60 ms after its recorded turn (a loaded process:
+// more than paceLate), so its booking lands past the turn and it asks the
+// Pacer again. Such a second ask takes no turn it cannot use (it is told
+// one instead), so the turns are taken only as recipients are sent, and
+// every recipient is sent within a bounded number of runs, its turns at
+// least 1/rate apart. A second ask that took its turn however far would
+// push each held recipient's turn out past the others' and none would
+// ever be sent.
+func TestPacedBacklogDrainsWhenRunsWakeLate(t *testing.T) {
+	t.Parallel()
+	const rate, n, late = 5, 8, 60 * time.Millisecond
+	clock := &fixedClock{t: time.Unix(1_900_000_000, 0)}
+	w := paceWorker(t, clock)
+	app := &App{Name: "backlog", MaxRate: map[payload.Platform]float64{payload.APNs: rate}}
+	ds := make([]delivery, n)
+	for i := range ds {
+		ds[i] = delivery{Job: "j", Index: i, Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken(fmt.Sprint("b", i))}}}
+	}
+	item := func(i int, at time.Time, paced pacedTurn) paceItem {
+		return paceItem{d: &ds[i], states: []string{""}, slot: at, at: at, paced: paced.at, told: paced.told}
+	}
+	var sent []time.Time        // the turns sent at, in order
+	held := map[int]pacedTurn{} // what each held recipient recorded
+	t0 := clock.t
+	items := make([]paceItem, n)
+	for i := range items {
+		items[i] = item(i, t0, pacedTurn{})
+	}
+	res, err := w.pace(t.Context(), app, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.hold {
+			held[i] = r.last
+		} else {
+			sent = append(sent, r.paced)
+		}
+	}
+	const most = 10 * n * n
+	runs := 0
+	for ; len(held) > 0 && runs < most; runs++ {
+		// The held recipient due first (the lowest index among equals)
+		// runs late; its booking lands now.
+		next := -1
+		for i, p := range held {
+			if next < 0 || p.at.Before(held[next].at) || p.at.Equal(held[next].at) && i < next {
+				next = i
+			}
+		}
+		if now := held[next].at.Add(late); now.After(clock.t) {
+			clock.t = now
+		}
+		res, err := w.pace(t.Context(), app, []paceItem{item(next, clock.t, held[next])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[0].hold {
+			held[next] = res[0].last
+			continue
+		}
+		delete(held, next)
+		sent = append(sent, res[0].paced)
+	}
+	if len(held) > 0 {
+		t.Fatalf("after %d late runs %d of %d recipients are still held (the last turn recorded %s after the first ask)",
+			runs, len(held), n, func() time.Duration {
+				var last time.Time
+				for _, p := range held {
+					last = later(last, p.at)
+				}
+				return last.Sub(t0)
+			}())
+	}
+	interval := time.Second / rate
+	for i := 1; i < len(sent); i++ {
+		if gap := sent[i].Sub(sent[i-1]); gap < interval {
+			t.Errorf("sends %d and %d %s apart, want at least %s", i-1, i, gap, interval)
+		}
+	}
+	t.Logf("%d recipients sent in %d late runs", n, runs)
+}
+
+// A held recipient keeps every turn it was granted: with two APNs devices
+// its turns are 1/rate apart, and it records the later one (last), so its
+// next booking comes no earlier than either. Back at that time it sends
+// without asking again, each device at or after its own turn. Recording
+// the earlier turn would send the second device one interval before its
+// turn, outside the rate.
+func TestPacedHeldRecipientKeepsEveryTurn(t *testing.T) {
+	t.Parallel()
+	const rate = 5
+	clock := &fixedClock{t: time.Unix(1_900_000_000, 0)}
+	w := paceWorker(t, clock)
+	app := &App{Name: "both", MaxRate: map[payload.Platform]float64{payload.APNs: rate}}
+	t0 := clock.t
+	// The app's turns are taken for the next second.
+	if _, err := w.pacer.Pace(t.Context(), []throttle.PaceRequest{{Key: paceKey(app.Name, payload.APNs), N: rate, Rate: rate}}); err != nil {
+		t.Fatal(err)
+	}
+	d := delivery{Job: "j", Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken("k0")}, {Platform: payload.APNs, Token: apnsToken("k1")}}}
+	res, err := w.pace(t.Context(), app, []paceItem{{d: &d, states: []string{"", ""}, slot: t0, at: t0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := t0.Add(time.Second), t0.Add(time.Second+time.Second/rate)
+	if r := res[0]; !r.hold || !r.turns[0].Equal(first) || !r.turns[1].Equal(second) {
+		t.Fatalf("want held with turns %v and %v, got %+v", first, second, r)
+	}
+	if want := (pacedTurn{at: second}); res[0].last != want {
+		t.Fatalf("recorded %+v, want the later turn %+v", res[0].last, want)
+	}
+	// Back at the recorded time, its booking there: sent, no device
+	// before its turn, and no turn asked for (the next free one is still
+	// right after the second).
+	clock.t = res[0].last.at
+	back, err := w.pace(t.Context(), app, []paceItem{{d: &d, states: []string{"", ""}, slot: clock.t, at: clock.t, paced: res[0].last.at}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := back[0]; r.hold || r.turns[0].Before(first) || r.turns[1].Before(second) {
+		t.Fatalf("back at its turn: %+v, want sent with no device before its turn (%v, %v)", r, first, second)
+	}
+	probe, err := w.pacer.Pace(t.Context(), []throttle.PaceRequest{{Key: paceKey(app.Name, payload.APNs), N: 1, Rate: rate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next := probe[0].Now.Add(probe[0].Wait); !next.Equal(second.Add(time.Second / rate)) {
+		t.Errorf("the next free turn is %v, want %v: the return asked for turns again", next, second.Add(time.Second/rate))
 	}
 }

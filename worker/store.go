@@ -603,7 +603,8 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 // device states: "<i>/a" attempts made before the current one, "<i>/f"
 // transient failures, "<i>/t" when a provider first throttled it (Unix
 // ms), "<i>/p" the send time a pacer granted its next send (Unix ms on the
-// limiter's clock; see pace.go).
+// limiter's clock; with pacedToldMark, a time it was told, not granted;
+// see pace.go).
 const nAttemptFields = 4
 
 // appendRecipientFields appends the device hash fields of recipient i with
@@ -625,8 +626,9 @@ func attemptsOf(vals []any) attempts {
 	if ms, err := strconv.ParseInt(s[2], 10, 64); err == nil {
 		a.throttledSince = time.UnixMilli(ms)
 	}
-	if ms, err := strconv.ParseInt(s[3], 10, 64); err == nil {
-		a.paced = time.UnixMilli(ms)
+	p, told := strings.CutSuffix(s[3], pacedToldMark)
+	if ms, err := strconv.ParseInt(p, 10, 64); err == nil {
+		a.paced, a.pacedTold = time.UnixMilli(ms), told
 	}
 	return a
 }

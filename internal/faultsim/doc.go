@@ -69,17 +69,6 @@
 // all); the check it would fail stays on, so switching it on reproduces
 // the failure:
 //
-//   - ratedBacklog: fan-outs of the rated app (max_rate 5 to 8/s) to 20
-//     users with two devices each, half of them held by send_at; off, the
-//     rated app gets no jobs and max_rate is left to worker's tests. On,
-//     never-lost breaks under -race on a loaded machine (seed 2 in CI):
-//     whole rated jobs stay pending. A delivery whose Pacer turn comes more
-//     than paceSlack after its slot is held and books again from that
-//     turn; a run that comes back more than paceLate after the turn it
-//     recorded (a loaded process wakes late) asks the Pacer again, and
-//     every turn a held delivery takes and does not use moves the app's
-//     next turn further out, so held deliveries chase it (worker/pace.go,
-//     pace). Without -race, seeds 1 to 4 pass.
 //   - skewStall: workers' clocks are skewed by up to -sim.skew (2 s); off,
 //     by at most skewSafe (300 ms), the tolerance docs/delivery.md states.
 //     At 2 s, a bypass push's send_at, decided on the worker's clock, is
@@ -93,9 +82,10 @@
 // answer (item 3), jobs are
 // cancelled twice through workers with skewed clocks (item 4), the memory
 // check covers collapse users (item 6), an app is loaded by one worker
-// only mid-run (item 8), and bypass jobs carry send_at. With ratedBacklog
-// on, held rated waves keep max_rate (item 1) and rated pushes carry
-// expires_at (item 5).
+// only mid-run (item 8), bypass jobs carry send_at, fan-outs of the rated
+// app (max_rate 4 to 8/s) go to 20 users of two devices each, half of them
+// held by send_at, so held rated waves keep max_rate (item 1), and rated
+// pushes carry expires_at (item 5).
 //
 // # Running and replaying
 //
@@ -111,7 +101,7 @@
 //	go test ./internal/faultsim -run TestSimulation -v
 //	go test ./internal/faultsim -run TestSimulation -seed 7 -sim.v          # replay seed 7, logging every event
 //	go test ./internal/faultsim -run TestSimulation -sim.random -sim.seeds 20 -sim.duration 10s -timeout 1h
-//	go test ./internal/faultsim -run TestSimulation -seed 3 -sim.broken=pacedExpiry
+//	go test ./internal/faultsim -run TestSimulation -seed 3 -sim.broken=skewStall
 //
 // A failure prints its seed and the command that replays it, with the
 // run's event log. A replay draws the same workload and faults; the
@@ -119,9 +109,9 @@
 // rare failure may take a few runs of its seed. Other flags: -sim.nodes
 // (workers, default 3), -sim.skew (largest clock skew, with skewStall),
 // -sim.drain (how long jobs may take to finish after the workload, 1m;
-// heldMaxRate and pacedExpiry send to 20 users per rated job at a few per
-// second, so give them -sim.drain 3m or a never-lost failure may only
-// mean the backlog had not drained yet).
+// the rated app's jobs send to 20 users each at a few per second, so a
+// long -sim.duration needs a longer -sim.drain, or a never-lost failure
+// may only mean the backlog had not drained yet).
 //
 // When a fix lands, delete its switch so that the workload always has
 // the feature.

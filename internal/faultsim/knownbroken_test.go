@@ -11,10 +11,6 @@ import (
 // promise on today's code. The check it would fail stays on: -sim.broken=name
 // (or all) puts the feature back and reproduces the failure.
 const (
-	// ratedBacklog: fan-outs of the rated app (max_rate) to 20 users of
-	// two devices, half of them held by send_at; off, the rated app gets
-	// no jobs.
-	ratedBacklog = "ratedBacklog"
 	// skewStall: workers' clocks skewed by up to -sim.skew (2 s) instead of
 	// skewSafe.
 	skewStall = "skewStall"
@@ -25,7 +21,7 @@ const (
 const skewSafe = 300 * time.Millisecond
 
 // knownBroken lists every switch; all are off by default.
-var knownBrokenNames = []string{ratedBacklog, skewStall}
+var knownBrokenNames = []string{skewStall}
 
 // knownBroken is the set of switches turned on.
 type knownBroken map[string]bool

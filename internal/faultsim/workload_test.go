@@ -181,7 +181,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			if rng.IntN(2) == 0 {
 				sendAt(worker.CollapseMargin+time.Second, worker.CollapseMargin+3*time.Second)
 			}
-		case k < 4 && kb.on(ratedBacklog): // the rated app: a fan-out paced by max_rate
+		case k < 4: // the rated app: a fan-out paced by max_rate
 			j.App = appRated
 			// Long paced queues (issue 39 items 1 and 5): every rated user.
 			perm := rng.Perm(len(sc.rated))
