@@ -430,9 +430,9 @@ func TestGatheringWaitsForTheCallersItAnswered(t *testing.T) {
 		t.Run(fmt.Sprintf("comes-back=%v", comesBack), func(t *testing.T) {
 			e := newEnv(t, envOptions{noRun: true})
 			c := e.client
-			c.linger = 3 * time.Second // ended by x's return, or below
+			c.gathering = c.newGathering(3 * time.Second) // ended by x's return, or below
 			if !comesBack {
-				c.linger = 50 * time.Millisecond
+				c.gathering = c.newGathering(50 * time.Millisecond)
 			}
 			entered, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
@@ -465,10 +465,8 @@ func TestGatheringWaitsForTheCallersItAnswered(t *testing.T) {
 					}
 				})
 			}
-			for waiting := 0; waiting < 3; time.Sleep(time.Millisecond) {
-				c.gathering.mu.Lock()
-				waiting = len(c.gathering.waiting)
-				c.gathering.mu.Unlock()
+			for c.gathering.Waiting() < 3 {
+				time.Sleep(time.Millisecond)
 			}
 			close(release)
 			wg.Wait()
@@ -556,28 +554,47 @@ func TestBatchTasksAreBoundedInBytes(t *testing.T) {
 func TestGatheringSurvivesAPanickingWrite(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	c := NewClient(panickyPipelines{e.rdb})
-	var ws []*gathered
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c.afterEnqueue = func() {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}
+	job := func(id string) payload.Job { return alertJob(id, "p", apnsRecipient("u-"+id, apnsToken(id))) }
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Enqueue(t.Context(), job("p-0"))
+		first <- err
+	}()
+	<-entered // p-0 is written alone, without a pipeline
+	// Two jobs wait meanwhile: they are written together, in one
+	// pipeline, which panics.
+	errs := make(chan error, 2)
+	for _, id := range []string{"p-1", "p-2"} {
+		go func() {
+			_, err := c.Enqueue(t.Context(), job(id))
+			errs <- err
+		}()
+	}
+	for c.gathering.Waiting() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("the job written alone: %v", err)
+	}
 	for i := range 2 {
-		w := &gathered{job: alertJob(fmt.Sprintf("p-%d", i), "p", apnsRecipient("u-p", apnsToken("p"))), done: make(chan BatchResult, 1)}
-		w.job.AcceptedAt = time.Now()
-		ws = append(ws, w)
-	}
-	// Two jobs wait when a third arrives: the third's caller writes all
-	// three, in one pipeline, which panics.
-	c.gathering.waiting = ws
-	if _, err := c.Enqueue(t.Context(), alertJob("p-2", "p", apnsRecipient("u-p2", apnsToken("p-2")))); err == nil || !strings.Contains(err.Error(), "panic") {
-		t.Errorf("the writing caller: %v, want the panic as its error", err)
-	}
-	for i, w := range ws {
-		if r := <-w.done; r.Err == nil || !strings.Contains(r.Err.Error(), "panic") {
-			t.Errorf("waiting job %d: %+v, want the panic as its error", i, r)
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "panic") {
+			t.Errorf("waiting job %d: %v, want the panic as its error", i, err)
 		}
 	}
 	// The writing went on: a lone job (written without a pipeline) goes
 	// through.
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	acc, err := c.Enqueue(ctx, alertJob("p-next", "p", apnsRecipient("u-p3", apnsToken("p-3"))))
+	acc, err := c.Enqueue(ctx, job("p-next"))
 	if err != nil || acc.ID != "p-next" {
 		t.Errorf("the next submission: %+v, %v", acc, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/groupcommit"
 )
 
 // Task options of a job. A finished job task is not retained: its record,
@@ -44,12 +45,10 @@ type Client struct {
 	// gathers: Enqueue writes due jobs submitted together in batches
 	// (gather.go; WithoutGathering turns it off).
 	gathers   bool
-	gathering gathering
+	gathering *groupcommit.Group[payload.Job, BatchResult]
 	// afterEnqueue, when set (by tests), runs once a submission's task is
 	// enqueued, before its records are written.
 	afterEnqueue func()
-	// linger is gatherLinger (tests set it).
-	linger time.Duration
 }
 
 // ClientOption configures a Client.
@@ -104,10 +103,11 @@ func WithCategories(names ...string) ClientOption {
 // NewClient returns a Client enqueueing through rdb. It does not own rdb.
 func NewClient(rdb redis.UniversalClient, opts ...ClientOption) *Client {
 	c := &Client{rdb: rdb, aq: asynq.NewClientFromRedisClient(rdb), insp: asynq.NewInspectorFromRedisClient(rdb),
-		store: newStore(rdb, DefaultJobRetention), now: time.Now, shards: 1, gathers: true, linger: gatherLinger}
+		store: newStore(rdb, DefaultJobRetention), now: time.Now, shards: 1, gathers: true}
 	for _, o := range opts {
 		o(c)
 	}
+	c.gathering = c.newGathering(gatherLinger)
 	return c
 }
 

@@ -12,7 +12,8 @@
 // setup's; worker takes a Redis client and Options.
 //
 // It may import payload, docs (the OpenAPI description it serves), throttle,
-// providers (the outcome taxonomy only, not the sender packages), Asynq,
+// providers (the outcome taxonomy only, not the sender packages), its own
+// parts under worker/internal (groupcommit: the one group commit), Asynq,
 // go-redis and client_golang.
 //
 // Categories, quiet hours, send_at and collapse keys travel with each
@@ -24,7 +25,9 @@
 // expire, drop, book again) and what a recipient's device answers mean
 // (done, retry, fail, stop) are plan and judge in decide.go, used by every
 // path; device outcomes are recorded as the providers answer in outcomes.go;
-// task ids and limiter members are made in taskid.go.
+// writes that arrive close together share one round trip through the one
+// group commit, worker/internal/groupcommit (device outcomes, record.lua
+// calls in scriptbatch.go, a Client's submissions in gather.go); task ids and limiter members are made in taskid.go.
 //
 // Redis keys besides Asynq's and the limiter's (each job's keys share the
 // hash tag {<id>}, so they live on one Redis Cluster slot; an id starting

@@ -8,8 +8,7 @@
 -- KEYS[4] done bucket       hush:done:{<tag>}:<width>:<bucket>  (retire.go)
 --
 -- ARGV[1] recipient  recipient index
--- ARGV[2] state      final state (delivered, expired, token_invalid, failed,
---                    throttle_full, collapsed, cancelled)
+-- ARGV[2] state      final state (one of FinalStates, store.go)
 -- ARGV[3] ttl        TTL of both keys in milliseconds
 -- ARGV[4] expire_at  when the done bucket expires (Unix ms)
 --

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,7 +39,7 @@ func newMetrics() *metrics {
 		}, []string{"app", "platform"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_deliveries_total",
-			Help: "Deliveries (one per recipient) that reached a final state, by app: delivered, expired, token_invalid, failed, throttle_full, collapsed, cancelled.",
+			Help: "Deliveries (one per recipient) that reached a final state, by app: " + strings.Join(finalStates, ", ") + ".",
 		}, []string{"app", "state"}),
 		limiter: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_limiter_decisions_total",

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/groupcommit"
 )
 
 // Device outcomes are recorded here (recorder.write) as the providers
@@ -23,7 +25,7 @@ import (
 // recordLinger plus one Redis round trip.
 //
 // Answers arriving within recordLinger of each other share one write (a
-// group commit): one pipeline with an HSET per job. The write runs under
+// group commit, worker/internal/groupcommit): one pipeline with an HSET per job. The write runs under
 // its own context, not the task's, so shutdown or a task timeout cancelling
 // the task never loses an acknowledged send; it keeps trying while Redis
 // is unreachable (persist) for up to recordTimeout. The caller waits for
@@ -58,60 +60,36 @@ type deviceOutcome struct {
 	deferrals int
 }
 
-// recorder batches device outcomes into group commits.
+// recorder writes device outcomes in group commits.
 type recorder struct {
 	rdb    redis.UniversalClient
 	events *events
-	linger time.Duration
-
-	mu   sync.Mutex
-	cur  *commit // the commit being gathered, nil when none
-	busy tracker // commits being gathered or written
-}
-
-// commit is one group commit.
-type commit struct {
-	outs []deviceOutcome
-	done chan struct{}
-	err  error
+	group  *groupcommit.Group[[]deviceOutcome, struct{}]
 }
 
 func newRecorder(rdb redis.UniversalClient, ev *events) *recorder {
-	return &recorder{rdb: rdb, events: ev, linger: recordLinger}
+	r := &recorder{rdb: rdb, events: ev}
+	r.group = groupcommit.New(r.writeGroup, groupcommit.Options{Linger: recordLinger, Timeout: recordTimeout})
+	return r
 }
 
 // record writes o durably (with whatever other outcomes arrive within the
 // linger) and returns when it is written or has failed for good.
 func (r *recorder) record(o deviceOutcome) error { return r.recordAll(o) }
 
-// recordAll is record for several outcomes, written in one commit.
+// recordAll is record for several outcomes, written in one commit. It
+// waits for the write whatever happens to the caller's task (see above).
 func (r *recorder) recordAll(os ...deviceOutcome) error {
-	r.mu.Lock()
-	c := r.cur
-	if c == nil {
-		c = &commit{done: make(chan struct{})}
-		r.cur = c
-		r.busy.add()
-		time.AfterFunc(r.linger, func() { r.flush(c) })
-	}
-	c.outs = append(c.outs, os...)
-	r.mu.Unlock()
-	<-c.done
-	return c.err
+	_, err := r.group.Do(context.Background(), os)
+	return err
 }
 
-// flush closes c to new outcomes and writes it.
-func (r *recorder) flush(c *commit) {
-	defer r.busy.done()
-	r.mu.Lock()
-	if r.cur == c {
-		r.cur = nil
+// writeGroup writes one group commit's outcomes.
+func (r *recorder) writeGroup(ctx context.Context, calls [][]deviceOutcome) ([]struct{}, error) {
+	if err := r.write(ctx, slices.Concat(calls...)); err != nil {
+		return nil, err
 	}
-	r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-	defer cancel()
-	c.err = r.write(ctx, c.outs)
-	close(c.done)
+	return make([]struct{}, len(calls)), nil
 }
 
 // write appends the outcomes' events, then writes their states: one
@@ -178,53 +156,9 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 	return nil
 }
 
-// wait blocks until every commit under way is written, or timeout passes;
-// it reports whether they all were.
-func (r *recorder) wait(timeout time.Duration) bool { return r.busy.wait(timeout) }
-
-// tracker counts work under way and lets a caller wait for none.
-type tracker struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0; nil while n is 0
-}
-
-func (t *tracker) add() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.n == 0 {
-		t.idle = make(chan struct{})
-	}
-	t.n++
-}
-
-func (t *tracker) done() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.n--; t.n == 0 {
-		close(t.idle)
-		t.idle = nil
-	}
-}
-
-// wait blocks until nothing is under way or timeout passes; it reports
-// whether nothing is.
-func (t *tracker) wait(timeout time.Duration) bool {
-	t.mu.Lock()
-	idle := t.idle
-	t.mu.Unlock()
-	if idle == nil {
-		return true
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-idle:
-		return true
-	case <-timer.C:
-		return false
-	}
-}
+// drain writes the outcomes waiting and waits for every write under way,
+// or for ctx to end.
+func (r *recorder) drain(ctx context.Context) error { return r.group.Drain(ctx) }
 
 // hook hands events to the webhook, if any (it never blocks).
 func (ev *events) hook(es []Event) {

@@ -54,7 +54,7 @@ end
 
 -- The record as retire() reads it; none of its fields is there when it is
 -- gone (retired, or its TTL ran out). With a range, two more fields
--- follow: h[16] 'ranged' and h[17] 'f:<range>' (below).
+-- follow: h[TASK + 1] 'ranged' and h[TASK + 2] 'f:<range>' (below).
 local fields = retire_fields
 if range ~= '' then
   fields = {unpack(retire_fields)}
@@ -94,10 +94,10 @@ end
 -- record call; a call that reached Redis but whose reply was lost, sent
 -- again, finds its own range's count.)
 local counted = 0
-for x = 8, 14 do
+for x = FIRST_FINAL, LAST_FINAL do
   counted = counted + (tonumber(h[x]) or 0)
 end
-local fresh = range ~= '' and (tonumber(h[16]) or 0) == counted and (tonumber(h[17]) or 0) == 0
+local fresh = range ~= '' and (tonumber(h[TASK + 1]) or 0) == counted and (tonumber(h[TASK + 2]) or 0) == 0
 
 -- Which recipients already have a final state: the others get theirs now.
 local had = {}
@@ -152,7 +152,7 @@ for i = 7, #ARGV - 1, 2 do
   out[#out + 1] = new
 end
 if deferrals > 0 then
-  view[7] = (tonumber(view[7]) or 0) + deferrals
+  view[DEFERRALS] = (tonumber(view[DEFERRALS]) or 0) + deferrals
 end
 if changed and retire_with(view, KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at) == 1 then
   return out

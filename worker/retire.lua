@@ -58,11 +58,21 @@ local function epoch_ms(s)
 end
 
 -- retire_fields are what retire reads of the job record, in the order
--- retire_with takes them; final_index maps each final state to its place.
-local retire_fields = {'state', 'recipients', 'queue', 'accepted_at', 'deadline', 'cancelled_at', 'deferrals',
-  'delivered', 'expired', 'token_invalid', 'failed', 'throttle_full', 'collapsed', 'cancelled', 'task'}
-local final_index = {delivered = 8, expired = 9, token_invalid = 10, failed = 11, throttle_full = 12,
-  collapsed = 13, cancelled = 14}
+-- retire_with takes them: seven fixed fields, one counter per final state
+-- in final_states' order (FIRST_FINAL to LAST_FINAL), then the task that
+-- owns the job (TASK). final_states is Go's list (FinalStates in store.go),
+-- the line Go puts before this file (retireScriptSrc); final_index maps
+-- each final state to its place.
+local retire_fields = {'state', 'recipients', 'queue', 'accepted_at', 'deadline', 'cancelled_at', 'deferrals'}
+local DEFERRALS = #retire_fields
+local final_index = {}
+for _, s in ipairs(final_states) do
+  retire_fields[#retire_fields + 1] = s
+  final_index[s] = #retire_fields
+end
+local FIRST_FINAL, LAST_FINAL = DEFERRALS + 1, #retire_fields
+retire_fields[#retire_fields + 1] = 'task'
+local TASK = #retire_fields
 
 -- retire_with retires the job when h, the job record's retire_fields as
 -- they are (or as the caller is about to write them), say it is fanned out
@@ -76,12 +86,12 @@ local function retire_with(h, job, recp, dev, into, expire_at)
   -- counts holds numbers: table.concat writes an integer count as %d
   -- would (string.format costs a call each).
   local counts, final, last = {}, 0, 0
-  for i = 8, 14 do
+  for i = FIRST_FINAL, LAST_FINAL do
     local c = tonumber(h[i]) or 0
-    counts[i - 7] = c
+    counts[i - DEFERRALS] = c
     final = final + c
     if c > 0 then
-      last = i - 7
+      last = i - DEFERRALS
     end
   end
   if final < n then
@@ -91,10 +101,10 @@ local function retire_with(h, job, recp, dev, into, expire_at)
   -- of that task's id (taskTag), which tell its submission from another
   -- batch's of the same id, queue and millisecond (finishedBy).
   local owner = h[3] or ''
-  if h[15] and h[15] ~= '' then
-    owner = owner .. '@' .. string.sub(h[15], -6)
+  if h[TASK] and h[TASK] ~= '' then
+    owner = owner .. '@' .. string.sub(h[TASK], -6)
   end
-  local entry = table.concat({owner, epoch_ms(h[4]), h[2], epoch_ms(h[5]), epoch_ms(h[6]), h[7] or '0',
+  local entry = table.concat({owner, epoch_ms(h[4]), h[2], epoch_ms(h[5]), epoch_ms(h[6]), h[DEFERRALS] or '0',
     table.concat(counts, ',', 1, last)}, '|')
   redis.call('HSET', into, string.sub(job, 11, -2), entry)
   redis.call('PEXPIREAT', into, expire_at)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -314,42 +313,49 @@ func TestDoneBucketWriteIsTheReadersLastButOne(t *testing.T) {
 	}
 }
 
-// TestRetireCountsInFinalStatesOrder: retire.lua reads the counters in
-// FinalStates' order, which compactStatus reads them back in, and
-// final_index (record.lua's in-memory count of what it is about to
-// write) places each state where that read has it.
+// TestRetireCountsInFinalStatesOrder: retire.lua, as the scripts run it,
+// reads the fixed fields, then the counters in FinalStates' order (which
+// compactStatus reads them back in), then the owning task; final_index
+// (record.lua's in-memory count of what it is about to write) places each
+// state where that read has it.
 func TestRetireCountsInFinalStatesOrder(t *testing.T) {
-	m := regexp.MustCompile(`'deferrals',((?:\s*'\w+',?)+)\}`).FindStringSubmatch(retireSrc)
-	if m == nil {
-		t.Fatal("retire.lua's retire_fields not found")
+	rdb := redistest.Client(t)
+	probe := retireScriptSrc + `
+local index = {}
+for i, s in ipairs(final_states) do
+  index[i] = final_index[s]
+end
+return {retire_fields, index, FIRST_FINAL, LAST_FINAL, TASK}`
+	v, err := rdb.Eval(t.Context(), probe, nil).Slice()
+	if err != nil {
+		t.Fatal(err)
 	}
-	var got []string
-	for _, f := range strings.Split(m[1], ",") {
-		if f = strings.Trim(strings.TrimSpace(f), "'"); f != "" {
-			got = append(got, f)
+	strs := func(x any) (out []string) {
+		for _, e := range x.([]any) {
+			out = append(out, e.(string))
 		}
+		return out
 	}
-	// The counters, then the owning task (retire_with reads it as h[15]).
-	if n := len(finalStates); len(got) != n+1 || got[n] != "task" {
-		t.Fatalf("retire.lua's retire_fields after deferrals %q, want the %d counters then task", got, n)
+	ints := func(x any) (out []int64) {
+		for _, e := range x.([]any) {
+			out = append(out, e.(int64))
+		}
+		return out
 	}
-	if diff := cmp.Diff(finalStates, got[:len(finalStates)]); diff != "" {
-		t.Errorf("retire.lua's counters differ from FinalStates (-FinalStates +retire.lua):\n%s", diff)
+	n := int64(len(finalStates))
+	wantFields := append(append([]string{"state", "recipients", "queue", "accepted_at", "deadline", "cancelled_at", "deferrals"}, finalStates...), "task")
+	if diff := cmp.Diff(wantFields, strs(v[0])); diff != "" {
+		t.Errorf("retire_fields (-want +got):\n%s", diff)
 	}
-	m = regexp.MustCompile(`final_index = \{([^}]*)\}`).FindStringSubmatch(retireSrc)
-	if m == nil {
-		t.Fatal("retire.lua's final_index not found")
+	var wantIndex []int64
+	for i := range n {
+		wantIndex = append(wantIndex, 8+i) // after state .. deferrals, 1-based
 	}
-	index := map[string]int{}
-	for _, kv := range regexp.MustCompile(`(\w+) = (\d+)`).FindAllStringSubmatch(m[1], -1) {
-		index[kv[1]], _ = strconv.Atoi(kv[2])
+	if diff := cmp.Diff(wantIndex, ints(v[1])); diff != "" {
+		t.Errorf("final_index of FinalStates in order (-want +got):\n%s", diff)
 	}
-	want := map[string]int{}
-	for i, st := range finalStates {
-		want[st] = 8 + i // after state .. deferrals, 1-based
-	}
-	if diff := cmp.Diff(want, index); diff != "" {
-		t.Errorf("retire.lua's final_index (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]int64{8, 7 + n, 8 + n}, []int64{v[2].(int64), v[3].(int64), v[4].(int64)}); diff != "" {
+		t.Errorf("FIRST_FINAL, LAST_FINAL, TASK (-want +got):\n%s", diff)
 	}
 }
 

@@ -2,18 +2,19 @@ package worker
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/groupcommit"
 )
 
 // scriptBatcher runs the calls of one script that arrive within its
-// linger of each other in one pipeline: a group commit of script calls,
-// each answered on its own, as if it had run alone. The chunks of a
-// batch's single-recipient jobs finish together, each with its own
-// record.lua call (no script spans two jobs' records); they now share a
-// round trip.
+// linger of each other in one pipeline: a group commit of script calls
+// (worker/internal/groupcommit), each answered on its own, as if it had
+// run alone. The chunks of a batch's single-recipient jobs finish
+// together, each with its own record.lua call (no script spans two jobs'
+// records); they share a round trip.
 //
 // A call's answer, errors included, is its own: the caller retries it
 // (persist) as it would a call of its own. A call whose script the server
@@ -22,74 +23,50 @@ import (
 type scriptBatcher struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
-	linger time.Duration
-	busy   *tracker // batches gathered or under way (Worker.Run waits for them)
-
-	mu  sync.Mutex
-	cur *scriptBatch // the batch being gathered, nil when none
+	group  *groupcommit.Group[scriptCall, *redis.Cmd]
 }
 
-// scriptBatch is one pipeline of calls.
-type scriptBatch struct {
-	calls []*batchedCall
-	done  chan struct{}
-}
-
-type batchedCall struct {
+// scriptCall is one call's keys and arguments.
+type scriptCall struct {
 	keys []string
 	args []any
-	cmd  *redis.Cmd
 }
 
-func newScriptBatcher(rdb redis.UniversalClient, script *redis.Script, linger time.Duration, busy *tracker) *scriptBatcher {
-	return &scriptBatcher{rdb: rdb, script: script, linger: linger, busy: busy}
+func newScriptBatcher(rdb redis.UniversalClient, script *redis.Script, linger time.Duration) *scriptBatcher {
+	b := &scriptBatcher{rdb: rdb, script: script}
+	b.group = groupcommit.New(b.runAll, groupcommit.Options{Linger: linger, Timeout: recordTimeout})
+	return b
 }
 
 // run runs the script with keys and args in the next batch and returns its
 // answer, or ctx's error when ctx ends first (the call may still run).
 func (b *scriptBatcher) run(ctx context.Context, keys []string, args ...any) *redis.Cmd {
-	call := &batchedCall{keys: keys, args: args}
-	b.mu.Lock()
-	s := b.cur
-	if s == nil {
-		s = &scriptBatch{done: make(chan struct{})}
-		b.cur = s
-		b.busy.add()
-		time.AfterFunc(b.linger, func() { b.flush(s) })
+	cmd, err := b.group.Do(ctx, scriptCall{keys: keys, args: args})
+	if err != nil {
+		cmd = redis.NewCmd(ctx)
+		cmd.SetErr(err)
 	}
-	s.calls = append(s.calls, call)
-	b.mu.Unlock()
-	select {
-	case <-s.done:
-		return call.cmd
-	case <-ctx.Done():
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(ctx.Err())
-		return cmd
-	}
+	return cmd
 }
 
-// flush closes s to new calls and runs them.
-func (b *scriptBatcher) flush(s *scriptBatch) {
-	defer b.busy.done()
-	b.mu.Lock()
-	if b.cur == s {
-		b.cur = nil
-	}
-	b.mu.Unlock()
-	defer close(s.done)
-	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-	defer cancel()
+// runAll runs calls in one pipeline and answers each.
+func (b *scriptBatcher) runAll(ctx context.Context, calls []scriptCall) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, len(calls))
 	// A failed pipeline sets its error on every call; each caller sees it.
 	_, _ = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, c := range s.calls {
-			c.cmd = b.script.EvalSha(ctx, p, c.keys, c.args...)
+		for i, c := range calls {
+			cmds[i] = b.script.EvalSha(ctx, p, c.keys, c.args...)
 		}
 		return nil
 	})
-	for _, c := range s.calls {
-		if err := c.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			c.cmd = b.script.Run(ctx, b.rdb, c.keys, c.args...)
+	for i, c := range calls {
+		if err := cmds[i].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			cmds[i] = b.script.Run(ctx, b.rdb, c.keys, c.args...)
 		}
 	}
+	return cmds, nil
 }
+
+// drain runs the calls waiting and waits for every batch under way, or for
+// ctx to end.
+func (b *scriptBatcher) drain(ctx context.Context) error { return b.group.Drain(ctx) }

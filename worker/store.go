@@ -31,7 +31,28 @@ const (
 	stateCancelled = "cancelled"
 )
 
+// finalStates is the one list of final states. Its order is the order of
+// the counts in a finished job's done-hash entry (retire.lua writes them,
+// compactStatus reads them): a new state goes at its end.
 var finalStates = []string{stateDelivered, stateExpired, stateTokenInvalid, stateFailed, stateThrottleFull, stateCollapsed, stateCancelled}
+
+// retireScriptSrc is retire.lua preceded by the line that gives it
+// finalStates, as the Lua table final_states.
+var retireScriptSrc = luaList("final_states", finalStates) + retireSrc
+
+// luaList is a line of Lua declaring the local name as the strings vs.
+func luaList(name string, vs []string) string {
+	var b strings.Builder
+	b.WriteString("local " + name + " = {")
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(v))
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
 
 // FinalStates returns the final states a recipient's delivery can reach:
 // the keys of JobStatus.Counts besides "pending". The slice is a copy.
@@ -120,9 +141,9 @@ var (
 
 	// The scripts that record final states end with retire() (retire.lua).
 	startScript    = redis.NewScript(startSrc)
-	recordScript   = redis.NewScript(retireSrc + recordSrc)
-	finalizeScript = redis.NewScript(retireSrc + finalizeSrc)
-	fannedScript   = redis.NewScript(retireSrc + fannedSrc)
+	recordScript   = redis.NewScript(retireScriptSrc + recordSrc)
+	finalizeScript = redis.NewScript(retireScriptSrc + finalizeSrc)
+	fannedScript   = redis.NewScript(retireScriptSrc + fannedSrc)
 	cancelScript   = redis.NewScript(cancelSrc)
 	chunkScript    = redis.NewScript(chunkSrc)
 )

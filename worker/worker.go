@@ -293,8 +293,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.stopping = context.Background() // Run replaces it; tests call handlers directly
 	w.events = &events{rdb: rdb, maxLen: o.EventsMaxLen, m: m}
 	w.rec = newRecorder(rdb, w.events)
-	// Chunk records share the device outcomes' tracker: Run waits for both.
-	w.store.records = newScriptBatcher(rdb, recordScript, recordLinger, &w.rec.busy)
+	w.store.records = newScriptBatcher(rdb, recordScript, recordLinger)
 	if o.WebhookURL != "" {
 		w.events.webhook = newWebhook(o.WebhookURL, o.Logger, m)
 	}
@@ -408,12 +407,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	callsDone := w.calls.wait(haltAfter + time.Second)
 	// Waited for even when some call hangs: the answers already in must
 	// still be written.
-	if recorded := w.rec.wait(recordTimeout); !callsDone || !recorded {
+	if err := w.drainRecords(); !callsDone || err != nil {
 		w.log.Error("worker stopped with provider answers not recorded; those devices may get their push again")
 	}
 	w.cancelHalt()
 	w.log.Info("worker stopped")
 	return nil
+}
+
+// drainRecords writes the device outcomes and chunk records waiting in
+// group commits and waits for every such write under way, for up to
+// recordTimeout in all.
+func (w *Worker) drainRecords() error {
+	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
+	return errors.Join(w.rec.drain(ctx), w.store.records.drain(ctx))
 }
 
 // haltAfter is how long provider calls under way may go on after handlers

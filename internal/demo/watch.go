@@ -16,6 +16,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
 )
 
 // watch submits the burst and follows every push until it settles,
@@ -324,7 +325,7 @@ func (w *watch) pollJob(ctx context.Context, s *pushState) (timelineLine, bool, 
 	if js.State != client.StateDone {
 		return timelineLine{}, false, nil
 	}
-	for _, state := range []string{"delivered", "expired", "token_invalid", "failed", "throttle_full", "collapsed", "cancelled"} {
+	for _, state := range worker.FinalStates() {
 		if js.Counts[state] > 0 {
 			s.final = state
 		}

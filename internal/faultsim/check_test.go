@@ -30,8 +30,9 @@ type arrival struct {
 
 func (a arrival) delivered() bool { return a.status == http.StatusOK }
 
-// finalStates are the documented final states (docs/delivery.md section 7).
-var finalStates = []string{"delivered", "expired", "token_invalid", "failed", "throttle_full", "collapsed", "cancelled"}
+// finalStates are the final states (docs/delivery.md section 7, which
+// docs' tests check against worker.FinalStates).
+var finalStates = worker.FinalStates()
 
 // Tolerances of the promises measured at the fake providers.
 const (
