@@ -298,7 +298,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		}
 	}
 	if pre != nil && st.cancelled {
-		w.releaseWave(ctx, c, pre, "cancelled")
+		_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(pre.held())...)
 		pre = nil
 	}
 	w.cancelled(ctx, c, cancel, &rec)
@@ -453,7 +453,8 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 	if len(idx) == 0 {
 		return
 	}
-	w.releaseHeld(ctx, c, idx)
+	// A re-run cancelling them must not leave their slots taken.
+	_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(w.markedHeld(ctx, c, idx))...)
 	evs := make([]Event, len(idx))
 	at := w.now().UTC()
 	for k, i := range idx {
@@ -469,12 +470,13 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 	w.log.Info("deliveries dropped: job cancelled", "job", c.Job, "deliveries", len(idx))
 }
 
-// releaseHeld gives back the first-attempt bookings of recipients idx of
-// c that the job record marks held (an earlier run of the chunk deferred
-// them): a re-run cancelling them must not leave their slots taken.
-func (w *Worker) releaseHeld(ctx context.Context, c *chunk, idx []int) {
+// markedHeld is those of recipients idx of c that the job record marks
+// held (an earlier run of the chunk deferred them): their first-attempt
+// bookings are still taken. A bypass priority books nothing, so reads
+// nothing.
+func (w *Worker) markedHeld(ctx context.Context, c *chunk, idx []int) []int {
 	if w.bypass[c.Priority] {
-		return
+		return nil
 	}
 	fields := make([]string, len(idx))
 	for k, i := range idx {
@@ -483,50 +485,15 @@ func (w *Worker) releaseHeld(ctx context.Context, c *chunk, idx []int) {
 	vals, err := w.rdb.HMGet(ctx, jobKey(c.Job), fields...).Result()
 	if err != nil {
 		w.log.Warn("reading held deliveries of a cancelled chunk failed", "chunk", c.name(), "err", err)
-		return
+		return nil
 	}
+	var marked []int
 	for k, i := range idx {
-		if vals[k] == nil {
-			continue
-		}
-		d := c.delivery(i)
-		if err := w.release(ctx, &d, 0); err != nil {
-			w.log.Warn("limiter release of a cancelled delivery failed", "delivery", d.member(), "err", err)
+		if vals[k] != nil {
+			marked = append(marked, i)
 		}
 	}
-}
-
-// releaseWave gives back the bookings a wave made (new or found) when its
-// job turned out cancelled, or its cancellation could not be read: nothing
-// is sent under them. why names them in a failure's warning.
-func (w *Worker) releaseWave(ctx context.Context, c *chunk, b *booking, why string) {
-	var idx []int
-	for k, i := range b.idx {
-		if k < len(b.res) && b.res[k].Refused == "" && !b.res[k].Now.IsZero() {
-			idx = append(idx, i)
-		}
-	}
-	w.releaseFirst(ctx, c, idx, why)
-}
-
-// releaseFirst gives back the first-attempt bookings of recipients idx of
-// c, in one round trip; why names them in the warning a failure logs (a
-// booking left is given back by its delivery task, or ages out).
-func (w *Worker) releaseFirst(ctx context.Context, c *chunk, idx []int, why string) {
-	if len(idx) == 0 {
-		return
-	}
-	app, err := w.apps.resolve(c.Content.App)
-	if err != nil {
-		return
-	}
-	hs := make([]throttle.Held, len(idx))
-	for k, i := range idx {
-		hs[k] = throttle.Held{User: c.Recipients[i].UserID, Member: memberOf(c.Job, c.index(i), 0)}
-	}
-	if _, err := app.Limiter.ReleaseBatch(ctx, hs); err != nil {
-		w.log.Warn("limiter release of "+why+" deliveries failed", "chunk", c.name(), "deliveries", len(hs), "err", err)
-	}
+	return marked
 }
 
 // deliverWave books (unless booked is not nil) and sends recipients idx of
@@ -554,7 +521,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	case gateCancelled:
 		// Nothing was sent under the wave's bookings: give them back.
 		if booked.err == nil {
-			w.releaseWave(ctx, c, booked, "cancelled")
+			_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(booked.held())...)
 		}
 		p.releaseAll()
 		w.cancelled(ctx, c, idx, rec)
@@ -563,7 +530,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		// The job may be cancelled: nothing is sent, the bookings go back,
 		// and the chunk's re-run reads the cancellation again.
 		if booked.err == nil {
-			w.releaseWave(ctx, c, booked, "unread")
+			_ = w.release(ctx, "unread", failureLeft, 0, c.deliveries(booked.held())...)
 		}
 		p.releaseAll()
 		return nil, fmt.Errorf("wave of %s: %w", c.name(), booked.cancelErr)
@@ -671,9 +638,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 			kept = append(kept, i)
 		}
-		if !bypass {
-			w.releaseFirst(ctx, c, release, "paced")
-		}
+		_ = w.release(ctx, "paced", failureLeft, 0, c.deliveries(release)...)
 		// Recorded first: a held recipient this wave does not send keeps
 		// its turn in its delivery task.
 		if err := w.store.holdPaced(ctx, c.Job, held, c.ttl()); err != nil {

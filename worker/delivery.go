@@ -192,7 +192,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		case stepCollapsed:
 			return false, w.drop(ctx, d, st, stateCollapsed)
 		case stepRebook:
-			return true, w.release(ctx, d, a.n)
+			return true, w.release(ctx, "late", failureReturned, a.n, d)
 		case stepNext:
 			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), d.ttl())
 			return err == nil, err
@@ -220,7 +220,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		if w.bypass[d.Priority] {
 			return false, &DeferError{Delay: paced[0].turn.Sub(w.now())}
 		}
-		return true, w.release(ctx, d, a.n)
+		return true, w.release(ctx, "paced", failureReturned, a.n, d)
 	}
 	when := sendTimes{at: slot, by: sendBy, turns: paced[0].turns}
 	if start := later(slot, paced[0].turn); start.Sub(w.now()) > 0 {
@@ -240,7 +240,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, when, results, nil, func() {}))
 	v := judge(st.devices, results, a, w.retry, w.now(), ctx.Err() != nil)
 	if v.act == actRebook {
-		return true, w.release(ctx, d, a.n)
+		return true, w.release(ctx, "late", failureReturned, a.n, d)
 	}
 	if v.act == actRetry && v.delay <= 0 {
 		_, _, err := w.after(ctx, d, a, v)
@@ -315,10 +315,8 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.member(), "user_id", d.UserID}, d.Deadline)...)
 		return w.finish(ctx, d, stateDelivered)
 	}
-	if !w.bypass[d.Priority] {
-		if err := w.release(ctx, d, st.attempts.n); err != nil {
-			return err
-		}
+	if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {
+		return err
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()

@@ -183,9 +183,7 @@ func (w *Worker) startedSingle(ctx context.Context, app *App, job *payload.Job, 
 	b.cancelled = st.cancelled
 	if st.finals[0] != "" {
 		if b.err == nil && !b.res[0].Now.IsZero() && !b.res[0].Existing && b.res[0].Refused == "" {
-			if _, err := app.Limiter.Release(ctx, req.User, req.Member); err != nil {
-				w.log.Warn("limiter release of a settled recipient failed", "delivery", req.Member, "err", err)
-			}
+			_ = w.release(ctx, "settled", failureLeft, 0, c.deliveries([]int{0})...)
 		}
 		return nil
 	}
