@@ -18,7 +18,6 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
-	"github.com/hushpush/hush/throttle"
 )
 
 // chunkSize is the most recipients one chunk delivers: one limiter round
@@ -224,7 +223,7 @@ type handoff struct {
 // wave takes that many of the worker's send permits (w.sends, Concurrency
 // of them: as many provider calls at once as per-recipient tasks would
 // make), books its recipients in one limiter round trip, which also reads
-// whether the job was cancelled (bookAll), and sends those allowed now at
+// whether the job was cancelled (book), and sends those allowed now at
 // once, concurrently, so every push reaches the provider right after its
 // booking. Each device's answer is recorded as it comes (outcomes.go); the
 // recipients' final states, and which are left held, are recorded in one
@@ -237,7 +236,7 @@ type handoff struct {
 // its delivery task. A cancelled job's fresh recipients end cancelled here;
 // the rest are dropped by their delivery tasks.
 // st are the chunk's states as its run read them first; pre, when not
-// nil, is the first wave already booked (singleJob, bookHeldJobs). hj,
+// nil, is the first wave already booked (singleJobs, bookHeldJobs). hj,
 // when not nil, takes a single-recipient job's deferred recipient
 // (heldjobs.go): c is the job's only chunk, run by a batch or job task.
 func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking, hj *heldJobsGroups) error {
@@ -303,7 +302,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	}
 	w.cancelled(ctx, c, cancel, &rec)
 	if pre == nil {
-		pre = w.heldSlots(app, c, st, todo)
+		pre = w.heldSlots(ctx, app, c, st, todo)
 	}
 	var werr error
 	for len(todo) > 0 && ctx.Err() == nil {
@@ -505,15 +504,11 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	when := make([]sendTimes, len(c.Recipients))
 	bypass := w.bypass[c.Priority]
 	if booked == nil {
-		var reqs []throttle.Request
+		var items []bookItem
 		if !bypass {
-			reqs = make([]throttle.Request, len(idx))
-			for k, i := range idx {
-				d := c.delivery(i)
-				reqs[k] = w.requestOf(app, &d, 0, time.Time{})
-			}
+			items = c.bookItems(idx)
 		}
-		b := w.bookAll(ctx, app, c.Job, reqs)
+		b := w.book(ctx, app, items, bookHow{job: c.Job})
 		b.idx = idx
 		booked = &b
 	}
@@ -733,11 +728,11 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 		}
 		return kept
 	}
-	reqs := make([]throttle.Request, len(idx))
+	items := make([]bookItem, len(idx))
 	for k, i := range idx {
-		reqs[k] = w.requestOf(app, &ds[i], 0, near[i].paced)
+		items[k] = bookItem{d: &ds[i], paced: near[i].paced}
 	}
-	b := w.bookAll(ctx, app, c.Job, reqs)
+	b := w.book(ctx, app, items, bookHow{job: c.Job})
 	if b.err != nil || b.gate() != gateOpen {
 		// The delivery tasks find the bookings made, or book, read the
 		// cancellation again and drop a cancelled job's.
