@@ -564,29 +564,28 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 			pl := plan(r, booked.mid, booked.answered, w.now(), c.Deadline, false)
 			w.countPlan(app, pl, r)
-			switch {
-			case pl.step == stepSend, pl.step == stepWait && c.held():
+			by := byWave
+			if c.held() {
+				by = byHeld
+			}
+			rt := routePlan(pl, by)
+			if rt.deferred {
+				w.logDeferred(&d, pl)
+			}
+			switch rt.move {
+			case moveSend:
 				when[i] = sendTimes{at: pl.slot, by: booked.sendBy(pl.slot.Add(lateRebook))}
 				slots[i], ats[i] = pl.slot, r.At
 				sendNow = append(sendNow, i)
-			case pl.step == stepDefer && c.held():
-				// Woken early (a cancellation or a collapse woke the task):
-				// its delivery task waits for the slot. The deferral was
-				// counted when it was first held back.
-				handoffs = append(handoffs, handoff{i: i, delay: deferDelay(pl.wait)})
-			case pl.step == stepDefer:
+			case moveDefer:
 				rec.deferrals++
-				w.logDeferred(&d, pl)
-				delay := deferDelay(pl.wait)
-				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: w.now().Add(delay), slot: pl.slot, at: r.At, booked: r.Now})
-			case pl.step == stepWait:
-				// Near: it waits in a held task of this second (a run
-				// that groups), else in its delivery task, in place.
+				handoffs = append(handoffs, handoff{i: i, delay: rt.delay, deferred: true, wake: w.now().Add(rt.delay), slot: pl.slot, at: r.At, booked: r.Now})
+			case moveNear:
+				// It waits in a held task of this second (a run that
+				// groups), else in its delivery task, in place.
 				handoffs = append(handoffs, handoff{i: i, near: true, wake: w.now(), slot: pl.slot, at: r.At, booked: r.Now})
 			default:
-				// Expired, full or collapsed (dropped there), or stalled
-				// (booked again there).
-				handoffs = append(handoffs, handoff{i: i})
+				handoffs = append(handoffs, handoff{i: i, delay: rt.delay})
 			}
 		}
 	}
@@ -755,15 +754,17 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 		}
 		pl := plan(r, b.mid, b.answered, now, c.Deadline, false)
 		w.countPlan(app, pl, r)
-		if (pl.step != stepSend && pl.step != stepWait) || r.At.Sub(near[i].paced) > paceLate {
+		rt := routePlan(pl, byTurn)
+		if rt.move == moveSend && r.At.Sub(near[i].paced) > paceLate {
 			// The user's rules moved the slot past the turn: its task finds
 			// the booking, waits for it and paces again there.
-			h := handoff{i: i}
-			if pl.step == stepDefer {
-				h.delay = deferDelay(pl.wait)
+			rt = routed{move: moveHand}
+		}
+		if rt.move != moveSend {
+			if rt.deferred {
 				w.logDeferred(&ds[i], pl)
 			}
-			*handoffs = append(*handoffs, h)
+			*handoffs = append(*handoffs, handoff{i: i, delay: rt.delay})
 			continue
 		}
 		slots[i] = pl.slot

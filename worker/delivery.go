@@ -166,7 +166,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 			slot, at = a.paced, a.paced
 		}
 	} else {
-		b := w.bookAll(ctx, app, d.Job, []throttle.Request{w.requestOf(app, d, a.n, a.paced)})
+		b := w.book(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}}, bookHow{job: d.Job})
 		switch b.gate() {
 		case gateCancelled:
 			return false, w.drop(ctx, d, st, stateCancelled)
@@ -184,24 +184,20 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		}
 		p := plan(res, b.mid, b.answered, w.now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
 		w.countPlan(app, p, res)
-		switch p.step {
-		case stepFull:
-			return false, w.drop(ctx, d, st, stateThrottleFull)
-		case stepExpire:
-			return false, w.drop(ctx, d, st, stateExpired)
-		case stepCollapsed:
-			return false, w.drop(ctx, d, st, stateCollapsed)
-		case stepRebook:
+		switch rt := routePlan(p, byDelivery); rt.move {
+		case moveDrop:
+			return false, w.drop(ctx, d, st, rt.reason)
+		case moveRebook:
 			return true, w.release(ctx, "late", failureReturned, a.n, d)
-		case stepNext:
+		case moveNext:
 			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), d.ttl())
 			return err == nil, err
-		case stepDefer:
+		case moveDefer:
 			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d)); err != nil {
 				return false, err
 			}
 			w.logDeferred(d, p)
-			return false, &DeferError{Delay: p.wait}
+			return false, &DeferError{Delay: rt.delay}
 		}
 		slot, at = p.slot, res.At
 		sendBy = b.sendBy(p.slot.Add(lateRebook))
