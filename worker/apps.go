@@ -199,10 +199,10 @@ func appWaitLeft(since, now time.Time, wait time.Duration) time.Duration {
 // missing names: it comes back (a DeferError) until w.appWait has passed
 // since its job's deliveries began to wait, then fails with the reason.
 func (w *Worker) waitForApp(ctx context.Context, d *delivery, st recipientState, missing error) error {
-	if !w.bypass[d.Priority] && !slices.Contains(st.devices, stateDelivered) {
+	if !slices.Contains(st.devices, stateDelivered) {
 		// Nothing reached the user under its booking, if it has one (a
 		// chunk booked it): the slot goes back while it waits.
-		if err := w.release(ctx, d, st.attempts.n); err != nil {
+		if err := w.release(ctx, "app-waiting", failureReturned, st.attempts.n, d); err != nil {
 			return err
 		}
 	}

@@ -68,9 +68,8 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 	// Single-recipient jobs of one app go in groups of up to w.wave: one
 	// round trip starts them all and books their slots (singleJobs).
 	type group struct {
-		app  *App
-		pipe pipeLimiter
-		at   []int
+		app *App
+		at  []int
 	}
 	groups := map[string]*group{}
 	flush := func(g *group) {
@@ -81,7 +80,7 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 			for k, i := range at {
 				jobs[k] = &b.Jobs[i]
 			}
-			for k, err := range w.singleJobs(ctx, g.app, g.pipe, jobs, b.task(), hj) {
+			for k, err := range w.singleJobs(ctx, g.app, jobs, b.task(), hj) {
 				errs[at[k]] = err
 			}
 		})
@@ -95,7 +94,7 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 		if app, pipe := w.singlePath(job); pipe != nil {
 			g := groups[app.Name]
 			if g == nil {
-				g = &group{app: app, pipe: pipe}
+				g = &group{app: app}
 				groups[app.Name] = g
 			}
 			if g.at = append(g.at, i); len(g.at) == w.wave {

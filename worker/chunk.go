@@ -18,7 +18,6 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
-	"github.com/hushpush/hush/throttle"
 )
 
 // chunkSize is the most recipients one chunk delivers: one limiter round
@@ -224,7 +223,7 @@ type handoff struct {
 // wave takes that many of the worker's send permits (w.sends, Concurrency
 // of them: as many provider calls at once as per-recipient tasks would
 // make), books its recipients in one limiter round trip, which also reads
-// whether the job was cancelled (bookAll), and sends those allowed now at
+// whether the job was cancelled (book), and sends those allowed now at
 // once, concurrently, so every push reaches the provider right after its
 // booking. Each device's answer is recorded as it comes (outcomes.go); the
 // recipients' final states, and which are left held, are recorded in one
@@ -237,7 +236,7 @@ type handoff struct {
 // its delivery task. A cancelled job's fresh recipients end cancelled here;
 // the rest are dropped by their delivery tasks.
 // st are the chunk's states as its run read them first; pre, when not
-// nil, is the first wave already booked (singleJob, bookHeldJobs). hj,
+// nil, is the first wave already booked (singleJobs, bookHeldJobs). hj,
 // when not nil, takes a single-recipient job's deferred recipient
 // (heldjobs.go): c is the job's only chunk, run by a batch or job task.
 func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking, hj *heldJobsGroups) error {
@@ -298,12 +297,12 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		}
 	}
 	if pre != nil && st.cancelled {
-		w.releaseWave(ctx, c, pre, "cancelled")
+		_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(pre.held())...)
 		pre = nil
 	}
 	w.cancelled(ctx, c, cancel, &rec)
 	if pre == nil {
-		pre = w.heldSlots(app, c, st, todo)
+		pre = w.heldSlots(ctx, app, c, st, todo)
 	}
 	var werr error
 	for len(todo) > 0 && ctx.Err() == nil {
@@ -453,7 +452,8 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 	if len(idx) == 0 {
 		return
 	}
-	w.releaseHeld(ctx, c, idx)
+	// A re-run cancelling them must not leave their slots taken.
+	_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(w.markedHeld(ctx, c, idx))...)
 	evs := make([]Event, len(idx))
 	at := w.now().UTC()
 	for k, i := range idx {
@@ -469,12 +469,13 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 	w.log.Info("deliveries dropped: job cancelled", "job", c.Job, "deliveries", len(idx))
 }
 
-// releaseHeld gives back the first-attempt bookings of recipients idx of
-// c that the job record marks held (an earlier run of the chunk deferred
-// them): a re-run cancelling them must not leave their slots taken.
-func (w *Worker) releaseHeld(ctx context.Context, c *chunk, idx []int) {
+// markedHeld is those of recipients idx of c that the job record marks
+// held (an earlier run of the chunk deferred them): their first-attempt
+// bookings are still taken. A bypass priority books nothing, so reads
+// nothing.
+func (w *Worker) markedHeld(ctx context.Context, c *chunk, idx []int) []int {
 	if w.bypass[c.Priority] {
-		return
+		return nil
 	}
 	fields := make([]string, len(idx))
 	for k, i := range idx {
@@ -483,50 +484,15 @@ func (w *Worker) releaseHeld(ctx context.Context, c *chunk, idx []int) {
 	vals, err := w.rdb.HMGet(ctx, jobKey(c.Job), fields...).Result()
 	if err != nil {
 		w.log.Warn("reading held deliveries of a cancelled chunk failed", "chunk", c.name(), "err", err)
-		return
+		return nil
 	}
+	var marked []int
 	for k, i := range idx {
-		if vals[k] == nil {
-			continue
-		}
-		d := c.delivery(i)
-		if err := w.release(ctx, &d, 0); err != nil {
-			w.log.Warn("limiter release of a cancelled delivery failed", "delivery", d.member(), "err", err)
+		if vals[k] != nil {
+			marked = append(marked, i)
 		}
 	}
-}
-
-// releaseWave gives back the bookings a wave made (new or found) when its
-// job turned out cancelled, or its cancellation could not be read: nothing
-// is sent under them. why names them in a failure's warning.
-func (w *Worker) releaseWave(ctx context.Context, c *chunk, b *booking, why string) {
-	var idx []int
-	for k, i := range b.idx {
-		if k < len(b.res) && b.res[k].Refused == "" && !b.res[k].Now.IsZero() {
-			idx = append(idx, i)
-		}
-	}
-	w.releaseFirst(ctx, c, idx, why)
-}
-
-// releaseFirst gives back the first-attempt bookings of recipients idx of
-// c, in one round trip; why names them in the warning a failure logs (a
-// booking left is given back by its delivery task, or ages out).
-func (w *Worker) releaseFirst(ctx context.Context, c *chunk, idx []int, why string) {
-	if len(idx) == 0 {
-		return
-	}
-	app, err := w.apps.resolve(c.Content.App)
-	if err != nil {
-		return
-	}
-	hs := make([]throttle.Held, len(idx))
-	for k, i := range idx {
-		hs[k] = throttle.Held{User: c.Recipients[i].UserID, Member: memberOf(c.Job, c.index(i), 0)}
-	}
-	if _, err := app.Limiter.ReleaseBatch(ctx, hs); err != nil {
-		w.log.Warn("limiter release of "+why+" deliveries failed", "chunk", c.name(), "deliveries", len(hs), "err", err)
-	}
+	return marked
 }
 
 // deliverWave books (unless booked is not nil) and sends recipients idx of
@@ -538,15 +504,11 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	when := make([]sendTimes, len(c.Recipients))
 	bypass := w.bypass[c.Priority]
 	if booked == nil {
-		var reqs []throttle.Request
+		var items []bookItem
 		if !bypass {
-			reqs = make([]throttle.Request, len(idx))
-			for k, i := range idx {
-				d := c.delivery(i)
-				reqs[k] = w.requestOf(app, &d, 0, time.Time{})
-			}
+			items = c.bookItems(idx)
 		}
-		b := w.bookAll(ctx, app, c.Job, reqs)
+		b := w.book(ctx, app, items, bookHow{job: c.Job})
 		b.idx = idx
 		booked = &b
 	}
@@ -554,7 +516,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	case gateCancelled:
 		// Nothing was sent under the wave's bookings: give them back.
 		if booked.err == nil {
-			w.releaseWave(ctx, c, booked, "cancelled")
+			_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(booked.held())...)
 		}
 		p.releaseAll()
 		w.cancelled(ctx, c, idx, rec)
@@ -563,7 +525,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		// The job may be cancelled: nothing is sent, the bookings go back,
 		// and the chunk's re-run reads the cancellation again.
 		if booked.err == nil {
-			w.releaseWave(ctx, c, booked, "unread")
+			_ = w.release(ctx, "unread", failureLeft, 0, c.deliveries(booked.held())...)
 		}
 		p.releaseAll()
 		return nil, fmt.Errorf("wave of %s: %w", c.name(), booked.cancelErr)
@@ -602,29 +564,28 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 			pl := plan(r, booked.mid, booked.answered, w.now(), c.Deadline, false)
 			w.countPlan(app, pl, r)
-			switch {
-			case pl.step == stepSend, pl.step == stepWait && c.held():
+			by := byWave
+			if c.held() {
+				by = byHeld
+			}
+			rt := routePlan(pl, by)
+			if rt.deferred {
+				w.logDeferred(&d, pl)
+			}
+			switch rt.move {
+			case moveSend:
 				when[i] = sendTimes{at: pl.slot, by: booked.sendBy(pl.slot.Add(lateRebook))}
 				slots[i], ats[i] = pl.slot, r.At
 				sendNow = append(sendNow, i)
-			case pl.step == stepDefer && c.held():
-				// Woken early (a cancellation or a collapse woke the task):
-				// its delivery task waits for the slot. The deferral was
-				// counted when it was first held back.
-				handoffs = append(handoffs, handoff{i: i, delay: deferDelay(pl.wait)})
-			case pl.step == stepDefer:
+			case moveDefer:
 				rec.deferrals++
-				w.logDeferred(&d, pl)
-				delay := deferDelay(pl.wait)
-				handoffs = append(handoffs, handoff{i: i, delay: delay, deferred: true, wake: w.now().Add(delay), slot: pl.slot, at: r.At, booked: r.Now})
-			case pl.step == stepWait:
-				// Near: it waits in a held task of this second (a run
-				// that groups), else in its delivery task, in place.
+				handoffs = append(handoffs, handoff{i: i, delay: rt.delay, deferred: true, wake: w.now().Add(rt.delay), slot: pl.slot, at: r.At, booked: r.Now})
+			case moveNear:
+				// It waits in a held task of this second (a run that
+				// groups), else in its delivery task, in place.
 				handoffs = append(handoffs, handoff{i: i, near: true, wake: w.now(), slot: pl.slot, at: r.At, booked: r.Now})
 			default:
-				// Expired, full or collapsed (dropped there), or stalled
-				// (booked again there).
-				handoffs = append(handoffs, handoff{i: i})
+				handoffs = append(handoffs, handoff{i: i, delay: rt.delay})
 			}
 		}
 	}
@@ -671,9 +632,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 			kept = append(kept, i)
 		}
-		if !bypass {
-			w.releaseFirst(ctx, c, release, "paced")
-		}
+		_ = w.release(ctx, "paced", failureLeft, 0, c.deliveries(release)...)
 		// Recorded first: a held recipient this wave does not send keeps
 		// its turn in its delivery task.
 		if err := w.store.holdPaced(ctx, c.Job, held, c.ttl()); err != nil {
@@ -768,11 +727,11 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 		}
 		return kept
 	}
-	reqs := make([]throttle.Request, len(idx))
+	items := make([]bookItem, len(idx))
 	for k, i := range idx {
-		reqs[k] = w.requestOf(app, &ds[i], 0, near[i].paced)
+		items[k] = bookItem{d: &ds[i], paced: near[i].paced}
 	}
-	b := w.bookAll(ctx, app, c.Job, reqs)
+	b := w.book(ctx, app, items, bookHow{job: c.Job})
 	if b.err != nil || b.gate() != gateOpen {
 		// The delivery tasks find the bookings made, or book, read the
 		// cancellation again and drop a cancelled job's.
@@ -795,15 +754,17 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 		}
 		pl := plan(r, b.mid, b.answered, now, c.Deadline, false)
 		w.countPlan(app, pl, r)
-		if (pl.step != stepSend && pl.step != stepWait) || r.At.Sub(near[i].paced) > paceLate {
+		rt := routePlan(pl, byTurn)
+		if rt.move == moveSend && r.At.Sub(near[i].paced) > paceLate {
 			// The user's rules moved the slot past the turn: its task finds
 			// the booking, waits for it and paces again there.
-			h := handoff{i: i}
-			if pl.step == stepDefer {
-				h.delay = deferDelay(pl.wait)
+			rt = routed{move: moveHand}
+		}
+		if rt.move != moveSend {
+			if rt.deferred {
 				w.logDeferred(&ds[i], pl)
 			}
-			*handoffs = append(*handoffs, h)
+			*handoffs = append(*handoffs, handoff{i: i, delay: rt.delay})
 			continue
 		}
 		slots[i] = pl.slot

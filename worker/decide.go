@@ -9,15 +9,20 @@ import (
 	"github.com/hushpush/hush/throttle"
 )
 
-// The two decisions a chunk's wave and a delivery task each make, as
-// pure functions of their inputs and the time:
+// The decisions every path that books and sends makes (a chunk's waves,
+// held tasks, hush:waiting-jobs members, a wave rebooking at a paced turn,
+// delivery tasks), as pure functions of their inputs and the time:
 //
 //   - plan: what a booking means now: send, wait in place, come back
 //     later, drop, or book again;
+//   - routePlan: what the path holding the booking does with that plan: send,
+//     hold it back, hand it to its delivery task, drop, or book again;
 //   - judge: what a recipient's device answers mean: done, try again
 //     (under a new booking), book again, fail, or stop for shutdown.
 //
-// They are pure so that a table test covers every case (decide_test.go).
+// Each path calls them and carries out their answer; none decides a step
+// itself. They are pure so that a table test covers every case
+// (decide_test.go).
 
 // step is what a delivery does with its booking.
 type step int
@@ -102,6 +107,109 @@ func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, delive
 		return planned{step: stepWait, slot: slot, wait: wait}
 	}
 	return planned{step: stepDefer, slot: slot, wait: wait}
+}
+
+// holder is who routes a plan (routePlan): what it does itself, and what it
+// leaves to the delivery's own task.
+type holder int
+
+const (
+	// byDelivery: a delivery task, which carries out every step itself.
+	byDelivery holder = iota
+	// byWave: a chunk's wave, with fresh first bookings: it sends what is
+	// due now, holds back a near or far slot (held tasks), and leaves
+	// every other step to the delivery task.
+	byWave
+	// byHeld: a held task's wave (or a hush:waiting-jobs member), woken
+	// for its slots: it waits for a near slot itself; a far one means it
+	// was woken early (a cancellation or a collapse woke it), and the
+	// delivery task waits for the slot. The deferral was counted and
+	// logged when the recipient was first held back.
+	byHeld
+	// byTurn: a wave booking again from a paced turn (rebookNear): it
+	// sends a near slot; the delivery task takes the rest.
+	byTurn
+)
+
+// move is what the holder of a booking does with it.
+type move int
+
+const (
+	// moveSend: send at the slot, now or after waiting for it in place.
+	moveSend move = iota
+	// moveNear: the slot is near: wait for it in a held task of this
+	// second (or in the delivery task, in place).
+	moveNear
+	// moveDefer: the slot is far: come back after delay, shortly before
+	// it (a delivery task's DeferError, a wave's held task).
+	moveDefer
+	// moveHand: hand the recipient to its delivery task, to run after
+	// delay, which plans its booking again.
+	moveHand
+	// moveDrop: drop the delivery with the final state reason.
+	moveDrop
+	// moveRebook: give the booking back and book again, same attempt.
+	moveRebook
+	// moveNext: book under the next attempt's member, keeping this one.
+	moveNext
+)
+
+var moveNames = [...]string{"send", "near", "defer", "hand", "drop", "rebook", "next"}
+
+func (m move) String() string { return moveNames[m] }
+
+// routed is routePlan's answer.
+type routed struct {
+	move move
+	// delay before the delivery runs again (moveDefer, moveHand).
+	delay time.Duration
+	// reason is the final state of a drop (moveDrop).
+	reason string
+	// deferred: the delivery starts waiting for a far slot, which is
+	// logged with its slot (logDeferred).
+	deferred bool
+}
+
+// routePlan turns plan p into what holder by does: the one route from a
+// booking's plan to an action, which every path that books (a chunk's
+// waves, held tasks, a wave rebooking at a paced turn, delivery tasks)
+// takes.
+func routePlan(p planned, by holder) routed {
+	switch p.step {
+	case stepSend:
+		return routed{move: moveSend}
+	case stepWait:
+		if by == byWave {
+			return routed{move: moveNear}
+		}
+		return routed{move: moveSend}
+	case stepDefer:
+		switch by {
+		case byDelivery:
+			return routed{move: moveDefer, delay: p.wait, deferred: true}
+		case byWave:
+			return routed{move: moveDefer, delay: deferDelay(p.wait), deferred: true}
+		case byHeld:
+			return routed{move: moveHand, delay: deferDelay(p.wait)}
+		}
+		return routed{move: moveHand, delay: deferDelay(p.wait), deferred: true}
+	}
+	if by != byDelivery {
+		// Expired, full or collapsed (dropped there), or stalled (booked
+		// again there).
+		return routed{move: moveHand}
+	}
+	switch p.step {
+	case stepFull:
+		return routed{move: moveDrop, reason: stateThrottleFull}
+	case stepExpire:
+		return routed{move: moveDrop, reason: stateExpired}
+	case stepCollapsed:
+		return routed{move: moveDrop, reason: stateCollapsed}
+	case stepRebook:
+		return routed{move: moveRebook}
+	}
+	return routed{move: moveNext}
 }
 
 // action is what a recipient does after an attempt.

@@ -56,6 +56,46 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+func TestRoute(t *testing.T) {
+	far := time.Minute
+	p := func(s step, wait time.Duration) planned { return planned{step: s, wait: wait} }
+	tests := []struct {
+		name string
+		p    planned
+		by   holder
+		want routed
+	}{
+		{"delivery sends now", p(stepSend, 0), byDelivery, routed{move: moveSend}},
+		{"delivery waits in place", p(stepWait, time.Second), byDelivery, routed{move: moveSend}},
+		{"delivery defers by the wait", p(stepDefer, far), byDelivery, routed{move: moveDefer, delay: far, deferred: true}},
+		{"delivery drops when full", p(stepFull, 0), byDelivery, routed{move: moveDrop, reason: stateThrottleFull}},
+		{"delivery drops when expired", p(stepExpire, 0), byDelivery, routed{move: moveDrop, reason: stateExpired}},
+		{"delivery drops when collapsed", p(stepCollapsed, 0), byDelivery, routed{move: moveDrop, reason: stateCollapsed}},
+		{"delivery books again", p(stepRebook, 0), byDelivery, routed{move: moveRebook}},
+		{"delivery books the next attempt", p(stepNext, 0), byDelivery, routed{move: moveNext}},
+		{"wave sends now", p(stepSend, 0), byWave, routed{move: moveSend}},
+		{"wave holds a near slot back", p(stepWait, time.Second), byWave, routed{move: moveNear}},
+		{"wave holds a far slot back", p(stepDefer, far), byWave, routed{move: moveDefer, delay: deferDelay(far), deferred: true}},
+		{"wave hands an expired one over", p(stepExpire, 0), byWave, routed{move: moveHand}},
+		{"wave hands a full one over", p(stepFull, 0), byWave, routed{move: moveHand}},
+		{"wave hands a collapsed one over", p(stepCollapsed, 0), byWave, routed{move: moveHand}},
+		{"wave hands a stalled one over", p(stepRebook, 0), byWave, routed{move: moveHand}},
+		{"held task waits for a near slot", p(stepWait, time.Second), byHeld, routed{move: moveSend}},
+		{"held task woken early hands over", p(stepDefer, far), byHeld, routed{move: moveHand, delay: deferDelay(far)}},
+		{"held task hands a late one over", p(stepNext, 0), byHeld, routed{move: moveHand}},
+		{"turn sends a near slot", p(stepWait, time.Second), byTurn, routed{move: moveSend}},
+		{"turn moved far hands over, logged", p(stepDefer, far), byTurn, routed{move: moveHand, delay: deferDelay(far), deferred: true}},
+		{"turn hands an expired one over", p(stepExpire, 0), byTurn, routed{move: moveHand}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := routePlan(tt.p, tt.by); got != tt.want {
+				t.Errorf("routePlan(%s, %d) = %+v, want %+v", tt.p.step, tt.by, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestJudge(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	ok := &providers.Result{Outcome: providers.Delivered, StatusCode: 200}

@@ -166,7 +166,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 			slot, at = a.paced, a.paced
 		}
 	} else {
-		b := w.bookAll(ctx, app, d.Job, []throttle.Request{w.requestOf(app, d, a.n, a.paced)})
+		b := w.book(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}}, bookHow{job: d.Job})
 		switch b.gate() {
 		case gateCancelled:
 			return false, w.drop(ctx, d, st, stateCancelled)
@@ -184,24 +184,20 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		}
 		p := plan(res, b.mid, b.answered, w.now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
 		w.countPlan(app, p, res)
-		switch p.step {
-		case stepFull:
-			return false, w.drop(ctx, d, st, stateThrottleFull)
-		case stepExpire:
-			return false, w.drop(ctx, d, st, stateExpired)
-		case stepCollapsed:
-			return false, w.drop(ctx, d, st, stateCollapsed)
-		case stepRebook:
-			return true, w.release(ctx, d, a.n)
-		case stepNext:
+		switch rt := routePlan(p, byDelivery); rt.move {
+		case moveDrop:
+			return false, w.drop(ctx, d, st, rt.reason)
+		case moveRebook:
+			return true, w.release(ctx, "late", failureReturned, a.n, d)
+		case moveNext:
 			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), d.ttl())
 			return err == nil, err
-		case stepDefer:
+		case moveDefer:
 			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d)); err != nil {
 				return false, err
 			}
 			w.logDeferred(d, p)
-			return false, &DeferError{Delay: p.wait}
+			return false, &DeferError{Delay: rt.delay}
 		}
 		slot, at = p.slot, res.At
 		sendBy = b.sendBy(p.slot.Add(lateRebook))
@@ -220,7 +216,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		if w.bypass[d.Priority] {
 			return false, &DeferError{Delay: paced[0].turn.Sub(w.now())}
 		}
-		return true, w.release(ctx, d, a.n)
+		return true, w.release(ctx, "paced", failureReturned, a.n, d)
 	}
 	when := sendTimes{at: slot, by: sendBy, turns: paced[0].turns}
 	if start := later(slot, paced[0].turn); start.Sub(w.now()) > 0 {
@@ -240,7 +236,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, when, results, nil, func() {}))
 	v := judge(st.devices, results, a, w.retry, w.now(), ctx.Err() != nil)
 	if v.act == actRebook {
-		return true, w.release(ctx, d, a.n)
+		return true, w.release(ctx, "late", failureReturned, a.n, d)
 	}
 	if v.act == actRetry && v.delay <= 0 {
 		_, _, err := w.after(ctx, d, a, v)
@@ -315,10 +311,8 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.member(), "user_id", d.UserID}, d.Deadline)...)
 		return w.finish(ctx, d, stateDelivered)
 	}
-	if !w.bypass[d.Priority] {
-		if err := w.release(ctx, d, st.attempts.n); err != nil {
-			return err
-		}
+	if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {
+		return err
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()

@@ -22,12 +22,15 @@
 // why no push leaves after a cancellation's answer).
 //
 // Where things are decided: what a booking means now (send, wait, defer,
-// expire, drop, book again) and what a recipient's device answers mean
-// (done, retry, fail, stop) are plan and judge in decide.go, used by every
-// path; device outcomes are recorded as the providers answer in outcomes.go;
-// writes that arrive close together share one round trip through the one
-// group commit, worker/internal/groupcommit (device outcomes, record.lua
-// calls in scriptbatch.go, a Client's submissions in gather.go); task ids and limiter members are made in taskid.go.
+// expire, drop, book again), what the path holding it does with that
+// (routePlan) and what a recipient's device answers mean (done, retry,
+// fail, stop) are plan, routePlan and judge in decide.go, used by every
+// path; every slot is booked and given back in booking.go (book,
+// release); device outcomes are recorded as the providers answer in
+// outcomes.go; writes that arrive close together share one round trip
+// through the one group commit, worker/internal/groupcommit (device
+// outcomes, record.lua calls in scriptbatch.go, a Client's submissions in
+// gather.go); task ids and limiter members are made in taskid.go.
 //
 // Redis keys besides Asynq's and the limiter's (each job's keys share the
 // hash tag {<id>}, so they live on one Redis Cluster slot; an id starting

@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
-	"github.com/hushpush/hush/throttle"
 )
 
 // handleJob creates the job record and fans the job out: the job task
@@ -42,7 +41,7 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 // job's recipient when the limiter defers it (heldjobs.go).
 func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string, hj *heldJobsGroups) error {
 	if app, pipe := w.singlePath(job); pipe != nil {
-		return w.singleJobs(ctx, app, pipe, []*payload.Job{job}, task, hj)[0]
+		return w.singleJobs(ctx, app, []*payload.Job{job}, task, hj)[0]
 	}
 	queue := string(job.Priority.Effective())
 	n := len(job.Recipients)
@@ -105,7 +104,7 @@ func (w *Worker) singlePath(job *payload.Job) (*App, pipeLimiter) {
 // Otherwise each job goes on alone as in deliverChunk with its slot
 // booked, holding a deferred recipient back in hj's tasks. It answers an
 // error per job.
-func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, jobs []*payload.Job, task string, hj *heldJobsGroups) []error {
+func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, task string, hj *heldJobsGroups) []error {
 	errs := make([]error, len(jobs))
 	if err := w.sends.Acquire(ctx, int64(len(jobs))); err != nil {
 		for i, job := range jobs {
@@ -120,43 +119,31 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, job
 		p    *wavePermits
 	}
 	ss := make([]started, len(jobs))
-	reqs := make([]throttle.Request, len(jobs))
+	items := make([]bookItem, len(jobs))
 	for i, job := range jobs {
 		s := &ss[i]
 		s.r = recordOf(job, string(job.Priority.Effective()))
 		s.r.Task = task
 		s.c = chunkOf(job, 0)
 		s.call = w.store.startCall(s.r, true, s.c)
-		d := s.c.delivery(0)
-		reqs[i] = w.requestOf(app, &d, 0, time.Time{})
+		items[i] = s.c.bookItems([]int{0})[0]
 		s.p = &wavePermits{sem: w.sends}
 		s.p.held.Store(1)
 	}
-	asked := w.now()
-	res, rerr := pipe.ReserveBatchWith(ctx, reqs, func(p redis.Pipeliner) {
+	// start.lua reads each job's cancellation in the booking's round trip.
+	b := w.book(ctx, app, items, bookHow{with: func(p redis.Pipeliner) {
 		for i := range ss {
 			ss[i].call.queue(ctx, p)
 		}
-	})
-	answered := w.now()
-	mid := asked.Add(answered.Sub(asked) / 2)
-	w.limiterClockOf(app.Name).learn(res, asked, answered)
-	if len(res) == len(jobs) {
-		// A request that failed alone is marked by its zero Now.
-		rerr = nil
-	} else if rerr == nil {
-		rerr = fmt.Errorf("%d answers for %d requests", len(res), len(jobs))
-	}
+	}})
 	var wg sync.WaitGroup
 	for i, job := range jobs {
 		s := &ss[i]
-		b := &booking{idx: []int{0}, err: rerr, asked: asked, mid: mid, answered: answered, permits: s.p}
-		if rerr == nil {
-			b.res = res[i : i+1]
-		}
+		pb := b.part(i)
+		pb.permits = s.p
 		run := func() {
 			defer s.p.releaseAll()
-			errs[i] = w.startedSingle(ctx, app, job, s.r, s.c, s.call, reqs[i], b, hj)
+			errs[i] = w.startedSingle(ctx, job, s.r, s.c, s.call, pb, hj)
 		}
 		if len(jobs) == 1 {
 			run()
@@ -169,8 +156,8 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, pipe pipeLimiter, job
 }
 
 // startedSingle goes on with a single-recipient job once its start.lua
-// call and its booking b (of req) have answered.
-func (w *Worker) startedSingle(ctx context.Context, app *App, job *payload.Job, r recordInfo, c *chunk, call *startCall, req throttle.Request, b *booking, hj *heldJobsGroups) error {
+// call and its booking b have answered.
+func (w *Worker) startedSingle(ctx context.Context, job *payload.Job, r recordInfo, c *chunk, call *startCall, b *booking, hj *heldJobsGroups) error {
 	owner, _, st, err := call.result(ctx, nil)
 	if err != nil {
 		return err // a re-run finds the booking and hands it to the delivery task
@@ -183,9 +170,7 @@ func (w *Worker) startedSingle(ctx context.Context, app *App, job *payload.Job, 
 	b.cancelled = st.cancelled
 	if st.finals[0] != "" {
 		if b.err == nil && !b.res[0].Now.IsZero() && !b.res[0].Existing && b.res[0].Refused == "" {
-			if _, err := app.Limiter.Release(ctx, req.User, req.Member); err != nil {
-				w.log.Warn("limiter release of a settled recipient failed", "delivery", req.Member, "err", err)
-			}
+			_ = w.release(ctx, "settled", failureLeft, 0, c.deliveries([]int{0})...)
 		}
 		return nil
 	}

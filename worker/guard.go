@@ -2,12 +2,8 @@ package worker
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
@@ -18,7 +14,7 @@ import (
 //
 //   - A cancelled job's record carries cancelled_at. Every provider call
 //     starts within cancelWindow of a read of it that said no: the read in
-//     the booking's own round trip (bookAll), or, for a priority that
+//     the booking's own round trip (book), or, for a priority that
 //     skips the limiter, the read of the recipient's state; a call that
 //     would start later is not made (its sendBy), and the delivery reads
 //     again. Client.Cancel answers cancelGrace after its call wrote
@@ -45,9 +41,9 @@ const cancelWindow = 3 * time.Second
 // allowed by an earlier read has started by then.
 const cancelGrace = cancelWindow + 500*time.Millisecond
 
-// booking is a batch of bookings made in one round trip with a read of the
-// job's cancellation (bookAll), or booked ahead with the job's first step
-// (singleJob).
+// booking is a batch of bookings made in one round trip (book), with a
+// read of the job's cancellation or beside one (a job's first step,
+// singleJobs), or taken as found (a held task's carried slots).
 type booking struct {
 	idx []int // the chunk's recipients booked, in request order
 	res []throttle.Reservation
@@ -104,41 +100,6 @@ func (b *booking) sendBy(slotBy time.Time) time.Time {
 		return limit
 	}
 	return slotBy
-}
-
-// bookAll books reqs (none for a bypass priority) with app a's limiter
-// for job in one round trip that also reads whether the job was
-// cancelled: the limiter's own pipeline when it runs on the worker's Redis
-// client, else the read first, then the bookings (none when the read
-// failed). A failed read is kept apart from the bookings' error
-// (cancelErr): whatever was booked, nothing may be sent under it.
-func (w *Worker) bookAll(ctx context.Context, a *App, job string, reqs []throttle.Request) booking {
-	b := booking{asked: w.now()}
-	var cc *redis.StringCmd
-	pipe := w.pipeOf(a)
-	switch {
-	case len(reqs) == 0:
-		cc = w.rdb.HGet(ctx, jobKey(job), fieldCancelled)
-	case pipe != nil:
-		b.res, b.err = pipe.ReserveBatchWith(ctx, reqs, func(p redis.Pipeliner) { cc = queueCancelled(ctx, p, job) })
-	default:
-		cc = w.rdb.HGet(ctx, jobKey(job), fieldCancelled)
-		if cc.Err() == nil || errors.Is(cc.Err(), redis.Nil) {
-			b.res, b.err = a.Limiter.ReserveBatch(ctx, reqs)
-		}
-	}
-	b.answered = w.now()
-	b.mid = b.asked.Add(b.answered.Sub(b.asked) / 2)
-	w.limiterClockOf(a.Name).learn(b.res, b.asked, b.answered)
-	if cc == nil {
-		b.cancelErr = fmt.Errorf("read the cancellation of %s: not made", job)
-	} else if b.cancelled, b.cancelErr = isCancelled(cc); b.cancelErr != nil {
-		b.cancelErr = fmt.Errorf("read the cancellation of %s: %w", job, b.cancelErr)
-	}
-	if b.err == nil && b.cancelErr == nil && len(b.res) != len(reqs) {
-		b.err = fmt.Errorf("%d answers for %d requests", len(b.res), len(reqs))
-	}
-	return b
 }
 
 // requestOf is the limiter request of d's attempt n (no earlier than

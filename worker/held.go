@@ -12,7 +12,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/providers"
-	"github.com/hushpush/hush/throttle"
 )
 
 // Held tasks: the recipients a chunk task's run holds back for a slot
@@ -202,43 +201,30 @@ func (g heldGroups) task(c *chunk, wake int64, waits bool) *chunk {
 	return h
 }
 
-// heldSlots answers the bookings of recipients todo of c, a held task (or
-// a hush:waiting-jobs member: bookHeldJobs) of app (nil: not resolved),
-// on its first run, from the slots its payload
-// carries, taken as found; nil when it cannot (the wave looks them up
-// with the limiter, one round trip). Nothing but a cancellation or the recipient's own delivery gives
-// such a booking back: the recipient is its held task's alone (its
-// marker), and a first run follows only the run of the chunk that booked
-// it, but for a reset (resetmark.go). The cancellation was read with the
-// states, at st.readAt, so sendBy counts from there. The slots are on the
-// limiter's clock, read here as this process last read that clock
-// (limiterClock), so processes whose
-// clocks disagree still send at the limiter's instants. Four cases look
-// their bookings up: a chunk with a collapse key (a newer push may have
-// taken a booking's place, which only the limiter knows), a re-run (an
-// earlier run may have given a booking back, or booked again), a task
-// that booked before the reset mark (a reset may have deleted a booking),
-// and a process with no recent reading of the limiter's clock (the lookup
-// reads it).
-func (w *Worker) heldSlots(app *App, c *chunk, st *chunkStates, todo []int) *booking {
-	if app == nil || !c.held() || !st.first || st.cancelled || len(todo) == 0 || w.bypass[c.Priority] ||
-		c.Content.CollapseKey != "" || len(c.Slots) != len(c.Recipients) || c.Booked < st.resetMark {
+// heldSlots answers the bookings of recipients todo of c, a held task of
+// app (nil: not resolved), on its first run, from the slots its payload
+// carries, taken as found (carriedSlot, book); nil when they cannot be (the
+// wave looks them up with the limiter, one round trip). The cancellation was read
+// with the states, at st.readAt, so sendBy counts from there. The slots
+// are on the limiter's clock, read here as this process last read that
+// clock (limiterClock), so processes whose clocks disagree still send at
+// the limiter's instants.
+func (w *Worker) heldSlots(ctx context.Context, app *App, c *chunk, st *chunkStates, todo []int) *booking {
+	if app == nil || len(todo) == 0 || w.bypass[c.Priority] {
 		return nil
 	}
-	clock := w.limiterClockOf(app.Name)
-	now := w.now()
-	res := make([]throttle.Reservation, len(todo))
+	found := make([]int64, len(todo))
 	for k, i := range todo {
-		if c.Slots[i] <= 0 {
+		if found[k] = carriedSlot(c, st, i); found[k] <= 0 {
 			return nil
 		}
-		r, ok := clock.found(time.UnixMilli(c.Slots[i]), now)
-		if !ok {
-			return nil
-		}
-		res[k] = r
 	}
-	return &booking{idx: slices.Clone(todo), res: res, asked: st.readAt, mid: now, answered: now, permits: &wavePermits{sem: w.sends}}
+	b := w.book(ctx, app, c.bookItems(todo), bookHow{found: found, readAt: st.readAt, foundOnly: true})
+	if b.err != nil {
+		return nil
+	}
+	b.idx, b.permits = slices.Clone(todo), &wavePermits{sem: w.sends}
+	return &b
 }
 
 // enqueueHeld creates held task h, in its queue, to run at its second of

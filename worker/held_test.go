@@ -1065,7 +1065,7 @@ func TestHeldSlotsOnlyWhenUnchanged(t *testing.T) {
 	}
 	c, st := base()
 	app := &App{Name: "a"}
-	b := w.heldSlots(app, c, st, []int{1})
+	b := w.heldSlots(t.Context(), app, c, st, []int{1})
 	if b == nil || !slices.Equal(b.idx, []int{1}) || len(b.res) != 1 || !b.res[0].Existing || b.res[0].At.UnixMilli() != at+7 || !b.asked.Equal(st.readAt) {
 		t.Fatalf("a fresh held task's booking: %+v, want recipient 1 found at its payload's slot, its cancellation read at the states'", b)
 	}
@@ -1092,7 +1092,7 @@ func TestHeldSlotsOnlyWhenUnchanged(t *testing.T) {
 		c, st := base()
 		app = &App{Name: "a"}
 		change(c, st)
-		if b := w.heldSlots(app, c, st, []int{0, 1}); b != nil {
+		if b := w.heldSlots(t.Context(), app, c, st, []int{0, 1}); b != nil {
 			t.Errorf("%s: slots taken from the payload (%+v), want them looked up", name, b.res)
 		}
 	}

@@ -16,8 +16,6 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/hushpush/hush/throttle"
 )
 
 // Held jobs: the single-recipient jobs of one task (a hush:batch task's,
@@ -303,26 +301,16 @@ func (w *Worker) runHeldJobs(ctx context.Context, task string, groups []*heldJob
 
 // bookHeldJobs answers the bookings of the members of a hush:waiting-jobs
 // task on its first run (fresh, not cancelled), nil for the others (their
-// runs book, as a re-run does). A member whose slot the task carries and
-// whose job has no collapse key keeps the booking it was held back with:
-// nothing but a cancellation (read with the states) or its own delivery
-// gives such a booking back, so it is taken as found, at that slot
-// (heldSlots, as a held task's are); the others' are found in one round
-// trip per app. The
-// cancellation was read with the states, at st.readAt, so sendBy counts
-// from there.
+// runs book, as a re-run does), in one booking per app (book): taken as
+// found, without a round trip, when every member carries its slot
+// (carriedSlot), else found in one round trip. The cancellation was read
+// with the states, at st.readAt, so sendBy counts from there.
 func (w *Worker) bookHeldJobs(ctx context.Context, cs []*chunk, sts []*chunkStates, errs []error) []*booking {
 	pres := make([]*booking, len(cs))
 	byApp := map[string][]int{}
 	for i, c := range cs {
 		if errs[i] != nil || !sts[i].first || sts[i].cancelled || w.bypass[c.Priority] {
 			continue
-		}
-		if app, err := w.apps.resolve(c.Content.App); err == nil {
-			if b := w.heldSlots(app, c, sts[i], []int{0}); b != nil {
-				pres[i] = b
-				continue
-			}
 		}
 		byApp[c.Content.App] = append(byApp[c.Content.App], i)
 	}
@@ -331,23 +319,20 @@ func (w *Worker) bookHeldJobs(ctx context.Context, cs []*chunk, sts []*chunkStat
 		if err != nil {
 			continue // each member fails with the reason (deliverChunk)
 		}
-		reqs := make([]throttle.Request, len(at))
+		items := make([]bookItem, len(at))
+		found := make([]int64, len(at))
 		for k, i := range at {
-			d := cs[i].delivery(0)
-			reqs[k] = w.requestOf(app, &d, 0, time.Time{})
+			items[k] = cs[i].bookItems([]int{0})[0]
+			found[k] = carriedSlot(cs[i], sts[i], 0)
 		}
-		asked := w.now()
-		res, _ := app.Limiter.ReserveBatch(ctx, reqs)
-		answered := w.now()
-		w.limiterClockOf(app.Name).learn(res, asked, answered)
-		if len(res) != len(reqs) {
+		b := w.book(ctx, app, items, bookHow{found: found})
+		if len(b.res) != len(items) {
 			continue // each member books on its own
 		}
 		for k, i := range at {
-			pres[i] = &booking{
-				idx: []int{0}, res: res[k : k+1], asked: sts[i].readAt,
-				mid: asked.Add(answered.Sub(asked) / 2), answered: answered, permits: &wavePermits{sem: w.sends},
-			}
+			p := b.part(k)
+			p.asked, p.permits = sts[i].readAt, &wavePermits{sem: w.sends}
+			pres[i] = p
 		}
 	}
 	return pres

@@ -267,8 +267,8 @@ type next struct {
 // next attempt of a retry, and returns the final state (done) or what
 // happens next. The final state itself is recorded by the caller.
 func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) (final string, n next, err error) {
-	if v.release && !w.bypass[d.Priority] {
-		if err := w.release(ctx, d, a.n); err != nil {
+	if v.release {
+		if err := w.release(ctx, "unreached", failureReturned, a.n, d); err != nil {
 			return "", next{}, err
 		}
 	}
@@ -288,20 +288,6 @@ func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) 
 	}
 	w.log.Info("delivery retried", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "attempt", a.n+1, "in", v.delay, "cause", v.cause)
 	return "", next{delay: v.delay, throttled: v.throttled, cause: v.cause}, nil
-}
-
-// release gives the booking of d's attempt n back (with its app's
-// limiter: nothing to give back when the app is gone).
-func (w *Worker) release(ctx context.Context, d *delivery, n int) error {
-	app, err := w.appOf(d)
-	if err != nil {
-		return nil
-	}
-	m := memberOf(d.Job, d.Index, n)
-	if _, err := app.Limiter.Release(ctx, d.UserID, m); err != nil {
-		return fmt.Errorf("limiter release for %s: %w", m, err)
-	}
-	return nil
 }
 
 // finish records d's final state once, under a context shutdown does not
