@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/wire"
 )
 
 // TimeoutDefault bounds each call of a Client made without WithHTTPClient.
@@ -127,14 +128,7 @@ func (c *Client) SubmitBatchJSON(ctx context.Context, jobs []json.RawMessage) ([
 		return nil, fmt.Errorf("encode batch: %w", err)
 	}
 	const path = "/v1/notifications:batch"
-	var ans struct {
-		Results []struct {
-			Status    int            `json:"status"`
-			ID        string         `json:"id"`
-			Duplicate bool           `json:"duplicate"`
-			Error     *errorEnvelope `json:"error"`
-		} `json:"results"`
-	}
+	var ans wire.BatchResults
 	if err := c.call(ctx, http.MethodPost, path, body, &ans, "results"); err != nil {
 		return nil, err
 	}
@@ -153,7 +147,7 @@ func (c *Client) SubmitBatchJSON(ctx context.Context, jobs []json.RawMessage) ([
 				return nil, unexpected("answer %d: status %d without a job id", i, r.Status)
 			}
 		case r.Status >= 400 && r.Status <= 599 && r.Error != nil:
-			a.Err = r.Error.toError(r.Status)
+			a.Err = errorOf(r.Status, r.Error)
 		default:
 			return nil, unexpected("answer %d: status %d without an error", i, r.Status)
 		}

@@ -20,14 +20,15 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
+	"github.com/hushpush/hush/worker/httpapi"
 )
 
 const token = "s3cret"
 
-// api is a real worker.Handler on a private Redis (Asynq uses fixed key
-// names), not running its tasks: jobs stay queued. Its policy has two
-// categories, and quiet hours (quietZone's) that hold now in quietZone and
-// not in UTC.
+// api is the real HTTP API (worker/httpapi) on a private Redis (Asynq
+// uses fixed key names), not running its tasks: jobs stay queued. Its
+// policy has two categories, and quiet hours (quietZone's) that hold now
+// in quietZone and not in UTC.
 type api struct {
 	srv *httptest.Server
 	lim *throttle.Redis
@@ -53,11 +54,11 @@ func startAPI(t *testing.T) api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy, APIToken: token, MaxBodyBytes: 4096})
+	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(w.Handler())
+	srv := httptest.NewServer(httpapi.New(w, w.Client(), httpapi.Options{Token: token, MaxBodyBytes: 4096}))
 	t.Cleanup(srv.Close)
 	return api{srv: srv, lim: lim}
 }

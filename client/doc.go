@@ -11,7 +11,9 @@
 // envelope {"error":{"message","problems"}}; a failure to reach the server
 // is any other error. hush send and hush throttle use this package.
 //
-// It imports only the standard library and hush's payload package (the job
-// contract), so a backend can depend on it without pulling in Redis, Asynq
-// or any provider SDK; a test enforces this.
+// Its answer types are package wire's, the ones the server encodes (Accepted,
+// JobStatus, ThrottleStatus... are aliases of them). It imports only the
+// standard library, hush's payload package (the job contract) and wire, so
+// a backend can depend on it without pulling in Redis, Asynq or any
+// provider SDK; a test enforces this.
 package client

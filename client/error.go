@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/hushpush/hush/wire"
 )
 
 // Error is an answer with an error status. Match it with errors.As.
@@ -19,14 +21,6 @@ type Error struct {
 	// payload.MaxProblems of them and counts the others in Omitted.
 	Problems []Problem
 	Omitted  int
-}
-
-// Problem is one problem with one field of a submitted job.
-type Problem struct {
-	// Field is the field's path as written in JSON:
-	// "recipients[3].devices[0].token", `data["google.x"]`.
-	Field   string `json:"field"`
-	Message string `json:"message"`
 }
 
 // Error returns "hush API: 400 Bad Request: invalid job: field: message; ...".
@@ -53,11 +47,9 @@ func (e *Error) Error() string {
 // {"error":{"message","problems"}}, else the body's text.
 func newError(status int, body []byte) *Error {
 	e := &Error{Status: status}
-	var env struct {
-		Error *errorEnvelope `json:"error"`
-	}
+	var env wire.ErrorBody
 	if json.Unmarshal(body, &env) == nil && env.Error != nil {
-		return env.Error.toError(status)
+		return errorOf(status, env.Error)
 	}
 	e.Message = strings.TrimSpace(string(body))
 	if r := []rune(e.Message); len(r) > 300 {
@@ -66,13 +58,8 @@ func newError(status int, body []byte) *Error {
 	return e
 }
 
-// errorEnvelope is the API's error detail: {"message","problems","omitted"}.
-type errorEnvelope struct {
-	Message  string    `json:"message"`
-	Problems []Problem `json:"problems"`
-	Omitted  int       `json:"omitted"`
-}
-
-func (d *errorEnvelope) toError(status int) *Error {
+// errorOf is the *Error of an answer with status and the API's error
+// detail d.
+func errorOf(status int, d *wire.ErrorDetail) *Error {
 	return &Error{Status: status, Message: d.Message, Problems: d.Problems, Omitted: d.Omitted}
 }

@@ -9,12 +9,12 @@ import (
 	"github.com/pb33f/libopenapi"
 
 	"github.com/hushpush/hush/docs"
-	"github.com/hushpush/hush/worker"
+	"github.com/hushpush/hush/wire"
 )
 
 // TestAPIRoutes: docs/api.md's route table lists exactly the operations of
-// docs/openapi.yaml, which the worker's tests keep equal to the handler's
-// routes.
+// docs/openapi.yaml, which worker/httpapi's tests keep equal to the
+// handler's routes.
 func TestAPIRoutes(t *testing.T) {
 	doc, err := libopenapi.NewDocument(docs.OpenAPI)
 	if err != nil {
@@ -37,20 +37,20 @@ func TestAPIRoutes(t *testing.T) {
 }
 
 // TestAPIAnswers: docs/api.md lists every job state and every JSON field of
-// the job status (worker.JobStatus) and of the limiter status
-// (worker.ThrottleStatus), and no other.
+// the job status (wire.JobStatus) and of the limiter status
+// (wire.ThrottleStatus), and no other.
 func TestAPIAnswers(t *testing.T) {
 	md := readDoc(t, "api.md")
-	states := stringConsts(t, "../worker", regexp.MustCompile(`^job[A-Z]`))
+	states := stringConsts(t, "../wire", regexp.MustCompile(`^State[A-Z]`))
 	if d := sameSet(states, firstColumn(table(t, md, "| job state | meaning |"))); d != "" {
-		t.Errorf("docs/api.md's job states and the worker's job* constants differ %s", d)
+		t.Errorf("docs/api.md's job states and wire's State* constants differ %s", d)
 	}
 	for _, c := range []struct {
 		typ    reflect.Type
 		header string
 	}{
-		{reflect.TypeFor[worker.JobStatus](), "| job status field | meaning |"},
-		{reflect.TypeFor[worker.ThrottleStatus](), "| throttle status field | meaning |"},
+		{reflect.TypeFor[wire.JobStatus](), "| job status field | meaning |"},
+		{reflect.TypeFor[wire.ThrottleStatus](), "| throttle status field | meaning |"},
 	} {
 		var want []string
 		for _, f := range jsonFields(c.typ, "") {

@@ -10,7 +10,7 @@ import (
 )
 
 // badBodyBytes is the size of the hostile bodies below: the server's
-// default body limit (worker.DefaultMaxBodyBytes).
+// default body limit (httpapi.DefaultMaxBodyBytes).
 const badBodyBytes = 8 << 20
 
 // repeatTo is prefix, then item repeated (separated by commas) while the

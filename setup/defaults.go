@@ -11,6 +11,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/worker"
+	"github.com/hushpush/hush/worker/httpapi"
 )
 
 // Defaults of the HUSH_* keys that are not the worker's own (those are
@@ -92,7 +93,7 @@ func DefaultConfig() Config {
 		ThrottleMaxPending: DefaultThrottleMaxPending,
 		MaxThrottled:       DefaultMaxThrottled,
 		HTTPAddr:           DefaultHTTPAddr,
-		MaxBodyBytes:       worker.DefaultMaxBodyBytes,
+		MaxBodyBytes:       httpapi.DefaultMaxBodyBytes,
 		EventsMaxlen:       worker.DefaultEventsMaxLen,
 		AppWait:            worker.DefaultAppWait,
 		ShutdownTimeout:    worker.DefaultShutdownTimeout,

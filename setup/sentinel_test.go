@@ -15,7 +15,7 @@ import (
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/providers/fake"
-	"github.com/hushpush/hush/worker"
+	"github.com/hushpush/hush/wire"
 )
 
 // TestSentinelFailover runs hush serve against a master, a replica and a
@@ -119,7 +119,7 @@ func TestSentinelFailover(t *testing.T) {
 	// The limiter on the new master booked the three pushes a gap apart
 	// (they were submitted back to back, so without it they would arrive
 	// together).
-	var ts worker.ThrottleStatus
+	var ts wire.ThrottleStatus
 	if err := getJSON(base+"/v1/users/u-after/throttle", &ts); err != nil {
 		t.Fatal(err)
 	}

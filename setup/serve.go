@@ -17,6 +17,7 @@ import (
 
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
+	"github.com/hushpush/hush/worker/httpapi"
 )
 
 // Serve runs one hush process configured by cfg: the task worker, the HTTP
@@ -87,8 +88,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		MaxRetry:        cfg.MaxRetry,
 		MaxThrottled:    cfg.MaxThrottled,
 		Bypass:          cfg.bypass(),
-		APIToken:        cfg.APIToken,
-		MaxBodyBytes:    cfg.MaxBodyBytes,
 		WebhookURL:      cfg.WebhookURL,
 		EventsMaxLen:    cfg.EventsMaxlen,
 		AppWait:         cfg.AppWait,
@@ -105,7 +104,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		return &KeyError{Key: "HUSH_HTTP_ADDR", Err: err}
 	}
 	httpSrv := &http.Server{
-		Handler:           w.Handler(),
+		Handler:           httpapi.New(w, w.Client(), httpapi.Options{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,

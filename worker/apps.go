@@ -156,6 +156,10 @@ func (a *Apps) resolve(name string) (*App, error) {
 
 var errUnknownApp = errors.New("unknown app")
 
+// App returns the app named name, or, for "", the only app or else
+// DefaultApp; an error naming the configured apps when there is none.
+func (w *Worker) App(name string) (*App, error) { return w.apps.resolve(name) }
+
 // appOf is the app of delivery d's job.
 func (w *Worker) appOf(d *delivery) (*App, error) { return w.apps.resolve(d.Content.App) }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/wire"
 	"github.com/hushpush/hush/worker/internal/groupcommit"
 )
 
@@ -111,13 +112,10 @@ func NewClient(rdb redis.UniversalClient, opts ...ClientOption) *Client {
 	return c
 }
 
-// Accepted is the answer to a submitted job.
-type Accepted struct {
-	ID string `json:"id"`
-	// Duplicate is true when a job with this id was already accepted; the
-	// submission changed nothing.
-	Duplicate bool `json:"duplicate,omitempty"`
-}
+// Accepted is the answer to a submitted job: its id, and whether a job
+// with this id was already accepted (Duplicate: the submission changed
+// nothing).
+type Accepted = wire.Accepted
 
 // Enqueue validates job, gives it an id when it has none, and enqueues it
 // on the queue of its priority. A job whose id was accepted before is
@@ -209,6 +207,12 @@ func (c *Client) submit(ctx context.Context, job *payload.Job, now time.Time) (A
 	c.count("accepted")
 	return Accepted{ID: job.ID}, nil
 }
+
+// Check validates job as Enqueue would, without enqueueing it, and counts
+// a refusal as Enqueue does; an empty app is set to the only one. The
+// problems are a *payload.ValidationError. EnqueueBatch checks its jobs
+// again.
+func (c *Client) Check(job *payload.Job) error { return c.refuseInvalid(job, c.now()) }
 
 // refuseInvalid is validate, counting the jobs it refuses.
 func (c *Client) refuseInvalid(job *payload.Job, now time.Time) error {
@@ -310,13 +314,8 @@ func fieldIn(field string, fields []string) bool {
 }
 
 // CancelResult is the answer to Cancel: the job's status once nothing of
-// it can be sent any more.
-type CancelResult struct {
-	JobStatus
-	// Cancelled is true when this call cancelled the job, false when an
-	// earlier one had.
-	Cancelled bool `json:"cancelled"`
-}
+// it can be sent any more, and whether this call cancelled it.
+type CancelResult = wire.CancelResult
 
 // Cancel cancels job id: every delivery not yet sent is dropped with
 // reason cancelled and gives its booking back; those already sent stay

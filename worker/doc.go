@@ -1,20 +1,22 @@
 // Package worker is hush's delivery pipeline: the only package that imports
 // Asynq.
 //
-// It accepts jobs (Client.Enqueue, the HTTP API), fans each job out in
+// It accepts jobs (Client.Enqueue and EnqueueBatch), fans each job out in
 // chunks of up to 100 recipients, passes every delivery through the limiter
 // (deferring it to the slot the limiter books), sends to every device through
 // the Senders it is given, classifies the outcomes, records per-device and
 // per-recipient progress so retries and re-runs are idempotent, emits events
-// (the capped Redis stream hush:events and an optional webhook), and exposes
-// Prometheus metrics, /healthz and /readyz. Process setup (configuration,
-// the Redis connection, building senders, the HTTP listener) is package
-// setup's; worker takes a Redis client and Options.
+// (the capped Redis stream hush:events and an optional webhook), and keeps
+// Prometheus metrics (MetricsHandler) and its readiness (NotReady). The HTTP
+// API in front of it is package worker/httpapi, which calls the Client,
+// App, ResetThrottle, NotReady and MetricsHandler; the job answers
+// (JobStatus, Accepted, CancelResult) are package wire's types. Process
+// setup (configuration, the Redis connection, building senders, the HTTP
+// listener) is package setup's; worker takes a Redis client and Options.
 //
-// It may import payload, docs (the OpenAPI description it serves), throttle,
-// providers (the outcome taxonomy only, not the sender packages), its own
-// parts under worker/internal (groupcommit: the one group commit), Asynq,
-// go-redis and client_golang.
+// It may import payload, wire, throttle, providers (the outcome taxonomy
+// only, not the sender packages), its own parts under worker/internal
+// (groupcommit: the one group commit), Asynq, go-redis and client_golang.
 //
 // Categories, quiet hours, send_at and collapse keys travel with each
 // booking (requestOf in guard.go); cancellation and collapse reach a

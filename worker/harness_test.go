@@ -49,8 +49,6 @@ type envOptions struct {
 	limits, gap     string // default "100/1m", "0s"
 	maxRetry        int
 	bypass          []payload.Priority
-	apiToken        string
-	maxBody         int64
 	shutdownTimeout time.Duration // default 3s
 	wrap            func(Limiter) Limiter
 	webhookURL      string
@@ -126,8 +124,6 @@ func newEnv(t *testing.T, o envOptions) *env {
 		DeliveryShards:  o.shards,
 		MaxRetry:        o.maxRetry,
 		Bypass:          o.bypass,
-		APIToken:        o.apiToken,
-		MaxBodyBytes:    o.maxBody,
 		ShutdownTimeout: o.shutdownTimeout,
 		WebhookURL:      o.webhookURL,
 		DefaultLocation: o.location,
@@ -506,20 +502,12 @@ func (l *recordingLimiter) slot(member string) (time.Time, bool) {
 func apnsToken(s string) string { return testkit.APNsToken(s) }
 
 func alertJob(id, title string, recipients ...payload.Recipient) payload.Job {
-	return payload.Job{
-		ID:         id,
-		Recipients: recipients,
-		Content:    payload.Content{Alert: &payload.Alert{Title: title, Body: "body of " + title}},
-	}
+	return testkit.AlertJob(id, title, recipients...)
 }
 
 // fcmToken returns a registration-token-like string derived from s.
 func fcmToken(s string) string { return testkit.FCMToken(s) }
 
 func apnsRecipient(user string, tokens ...string) payload.Recipient {
-	r := payload.Recipient{UserID: user}
-	for _, tok := range tokens {
-		r.Devices = append(r.Devices, payload.Device{Platform: payload.APNs, Token: tok})
-	}
-	return r
+	return testkit.APNsRecipient(user, tokens...)
 }

@@ -3,13 +3,20 @@ package worker
 import (
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
+
+// MetricsHandler serves the worker's Prometheus metrics (GET /metrics).
+func (w *Worker) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(w.m.reg, promhttp.HandlerOpts{Registry: w.m.reg})
+}
 
 // metrics are the worker's Prometheus instruments, on a private registry.
 type metrics struct {

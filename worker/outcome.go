@@ -1,15 +1,13 @@
 package worker
 
+import "github.com/hushpush/hush/wire"
+
 // The values of JobStatus.Outcome: what a job with no recipient pending
 // came to, whatever its state (done or cancelled).
 const (
-	// OutcomeDelivered: every recipient was delivered.
-	OutcomeDelivered = "delivered"
-	// OutcomePartlyDelivered: some recipients were delivered, the others
-	// ended in another final state (expired, failed, collapsed, ...).
-	OutcomePartlyDelivered = "partly_delivered"
-	// OutcomeUndelivered: no recipient was delivered.
-	OutcomeUndelivered = "undelivered"
+	OutcomeDelivered       = wire.OutcomeDelivered
+	OutcomePartlyDelivered = wire.OutcomePartlyDelivered
+	OutcomeUndelivered     = wire.OutcomeUndelivered
 )
 
 // jobOutcome is the Outcome of a job with recipients and counts (per

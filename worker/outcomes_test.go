@@ -197,8 +197,8 @@ func TestFailuresAreArchivedWithTheReason(t *testing.T) {
 			if n := len(requestsFor(e.apns.Requests(), tok)); n != tt.requests {
 				t.Errorf("%d requests, want %d", n, tt.requests)
 			}
-			if got := len(e.w.notReady(t.Context())) > 0; got != tt.notReady {
-				t.Errorf("not ready = %v (%v), want %v", got, e.w.notReady(t.Context()), tt.notReady)
+			if got := len(e.w.NotReady(t.Context())) > 0; got != tt.notReady {
+				t.Errorf("not ready = %v (%v), want %v", got, e.w.NotReady(t.Context()), tt.notReady)
 			}
 		})
 	}
@@ -224,7 +224,7 @@ func TestCredentialFailureIsRetried(t *testing.T) {
 	if !slices.Equal(statuses, []int{403, 403, 200}) {
 		t.Errorf("answers %v, want two refusals for the key and then the push", statuses)
 	}
-	if got := e.w.notReady(t.Context()); len(got) == 0 {
+	if got := e.w.NotReady(t.Context()); len(got) == 0 {
 		t.Errorf("ready right after the provider refused the credentials, want not ready for a minute")
 	}
 	lst, err := e.lim.Status(t.Context(), "u-1", nil)

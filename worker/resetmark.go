@@ -89,3 +89,42 @@ func resetMarkOf(g *redis.StringCmd) int64 {
 	}
 	return v
 }
+
+// ResetThrottle forgets user's limiter state through admin, the limiter of
+// one of the worker's apps (App.Limiter as a ThrottleAdmin), as DELETE
+// /v1/users/{id}/throttle does, between two raises of the reset mark:
+// before, to the limiter's instant read first plus resetMargin, so that a
+// held task booked before the deletion and run after it looks its bookings
+// up; after, to the limiter's instant read after the deletion, in case it
+// took longer. A failure of the second raise is logged, not returned: the
+// reset itself is done.
+func (w *Worker) ResetThrottle(ctx context.Context, admin ThrottleAdmin, user string) error {
+	limiterNow := func() (time.Time, error) {
+		st, err := admin.Status(ctx, user, time.UTC)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if st.Now.IsZero() {
+			return w.now(), nil
+		}
+		return st.Now, nil
+	}
+	now, err := limiterNow()
+	if err != nil {
+		return err
+	}
+	if err := w.store.raiseResetMark(ctx, now.Add(resetMargin)); err != nil {
+		return err
+	}
+	if err := admin.Reset(ctx, user); err != nil {
+		return err
+	}
+	if now, err = limiterNow(); err == nil {
+		err = w.store.raiseResetMark(ctx, now)
+	}
+	if err != nil {
+		w.log.Warn("throttle reset: raising the reset mark after it failed; held pushes booked more than the margin before the reset's end may go uncounted",
+			"user", user, "margin", resetMargin, "err", err)
+	}
+	return nil
+}

@@ -3,8 +3,6 @@ package worker
 import (
 	"cmp"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -15,14 +13,21 @@ import (
 	"github.com/hushpush/hush/internal/redistest"
 )
 
-// resetUser resets user's limiter state through the HTTP API, as `hush
-// throttle reset` does, and checks that it holds no entry after.
+// resetUser resets user's limiter state as DELETE
+// /v1/users/{id}/throttle (and so `hush throttle reset`) does, and checks
+// that it holds no entry after.
 func resetUser(t *testing.T, e *env, user string) {
 	t.Helper()
-	srv := httptest.NewServer(e.w.Handler())
-	defer srv.Close()
-	if got := call(t, srv, http.MethodDelete, "/v1/users/"+user+"/throttle", "", ""); got.Status != http.StatusOK {
-		t.Fatalf("DELETE throttle of %s: %d %v", user, got.Status, got.Body)
+	app, err := e.w.App("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, ok := app.Limiter.(ThrottleAdmin)
+	if !ok {
+		t.Fatalf("the limiter %T cannot reset", app.Limiter)
+	}
+	if err := e.w.ResetThrottle(t.Context(), admin, user); err != nil {
+		t.Fatalf("reset of %s: %v", user, err)
 	}
 	if st, err := e.lim.Status(t.Context(), user, time.UTC); err != nil || len(st.Entries) != 0 {
 		t.Fatalf("after the reset %s has entries %v (%v), want none", user, st.Entries, err)

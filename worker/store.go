@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/wire"
 )
 
 // Final states of a recipient's delivery.
@@ -73,11 +74,12 @@ const (
 	heldPrefix   = "h:"
 )
 
-// Job record states.
+// Job record states, which JobStatus reports as they are (the scripts
+// write the same strings).
 const (
-	jobQueued    = "queued"      // accepted, job task not yet run
-	jobFanning   = "fanning_out" // job task creating deliveries
-	jobFannedOut = "fanned_out"  // every delivery created
+	jobQueued    = wire.StateQueued     // accepted, job task not yet run
+	jobFanning   = wire.StateFanningOut // job task creating deliveries
+	jobFannedOut = wire.StateFannedOut  // every delivery created
 )
 
 // recordTTL is how long a job's records outlive its acceptance (or its
@@ -545,33 +547,15 @@ func (s store) cancel(ctx context.Context, id string, at time.Time) (cancelled, 
 	return c, nil
 }
 
-// JobStatus is the state of a job and its counts per delivery state.
-type JobStatus struct {
-	ID    string `json:"id"`
-	State string `json:"state"`
-	// Outcome, once no recipient is pending, is what the job came to:
-	// OutcomeDelivered, OutcomePartlyDelivered or OutcomeUndelivered.
-	// State done says only that every recipient has a final state.
-	Outcome    string    `json:"outcome,omitempty"`
-	Queue      string    `json:"queue"`
-	AcceptedAt time.Time `json:"accepted_at"`
-	Deadline   time.Time `json:"deadline,omitzero"`
-	// CancelledAt is when the job was cancelled (its State is then
-	// "cancelled"); zero when it was not.
-	CancelledAt time.Time `json:"cancelled_at,omitzero"`
-	Recipients  int       `json:"recipients"`
-	// Counts per final state (FinalStates) plus pending: recipients
-	// without a final state yet.
-	Counts map[string]int `json:"counts"`
-	// Deferrals counts how often a delivery of the job was deferred by the
-	// limiter.
-	Deferrals int `json:"deferrals"`
-}
+// JobStatus is the state of a job and its counts per delivery state
+// (FinalStates, and pending: recipients without a final state yet), as
+// GET /v1/notifications/{id} answers it.
+type JobStatus = wire.JobStatus
 
 // Job states reported by JobStatus beyond the record's own.
 const (
-	jobDone      = "done"
-	jobCancelled = "cancelled"
+	jobDone      = wire.StateDone
+	jobCancelled = wire.StateCancelled
 )
 
 // ErrNotFound is returned for an unknown job id.

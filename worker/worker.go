@@ -21,7 +21,6 @@ import (
 // HUSH_* keys default to the same values (setup.DefaultConfig uses these).
 const (
 	DefaultConcurrency     = 50
-	DefaultMaxBodyBytes    = 8 << 20
 	DefaultEventsMaxLen    = 100_000
 	DefaultShutdownTimeout = 10 * time.Second
 )
@@ -94,11 +93,6 @@ type Options struct {
 	MaxThrottled time.Duration
 	// Bypass lists priorities that skip the limiter.
 	Bypass []payload.Priority
-	// APIToken, when set, is required as a bearer token by the HTTP API.
-	APIToken string
-	// MaxBodyBytes limits a POST /v1/notifications body (default
-	// DefaultMaxBodyBytes, 8 MiB).
-	MaxBodyBytes int64
 	// WebhookURL, when set, receives every event as a JSON POST.
 	WebhookURL string
 	// EventsMaxLen caps hush:events approximately (default
@@ -140,9 +134,6 @@ func (o Options) withDefaults() Options {
 	if o.AppWait <= 0 {
 		o.AppWait = DefaultAppWait
 	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
 	if o.EventsMaxLen <= 0 {
 		o.EventsMaxLen = DefaultEventsMaxLen
 	}
@@ -164,8 +155,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Worker processes hush's Asynq tasks and serves the HTTP API. It does not
-// own the Redis client.
+// Worker processes hush's Asynq tasks; worker/httpapi serves the HTTP API
+// in front of it. It does not own the Redis client.
 type Worker struct {
 	rdb   redis.UniversalClient
 	apps  *Apps
@@ -186,8 +177,6 @@ type Worker struct {
 	heldConc    int
 	retry       retryPolicy
 	bypass      map[payload.Priority]bool
-	apiToken    string
-	maxBody     int64
 	shutdown    time.Duration
 	appWait     time.Duration // Options.AppWait
 	log         *slog.Logger
@@ -271,8 +260,6 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		heldConc:   o.HeldConcurrency,
 		retry:      retryPolicy{maxRetry: o.MaxRetry, maxThrottled: o.MaxThrottled},
 		bypass:     map[payload.Priority]bool{},
-		apiToken:   o.APIToken,
-		maxBody:    o.MaxBodyBytes,
 		shutdown:   o.ShutdownTimeout,
 		appWait:    o.AppWait,
 		log:        o.Logger,
@@ -305,6 +292,10 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 
 // Client returns the worker's job client (sharing its Redis client).
 func (w *Worker) Client() *Client { return w.client }
+
+// DefaultLocation is the time zone of a recipient without one
+// (Options.DefaultLocation, else UTC).
+func (w *Worker) DefaultLocation() *time.Location { return w.defaultLoc }
 
 // Run processes tasks until ctx is done, then stops taking work, lets
 // in-flight deliveries finish for up to ShutdownTimeout and hands the rest

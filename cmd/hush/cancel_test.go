@@ -135,7 +135,7 @@ func TestCancelErrors(t *testing.T) {
 	}
 }
 
-// TestCancelAgainstTheRealAPI cancels a job on the real worker.Handler on a
+// TestCancelAgainstTheRealAPI cancels a job on the real HTTP API on a
 // real Redis, not running its tasks: its one recipient stays pending, so
 // the server waits out its grace, and a second cancel changes nothing.
 func TestCancelAgainstTheRealAPI(t *testing.T) {

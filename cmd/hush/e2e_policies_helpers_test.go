@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/payload"
-	"github.com/hushpush/hush/worker"
+	"github.com/hushpush/hush/wire"
 )
 
 // The policies cluster: the e2e global rules (5/2s, gap 300 ms) and three
@@ -200,22 +200,22 @@ func (pl *policyPlan) filter(arrs []arrival, keep func(policyNote) bool) []arriv
 }
 
 // throttleStatus reads GET /v1/users/{id}/throttle from process p.
-func (c *cluster) throttleStatus(p *hushProc, user string) (worker.ThrottleStatus, error) {
+func (c *cluster) throttleStatus(p *hushProc, user string) (wire.ThrottleStatus, error) {
 	r, err := c.do(p, http.MethodGet, "/v1/users/"+url.PathEscape(user)+"/throttle", nil, "")
 	if err != nil {
-		return worker.ThrottleStatus{}, err
+		return wire.ThrottleStatus{}, err
 	}
 	if r.Status != http.StatusOK {
-		return worker.ThrottleStatus{}, fmt.Errorf("GET throttle of %s: %d %s", user, r.Status, r.Body)
+		return wire.ThrottleStatus{}, fmt.Errorf("GET throttle of %s: %d %s", user, r.Status, r.Body)
 	}
-	var st worker.ThrottleStatus
+	var st wire.ThrottleStatus
 	return st, json.Unmarshal(r.Body, &st)
 }
 
 // bookedAt is the slot of member in a user's status (its global entries or
 // any category's), and whether it is there at all.
-func bookedAt(st worker.ThrottleStatus, member string) (time.Time, bool) {
-	lists := [][]worker.ThrottleEntry{st.Entries, st.Held}
+func bookedAt(st wire.ThrottleStatus, member string) (time.Time, bool) {
+	lists := [][]wire.ThrottleEntry{st.Entries, st.Held}
 	for _, c := range st.Categories {
 		lists = append(lists, c.Entries, c.Held)
 	}

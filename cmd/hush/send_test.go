@@ -197,7 +197,7 @@ func TestSendServerDown(t *testing.T) {
 }
 
 // TestSendAndThrottleAgainstTheRealAPI runs hush send and hush throttle
-// against the real worker.Handler on a real Redis (not running its tasks).
+// against the real HTTP API on a real Redis (not running its tasks).
 func TestSendAndThrottleAgainstTheRealAPI(t *testing.T) {
 	policy, err := throttle.ParsePolicy("5/1m", "2s")
 	if err != nil {

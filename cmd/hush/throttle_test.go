@@ -303,7 +303,7 @@ func TestThrottleHelp(t *testing.T) {
 }
 
 // TestSendAndThrottleStatusWithCategories runs hush send and hush throttle
-// status against the real worker.Handler on a real Redis (not running its
+// status against the real HTTP API on a real Redis (not running its
 // tasks), with categories and quiet hours that hold now in Asia/Tokyo and
 // not in UTC: a marketing booking in Tokyo is held until they end.
 func TestSendAndThrottleStatusWithCategories(t *testing.T) {

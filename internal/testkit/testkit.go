@@ -1,6 +1,6 @@
 // Package testkit holds small helpers shared by the tests of several hush
 // packages: waiting on a condition, picking fake provider requests, making
-// device tokens. Only tests import it.
+// device tokens and jobs. Only tests import it.
 package testkit
 
 import (
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 )
 
@@ -91,4 +92,23 @@ func QuietNowAhead(hours int) (from, to time.Duration) {
 	minute := now.Sub(now.Truncate(day)).Truncate(time.Minute)
 	h := time.Duration(hours) * time.Hour
 	return (minute + h - 30*time.Minute + day) % day, (minute + h + 30*time.Minute) % day
+}
+
+// AlertJob is a job with id (empty: the server makes one) for recipients,
+// alerting title with the body "body of <title>".
+func AlertJob(id, title string, recipients ...payload.Recipient) payload.Job {
+	return payload.Job{
+		ID:         id,
+		Recipients: recipients,
+		Content:    payload.Content{Alert: &payload.Alert{Title: title, Body: "body of " + title}},
+	}
+}
+
+// APNsRecipient is user with an APNs device for each of tokens.
+func APNsRecipient(user string, tokens ...string) payload.Recipient {
+	r := payload.Recipient{UserID: user}
+	for _, tok := range tokens {
+		r.Devices = append(r.Devices, payload.Device{Platform: payload.APNs, Token: tok})
+	}
+	return r
 }

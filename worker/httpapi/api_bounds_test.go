@@ -1,4 +1,4 @@
-package worker
+package httpapi
 
 import (
 	"encoding/json"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/wire"
+	"github.com/hushpush/hush/worker"
 )
 
 // repeated is prefix, then item repeated (comma-separated) while the whole
@@ -57,9 +59,7 @@ func post(t *testing.T, srv *httptest.Server, path, body string) (int, []byte, u
 // job.
 func TestAPIBadRequestBounded(t *testing.T) {
 	testkit.Slow(t, "posts 8 MB bodies and measures their memory")
-	e := newEnv(t, envOptions{noRun: true})
-	srv := httptest.NewServer(e.w.Handler())
-	t.Cleanup(srv.Close)
+	srv := newEnv(t, envOptions{noRun: true}).server()
 	const size = DefaultMaxBodyBytes - 1024
 
 	t.Run("one job", func(t *testing.T) {
@@ -67,7 +67,7 @@ func TestAPIBadRequestBounded(t *testing.T) {
 		if status != http.StatusBadRequest {
 			t.Fatalf("status %d, want 400: %.300s", status, b)
 		}
-		var env errorBody
+		var env wire.ErrorBody
 		if err := json.Unmarshal(b, &env); err != nil {
 			t.Fatal(err)
 		}
@@ -82,12 +82,12 @@ func TestAPIBadRequestBounded(t *testing.T) {
 		}
 	})
 	t.Run("batch", func(t *testing.T) {
-		job := repeated(size/MaxBatch, `{"recipients":[`, `{}`, `]}`)
+		job := repeated(size/worker.MaxBatch, `{"recipients":[`, `{}`, `]}`)
 		status, b, alloc := post(t, srv, "/v1/notifications:batch", repeated(size, `{"jobs":[`, job, `]}`))
 		if status != http.StatusOK {
 			t.Fatalf("status %d, want 200: %.300s", status, b)
 		}
-		var got struct{ Results []BatchAnswer }
+		var got wire.BatchResults
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestAPIBadRequestBounded(t *testing.T) {
 				t.Fatalf("answer %d: %+v, want at most %d problems listed and the others counted", i, a, payload.MaxProblems)
 			}
 		}
-		if limit := MaxBatch * payload.MaxProblems * 128; len(b) > limit {
+		if limit := worker.MaxBatch * payload.MaxProblems * 128; len(b) > limit {
 			t.Errorf("answer of %d KiB, want at most %d KiB", len(b)>>10, limit>>10)
 		}
 		if limit := uint64(128 * size); alloc > limit {
@@ -109,9 +109,7 @@ func TestAPIBadRequestBounded(t *testing.T) {
 // job: trailing data, a repeated "jobs" and another spelling of it are
 // refused, and no job of such a body is queued.
 func TestAPIBatchEnvelopeStrict(t *testing.T) {
-	e := newEnv(t, envOptions{noRun: true})
-	srv := httptest.NewServer(e.w.Handler())
-	t.Cleanup(srv.Close)
+	srv := newEnv(t, envOptions{noRun: true}).server()
 	job := func(id string) string {
 		b, err := json.Marshal(alertJob(id, "hi", apnsRecipient("u-"+id, apnsToken(id))))
 		if err != nil {
@@ -132,7 +130,7 @@ func TestAPIBatchEnvelopeStrict(t *testing.T) {
 		{"jobs given twice", `{"jobs":[` + job("dup-a") + `],"jobs":[` + job("dup-b") + `]}`, []string{"dup-a", "dup-b"}, "jobs"},
 		{"JOBS", `{"JOBS":[` + job("upper") + `]}`, []string{"upper"}, "JOBS"},
 		{"jobs not an array", `{"jobs":{"id":"x"}}`, nil, "jobs"},
-		{"too many jobs", `{"jobs":[` + strings.Repeat(`{},`, MaxBatch) + `{}]}`, nil, "jobs"},
+		{"too many jobs", `{"jobs":[` + strings.Repeat(`{},`, worker.MaxBatch) + `{}]}`, nil, "jobs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := call(t, srv, http.MethodPost, "/v1/notifications:batch", "", tc.body)

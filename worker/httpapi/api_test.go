@@ -1,17 +1,17 @@
-package worker
+package httpapi
 
 import (
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/wire"
 )
 
 type apiAnswer struct {
@@ -19,24 +19,10 @@ type apiAnswer struct {
 	Body   map[string]any
 }
 
+// call makes one request (send) and decodes its JSON answer.
 func call(t *testing.T, srv *httptest.Server, method, path, token, body string) apiAnswer {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := send(t, srv, method, path, token, body)
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("%s %s answered %d with non-JSON %q", method, path, resp.StatusCode, b)
@@ -59,9 +45,8 @@ func fields(a apiAnswer) []string {
 
 func TestAPISubmit(t *testing.T) {
 	const token = "s3cret"
-	e := newEnv(t, envOptions{noRun: true, apiToken: token, maxBody: 2048})
-	srv := httptest.NewServer(e.w.Handler())
-	t.Cleanup(srv.Close)
+	e := newEnv(t, envOptions{noRun: true, token: token, maxBody: 2048})
+	srv := e.server()
 	tok := apnsToken("api")
 	good := `{"id":"api-1","recipients":[{"user_id":"u-1","devices":[{"platform":"apns","token":"` + tok + `"}]}],"alert":{"title":"hi"}}`
 
@@ -72,6 +57,7 @@ func TestAPISubmit(t *testing.T) {
 		wantStatus int
 		wantFields []string // for 400
 		wantBody   map[string]any
+		notStored  string // a job id the refusal left unknown
 	}{
 		{name: "accepted", token: token, body: good, wantStatus: http.StatusAccepted, wantBody: map[string]any{"id": "api-1"}},
 		{name: "duplicate", token: token, body: good, wantStatus: http.StatusOK, wantBody: map[string]any{"id": "api-1", "duplicate": true}},
@@ -92,6 +78,15 @@ func TestAPISubmit(t *testing.T) {
 			wantStatus: http.StatusBadRequest,
 			wantFields: []string{"recipients[0].devices[0].platform", "recipients[0].devices[1].token"},
 		},
+		// A caller's accepted_at would shrink the records' TTL, let a past
+		// deadline through or stretch one: hush alone sets it.
+		{
+			name: "accepted_at", token: token,
+			body:       `{"id":"stamped","recipients":[{"user_id":"u","devices":[{"platform":"apns","token":"` + tok + `"}]}],"alert":{"title":"t"},"ttl":"1h","accepted_at":"2020-01-01T00:00:00Z"}`,
+			wantStatus: http.StatusBadRequest,
+			wantFields: []string{"accepted_at"},
+			notStored:  "stamped",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,19 +104,23 @@ func TestAPISubmit(t *testing.T) {
 					t.Errorf("error fields (-want +got):\n%s\nbody: %v", diff, got.Body)
 				}
 			}
+			if tt.notStored != "" {
+				if st := call(t, srv, http.MethodGet, "/v1/notifications/"+tt.notStored, token, ""); st.Status != http.StatusNotFound {
+					t.Errorf("the refused job %s: status %d (%v), want 404", tt.notStored, st.Status, st.Body)
+				}
+			}
 		})
 	}
 }
 
 func TestAPIStatus(t *testing.T) {
 	e := newEnv(t, envOptions{limits: "5/1m", gap: "1s"})
-	srv := httptest.NewServer(e.w.Handler())
-	t.Cleanup(srv.Close)
+	srv := e.server()
 	id := e.submit(alertJob("status-1", "s", apnsRecipient("u-7", apnsToken("s1")), apnsRecipient("u-8", apnsToken("s2"))))
 	e.waitDone(id, 10*time.Second)
 
 	got := call(t, srv, http.MethodGet, "/v1/notifications/"+id, "", "")
-	if got.Status != http.StatusOK || got.Body["state"] != jobDone {
+	if got.Status != http.StatusOK || got.Body["state"] != wire.StateDone {
 		t.Fatalf("GET job: %d %v, want 200 done", got.Status, got.Body)
 	}
 	want := map[string]any{"delivered": 2.0, "expired": 0.0, "token_invalid": 0.0, "failed": 0.0, "throttle_full": 0.0, "collapsed": 0.0, "cancelled": 0.0, "pending": 0.0}
@@ -162,106 +161,9 @@ func TestAPIStatus(t *testing.T) {
 	}
 }
 
-// TestAPICancel cancels a job with one recipient delivered and one held
-// for its slot: the answer comes once nothing can be sent and says so,
-// the held delivery ends cancelled with its booking given back and a
-// dropped event, the delivered one stays delivered; cancelling again
-// changes nothing.
-func TestAPICancel(t *testing.T) {
-	e := newEnv(t, envOptions{limits: "5/1m", gap: "1h"})
-	srv := httptest.NewServer(e.w.Handler())
-	t.Cleanup(srv.Close)
-	e.waitDone(e.submit(alertJob("first", "1", apnsRecipient("u-1", apnsToken("first")))), 10*time.Second)
-	held, sent := apnsToken("held"), apnsToken("sent")
-	// u-1 had a push: its delivery is deferred by the hour's gap.
-	id := e.submit(alertJob("c-1", "c", apnsRecipient("u-1", held), apnsRecipient("u-2", sent)))
-	waitFor(t, 10*time.Second, "u-2 delivered, u-1 held for its slot", func() bool {
-		st, err := e.client.Status(t.Context(), id)
-		if err != nil || st.Counts[stateDelivered] != 1 || st.Deferrals != 1 {
-			return false
-		}
-		// Held: created to run at its slot (or handed back until then), in
-		// the task its held marker names.
-		info, err := e.heldTask(id, 0)
-		return err == nil && (info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry)
-	})
-	if _, ok := e.lim.slot("c-1/0"); !ok {
-		t.Fatal("the held delivery has no booking")
-	}
-
-	asked := time.Now()
-	got := call(t, srv, http.MethodDelete, "/v1/notifications/"+id, "", "")
-	took := time.Since(asked)
-	if got.Status != http.StatusOK || got.Body["cancelled"] != true || got.Body["state"] != jobCancelled {
-		t.Fatalf("DELETE: %d %v, want 200 cancelled", got.Status, got.Body)
-	}
-	if took < cancelGrace {
-		t.Errorf("DELETE answered after %s, want at least the grace %s (a delivery was pending)", took, cancelGrace)
-	}
-	// The held delivery was woken at once and has most likely dropped
-	// itself by now; the answer may still count it pending.
-	counts, _ := got.Body["counts"].(map[string]any)
-	if counts[stateDelivered] != 1.0 || counts[stateCancelled].(float64)+counts["pending"].(float64) != 1 {
-		t.Errorf("DELETE counts %v, want 1 delivered and 1 cancelled (or still pending)", counts)
-	}
-	cancelledAt, _ := got.Body["cancelled_at"].(string)
-	if at, err := time.Parse(time.RFC3339Nano, cancelledAt); err != nil || at.Before(asked.Add(-time.Second)) || at.After(asked.Add(time.Second)) {
-		t.Errorf("cancelled_at %q, want about %s", cancelledAt, asked.UTC())
-	}
-
-	var st apiAnswer
-	waitFor(t, 10*time.Second, "the held delivery cancelled", func() bool {
-		st = call(t, srv, http.MethodGet, "/v1/notifications/"+id, "", "")
-		c, _ := st.Body["counts"].(map[string]any)
-		return c[stateCancelled] == 1.0
-	})
-	wantCounts := map[string]any{"delivered": 1.0, "expired": 0.0, "token_invalid": 0.0, "failed": 0.0, "throttle_full": 0.0, "collapsed": 0.0, "cancelled": 1.0, "pending": 0.0}
-	if diff := cmp.Diff(wantCounts, st.Body["counts"]); diff != "" {
-		t.Errorf("GET counts (-want +got):\n%s", diff)
-	}
-	if st.Body["state"] != jobCancelled || st.Body["cancelled_at"] != cancelledAt {
-		t.Errorf("GET after the cancel: %v, want state cancelled and cancelled_at %s", st.Body, cancelledAt)
-	}
-
-	again := call(t, srv, http.MethodDelete, "/v1/notifications/"+id, "", "")
-	if again.Status != http.StatusOK || again.Body["cancelled"] != false || again.Body["cancelled_at"] != cancelledAt {
-		t.Errorf("second DELETE: %d %v, want 200, cancelled false, the first cancelled_at", again.Status, again.Body)
-	}
-
-	if n := len(requestsFor(e.apns.Requests(), held)); n != 0 {
-		t.Errorf("the cancelled delivery was sent (%d requests)", n)
-	}
-	if n := len(requestsFor(e.apns.Requests(), sent)); n != 1 {
-		t.Errorf("the delivered recipient got %d requests, want 1", n)
-	}
-	th := call(t, srv, http.MethodGet, "/v1/users/u-1/throttle", "", "")
-	if heldEntries, _ := th.Body["held"].([]any); th.Status != http.StatusOK || len(heldEntries) != 0 {
-		t.Errorf("u-1's throttle after the cancel: %d %v, want no held booking (a cancelled delivery gives its booking back)", th.Status, th.Body)
-	}
-	// Events are at least once: one for u-1, perhaps repeated.
-	var dropped []Event
-	for _, ev := range e.events() {
-		if ev.Type == EventDropped {
-			dropped = append(dropped, ev)
-		}
-	}
-	if len(dropped) == 0 || slices.ContainsFunc(dropped, func(ev Event) bool {
-		return ev.Reason != stateCancelled || ev.Job != id || ev.UserID != "u-1"
-	}) {
-		t.Errorf("dropped events %+v, want u-1's of %s with reason cancelled", dropped, id)
-	}
-
-	unknown := call(t, srv, http.MethodDelete, "/v1/notifications/nope", "", "")
-	want := map[string]any{"error": map[string]any{"message": "no job with this id"}}
-	if diff := cmp.Diff(want, unknown.Body); unknown.Status != http.StatusNotFound || diff != "" {
-		t.Errorf("DELETE of an unknown job: %d, want 404; body (-want +got):\n%s", unknown.Status, diff)
-	}
-}
-
 func TestMetricsEndpoint(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	srv := httptest.NewServer(e.w.Handler())
-	t.Cleanup(srv.Close)
+	srv := e.server()
 	e.waitDone(e.submit(alertJob("m", "m", apnsRecipient("u-1", apnsToken("m")))), 10*time.Second)
 	resp, err := srv.Client().Get(srv.URL + "/metrics")
 	if err != nil {
@@ -288,8 +190,8 @@ func TestMetricsEndpoint(t *testing.T) {
 // answers 405 with Allow and the error envelope, before authentication; an
 // unknown path answers 404.
 func TestAPIWrongMethod(t *testing.T) {
-	e := newEnv(t, envOptions{noRun: true, apiToken: "s3cret"})
-	h := e.w.Handler()
+	e := newEnv(t, envOptions{noRun: true})
+	h := New(e.w, e.w.Client(), Options{Token: "s3cret"})
 	tests := []struct {
 		method, path string
 		wantStatus   int

@@ -1,4 +1,4 @@
-package worker
+package httpapi
 
 import (
 	"net/http"
@@ -9,8 +9,7 @@ import (
 // TestAuthScheme: the bearer token is checked exactly, and its scheme
 // case-insensitively (RFC 7235 §2.1).
 func TestAuthScheme(t *testing.T) {
-	w := &Worker{apiToken: "s3cret"}
-	h := w.auth(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusNoContent) }))
+	h := auth("s3cret", http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusNoContent) }))
 	tests := []struct {
 		header string
 		want   int

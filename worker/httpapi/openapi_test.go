@@ -1,4 +1,4 @@
-package worker
+package httpapi
 
 import (
 	"bytes"
@@ -26,6 +26,8 @@ import (
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/wire"
+	"github.com/hushpush/hush/worker"
 )
 
 // openAPI is docs/openapi.yaml, loaded and checked against the OpenAPI 3.1
@@ -128,11 +130,11 @@ type contractCase struct {
 func TestOpenAPIContract(t *testing.T) {
 	api := loadOpenAPI(t)
 	const token = "s3cret"
-	e := newEnv(t, envOptions{apiToken: token, maxBody: 2048, limits: "5/1m", gap: "1s"})
+	e := newEnv(t, envOptions{token: token, maxBody: 2048, limits: "5/1m", gap: "1s"})
 
 	t.Run("every route is documented, and only those", func(t *testing.T) {
 		var served []string
-		for _, rt := range e.w.routes() {
+		for _, rt := range (&server{w: e.w}).routes() {
 			served = append(served, rt.method+" "+rt.pattern)
 		}
 		slices.Sort(served)
@@ -142,19 +144,15 @@ func TestOpenAPIContract(t *testing.T) {
 		}
 	})
 
-	main := httptest.NewServer(e.w.Handler())
-	t.Cleanup(main.Close)
+	main := e.server()
 	// A limiter without Status and Reset: the throttle routes answer 501.
-	noAdmin, err := New(e.rdb, Options{Limiter: limiterOnly{e.lim}, APIToken: token, Logger: testLogger(t)})
+	noAdmin, err := worker.New(e.rdb, worker.Options{Limiter: limiterOnly{e.lim}, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := httptest.NewServer(noAdmin.Handler())
-	t.Cleanup(plain.Close)
-	down := httptest.NewServer(redisDownWorker(t, token).Handler())
-	t.Cleanup(down.Close)
-	cats := httptest.NewServer(categoriesWorker(t, e.rdb, token, "u-k").Handler())
-	t.Cleanup(cats.Close)
+	plain := serve(t, noAdmin, e.opts)
+	down := serve(t, redisDownWorker(t), e.opts)
+	cats := serve(t, categoriesWorker(t, e.rdb, "u-k"), e.opts)
 
 	const id = "contract-1"
 	job := alertJob(id, "contract", apnsRecipient("u-c", apnsToken("contract")))
@@ -216,18 +214,18 @@ func TestOpenAPIContract(t *testing.T) {
 		{
 			name: "batch", srv: main, op: batch, token: token, status: 200, requestValid: true,
 			body:  `{"jobs":[` + string(fresh) + `,` + string(good) + `]}`,
-			check: wantAnswers(BatchAnswer{Status: 202, ID: "contract-batch"}, BatchAnswer{Status: 200, ID: id, Duplicate: true}),
+			check: wantAnswers(wire.BatchAnswer{Status: 202, ID: "contract-batch"}, wire.BatchAnswer{Status: 200, ID: id, Duplicate: true}),
 		},
 		{
 			name: "batch with an invalid job", srv: main, op: batch, token: token, status: 200,
 			body: `{"jobs":[` + withDevice("apns", "xyz", "") + `,` + string(good) + `]}`,
-			check: wantAnswers(BatchAnswer{Status: 400, Error: &errorDetail{Message: "invalid job", Problems: []fieldProblem{{Field: "recipients[0].devices[0].token"}}}},
-				BatchAnswer{Status: 200, ID: id, Duplicate: true}),
+			check: wantAnswers(wire.BatchAnswer{Status: 400, Error: &wire.ErrorDetail{Message: "invalid job", Problems: []wire.Problem{{Field: "recipients[0].devices[0].token"}}}},
+				wire.BatchAnswer{Status: 200, ID: id, Duplicate: true}),
 		},
 		{
 			name: "batch, redis down", srv: down, op: batch, token: token, status: 200, requestValid: true,
 			body:  `{"jobs":[` + string(good) + `]}`,
-			check: wantAnswers(BatchAnswer{Status: 503, ID: id, Error: &errorDetail{Message: "could not accept the job, try again"}}),
+			check: wantAnswers(wire.BatchAnswer{Status: 503, ID: id, Error: &wire.ErrorDetail{Message: "could not accept the job, try again"}}),
 		},
 		{name: "batch of no jobs", srv: main, op: batch, token: token, status: 400, body: `{"jobs":[]}`, wantFields: []string{"jobs"}},
 		{name: "batch with JOBS", srv: main, op: batch, token: token, status: 400, body: `{"JOBS":[` + string(good) + `]}`, wantFields: []string{"JOBS"}},
@@ -239,7 +237,7 @@ func TestOpenAPIContract(t *testing.T) {
 			name: "more problems than listed", srv: main, op: submit, token: token, status: 400,
 			body: `{"recipients":[` + strings.Repeat(`{},`, 150) + `{}]}`,
 			check: func(t *testing.T, body []byte) {
-				var env errorBody
+				var env wire.ErrorBody
 				if err := json.Unmarshal(body, &env); err != nil {
 					t.Fatal(err)
 				}
@@ -267,7 +265,7 @@ func TestOpenAPIContract(t *testing.T) {
 			name: "cancel a done job", srv: main, op: cancel, path: jobPath, token: token, status: 200, requestValid: true,
 			check: func(t *testing.T, body []byte) {
 				got := fieldsOf(t, body, "state", "cancelled", "cancelled_at")
-				if got["state"] != jobDone || got["cancelled"] != false || got["cancelled_at"] != nil {
+				if got["state"] != wire.StateDone || got["cancelled"] != false || got["cancelled_at"] != nil {
 					t.Errorf("cancel of a done job: %s, want state done, cancelled false, no cancelled_at", body)
 				}
 			},
@@ -284,7 +282,7 @@ func TestOpenAPIContract(t *testing.T) {
 			},
 			check: func(t *testing.T, body []byte) {
 				got := fieldsOf(t, body, "state", "cancelled", "cancelled_at")
-				if got["state"] != jobCancelled || got["cancelled"] != true || got["cancelled_at"] == nil {
+				if got["state"] != wire.StateCancelled || got["cancelled"] != true || got["cancelled_at"] == nil {
 					t.Errorf("first cancel: %s, want state cancelled, cancelled true and cancelled_at", body)
 				}
 				cancelledAt = got["cancelled_at"]
@@ -294,7 +292,7 @@ func TestOpenAPIContract(t *testing.T) {
 			name: "cancel again", srv: main, op: cancel, path: laterPath, token: token, status: 200, requestValid: true,
 			check: func(t *testing.T, body []byte) {
 				got := fieldsOf(t, body, "state", "cancelled", "cancelled_at")
-				if got["state"] != jobCancelled || got["cancelled"] != false || got["cancelled_at"] != cancelledAt {
+				if got["state"] != wire.StateCancelled || got["cancelled"] != false || got["cancelled_at"] != cancelledAt {
 					t.Errorf("second cancel: %s, want state cancelled, cancelled false and the first cancelled_at %v", body, cancelledAt)
 				}
 			},
@@ -303,12 +301,12 @@ func TestOpenAPIContract(t *testing.T) {
 			name: "cancelled job status", srv: main, op: status, path: laterPath, token: token, status: 200, requestValid: true,
 			check: func(t *testing.T, body []byte) {
 				got := fieldsOf(t, body, "state", "cancelled_at")
-				if got["state"] != jobCancelled || got["cancelled_at"] != cancelledAt {
+				if got["state"] != wire.StateCancelled || got["cancelled_at"] != cancelledAt {
 					t.Errorf("status after the cancel: %s, want state cancelled and cancelled_at %v", body, cancelledAt)
 				}
 			},
 		},
-		{name: "cancel unknown job", srv: main, op: cancel, path: "/v1/notifications/nope", token: token, status: 404, requestValid: true},
+		{name: "cancel unknown job", srv: main, op: cancel, path: "/v1/notifications/nope", token: token, status: 404, requestValid: true, check: wantMessage("no job with this id")},
 		{name: "cancel without token", srv: main, op: cancel, path: jobPath, status: 401},
 		{name: "cancel, redis down", srv: down, op: cancel, path: jobPath, token: token, status: 503, requestValid: true},
 
@@ -340,7 +338,7 @@ func TestOpenAPIContract(t *testing.T) {
 		{
 			name: "throttle status with categories and quiet hours", srv: cats, op: getThrottle, path: "/v1/users/u-k/throttle?timezone=America/New_York", token: token, status: 200, requestValid: true,
 			check: func(t *testing.T, body []byte) {
-				var st ThrottleStatus
+				var st wire.ThrottleStatus
 				if err := json.Unmarshal(body, &st); err != nil {
 					t.Fatal(err)
 				}
@@ -366,7 +364,19 @@ func TestOpenAPIContract(t *testing.T) {
 
 		{name: "healthz", srv: main, op: "GET /healthz", status: 200, requestValid: true},
 		{name: "readyz", srv: main, op: "GET /readyz", status: 200, requestValid: true},
-		{name: "readyz, redis down", srv: down, op: "GET /readyz", status: 503, requestValid: true},
+		{
+			name: "readyz, redis down", srv: down, op: "GET /readyz", status: 503, requestValid: true,
+			// The probe answers without authentication: it names no
+			// address or server text.
+			check: func(t *testing.T, body []byte) {
+				wantMessage("not ready: task server not running; redis unavailable")(t, body)
+				for _, leak := range []string{"127.0.0.1", "dial", "connect", "refused"} {
+					if bytes.Contains(body, []byte(leak)) {
+						t.Errorf("/readyz body %s shows %q", body, leak)
+					}
+				}
+			},
+		},
 		{name: "metrics", srv: main, op: "GET /metrics", status: 200, requestValid: true},
 		{name: "openapi", srv: main, op: "GET /openapi.yaml", status: 200, requestValid: true},
 	}
@@ -468,7 +478,7 @@ func checkContract(t *testing.T, api openAPI, c contractCase) []byte {
 	if c.wantFields != nil {
 		var env struct {
 			Error struct {
-				Problems []fieldProblem `json:"problems"`
+				Problems []wire.Problem `json:"problems"`
 			} `json:"error"`
 		}
 		if err := json.Unmarshal(body, &env); err != nil {
@@ -540,13 +550,12 @@ func fieldsOf(t *testing.T, body []byte, names ...string) map[string]any {
 	return out
 }
 
-// wantMessage checks an error answer's message.
 // wantAnswers checks a batch's answers: status, id, duplicate, and for an
 // error its message and its problems' fields.
-func wantAnswers(want ...BatchAnswer) func(t *testing.T, body []byte) {
+func wantAnswers(want ...wire.BatchAnswer) func(t *testing.T, body []byte) {
 	return func(t *testing.T, body []byte) {
 		t.Helper()
-		var got struct{ Results []BatchAnswer }
+		var got wire.BatchResults
 		if err := json.Unmarshal(body, &got); err != nil {
 			t.Fatal(err)
 		}
@@ -557,16 +566,17 @@ func wantAnswers(want ...BatchAnswer) func(t *testing.T, body []byte) {
 				}
 			}
 		}
-		if diff := cmp.Diff(want, got.Results, cmp.AllowUnexported(errorDetail{}, fieldProblem{})); diff != "" {
+		if diff := cmp.Diff(want, got.Results); diff != "" {
 			t.Errorf("answers (-want +got):\n%s", diff)
 		}
 	}
 }
 
+// wantMessage checks an error answer's message.
 func wantMessage(want string) func(t *testing.T, body []byte) {
 	return func(t *testing.T, body []byte) {
 		t.Helper()
-		var env errorBody
+		var env wire.ErrorBody
 		if err := json.Unmarshal(body, &env); err != nil {
 			t.Fatal(err)
 		}
@@ -580,7 +590,7 @@ func wantMessage(want string) func(t *testing.T, body []byte) {
 // quiet hours and two categories, with its limiter under a prefix of its
 // own, and user holding two marketing bookings: the second an hour (the
 // category's gap) after the first, held.
-func categoriesWorker(t *testing.T, rdb redis.UniversalClient, token, user string) *Worker {
+func categoriesWorker(t *testing.T, rdb redis.UniversalClient, user string) *worker.Worker {
 	t.Helper()
 	policy, err := throttle.ParsePolicy("5/1m", "1s")
 	if err != nil {
@@ -600,7 +610,7 @@ func categoriesWorker(t *testing.T, rdb redis.UniversalClient, token, user strin
 	if _, err := lim.ReserveBatch(t.Context(), reqs); err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(rdb, Options{Limiter: lim, Policy: policy, APIToken: token, Logger: testLogger(t)})
+	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,10 +619,10 @@ func categoriesWorker(t *testing.T, rdb redis.UniversalClient, token, user strin
 
 // limiterOnly hides every method but Limiter's, as a limiter that cannot
 // report or reset a user's state would.
-type limiterOnly struct{ Limiter }
+type limiterOnly struct{ worker.Limiter }
 
 // redisDownWorker returns a Worker (not running) whose Redis has stopped.
-func redisDownWorker(t *testing.T, token string) *Worker {
+func redisDownWorker(t *testing.T) *worker.Worker {
 	t.Helper()
 	srv := redistest.Start(t)
 	// Without retries: each request fails at once instead of after
@@ -623,8 +633,9 @@ func redisDownWorker(t *testing.T, token string) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, senders := startFakes(t) // the job is valid: its submission reaches Redis
-	w, err := New(rdb, Options{Limiter: lim, Senders: senders, APIToken: token, Logger: testLogger(t)})
+	// With senders for the job's platform the job is valid: its
+	// submission reaches Redis.
+	w, err := worker.New(rdb, worker.Options{Limiter: lim, Senders: senders(), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

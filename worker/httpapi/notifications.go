@@ -1,0 +1,152 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/wire"
+	"github.com/hushpush/hush/worker"
+)
+
+func (a *server) postNotification(rw http.ResponseWriter, r *http.Request) {
+	body := http.MaxBytesReader(rw, r.Body, a.maxBody)
+	job, err := payload.Decode(body)
+	if err == nil {
+		var acc wire.Accepted
+		acc, err = a.jobs.Enqueue(r.Context(), job)
+		if err == nil {
+			status := http.StatusAccepted
+			if acc.Duplicate {
+				status = http.StatusOK
+			}
+			writeJSON(rw, status, acc)
+			return
+		}
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit))
+	default:
+		status, detail := a.submitError(err)
+		writeJSON(rw, status, wire.ErrorBody{Error: &detail})
+	}
+}
+
+// submitError is the answer to a job that was not accepted: 400 with its
+// field problems, 400 for JSON that is not a job, else 503 (Redis did not
+// answer).
+func (a *server) submitError(err error) (int, wire.ErrorDetail) {
+	var invalid *payload.ValidationError
+	switch {
+	case errors.As(err, &invalid):
+		problems := make([]wire.Problem, len(invalid.Problems))
+		for i, p := range invalid.Problems {
+			problems[i] = wire.Problem{Field: p.Field, Message: p.Message}
+		}
+		return http.StatusBadRequest, wire.ErrorDetail{Message: "invalid job", Problems: problems, Omitted: invalid.Omitted}
+	case errors.Is(err, payload.ErrMalformed):
+		return http.StatusBadRequest, wire.ErrorDetail{Message: err.Error()}
+	default:
+		a.log.Error("submit failed", "err", err)
+		return http.StatusServiceUnavailable, wire.ErrorDetail{Message: "could not accept the job, try again"}
+	}
+}
+
+// postNotificationBatch submits up to worker.MaxBatch jobs in one request.
+// The answer is 200 with one answer per job, in order, whenever the body
+// is a batch: each job is accepted or refused on its own. The envelope is
+// read as strictly as a job (payload.DecodeBatch).
+func (a *server) postNotificationBatch(rw http.ResponseWriter, r *http.Request) {
+	raws, err := payload.DecodeBatch(http.MaxBytesReader(rw, r.Body, a.maxBody))
+	var tooLarge *http.MaxBytesError
+	var invalid *payload.ValidationError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(rw, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit))
+		return
+	case errors.As(err, &invalid):
+		_, detail := a.submitError(err)
+		detail.Message = `invalid batch: the body is {"jobs": [job, ...]} with 1 to ` + fmt.Sprint(worker.MaxBatch) + " jobs"
+		writeJSON(rw, http.StatusBadRequest, wire.ErrorBody{Error: &detail})
+		return
+	case err != nil:
+		writeError(rw, http.StatusBadRequest, fmt.Sprintf(`a batch is a JSON object {"jobs": [job, ...]}: %v`, err))
+		return
+	}
+	answers := make([]wire.BatchAnswer, len(raws))
+	var jobs []payload.Job
+	var at []int // answers[at[k]] is jobs[k]'s
+	for i, raw := range raws {
+		job, err := payload.Decode(bytes.NewReader(raw))
+		if err == nil {
+			// An invalid job is answered and dropped here, so a batch of
+			// bad jobs holds one decoded job at a time, not all of them.
+			// EnqueueBatch validates the others again.
+			err = a.jobs.Check(&job)
+		}
+		if err != nil {
+			status, detail := a.submitError(err)
+			answers[i] = wire.BatchAnswer{Status: status, Error: &detail}
+			continue
+		}
+		jobs = append(jobs, job)
+		at = append(at, i)
+	}
+	if len(jobs) > 0 {
+		res, err := a.jobs.EnqueueBatch(r.Context(), jobs)
+		if err != nil {
+			status, detail := a.submitError(err)
+			writeJSON(rw, status, wire.ErrorBody{Error: &detail})
+			return
+		}
+		for k, res := range res {
+			switch {
+			case res.Err != nil:
+				status, detail := a.submitError(res.Err)
+				answers[at[k]] = wire.BatchAnswer{Status: status, ID: res.ID, Error: &detail}
+			case res.Duplicate:
+				answers[at[k]] = wire.BatchAnswer{Status: http.StatusOK, ID: res.ID, Duplicate: true}
+			default:
+				answers[at[k]] = wire.BatchAnswer{Status: http.StatusAccepted, ID: res.ID}
+			}
+		}
+	}
+	writeJSON(rw, http.StatusOK, wire.BatchResults{Results: answers})
+}
+
+func (a *server) getNotification(rw http.ResponseWriter, r *http.Request) {
+	st, err := a.jobs.Status(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, worker.ErrNotFound):
+		writeError(rw, http.StatusNotFound, "no job with this id")
+	case err != nil:
+		a.log.Error("job status failed", "err", err)
+		writeError(rw, http.StatusServiceUnavailable, "could not read the job, try again")
+	default:
+		writeJSON(rw, http.StatusOK, st)
+	}
+}
+
+func (a *server) deleteNotification(rw http.ResponseWriter, r *http.Request) {
+	res, err := a.jobs.Cancel(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, worker.ErrNotFound):
+		writeError(rw, http.StatusNotFound, "no job with this id")
+	case err != nil && r.Context().Err() != nil:
+		// The caller went away during the wait; the cancellation stands.
+		a.log.Info("job cancelled; the caller left before the answer", "job", r.PathValue("id"))
+	case err != nil:
+		a.log.Error("job cancel failed", "err", err)
+		writeError(rw, http.StatusServiceUnavailable, "could not cancel the job, try again (cancelling again is safe)")
+	default:
+		if res.Cancelled {
+			a.log.Info("job cancelled", "job", res.ID, "delivered", res.Counts["delivered"],
+				"cancelled", res.Counts["cancelled"], "pending", res.Counts["pending"])
+		}
+		writeJSON(rw, http.StatusOK, res)
+	}
+}

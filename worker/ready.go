@@ -1,0 +1,32 @@
+package worker
+
+import (
+	"context"
+	"time"
+)
+
+// credentialWindow is how long a provider's credential failure keeps the
+// worker not ready.
+const credentialWindow = time.Minute
+
+// NotReady says what keeps the worker from working, for GET /readyz: its
+// task server not running, Redis not answering, an app whose credentials
+// a provider rejected in the last minute; none when it is ready. The
+// problems name no address or server text (the readiness probe answers
+// without authentication): the causes go to the log.
+func (w *Worker) NotReady(ctx context.Context) []string {
+	var problems []string
+	if !w.running.Load() {
+		problems = append(problems, "task server not running")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := w.rdb.Ping(ctx).Err(); err != nil {
+		w.log.Warn("readiness: redis does not answer", "err", err)
+		problems = append(problems, "redis unavailable")
+	}
+	for _, app := range w.creds.since(w.now().Add(-credentialWindow)) {
+		problems = append(problems, "a provider rejected app "+app+"'s credentials in the last minute")
+	}
+	return problems
+}
