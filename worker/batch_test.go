@@ -434,14 +434,7 @@ func TestGatheringWaitsForTheCallersItAnswered(t *testing.T) {
 			if !comesBack {
 				c.gathering = c.newGathering(50 * time.Millisecond)
 			}
-			entered, release := make(chan struct{}), make(chan struct{})
-			var once sync.Once
-			c.afterEnqueue = func() {
-				once.Do(func() {
-					close(entered)
-					<-release
-				})
-			}
+			entered, release := blockFirstWrite(c)
 			job := func(id string) payload.Job { return alertJob(id, "g", apnsRecipient("u-"+id, apnsToken(id))) }
 			var wg sync.WaitGroup
 			second := make(chan error, 1)
@@ -548,13 +541,10 @@ func TestBatchTasksAreBoundedInBytes(t *testing.T) {
 	}
 }
 
-// A write of gathered jobs that panics answers each of its callers with an
-// error, and the next submission is written as usual: no caller waits
-// forever behind it.
-func TestGatheringSurvivesAPanickingWrite(t *testing.T) {
-	e := newEnv(t, envOptions{noRun: true})
-	c := NewClient(panickyPipelines{e.rdb})
-	entered, release := make(chan struct{}), make(chan struct{})
+// blockFirstWrite holds c's first write of gathered jobs after its
+// enqueue: entered closes when it is held, closing release lets it go on.
+func blockFirstWrite(c *Client) (entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	c.afterEnqueue = func() {
 		once.Do(func() {
@@ -562,6 +552,16 @@ func TestGatheringSurvivesAPanickingWrite(t *testing.T) {
 			<-release
 		})
 	}
+	return entered, release
+}
+
+// A write of gathered jobs that panics answers each of its callers with an
+// error, and the next submission is written as usual: no caller waits
+// forever behind it.
+func TestGatheringSurvivesAPanickingWrite(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	c := NewClient(panickyPipelines{e.rdb})
+	entered, release := blockFirstWrite(c)
 	job := func(id string) payload.Job { return alertJob(id, "p", apnsRecipient("u-"+id, apnsToken(id))) }
 	first := make(chan error, 1)
 	go func() {
