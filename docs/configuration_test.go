@@ -64,6 +64,11 @@ func TestPagesNameRealKeys(t *testing.T) {
 	for _, r := range usageRows(t) {
 		keys[r.Key] = true
 	}
+	// The variables hush's own tests read: a page may name them, and
+	// hush serve never does.
+	for _, k := range []string{"HUSH_TESTS", "HUSH_TEST_REDIS_URL", "HUSH_SIM_RACE"} {
+		keys[k] = true
+	}
 	pages, err := filepath.Glob("*.md")
 	if err != nil {
 		t.Fatal(err)

@@ -18,5 +18,6 @@
 //
 // It may import payload, wire, throttle (the policy it names rules by),
 // worker (its types and errors) and docs (the OpenAPI description it
-// serves); not Redis, Asynq or a provider. setup builds it for hush serve.
+// serves); not go-redis, Asynq or a provider package directly. setup builds
+// it for hush serve.
 package httpapi
