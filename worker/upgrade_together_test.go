@@ -6,15 +6,14 @@ import (
 	"time"
 )
 
-// TestEarlierVersionReRunOfACutBatchRunsItsGroups (issue 39, 10a): a
-// batch run writes its held jobs' markers, naming groups waiting for
-// their seconds, and is cut before it adds them (no group in its second,
-// no second's task). A process of the earlier version (without seconds'
-// tasks) re-runs the batch: it creates each group's own task under the
-// group's id, in the marker's queue, due at its second, as that version's
-// heldJobsGroups.enqueue does (git show aad2233^:worker/heldjobs.go). A
-// process of this version that starts then sends every job once.
-func TestEarlierVersionReRunOfACutBatchRunsItsGroups(t *testing.T) {
+// TestReRunWithoutSecondsTasksRunsItsGroups (issue 39, 10a): a batch run
+// writes its held jobs' markers, naming groups waiting for their seconds,
+// and is cut before it adds them (no group in its second, no second's
+// task). A process without seconds' tasks (CHANGELOG, Upgrading) re-runs
+// the batch: it creates each group's own task under the group's id, in
+// the marker's queue, due at its second. A process with seconds' tasks
+// that starts then sends every job once.
+func TestReRunWithoutSecondsTasksRunsItsGroups(t *testing.T) {
 	const n, gap = 4, 3 * time.Second
 	e, batchT, jobs := heldJobsEnv(t, n, gap)
 	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
@@ -36,8 +35,8 @@ func TestEarlierVersionReRunOfACutBatchRunsItsGroups(t *testing.T) {
 		t.Fatal("the batch held no job back")
 	}
 	e.w.seconds.reset() // the cut process's memory goes with it
-	// The earlier version's re-run: each group's own task where its
-	// markers say.
+	// The re-run by a process without seconds' tasks: each group's own
+	// task where its markers say.
 	for _, j := range jobs {
 		q, g := parseHeldMark(e.rdb.HGet(t.Context(), jobKey(j.ID), heldPrefix+"0").Val())
 		if q != heldJoined || bodies[g] == "" {
