@@ -101,7 +101,7 @@ func checkSentOnce(t *testing.T, e *env, jobs []payload.Job, tokenOf func(i int)
 // but before its end was recorded (its groups taken again) sends nothing
 // more. The queue a process without seconds' tasks would create a group's
 // own task in (its marker's) is served once it exists, by the held
-// queue's weight (TestEarlierVersionReRunOfACutBatchRunsItsGroups).
+// queue's weight (TestReRunWithoutSecondsTasksRunsItsGroups).
 func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 	const n, gap = 6, 3 * time.Second
 	e, ta, tb, ja, jb := twoBatchesEnv(t, n, gap, "sa", "sb")
