@@ -32,7 +32,6 @@ func scriptNames() map[string]string {
 	}
 	add("start.lua", startSrc)
 	add("record.lua", retireSrc, recordSrc)
-	add("finalize.lua", retireSrc, finalizeSrc)
 	add("fanned.lua", retireSrc, fannedSrc)
 	add("cancel.lua", cancelSrc)
 	add("chunk.lua", chunkSrc)

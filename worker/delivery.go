@@ -193,7 +193,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), d.ttl())
 			return err == nil, err
 		case moveDefer:
-			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d)); err != nil {
+			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d), d.ttl()); err != nil {
 				return false, err
 			}
 			w.logDeferred(d, p)

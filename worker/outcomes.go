@@ -15,9 +15,10 @@ import (
 // Device outcomes are recorded here (recorder.write) as the providers
 // answer: a device that has the push (or whose token is dead) is never sent
 // to again, by any run of any task, once its answer is recorded. A
-// recipient's final state is recorded afterwards, by record.lua (whose
-// calls are group-committed too, scriptbatch.go) or finalize.lua
-// (store.go lists the job store's parts). The one exception is a folded
+// recipient's final state is recorded afterwards, by record.lua, the one
+// writer of recipients' outcomes (store.write; its calls are
+// group-committed too, scriptbatch.go; store.go lists the job store's
+// parts). The one exception is a folded
 // answer (send.go, foldedAnswer): the delivered answer of the one device of
 // a one-recipient chunk, written by that chunk's record.lua call, which
 // follows it as closely. The window in which a push can be sent twice is

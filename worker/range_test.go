@@ -67,8 +67,8 @@ func (j *rangeJob) want(got []int64, want []int64, delivered int, why string) {
 // recipients' range skips reading their final states only while nobody
 // can have written one in that range; every other writer makes it read,
 // so no recipient is counted twice: the range's own earlier calls (a
-// chunk run's call sent again after its reply was lost), finalize.lua (a
-// delivery task), a call without a range, and a version before ranges
+// chunk run's call sent again after its reply was lost), a delivery task's
+// finalize (one entry, no range), a call without a range, and a version before ranges
 // (which writes a final state and its count only).
 func TestRecordRangeNeverCountsARecipientTwice(t *testing.T) {
 	s := newStore(redistest.Client(t), DefaultJobRetention)
@@ -80,11 +80,10 @@ func TestRecordRangeNeverCountsARecipientTwice(t *testing.T) {
 
 	j = newRangeJob(t, s, prefix+"finalize")
 	j.want(j.record("0", 1), []int64{1}, 1, "a fresh range")
-	keys, at := s.retiring(j.id)
-	if err := finalizeScript.Run(j.ctx, s.rdb, keys, finalizeArgs(150, stateDelivered, time.Hour, at)...).Err(); err != nil {
+	if _, err := s.finalize(j.ctx, j.id, 150, stateDelivered, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	j.want(j.record("1", 150, 151), []int64{0, 1}, 3, "finalize.lua recorded 150")
+	j.want(j.record("1", 150, 151), []int64{0, 1}, 3, "a delivery task's finalize recorded 150")
 
 	j = newRangeJob(t, s, prefix+"unranged")
 	j.want(j.record("", 199, 200), []int64{1, 1}, 2, "a call without a range")

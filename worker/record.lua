@@ -1,7 +1,7 @@
--- record.lua: record one chunk's outcomes in one call: each settled
--- recipient's final state once (counted like finalize.lua), the recipients
--- left held to their delivery tasks (so a cancellation can wake them), and
--- the chunk's deferrals. Go side: recordArgs in store.go builds ARGV in
+-- record.lua: the one writer of recipients' outcomes (store.write): one
+-- chunk's, or one delivery's, in one call: each settled recipient's final
+-- state once, with its count, the recipients left held to their delivery
+-- tasks (so a cancellation can wake them), and the deferrals. Go side: recordArgs in store.go builds ARGV in
 -- this order.
 --
 -- Device outcomes are recorded as their providers answer (outcomes.go,
@@ -80,19 +80,19 @@ if not exists then
   return out
 end
 
--- A final state is only ever written with its count, in one call (here and
--- in finalize.lua), so a record that counts none has no recipient with
--- one: the read is skipped (a single-recipient job's only record call).
+-- A final state is only ever written with its count, in one call, so a
+-- record that counts none has no recipient with one: the read is skipped
+-- (a single-recipient job's only record call).
 --
 -- Nor is it made when no recipient of the call's range can have one. A
 -- call given a range counts the final states it writes twice more: in
 -- 'ranged' (all such calls') and in 'f:<range>' (that range's). Every
--- other writer of final states (finalize.lua, a call without a range, a
--- version before this one) counts them only under their states. So while
--- 'ranged' equals the count of every final state, and 'f:<range>' is 0,
--- no recipient of the range has a final state. (A chunk run makes one
--- record call; a call that reached Redis but whose reply was lost, sent
--- again, finds its own range's count.)
+-- other call (one without a range, or a process of a build before ranges)
+-- counts them only under their states. So while 'ranged' equals the count
+-- of every final state, and 'f:<range>' is 0, no recipient of the range
+-- has a final state. (A chunk run makes one record call; a call that
+-- reached Redis but whose reply was lost, sent again, finds its own
+-- range's count.)
 local counted = 0
 for x = FIRST_FINAL, LAST_FINAL do
   counted = counted + (tonumber(h[x]) or 0)

@@ -10,7 +10,7 @@ import (
 
 // A finished job's records are retired: once the job is fanned out and
 // every recipient has a final state, the script that saw it happen
-// (retire.lua, called by record.lua, finalize.lua and fanned.lua) deletes
+// (retire.lua, called by record.lua and fanned.lua) deletes
 // hush:job:{<id>}, :r and :dev and leaves one compact entry, its status in
 // a few dozen bytes, in a shared "done" hash:
 //

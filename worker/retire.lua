@@ -1,5 +1,5 @@
--- retire.lua: defines retire(), which record.lua, finalize.lua and
--- fanned.lua call after their writes (they are built as this file followed
+-- retire.lua: defines retire(), which record.lua and fanned.lua call
+-- after their writes (they are built as this file followed
 -- by theirs). When the job is fanned out and every recipient has a final
 -- state, retire() writes the job's compact status into a done hash and
 -- deletes the job's records; retire.go explains the keys and

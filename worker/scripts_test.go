@@ -133,12 +133,6 @@ func TestScriptArgs(t *testing.T) {
 			fixed:  map[string]any{"at": "2025-03-01T12:00:00Z"},
 		},
 		{
-			script: "finalize.lua",
-			src:    finalizeSrc,
-			got:    finalizeArgs(4, stateExpired, 3*time.Second, 1700000000000),
-			fixed:  map[string]any{"recipient": 4, "state": stateExpired, "ttl": int64(3000), "expire_at": int64(1700000000000)},
-		},
-		{
 			script: "chunk.lua",
 			src:    chunkSrc,
 			got:    chunkArgs(&chunk{From: 200}, true, []string{"200", "201"}, []string{"200/0", "200/a"}),
@@ -277,7 +271,7 @@ func TestStoreRecordScript(t *testing.T) {
 	}
 }
 
-// TestStoreFinalizeScript: finalize.lua records a recipient's final state
+// TestStoreFinalizeScript: finalize (record.lua with one entry) records a recipient's final state
 // once and counts it; while the job goes on its records' TTLs are renewed,
 // and the last final state retires the job (its records deleted, its
 // done-hash entry written) without renewing them first.
@@ -407,5 +401,37 @@ func TestStartKeepsAFoundRecordsExpiry(t *testing.T) {
 	run(time.Minute) // the floor
 	if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 50*time.Second {
 		t.Errorf("a found record at the floor has TTL %v, want the minute given", ttl)
+	}
+}
+
+// TestStoreHoldCountsADeferralOnce: hold marks a recipient held and counts
+// its deferral in the job's record, renewing its TTL, and writes nothing
+// for a job whose record is gone (retired, or its TTL ran out): a deferral
+// of a finished job must not leave a record behind without a TTL.
+func TestStoreHoldCountsADeferralOnce(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(redistest.Client(t), DefaultJobRetention)
+	id := redistest.Prefix(t) + "hold"
+	gone := redistest.Prefix(t) + "gone"
+	t.Cleanup(func() { s.rdb.Del(context.Background(), append(jobKeys(id), jobKeys(gone)...)...) })
+	s.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 2,
+		"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 1)
+
+	if err := s.hold(ctx, id, 1, "normal.3", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	job := s.rdb.HGetAll(ctx, jobKey(id)).Val()
+	if job["deferrals"] != "2" || job["h:1"] != "normal.3" {
+		t.Errorf("job record %v, want deferrals 2 and recipient 1 held on normal.3", job)
+	}
+	if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Errorf("job record has TTL %v, want the hour given", ttl)
+	}
+
+	if err := s.hold(ctx, gone, 0, "normal", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.rdb.Exists(ctx, jobKeys(gone)...).Val(); n != 0 {
+		t.Errorf("a hold of a job without a record left %d keys, want none", n)
 	}
 }

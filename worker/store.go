@@ -123,15 +123,13 @@ func devField(recipient, device int) string {
 // Its Lua scripts are declared here and nowhere else, one .lua file each.
 // Each file's header names its KEYS and ARGV and its first lines read ARGV
 // into locals of those names; the script's builder below (startArgs,
-// recordArgs, finalizeArgs) sends ARGV in the header's order.
+// recordArgs, ...) sends ARGV in the header's order.
 // scripts_test.go checks header, locals and builder against each other.
 var (
 	//go:embed start.lua
 	startSrc string
 	//go:embed record.lua
 	recordSrc string
-	//go:embed finalize.lua
-	finalizeSrc string
 	//go:embed cancel.lua
 	cancelSrc string
 	//go:embed fanned.lua
@@ -142,12 +140,11 @@ var (
 	chunkSrc string
 
 	// The scripts that record final states end with retire() (retire.lua).
-	startScript    = redis.NewScript(startSrc)
-	recordScript   = redis.NewScript(retireScriptSrc + recordSrc)
-	finalizeScript = redis.NewScript(retireScriptSrc + finalizeSrc)
-	fannedScript   = redis.NewScript(retireScriptSrc + fannedSrc)
-	cancelScript   = redis.NewScript(cancelSrc)
-	chunkScript    = redis.NewScript(chunkSrc)
+	startScript  = redis.NewScript(startSrc)
+	recordScript = redis.NewScript(retireScriptSrc + recordSrc)
+	fannedScript = redis.NewScript(retireScriptSrc + fannedSrc)
+	cancelScript = redis.NewScript(cancelSrc)
+	chunkScript  = redis.NewScript(chunkSrc)
 )
 
 // startArgs is start.lua's ARGV: r's fixed fields, the state to set
@@ -243,16 +240,6 @@ func cancelArgs(at time.Time) []any {
 	}
 }
 
-// finalizeArgs is finalize.lua's ARGV.
-func finalizeArgs(recipient int, state string, ttl time.Duration, expireAt int64) []any {
-	return []any{
-		recipient,          // ARGV[1] recipient
-		state,              // ARGV[2] state
-		ttl.Milliseconds(), // ARGV[3] ttl
-		expireAt,           // ARGV[4] expire_at
-	}
-}
-
 // timeField is how a job record holds an instant: RFC 3339 in UTC, "" for
 // none.
 func timeField(t time.Time) string {
@@ -296,7 +283,7 @@ func newStore(rdb redis.UniversalClient, retention time.Duration) store {
 }
 
 // retiring are the keys and expiry of a script that may retire job id
-// (record.lua, finalize.lua, fanned.lua): the job's keys and the done
+// (record.lua, fanned.lua): the job's keys and the done
 // bucket to write to.
 func (s store) retiring(id string) (keys []string, expireAt int64) {
 	into, at := s.done.write(id, s.now())
@@ -415,26 +402,24 @@ func (s store) exists(ctx context.Context, id string) (bool, error) {
 	return n > 0, nil
 }
 
-// finalize records a recipient's final state once; it reports whether this
-// call recorded it.
+// finalize records a recipient's final state once (a record call of one
+// entry); it reports whether this call recorded it.
 func (s store) finalize(ctx context.Context, id string, recipient int, state string, ttl time.Duration) (bool, error) {
-	keys, at := s.retiring(id)
-	n, err := finalizeScript.Run(ctx, s.rdb, keys, finalizeArgs(recipient, state, ttl, at)...).Int()
+	var r chunkRecord
+	r.final(recipient, state)
+	out, err := s.write(ctx, id, ttl, "", &r)
 	if err != nil {
 		return false, fmt.Errorf("record %s/%d as %s: %w", id, recipient, state, err)
 	}
-	return n == 1, nil
+	return len(out) == 1 && out[0], nil
 }
 
 // hold counts a deferral of recipient i of job id and marks it held, its
-// task waiting on queue, in one round trip.
-func (s store) hold(ctx context.Context, id string, i int, queue string) error {
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HIncrBy(ctx, jobKey(id), "deferrals", 1)
-		p.HSet(ctx, jobKey(id), heldPrefix+strconv.Itoa(i), queue)
-		return nil
-	})
-	if err != nil {
+// task waiting on queue (a record call of one held entry).
+func (s store) hold(ctx context.Context, id string, i int, queue string, ttl time.Duration) error {
+	r := chunkRecord{deferrals: 1}
+	r.held(i, queue)
+	if _, err := s.write(ctx, id, ttl, "", &r); err != nil {
 		return fmt.Errorf("count deferral of %s/%d: %w", id, i, err)
 	}
 	return nil

@@ -379,20 +379,33 @@ func (r *chunkRecord) held(recipient int, queue string) {
 }
 
 // record writes a chunk's outcomes (record.lua) and reports, per entry,
-// whether this call recorded its final state. It keeps trying while Redis is
-// unreachable (persist): the pushes it records were already acknowledged.
+// whether this call recorded its final state.
 func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, error) {
 	if len(r.entries) == 0 && r.deferrals == 0 {
 		return nil, nil
 	}
+	out, err := s.write(ctx, c.Job, c.ttl(), recordRange(c, r.entries), r)
+	if err != nil {
+		return nil, fmt.Errorf("record the outcomes of %s: %w", c.name(), err)
+	}
+	return out, nil
+}
+
+// write is the one writer of recipients' outcomes: every final state, held
+// marker and deferral of job id goes through record.lua here, group
+// committed when the store has a batcher. It reports, per entry of r,
+// whether this call recorded its final state. It keeps trying while Redis
+// is unreachable (persist): the outcomes it records follow sends the
+// providers may already have acknowledged.
+func (s store) write(ctx context.Context, id string, ttl time.Duration, rng string, r *chunkRecord) ([]bool, error) {
 	// Device states were recorded as the answers came (outcomes.go), but
 	// for a folded one (foldedAnswer).
-	keys, at := s.retiring(c.Job)
+	keys, at := s.retiring(id)
 	devField, devState := "", ""
 	if f := r.folded; f != nil && f.pending {
 		devField, devState = f.o.field, f.o.state
 	}
-	args := recordArgs(c.ttl(), r.deferrals, at, devField, devState, recordRange(c, r.entries), r.entries)
+	args := recordArgs(ttl, r.deferrals, at, devField, devState, rng, r.entries)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	var vals []int64
@@ -406,7 +419,7 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("record the outcomes of %s: %w", c.name(), err)
+		return nil, err
 	}
 	out := make([]bool, len(vals))
 	for i, v := range vals {
