@@ -102,7 +102,10 @@ func TestPacedCutBeforeTurnsKeepsTheRate(t *testing.T) {
 // every member and deletes the mark). The run again reads each member
 // given up or settled (its marker, its job's record) and does nothing:
 // every job ends with one push or none (cancelled), its counts and its
-// events as they were after the woken run.
+// events as they were after the woken run. The run again finds every
+// member's job retired: a run that took a job without its record for a
+// fresh one (headOf not looking in the done hash) pushes every member
+// again, and this test fails.
 func TestWokenGroupRunAgainChangesNothing(t *testing.T) {
 	const n, gap = 4, 8 * time.Second
 	e, ta, tb, ja, jb := twoBatchesEnv(t, n, gap, "wa", "wb")
