@@ -551,10 +551,11 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		}
 		for k, i := range idx {
 			r := res[k]
-			if (r.Now.IsZero() && r.Refused == "") || (r.Existing && !c.held()) {
-				// Failed, or booked by an earlier run: the delivery task
-				// books again and knows what a late slot means. (A held
-				// task finds the bookings its chunk made.)
+			by := byWave
+			if c.held() {
+				by = byHeld
+			}
+			if !plansItself(r, by) {
 				handoffs = append(handoffs, handoff{i: i})
 				continue
 			}
@@ -564,10 +565,6 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 			pl := plan(r, booked.mid, booked.answered, w.now(), c.Deadline, false)
 			w.countPlan(app, pl, r)
-			by := byWave
-			if c.held() {
-				by = byHeld
-			}
 			rt := routePlan(pl, by)
 			if rt.deferred {
 				w.logDeferred(&d, pl)
@@ -743,9 +740,7 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 	now := w.now()
 	for k, i := range idx {
 		r := b.res[k]
-		if r.Refused != "" || r.Existing || r.Now.IsZero() {
-			// Full, expired, collapsed or found: its task books again and
-			// says so.
+		if !plansItself(r, byTurn) {
 			*handoffs = append(*handoffs, handoff{i: i})
 			continue
 		}
@@ -754,12 +749,7 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[in
 		}
 		pl := plan(r, b.mid, b.answered, now, c.Deadline, false)
 		w.countPlan(app, pl, r)
-		rt := routePlan(pl, byTurn)
-		if rt.move == moveSend && r.At.Sub(near[i].paced) > paceLate {
-			// The user's rules moved the slot past the turn: its task finds
-			// the booking, waits for it and paces again there.
-			rt = routed{move: moveHand}
-		}
+		rt := routeTurn(pl, r.At, near[i].paced)
 		if rt.move != moveSend {
 			if rt.deferred {
 				w.logDeferred(&ds[i], pl)

@@ -13,10 +13,13 @@ import (
 // held tasks, hush:waiting-jobs members, a wave rebooking at a paced turn,
 // delivery tasks), as pure functions of their inputs and the time:
 //
+//   - plansItself: whether the path holding a booking plans it, or hands
+//     it to its delivery task unplanned;
 //   - plan: what a booking means now: send, wait in place, come back
 //     later, drop, or book again;
-//   - routePlan: what the path holding the booking does with that plan: send,
-//     hold it back, hand it to its delivery task, drop, or book again;
+//   - routePlan (routeTurn for a booking from a paced turn): what the path
+//     holding the booking does with that plan: send, hold it back, hand it
+//     to its delivery task, drop, or book again;
 //   - judge: what a recipient's device answers mean: done, try again
 //     (under a new booking), book again, fail, or stop for shutdown.
 //
@@ -157,6 +160,38 @@ const (
 var moveNames = [...]string{"send", "near", "defer", "hand", "drop", "rebook", "next"}
 
 func (m move) String() string { return moveNames[m] }
+
+// plansItself reports whether holder by plans reservation r itself
+// (plan, then routePlan); when not, it hands the recipient to its delivery
+// task unplanned, which books again and knows what its slot means. Every
+// holder hands over a failed booking. A wave hands over a slot an earlier
+// run booked (only a held task's wave expects to find its chunk's
+// bookings); a wave booking again from a turn hands over a found or
+// refused one too, which its task books again and reports.
+func plansItself(r throttle.Reservation, by holder) bool {
+	if r.Now.IsZero() && r.Refused == "" {
+		return false
+	}
+	switch by {
+	case byWave:
+		return !r.Existing
+	case byTurn:
+		return !r.Existing && r.Refused == ""
+	}
+	return true
+}
+
+// routeTurn is routePlan for a wave booking again from a paced turn
+// (byTurn): a send whose slot at the user's rules moved more than paceLate
+// past its turn (both on the limiter's clock) is handed over: its task
+// finds the booking, waits for it and paces again there.
+func routeTurn(p planned, at, turn time.Time) routed {
+	rt := routePlan(p, byTurn)
+	if rt.move == moveSend && at.Sub(turn) > paceLate {
+		return routed{move: moveHand}
+	}
+	return rt
+}
 
 // routed is routePlan's answer.
 type routed struct {

@@ -96,6 +96,58 @@ func TestRoute(t *testing.T) {
 	}
 }
 
+// TestPlansItself: which bookings each holder plans, and which it hands to
+// the delivery task unplanned.
+func TestPlansItself(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	fresh := throttle.Reservation{At: now, Now: now}
+	found := throttle.Reservation{At: now, Now: now, Existing: true}
+	failed := throttle.Reservation{}
+	full := throttle.Reservation{Now: now, Refused: throttle.RefusedFull}
+	tests := []struct {
+		name string
+		r    throttle.Reservation
+		by   holder
+		want bool
+	}{
+		{"delivery plans a fresh one", fresh, byDelivery, true},
+		{"delivery plans a found one", found, byDelivery, true},
+		{"delivery plans a refused one", full, byDelivery, true},
+		{"wave plans a fresh one", fresh, byWave, true},
+		{"wave hands a found one over", found, byWave, false},
+		{"wave hands a failed one over", failed, byWave, false},
+		{"wave plans a refused one", full, byWave, true},
+		{"held task plans its chunk's booking", found, byHeld, true},
+		{"held task hands a failed one over", failed, byHeld, false},
+		{"turn plans a fresh one", fresh, byTurn, true},
+		{"turn hands a found one over", found, byTurn, false},
+		{"turn hands a refused one over", full, byTurn, false},
+		{"turn hands a failed one over", failed, byTurn, false},
+	}
+	for _, tt := range tests {
+		if got := plansItself(tt.r, tt.by); got != tt.want {
+			t.Errorf("%s: plansItself = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestRouteTurn: a booking from a paced turn sends only a slot within
+// paceLate of the turn.
+func TestRouteTurn(t *testing.T) {
+	turn := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	near := planned{step: stepWait, wait: time.Second}
+	if got := routeTurn(near, turn.Add(paceLate), turn); got.move != moveSend {
+		t.Errorf("slot paceLate after the turn: %+v, want send", got)
+	}
+	if got := routeTurn(near, turn.Add(paceLate+time.Millisecond), turn); got != (routed{move: moveHand}) {
+		t.Errorf("slot past the turn: %+v, want hand over", got)
+	}
+	far := planned{step: stepDefer, wait: time.Minute}
+	if got := routeTurn(far, turn, turn); got != routePlan(far, byTurn) {
+		t.Errorf("far slot: %+v, want routePlan's %+v", got, routePlan(far, byTurn))
+	}
+}
+
 func TestJudge(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	ok := &providers.Result{Outcome: providers.Delivered, StatusCode: 200}
