@@ -120,7 +120,7 @@ func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) error {
 }
 
 // chunkTask runs a chunk task (tasks.go): a hush:grouping-chunk one
-// (TypeChunk), which marks its runs and reads its states only on a
+// (TypeGroupingChunk), which marks its runs and reads its states only on a
 // re-run, a hush:rereading-chunk one (made by a job task's re-run), which
 // reads them on every run, a hush:marked-chunk or hush:chunk one (run for
 // a rolling upgrade), which never holds back into held tasks, or a hush:held one (TypeHeld: held.go),
@@ -141,11 +141,11 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	if held {
 		w.logHeldRun(ctx, c.name(), len(c.Recipients))
 	}
-	st, err := w.store.chunkState(ctx, &c, typ == TypeChunk || typ == typeChunkMarked || typ == TypeHeld)
+	st, err := w.store.chunkState(ctx, &c, typ == TypeGroupingChunk || typ == typeMarkedChunk || typ == TypeHeld)
 	if err != nil {
 		return err
 	}
-	st.group = typ == TypeChunk || typ == typeChunkRereading
+	st.group = typ == TypeGroupingChunk || typ == typeRereadingChunk
 	return w.deliverChunk(ctx, &c, st, nil, nil)
 }
 
@@ -167,9 +167,9 @@ func (w *Worker) enqueueChunk(ctx context.Context, c *chunk, marked bool) error 
 	if err != nil {
 		return fmt.Errorf("encode chunk %s: %w", c.name(), err)
 	}
-	typ := typeChunkRereading
+	typ := typeRereadingChunk
 	if marked {
-		typ = TypeChunk
+		typ = TypeGroupingChunk
 	}
 	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(typ, b),
 		asynq.TaskID(c.name()), asynq.Queue(shardQueue(string(c.Priority), c.name(), w.shards)),

@@ -178,7 +178,7 @@ func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) err
 		if q, joined := joinedQueue(h.queue); joined {
 			err = w.joinSecond(ctx, id, q, h.Wake, body)
 		} else {
-			err = w.client.enqueueHeld(ctx, TypeHeldJobs, id, h.queue, time.Unix(h.Wake, 0), body)
+			err = w.client.enqueueHeld(ctx, TypeWaitingJobs, id, h.queue, time.Unix(h.Wake, 0), body)
 		}
 		if err != nil {
 			return err
@@ -200,7 +200,7 @@ func (g *heldJobsGroups) finish(ctx context.Context, w *Worker, errs []error) er
 	return g.enqueue(ctx, w, again)
 }
 
-func (w *Worker) handleHeldJobs(ctx context.Context, t *asynq.Task) error {
+func (w *Worker) handleWaitingJobs(ctx context.Context, t *asynq.Task) error {
 	return w.handle(ctx, t, w.heldJobsTask)
 }
 

@@ -106,7 +106,7 @@ type chunkStates struct {
 	// for a retired job's states.
 	holds []string
 	// group: the chunk holds deferred recipients back into held tasks: a
-	// chunk task of this version's kinds (TypeChunk, typeChunkRereading),
+	// chunk task of this version's kinds (TypeGroupingChunk, typeRereadingChunk),
 	// or a job task's own chunk of a job of several recipients.
 	group bool
 	// cancelled: the job was cancelled; readAt is when the read that said

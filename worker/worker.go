@@ -338,18 +338,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TypeJob, w.handleJob)
 	mux.HandleFunc(TypeDelivery, w.handleDelivery)
-	mux.HandleFunc(TypeChunk, w.handleChunk)
-	mux.HandleFunc(typeChunkRereading, w.handleChunk)
-	mux.HandleFunc(typeChunkMarked, w.handleChunk)
-	mux.HandleFunc(typeChunkUnmarked, w.handleChunk)
+	mux.HandleFunc(TypeGroupingChunk, w.handleChunk)
+	mux.HandleFunc(typeRereadingChunk, w.handleChunk)
+	mux.HandleFunc(typeMarkedChunk, w.handleChunk)
+	mux.HandleFunc(typeChunk, w.handleChunk)
 	// Held tasks that processes without held queues put in the delivery
 	// queues, run here for a rolling upgrade (CHANGELOG.md).
 	mux.HandleFunc(TypeHeld, w.handleChunk)
 	mux.HandleFunc(TypeBatch, w.handleBatch)
 	heldMux := asynq.NewServeMux()
 	heldMux.HandleFunc(TypeHeld, w.handleChunk)
-	heldMux.HandleFunc(TypeHeldJobs, w.handleHeldJobs)
-	heldMux.HandleFunc(TypeHeldSecond, w.handleHeldSecond)
+	heldMux.HandleFunc(TypeWaitingJobs, w.handleWaitingJobs)
+	heldMux.HandleFunc(TypeWaitingSecond, w.handleWaitingSecond)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start task server: %w", err)
 	}
