@@ -39,7 +39,7 @@ type chunk struct {
 	// Waits: a held task in a held queue, id "wait:..." (held.go).
 	Waits bool `json:"waits,omitempty"`
 	// Slot is a hush:waiting-jobs member's booked instant on the clock of
-	// the process that held it back (heldjobs.go); zero when not known.
+	// the process that held it back (waitingjobs.go); zero when not known.
 	// Kept for processes that read it instead of Slots during a rolling
 	// upgrade (CHANGELOG.md); runs here read Slots.
 	Slot time.Time `json:"slot,omitzero"`
@@ -63,7 +63,7 @@ type chunk struct {
 	// queue is a held task's queue, while its run creates it.
 	queue string
 	// group is the id of the hush:waiting-jobs task c is a member of
-	// (heldjobs.go), while it runs.
+	// (waitingjobs.go), while it runs.
 	group string
 }
 
@@ -238,7 +238,7 @@ type handoff struct {
 // st are the chunk's states as its run read them first; pre, when not
 // nil, is the first wave already booked (singleJobs, bookHeldJobs). hj,
 // when not nil, takes a single-recipient job's deferred recipient
-// (heldjobs.go): c is the job's only chunk, run by a batch or job task.
+// (waitingjobs.go): c is the job's only chunk, run by a batch or job task.
 func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking, hj *heldJobsGroups) error {
 	var handoffs []handoff
 	var rec chunkRecord

@@ -120,12 +120,12 @@
 //	               each run adds its group ("jobs:<task id>/<token>/<s>",
 //	               the token new to each run) to the hash
 //	               hush:jobs-at:{<q>/<s>}, which the task takes at s in
-//	               one script call (together.go). Each group's run marks
+//	               one script call (waitingsecond.go). Each group's run marks
 //	               itself (hush:held-run:{<id>}); the members' cancellation
 //	               is read in one round trip, each job's slot taken from
 //	               its group (or the booking of a job with a collapse key
 //	               found), and each job sent and recorded as a hush:held
-//	               task does (heldjobs.go).
+//	               task does (waitingjobs.go).
 //	hush:waiting-jobs one such group in a task of its own (the task id is
 //	               the group's): a group that joined its second after the
 //	               second's task took it, one woken early by a

@@ -36,11 +36,11 @@ const (
 	TypeHeld = "hush:held"
 	// TypeWaitingJobs is single-recipient jobs of one batch (or job) task
 	// that the limiter held back, woken together at one second
-	// (heldjobs.go). It does not start with "hush:job" or "hush:held", so a
+	// (waitingjobs.go). It does not start with "hush:job" or "hush:held", so a
 	// process without its handler does not run it as one of those.
 	TypeWaitingJobs = "hush:waiting-jobs"
 	// TypeWaitingSecond is the hush:waiting-jobs groups of one held queue and
-	// second, woken together (together.go). It starts with no other
+	// second, woken together (waitingsecond.go). It starts with no other
 	// type's name: a process without its handler finds none and retries
 	// it, leaving it to the processes that have one.
 	TypeWaitingSecond = "hush:waiting-second"

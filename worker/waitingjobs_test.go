@@ -40,7 +40,7 @@ func heldJobsEnv(t *testing.T, n int, gap time.Duration) (*env, *asynq.Task, []p
 // heldJobsTasks lists the hush:waiting-jobs groups waiting in the held
 // queue of priority normal, decoded, by id: in a task of their own, or
 // in the hash of a hush:waiting-second task that has not taken them yet
-// (together.go).
+// (waitingsecond.go).
 func (e *env) heldJobsTasks() map[string]heldJobs {
 	e.t.Helper()
 	out := map[string]heldJobs{}

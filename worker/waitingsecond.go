@@ -18,7 +18,7 @@ import (
 )
 
 // Held jobs of many runs wake together: the hush:waiting-jobs groups
-// (heldjobs.go) that runs of different batch tasks hold back to the same
+// (waitingjobs.go) that runs of different batch tasks hold back to the same
 // held queue and second share one hush:waiting-second task, instead of a
 // task each. A group holds the held jobs of one batch run, often only a
 // few, and a task's Asynq lifecycle (enqueue, forward, dequeue, done)
