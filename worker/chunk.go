@@ -122,8 +122,8 @@ func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) error {
 // chunkTask runs a chunk task (tasks.go): a hush:grouping-chunk one
 // (TypeGroupingChunk), which marks its runs and reads its states only on a
 // re-run, a hush:rereading-chunk one (made by a job task's re-run), which
-// reads them on every run, a hush:marked-chunk or hush:chunk one (run for
-// a rolling upgrade), which never holds back into held tasks, or a hush:held one (TypeHeld: held.go),
+// reads them on every run, a hush:marked-chunk or hush:chunk one (earlier
+// builds' types: legacy.go), which never holds back into held tasks, or a hush:held one (TypeHeld: held.go),
 // which marks its runs too.
 func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	var c chunk

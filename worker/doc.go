@@ -89,8 +89,8 @@
 //	               re-run); a hush:rereading-chunk task (a job task's re-run
 //	               made it) reads them always (the job task's own chunk:
 //	               inside start.lua, and only when the job's task ran
-//	               before). hush:marked-chunk and hush:chunk tasks, run
-//	               for a rolling upgrade, run the same way but never hold
+//	               before). hush:marked-chunk and hush:chunk tasks, earlier
+//	               builds' (legacy.go), run the same way but never hold
 //	               back into hush:held tasks. Then, in waves of up to 25 recipients (each taking that
 //	               many of the worker's Concurrency send permits), books a
 //	               wave in one limiter round trip (ReserveBatch, Cluster

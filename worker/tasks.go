@@ -4,7 +4,8 @@ package worker
 // None is a prefix of another: Asynq's ServeMux hands a task to the
 // longest pattern its type starts with, so a process without a type's
 // handler would run a "hush:chunk..." type as a hush:chunk task
-// (TestTaskTypesArePrefixFree).
+// (TestTaskTypesArePrefixFree). The types only earlier builds make
+// (hush:marked-chunk, hush:chunk) are in legacy.go.
 const (
 	// TypeJob is a submitted job, fanned out into deliveries.
 	TypeJob = "hush:job"
@@ -21,18 +22,12 @@ const (
 	// run and holds back into hush:held tasks: what a job task's re-run
 	// makes.
 	typeRereadingChunk = "hush:rereading-chunk"
-	// typeMarkedChunk and typeChunk are chunk tasks that processes
-	// without held tasks make; they run here for a rolling upgrade
-	// (CHANGELOG.md) and never hold back into hush:held tasks, since such a
-	// process might run them again without knowing a held task owns a
-	// recipient (held.go). A hush:marked-chunk task marks its runs like
-	// TypeGroupingChunk; a hush:chunk one reads always.
-	typeMarkedChunk = "hush:marked-chunk"
-	typeChunk       = "hush:chunk"
 	// TypeDelivery is one recipient's delivery (all of its devices).
 	TypeDelivery = "hush:delivery"
 	// TypeHeld is recipients of a chunk that the limiter held back, woken
-	// together at one second, shortly before their slots (held.go).
+	// together at one second, shortly before their slots (held.go), in a
+	// held queue ("wait:" task ids; "held:" ones in delivery queues are
+	// an earlier build's: legacy.go).
 	TypeHeld = "hush:held"
 	// TypeWaitingJobs is single-recipient jobs of one batch (or job) task
 	// that the limiter held back, woken together at one second
