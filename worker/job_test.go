@@ -375,7 +375,7 @@ func TestEarlierChunkTasksStillRun(t *testing.T) {
 // registers only the shorter one would run the longer one's tasks as its
 // own.
 func TestTaskTypesArePrefixFree(t *testing.T) {
-	types := []string{TypeJob, TypeBatch, TypeGroupingChunk, typeRereadingChunk, typeMarkedChunk, typeChunk, TypeDelivery, TypeHeld, TypeWaitingJobs}
+	types := []string{TypeJob, TypeBatch, TypeGroupingChunk, typeRereadingChunk, typeMarkedChunk, typeChunk, TypeDelivery, TypeHeld, TypeWaitingJobs, TypeWaitingSecond}
 	for _, a := range types {
 		for _, b := range types {
 			if a != b && strings.HasPrefix(b, a) {
