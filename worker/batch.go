@@ -62,7 +62,7 @@ func (w *Worker) batchTask(ctx context.Context, t *asynq.Task) error {
 	}
 	errs := make([]error, len(b.Jobs))
 	// The deferred recipients of its single-recipient jobs, held back in
-	// hush:waiting-jobs tasks once every job is done (heldjobs.go).
+	// hush:waiting-jobs tasks once every job is done (waitingjobs.go).
 	hj := newHeldJobsGroups(b.task())
 	var wg sync.WaitGroup
 	// Single-recipient jobs of one app go in groups of up to w.wave: one

@@ -39,7 +39,7 @@ type chunk struct {
 	// Waits: a held task in a held queue, id "wait:..." (held.go).
 	Waits bool `json:"waits,omitempty"`
 	// Slot is a hush:waiting-jobs member's booked instant on the clock of
-	// the process that held it back (heldjobs.go); zero when not known.
+	// the process that held it back (waitingjobs.go); zero when not known.
 	// Kept for processes that read it instead of Slots during a rolling
 	// upgrade (CHANGELOG.md); runs here read Slots.
 	Slot time.Time `json:"slot,omitzero"`
@@ -63,7 +63,7 @@ type chunk struct {
 	// queue is a held task's queue, while its run creates it.
 	queue string
 	// group is the id of the hush:waiting-jobs task c is a member of
-	// (heldjobs.go), while it runs.
+	// (waitingjobs.go), while it runs.
 	group string
 }
 
@@ -120,10 +120,10 @@ func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) error {
 }
 
 // chunkTask runs a chunk task (tasks.go): a hush:grouping-chunk one
-// (TypeChunk), which marks its runs and reads its states only on a
+// (TypeGroupingChunk), which marks its runs and reads its states only on a
 // re-run, a hush:rereading-chunk one (made by a job task's re-run), which
-// reads them on every run, a hush:marked-chunk or hush:chunk one (run for
-// a rolling upgrade), which never holds back into held tasks, or a hush:held one (TypeHeld: held.go),
+// reads them on every run, a hush:marked-chunk or hush:chunk one (earlier
+// builds' types: legacy.go), which never holds back into held tasks, or a hush:held one (TypeHeld: held.go),
 // which marks its runs too.
 func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	var c chunk
@@ -141,11 +141,11 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	if held {
 		w.logHeldRun(ctx, c.name(), len(c.Recipients))
 	}
-	st, err := w.store.chunkState(ctx, &c, typ == TypeChunk || typ == typeChunkMarked || typ == TypeHeld)
+	st, err := w.store.chunkState(ctx, &c, typ == TypeGroupingChunk || typ == typeMarkedChunk || typ == TypeHeld)
 	if err != nil {
 		return err
 	}
-	st.group = typ == TypeChunk || typ == typeChunkRereading
+	st.group = typ == TypeGroupingChunk || typ == typeRereadingChunk
 	return w.deliverChunk(ctx, &c, st, nil, nil)
 }
 
@@ -167,9 +167,9 @@ func (w *Worker) enqueueChunk(ctx context.Context, c *chunk, marked bool) error 
 	if err != nil {
 		return fmt.Errorf("encode chunk %s: %w", c.name(), err)
 	}
-	typ := typeChunkRereading
+	typ := typeRereadingChunk
 	if marked {
-		typ = TypeChunk
+		typ = TypeGroupingChunk
 	}
 	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(typ, b),
 		asynq.TaskID(c.name()), asynq.Queue(shardQueue(string(c.Priority), c.name(), w.shards)),
@@ -238,7 +238,7 @@ type handoff struct {
 // st are the chunk's states as its run read them first; pre, when not
 // nil, is the first wave already booked (singleJobs, bookHeldJobs). hj,
 // when not nil, takes a single-recipient job's deferred recipient
-// (heldjobs.go): c is the job's only chunk, run by a batch or job task.
+// (waitingjobs.go): c is the job's only chunk, run by a batch or job task.
 func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking, hj *heldJobsGroups) error {
 	var handoffs []handoff
 	var rec chunkRecord

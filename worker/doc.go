@@ -89,8 +89,8 @@
 //	               re-run); a hush:rereading-chunk task (a job task's re-run
 //	               made it) reads them always (the job task's own chunk:
 //	               inside start.lua, and only when the job's task ran
-//	               before). hush:marked-chunk and hush:chunk tasks, run
-//	               for a rolling upgrade, run the same way but never hold
+//	               before). hush:marked-chunk and hush:chunk tasks, earlier
+//	               builds' (legacy.go), run the same way but never hold
 //	               back into hush:held tasks. Then, in waves of up to 25 recipients (each taking that
 //	               many of the worker's Concurrency send permits), books a
 //	               wave in one limiter round trip (ReserveBatch, Cluster
@@ -120,12 +120,12 @@
 //	               each run adds its group ("jobs:<task id>/<token>/<s>",
 //	               the token new to each run) to the hash
 //	               hush:jobs-at:{<q>/<s>}, which the task takes at s in
-//	               one script call (together.go). Each group's run marks
+//	               one script call (waitingsecond.go). Each group's run marks
 //	               itself (hush:held-run:{<id>}); the members' cancellation
 //	               is read in one round trip, each job's slot taken from
 //	               its group (or the booking of a job with a collapse key
 //	               found), and each job sent and recorded as a hush:held
-//	               task does (heldjobs.go).
+//	               task does (waitingjobs.go).
 //	hush:waiting-jobs one such group in a task of its own (the task id is
 //	               the group's): a group that joined its second after the
 //	               second's task took it, one woken early by a

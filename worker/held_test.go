@@ -605,7 +605,7 @@ func TestCollapseWakesHeldTask(t *testing.T) {
 // tasks) hands the recipients the limiter defers to their own delivery
 // tasks, as such a process would.
 func TestEarlierChunkTasksDoNotHoldBack(t *testing.T) {
-	for _, typ := range []string{typeChunkMarked, typeChunkUnmarked} {
+	for _, typ := range []string{typeMarkedChunk, typeChunk} {
 		t.Run(typ, func(t *testing.T) {
 			e, _, task := heldEnv(t, 6*time.Second)
 			if err := e.w.handleChunk(t.Context(), asynq.NewTask(typ, task.Payload())); err != nil {

@@ -115,7 +115,7 @@ func TestFinishedJobLeavesOneCompactEntry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := w.handleChunk(t.Context(), asynq.NewTask(TypeChunk, b)); err != nil {
+			if err := w.handleChunk(t.Context(), asynq.NewTask(TypeGroupingChunk, b)); err != nil {
 				t.Errorf("re-run of chunk %s: %v", c.name(), err)
 			}
 			d := c.delivery(0)

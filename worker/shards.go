@@ -93,7 +93,7 @@ func heldQueueOf(q string) string { return heldQueuePrefix + q }
 // servedHeldQueues is every held queue a worker serves: the held queue of
 // each queue servedQueues gives, and those left by a deployment with more
 // shards; and, with its held queue's weight, each marked queue of a served
-// held queue that exists (together.go: a process without seconds' tasks
+// held queue that exists (waitingsecond.go: a process without seconds' tasks
 // put a group's task there).
 func servedHeldQueues(weights map[string]int, shards int, existing []string) map[string]int {
 	var left []string

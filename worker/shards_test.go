@@ -151,7 +151,7 @@ func TestShardedDeliveries(t *testing.T) {
 				}
 			}
 			for _, ti := range tasks {
-				if ti.Type == TypeHeldSecond {
+				if ti.Type == TypeWaitingSecond {
 					// The groups of one shard's second: each in the shard
 					// of its id.
 					var s heldSecond
@@ -175,7 +175,7 @@ func TestShardedDeliveries(t *testing.T) {
 				if want := heldQueueOf(shardQueue("normal", ti.ID, shards)); ti.Queue != want {
 					t.Errorf("%s task %s waits in %s, want %s", ti.Type, ti.ID, ti.Queue, want)
 				}
-				if ti.Type == TypeHeldJobs {
+				if ti.Type == TypeWaitingJobs {
 					var h heldJobs
 					if err := json.Unmarshal(ti.Payload, &h); err != nil {
 						t.Fatalf("task %s in %s: %v", ti.ID, ti.Queue, err)

@@ -106,7 +106,7 @@ type chunkStates struct {
 	// for a retired job's states.
 	holds []string
 	// group: the chunk holds deferred recipients back into held tasks: a
-	// chunk task of this version's kinds (TypeChunk, typeChunkRereading),
+	// chunk task of this version's kinds (TypeGroupingChunk, typeRereadingChunk),
 	// or a job task's own chunk of a job of several recipients.
 	group bool
 	// cancelled: the job was cancelled; readAt is when the read that said
@@ -211,7 +211,7 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 	return st, err
 }
 
-// heldRunKey marks a hush:waiting-jobs task's runs (heldjobs.go): set by
+// heldRunKey marks a hush:waiting-jobs task's runs (waitingjobs.go): set by
 // its first run before it sends, kept as long as the job records, and
 // deleted by a run that settles every member (their jobs retire, so a
 // later run, after a lost completion or by hand, reads them retired).
@@ -219,9 +219,9 @@ func heldRunKey(task string) string { return "hush:held-run:{" + task + "}" }
 
 // heldJobsStates reads the states of the members of hush:waiting-jobs
 // groups (chunks of one recipient, each of its own job; c.group names its
-// group's task id), one group or a second's many (together.go). A group's
+// group's task id), one group or a second's many (waitingsecond.go). A group's
 // first run finds no run mark (heldRunKey, set in the same round trip):
-// its members are fresh and its own (heldjobs.go), and it reads only their
+// its members are fresh and its own (waitingjobs.go), and it reads only their
 // jobs' cancellation. A re-run reads each member's states with chunk.lua,
 // one round trip each.
 func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates, []error, error) {

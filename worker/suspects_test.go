@@ -150,8 +150,8 @@ func TestWokenGroupRunAgainChangesNothing(t *testing.T) {
 	// (Asynq keeps no completed task without a retention).
 	runOwn := func() []string {
 		var ran []string
-		for _, ti := range e.heldTasks(TypeHeldJobs) {
-			if err := e.w.handleHeldJobs(t.Context(), asynq.NewTask(TypeHeldJobs, ti.Payload)); err != nil {
+		for _, ti := range e.heldTasks(TypeWaitingJobs) {
+			if err := e.w.handleWaitingJobs(t.Context(), asynq.NewTask(TypeWaitingJobs, ti.Payload)); err != nil {
 				t.Fatalf("run of %s: %v", ti.ID, err)
 			}
 			if err := e.insp.DeleteTask(heldNormal, ti.ID); err != nil {

@@ -20,8 +20,8 @@ import (
 //     "#<digits>", and splitting at that last separator gives the job, the
 //     index and the attempt back, so no two deliveries share a member.
 //
-// Tasks enqueued by a version before these prefixes (plain "<job>",
-// "<job>/<index>", "<job>/c<k>") are still processed; only new ids use them.
+// Task ids without a kind, which earlier builds made, still run
+// (legacy.go).
 
 // jobTaskID is the Asynq task id of a submitted job.
 func jobTaskID(job string) string { return "job:" + job }

@@ -1,7 +1,7 @@
 -- together.lua: the hush:waiting-jobs groups of one held queue and second
 -- of waking, which every batch run that holds jobs back to that second
 -- adds to, and whose one hush:waiting-second task takes them at that
--- second (together.go explains who calls what, and why it is safe).
+-- second (waitingsecond.go explains who calls what, and why it is safe).
 --
 -- KEYS[1] waiting groups  hush:jobs-at:{<queue>/<second>}
 -- KEYS[2] taken groups    hush:jobs-at:{<queue>/<second>}:taken

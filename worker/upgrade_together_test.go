@@ -43,7 +43,7 @@ func TestReRunWithoutSecondsTasksRunsItsGroups(t *testing.T) {
 			t.Fatalf("job %s marked held in %q by %q, want a group of the cut run in %s", j.ID, q, g, heldJoined)
 		}
 		_, _, wake, _ := parseHeldJobsTaskID(g)
-		if err := e.client.enqueueHeld(t.Context(), TypeHeldJobs, g, q, time.Unix(wake, 0), []byte(bodies[g])); err != nil {
+		if err := e.client.enqueueHeld(t.Context(), TypeWaitingJobs, g, q, time.Unix(wake, 0), []byte(bodies[g])); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -335,21 +335,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// (heldQueuePrefix).
 	srv := w.newServer(baseCtx, w.conc, queues)
 	held := w.newServer(baseCtx, w.heldConc, heldQueues)
-	mux := asynq.NewServeMux()
-	mux.HandleFunc(TypeJob, w.handleJob)
-	mux.HandleFunc(TypeDelivery, w.handleDelivery)
-	mux.HandleFunc(TypeChunk, w.handleChunk)
-	mux.HandleFunc(typeChunkRereading, w.handleChunk)
-	mux.HandleFunc(typeChunkMarked, w.handleChunk)
-	mux.HandleFunc(typeChunkUnmarked, w.handleChunk)
-	// Held tasks that processes without held queues put in the delivery
-	// queues, run here for a rolling upgrade (CHANGELOG.md).
-	mux.HandleFunc(TypeHeld, w.handleChunk)
-	mux.HandleFunc(TypeBatch, w.handleBatch)
-	heldMux := asynq.NewServeMux()
-	heldMux.HandleFunc(TypeHeld, w.handleChunk)
-	heldMux.HandleFunc(TypeHeldJobs, w.handleHeldJobs)
-	heldMux.HandleFunc(TypeHeldSecond, w.handleHeldSecond)
+	mux, heldMux := w.serveMuxes()
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start task server: %w", err)
 	}
@@ -404,6 +390,26 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.cancelHalt()
 	w.log.Info("worker stopped")
 	return nil
+}
+
+// serveMuxes are the handlers of the two task servers: mux the delivery
+// server's, for deliveries, chunks, jobs and batches and the task types
+// only earlier builds make (legacy.go), and held the held server's.
+func (w *Worker) serveMuxes() (mux, held *asynq.ServeMux) {
+	mux = asynq.NewServeMux()
+	mux.HandleFunc(TypeJob, w.handleJob)
+	mux.HandleFunc(TypeDelivery, w.handleDelivery)
+	mux.HandleFunc(TypeGroupingChunk, w.handleChunk)
+	mux.HandleFunc(typeRereadingChunk, w.handleChunk)
+	mux.HandleFunc(TypeBatch, w.handleBatch)
+	for _, l := range legacyTasks() {
+		mux.HandleFunc(l.typ, func(ctx context.Context, t *asynq.Task) error { return l.handle(w, ctx, t) })
+	}
+	held = asynq.NewServeMux()
+	held.HandleFunc(TypeHeld, w.handleChunk)
+	held.HandleFunc(TypeWaitingJobs, w.handleWaitingJobs)
+	held.HandleFunc(TypeWaitingSecond, w.handleWaitingSecond)
+	return mux, held
 }
 
 // drainRecords writes the device outcomes and chunk records waiting in

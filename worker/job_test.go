@@ -91,7 +91,7 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	}
 	for range 2 {
 		for _, ti := range tasks {
-			if ti.Type != TypeChunk {
+			if ti.Type != TypeGroupingChunk {
 				continue
 			}
 			if err := e.w.handleChunk(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil {
@@ -271,8 +271,8 @@ func TestChunkRerunsReadWhatWasSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	tasks := e.chunkTasks()
-	if len(tasks) != 1 || tasks[0].Type != TypeChunk {
-		t.Fatalf("the job's first run made %v, want one %s task", tasks, TypeChunk)
+	if len(tasks) != 1 || tasks[0].Type != TypeGroupingChunk {
+		t.Fatalf("the job's first run made %v, want one %s task", tasks, TypeGroupingChunk)
 	}
 	if err := e.w.handleChunk(t.Context(), asynq.NewTask(tasks[0].Type, tasks[0].Payload)); err != nil {
 		t.Fatal(err)
@@ -308,8 +308,8 @@ func TestChunkRerunsReadWhatWasSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	tasks = e.chunkTasks()
-	if len(tasks) != 1 || tasks[0].Type != typeChunkRereading {
-		t.Fatalf("the job's re-run made %v, want one %s task", tasks, typeChunkRereading)
+	if len(tasks) != 1 || tasks[0].Type != typeRereadingChunk {
+		t.Fatalf("the job's re-run made %v, want one %s task", tasks, typeRereadingChunk)
 	}
 	if err := e.w.handleChunk(t.Context(), asynq.NewTask(tasks[0].Type, tasks[0].Payload)); err != nil {
 		t.Fatal(err)
@@ -334,7 +334,7 @@ func (e *env) chunkTasks() []*asynq.TaskInfo {
 		e.t.Fatal(err)
 	}
 	return slices.DeleteFunc(tasks, func(ti *asynq.TaskInfo) bool {
-		return !slices.Contains([]string{TypeChunk, typeChunkRereading, typeChunkMarked, typeChunkUnmarked}, ti.Type)
+		return !slices.Contains([]string{TypeGroupingChunk, typeRereadingChunk, typeMarkedChunk, typeChunk}, ti.Type)
 	})
 }
 
@@ -342,7 +342,7 @@ func (e *env) chunkTasks() []*asynq.TaskInfo {
 // left queued during a rolling upgrade is run by a running worker (through its
 // task server), and sends its chunk once.
 func TestEarlierChunkTasksStillRun(t *testing.T) {
-	for _, typ := range []string{typeChunkUnmarked, typeChunkMarked} {
+	for _, typ := range []string{typeChunk, typeMarkedChunk} {
 		t.Run(typ, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
 			const n = 150
@@ -375,7 +375,7 @@ func TestEarlierChunkTasksStillRun(t *testing.T) {
 // registers only the shorter one would run the longer one's tasks as its
 // own.
 func TestTaskTypesArePrefixFree(t *testing.T) {
-	types := []string{TypeJob, TypeBatch, TypeChunk, typeChunkRereading, typeChunkMarked, typeChunkUnmarked, TypeDelivery, TypeHeld, TypeHeldJobs}
+	types := []string{TypeJob, TypeBatch, TypeGroupingChunk, typeRereadingChunk, typeMarkedChunk, typeChunk, TypeDelivery, TypeHeld, TypeWaitingJobs, TypeWaitingSecond}
 	for _, a := range types {
 		for _, b := range types {
 			if a != b && strings.HasPrefix(b, a) {

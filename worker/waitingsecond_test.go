@@ -121,7 +121,7 @@ func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 	if len(secs) != len(wakes) || len(groups) <= len(secs) {
 		t.Fatalf("%d groups waking in %d seconds wait for %d tasks; want one task per second, shared by the batches (%v)", len(groups), len(wakes), len(secs), wakes)
 	}
-	if own := e.heldTasks(TypeHeldJobs); len(own) != 0 {
+	if own := e.heldTasks(TypeWaitingJobs); len(own) != 0 {
 		t.Errorf("%d groups in tasks of their own, want none", len(own))
 	}
 	all := append(slices.Clone(ja), jb...)
@@ -149,7 +149,7 @@ func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 		e.rdb.Del(t.Context(), k[1])
 		e.rdb.HSet(t.Context(), k[1], taken[id])
 		body, _ := json.Marshal(s)
-		if err := e.w.handleHeldSecond(t.Context(), asynq.NewTask(TypeHeldSecond, body)); err != nil {
+		if err := e.w.handleWaitingSecond(t.Context(), asynq.NewTask(TypeWaitingSecond, body)); err != nil {
 			t.Fatalf("run again of %s: %v", id, err)
 		}
 	}
@@ -195,7 +195,7 @@ func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := map[string]*asynq.TaskInfo{}
-	for _, ti := range e.heldTasks(TypeHeldJobs) {
+	for _, ti := range e.heldTasks(TypeWaitingJobs) {
 		own[ti.ID] = ti
 	}
 	late := 0
@@ -219,13 +219,13 @@ func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
 	if err := e.w.handleBatch(t.Context(), ta); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(e.heldTasks(TypeHeldJobs)); got != late {
+	if got := len(e.heldTasks(TypeWaitingJobs)); got != late {
 		t.Errorf("%d groups in tasks of their own after the first batch's re-run, want %d", got, late)
 	}
 	e.runHeldSeconds(1)
 	for _, id := range keysOf(own) {
 		time.Sleep(time.Until(own[id].NextProcessAt))
-		if err := e.w.handleHeldJobs(t.Context(), asynq.NewTask(TypeHeldJobs, own[id].Payload)); err != nil {
+		if err := e.w.handleWaitingJobs(t.Context(), asynq.NewTask(TypeWaitingJobs, own[id].Payload)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -323,7 +323,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	_ = e.w.heldSecondTask(ctx, asynq.NewTask(TypeHeldSecond, body))
+	_ = e.w.heldSecondTask(ctx, asynq.NewTask(TypeWaitingSecond, body))
 	if _, err := e.insp.GetTaskInfo(heldNormal, g2); err != nil {
 		t.Errorf("woken group %s: %v, want a task of its own made by its second's task", g2, err)
 	}

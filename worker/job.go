@@ -38,7 +38,7 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 
 // runJob is the work of a job's task, or of the batch task carrying it
 // (task, its id; "" for the job's own task); hj takes a single-recipient
-// job's recipient when the limiter defers it (heldjobs.go).
+// job's recipient when the limiter defers it (waitingjobs.go).
 func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string, hj *heldJobsGroups) error {
 	if app, pipe := w.singlePath(job); pipe != nil {
 		return w.singleJobs(ctx, app, []*payload.Job{job}, task, hj)[0]

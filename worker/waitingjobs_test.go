@@ -40,7 +40,7 @@ func heldJobsEnv(t *testing.T, n int, gap time.Duration) (*env, *asynq.Task, []p
 // heldJobsTasks lists the hush:waiting-jobs groups waiting in the held
 // queue of priority normal, decoded, by id: in a task of their own, or
 // in the hash of a hush:waiting-second task that has not taken them yet
-// (together.go).
+// (waitingsecond.go).
 func (e *env) heldJobsTasks() map[string]heldJobs {
 	e.t.Helper()
 	out := map[string]heldJobs{}
@@ -54,7 +54,7 @@ func (e *env) heldJobsTasks() map[string]heldJobs {
 		}
 		out[id] = h
 	}
-	for _, ti := range e.heldTasks(TypeHeldJobs) {
+	for _, ti := range e.heldTasks(TypeWaitingJobs) {
 		add(ti.ID, ti.Payload)
 	}
 	for _, s := range e.heldSeconds() {
@@ -92,7 +92,7 @@ func (e *env) heldTasks(typ string) []*asynq.TaskInfo {
 func (e *env) heldSeconds() map[string]heldSecond {
 	e.t.Helper()
 	out := map[string]heldSecond{}
-	for _, ti := range e.heldTasks(TypeHeldSecond) {
+	for _, ti := range e.heldTasks(TypeWaitingSecond) {
 		var s heldSecond
 		if err := json.Unmarshal(ti.Payload, &s); err != nil {
 			e.t.Fatal(err)
@@ -117,7 +117,7 @@ func (e *env) runHeldSeconds(runs int) {
 			e.t.Fatal(err)
 		}
 		for run := range runs {
-			if err := e.w.handleHeldSecond(e.t.Context(), asynq.NewTask(TypeHeldSecond, body)); err != nil {
+			if err := e.w.handleWaitingSecond(e.t.Context(), asynq.NewTask(TypeWaitingSecond, body)); err != nil {
 				e.t.Fatalf("run %d of %s: %v", run+1, id, err)
 			}
 		}
@@ -181,7 +181,7 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 	if len(tasks) == 0 || len(tasks) > 2 {
 		t.Fatalf("%d held jobs groups, want 1 or 2 (the bookings were made within a moment)", len(tasks))
 	}
-	if own := e.heldTasks(TypeHeldJobs); len(own) != 0 {
+	if own := e.heldTasks(TypeWaitingJobs); len(own) != 0 {
 		t.Errorf("%d groups in tasks of their own, want each waiting for its second's task", len(own))
 	}
 	secs := e.heldSeconds()
@@ -452,7 +452,7 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 			if n, err := e.rdb.Exists(t.Context(), heldRunKey(id)).Result(); err != nil || n != 1 {
 				t.Errorf("before run %d of %s by hand: run mark exists %d, %v; want kept", run+1, id, n, err)
 			}
-			if err := e.w.handleHeldJobs(t.Context(), asynq.NewTask(TypeHeldJobs, body)); err != nil {
+			if err := e.w.handleWaitingJobs(t.Context(), asynq.NewTask(TypeWaitingJobs, body)); err != nil {
 				t.Fatalf("run %d of %s: %v", run+1, id, err)
 			}
 		}

@@ -110,7 +110,7 @@ func newHeldJobsGroups(scope string) *heldJobsGroups {
 
 // id is the group this run holds a job of priority queue q back in, to
 // wake at Unix second wake, and the queue its markers name: its held
-// queue, marked as waiting for its second's task (together.go).
+// queue, marked as waiting for its second's task (waitingsecond.go).
 func (g *heldJobsGroups) id(w *Worker, c *chunk, wake int64) (id, queue string) {
 	id = heldJobsTaskID(g.scope, g.token, wake)
 	return id, heldQueueOf(shardQueue(string(c.Priority), id, w.shards)) + togetherSuffix
@@ -157,7 +157,7 @@ func (g *heldJobsGroups) put(c *chunk, j heldJoin) error {
 	return nil
 }
 
-// enqueue adds the run's groups to their seconds (together.go); again:
+// enqueue adds the run's groups to their seconds (waitingsecond.go); again:
 // also those an earlier run named in markers (only when every job of this
 // run was read and recorded). A group whose markers name its own task (a
 // run of a process without seconds' tasks made it) gets its own task
@@ -178,7 +178,7 @@ func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) err
 		if q, joined := joinedQueue(h.queue); joined {
 			err = w.joinSecond(ctx, id, q, h.Wake, body)
 		} else {
-			err = w.client.enqueueHeld(ctx, TypeHeldJobs, id, h.queue, time.Unix(h.Wake, 0), body)
+			err = w.client.enqueueHeld(ctx, TypeWaitingJobs, id, h.queue, time.Unix(h.Wake, 0), body)
 		}
 		if err != nil {
 			return err
@@ -200,7 +200,7 @@ func (g *heldJobsGroups) finish(ctx context.Context, w *Worker, errs []error) er
 	return g.enqueue(ctx, w, again)
 }
 
-func (w *Worker) handleHeldJobs(ctx context.Context, t *asynq.Task) error {
+func (w *Worker) handleWaitingJobs(ctx context.Context, t *asynq.Task) error {
 	return w.handle(ctx, t, w.heldJobsTask)
 }
 
@@ -243,7 +243,7 @@ func (h *heldJobs) valid() error {
 
 // runHeldJobs runs hush:waiting-jobs groups (valid ones) in task: a
 // group's own task, or every group of one held queue and second
-// (together.go), their members side by side.
+// (waitingsecond.go), their members side by side.
 func (w *Worker) runHeldJobs(ctx context.Context, task string, groups []*heldJobs) error {
 	var cs []*chunk
 	for _, h := range groups {

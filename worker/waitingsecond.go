@@ -18,7 +18,7 @@ import (
 )
 
 // Held jobs of many runs wake together: the hush:waiting-jobs groups
-// (heldjobs.go) that runs of different batch tasks hold back to the same
+// (waitingjobs.go) that runs of different batch tasks hold back to the same
 // held queue and second share one hush:waiting-second task, instead of a
 // task each. A group holds the held jobs of one batch run, often only a
 // few, and a task's Asynq lifecycle (enqueue, forward, dequeue, done)
@@ -152,7 +152,7 @@ func (w *Worker) joinSecond(ctx context.Context, id, q string, wake int64, body 
 	case 2:
 		return nil // taken by the second's task: it runs the group
 	default:
-		return w.client.enqueueHeld(ctx, TypeHeldJobs, id, q, time.Unix(wake, 0), body)
+		return w.client.enqueueHeld(ctx, TypeWaitingJobs, id, q, time.Unix(wake, 0), body)
 	}
 }
 
@@ -167,7 +167,7 @@ func (w *Worker) ensureSecond(ctx context.Context, q string, wake int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.client.enqueueHeld(ctx, TypeHeldSecond, id, q, time.Unix(wake, 0), body); err != nil {
+	if err := w.client.enqueueHeld(ctx, TypeWaitingSecond, id, q, time.Unix(wake, 0), body); err != nil {
 		return err
 	}
 	w.seconds.add(id, wake)
@@ -206,10 +206,10 @@ func (c *Client) wakeHeld(ctx context.Context, q, task string) bool {
 	}
 	// The group is in the woken hash now: its second's task makes sure
 	// of this task too, should this process die first.
-	return c.enqueueHeld(ctx, TypeHeldJobs, task, q, c.now(), []byte(body)) == nil
+	return c.enqueueHeld(ctx, TypeWaitingJobs, task, q, c.now(), []byte(body)) == nil
 }
 
-func (w *Worker) handleHeldSecond(ctx context.Context, t *asynq.Task) error {
+func (w *Worker) handleWaitingSecond(ctx context.Context, t *asynq.Task) error {
 	return w.handle(ctx, t, w.heldSecondTask)
 }
 
@@ -229,7 +229,7 @@ func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
 	}
 	taken, woken := hashOf(vals[0]), hashOf(vals[1])
 	for _, id := range slices.Sorted(maps.Keys(woken)) {
-		if err := w.client.enqueueHeld(ctx, TypeHeldJobs, id, s.Queue, w.now(), []byte(woken[id])); err != nil {
+		if err := w.client.enqueueHeld(ctx, TypeWaitingJobs, id, s.Queue, w.now(), []byte(woken[id])); err != nil {
 			return err
 		}
 	}
