@@ -104,8 +104,8 @@ import (
 //   - Final states counted without a range: a record whose final states a
 //     build without ranged record calls wrote has none of record.lua's
 //     'ranged' and 'f:<range>' counts for them. record.lua then finds the
-//     range not fresh and reads the states, as it does after finalize.lua
-//     or a call without a range: no code of its own. The mention in
+//     range not fresh and reads the states, as it does after any call
+//     without a range: no code of its own. The mention in
 //     record.lua goes recordTTL after the last such build stopped.
 //
 //   - A finished job's done entry without a batch task's tag, written for
