@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
@@ -558,6 +559,7 @@ func TestCancelWakesHeldTasks(t *testing.T) {
 // out at its slot, and the task's other recipients still arrive once, at
 // their slots.
 func TestCollapseWakesHeldTask(t *testing.T) {
+	testkit.Slow(t, "waits out a 10 s gap for a held fan-out")
 	const n = 150
 	// A held booking within CollapseMargin (5 s) of its slot is never
 	// collapsed: 10 s leaves a slow machine time to submit the newer push.
@@ -679,6 +681,7 @@ func (e *env) heldTask(job string, index int) (*asynq.TaskInfo, error) {
 // call, the held task still wakes and waits; everything is delivered,
 // once per device, with the gap intact.
 func TestHeldTasksWaitOutsideDeliverySlots(t *testing.T) {
+	testkit.Slow(t, "holds the one delivery slot with a 10 s provider call")
 	const gap = 4 * time.Second
 	e := newEnv(t, envOptions{gap: gap.String(), concurrency: 1})
 	e.waitDone(e.submit(fanJob("wa", 2)), 10*time.Second)
@@ -827,6 +830,7 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 // queue (not completed, not archived); the next process sends each push
 // once, the gap intact.
 func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
+	testkit.Slow(t, "a restart while a held task waits out a 4 s gap")
 	const gap = 4 * time.Second
 	var second string
 	e, held := shutdownWhileHeldWaits(t, func() (*env, string, []string) {

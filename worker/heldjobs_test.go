@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 )
 
@@ -385,6 +386,7 @@ func TestHeldJobsThrottledBurst(t *testing.T) {
 // it sends nothing and goes back to its queue; the next process sends
 // each push once, the gap intact.
 func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
+	testkit.Slow(t, "a restart while held jobs wait out a 4 s gap")
 	const gap = 4 * time.Second
 	var first, second []payload.Job
 	for i := range 3 {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 )
 
 // resetUser resets user's limiter state as DELETE
@@ -230,6 +231,7 @@ func TestResetMarkOverwritesASpoiledKey(t *testing.T) {
 // wakes, keeps the gap from it. Taken from its payload's slot, it went out
 // about 4 s after the new push, with a gap of 6 s.
 func TestResetMidFloodKeepsTheGap(t *testing.T) {
+	testkit.Slow(t, "waits out a 6 s gap twice through a running worker")
 	const gap = 6 * time.Second
 	e := newEnv(t, envOptions{gap: gap.String()})
 	token := apnsToken("flood")

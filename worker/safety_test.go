@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/providers/fake"
@@ -140,6 +141,7 @@ func TestPartialRetryBooksItsOwnSlot(t *testing.T) {
 // once HUSH_MAX_THROTTLED has passed, instead of a request a second
 // forever.
 func TestProviderThrottlingBacksOffAndEnds(t *testing.T) {
+	testkit.Slow(t, "waits out Asynq retries 1, 2 and 4 s apart")
 	e := newEnv(t, envOptions{maxThrottled: 5 * time.Second})
 	tok := apnsToken("busy")
 	e.apns.Script(tok, fake.TooMany(0))
