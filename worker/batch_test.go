@@ -466,8 +466,9 @@ func TestGatheringWaitsForTheCallersItAnswered(t *testing.T) {
 					t.Error(err)
 				}
 				if comesBack {
-					// Some work between two submissions: write 2 would
-					// have gone without x2 by then.
+					// Some work between two submissions, in real time:
+					// a write that waited only for the callers already
+					// there would have gone without x2 by then.
 					time.Sleep(20 * time.Millisecond)
 					_, err := c.Enqueue(context.Background(), job("x2"))
 					second <- err
@@ -671,7 +672,9 @@ func TestJobFinishedBeforeItsRecordIsAccepted(t *testing.T) {
 			}
 		}
 		finishing = nil
-		time.Sleep(2 * time.Millisecond) // a later acceptance, to the millisecond
+		// A later acceptance, to the millisecond: the client stamps it
+		// with the system clock.
+		time.Sleep(2 * time.Millisecond)
 		for _, again := range []bool{false, true} {
 			for i, r := range submit(again, jobs...) {
 				if r.Err != nil || !r.Duplicate {

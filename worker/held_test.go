@@ -329,7 +329,9 @@ func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
 			latest = later(latest, slot)
 		}
 	}
-	// Woken within a wait in place of the latest slot.
+	// Woken within a wait in place of the latest slot. Real time: the
+	// slots are on the limiter's clock (Redis TIME), which no injected
+	// clock moves.
 	time.Sleep(time.Until(latest.Add(-2 * time.Second)))
 	run := e.runHeld
 	// The first task's run is cut by shutdown while it waits (its slots
@@ -430,7 +432,9 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 	if len(held) == 0 {
 		t.Fatal("no held task")
 	}
-	time.Sleep(3*time.Second + 2*lateRebook) // past every slot
+	// Past every slot, in real time: the slots are on the limiter's clock
+	// (Redis TIME), which no injected clock moves.
+	time.Sleep(3*time.Second + 2*lateRebook)
 	for range 2 {
 		for _, ti := range held {
 			if err := e.w.handleChunk(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil {
@@ -478,7 +482,7 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 		if st.Counts[stateDelivered] == 50 {
 			break
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // polling: a rebooked task comes due at its slot
 		for _, ti := range e.scheduled(TypeDelivery) {
 			_, rest, _ := strings.Cut(ti.ID, "/")
 			var i int
@@ -992,6 +996,8 @@ func TestHeldTaskTakesItsSlotsFromItsPayload(t *testing.T) {
 			c.Slots[k] += moved
 		}
 	}
+	// Real time: the slots are on the limiter's clock (Redis TIME),
+	// which no injected clock moves.
 	time.Sleep(time.Until(earliest.Add(-1500 * time.Millisecond)))
 	run := e.runHeld
 	// The job task's held tasks: a first run cut by shutdown while it

@@ -112,6 +112,8 @@ func (e *env) runHeldSeconds(runs int) {
 	e.t.Helper()
 	secs := e.heldSeconds()
 	for _, id := range slices.Sorted(maps.Keys(secs)) {
+		// Real time: the slots are on the limiter's clock (Redis TIME),
+		// which no injected clock moves.
 		time.Sleep(time.Until(time.Unix(secs[id].Wake, 0)))
 		body, err := json.Marshal(secs[id])
 		if err != nil {
@@ -441,6 +443,8 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 		t.Fatal("no held jobs task")
 	}
 	latest := latestSlot(t, e, jobs)
+	// Real time: the slots are on the limiter's clock (Redis TIME),
+	// which no injected clock moves.
 	time.Sleep(time.Until(latest.Add(lateRebook + 300*time.Millisecond)))
 	// The second's task, twice (the second run takes nothing: done), then
 	// each group's own task by hand (it reads its members' states).

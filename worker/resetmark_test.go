@@ -94,6 +94,8 @@ func TestResetCountsHeldPushes(t *testing.T) {
 func runHeldLookingUp(t *testing.T, e *env, held []chunk) map[string]bool {
 	t.Helper()
 	wake := slices.MinFunc(held, func(a, b chunk) int { return cmp.Compare(a.Wake, b.Wake) }).Wake
+	// Real time: the slots are on the limiter's clock (Redis TIME),
+	// which no injected clock moves.
 	time.Sleep(time.Until(time.Unix(wake, 0)))
 	e.runHeldTogether(held)
 	reqs := e.apns.Requests()
@@ -253,7 +255,8 @@ func TestResetMidFloodKeepsTheGap(t *testing.T) {
 		return err == nil && st.Deferrals > 0 && len(e.heldJobsTasks()) == 1
 	})
 	// Two seconds into the gap, well before the group wakes (a second or
-	// two before the slot).
+	// two before the slot). Real time: the gap is on the limiter's clock
+	// (Redis TIME).
 	time.Sleep(time.Until(sent()[0].Add(2 * time.Second)))
 	resetUser(t, e, "u-flood")
 	after := e.submit(alertJob("after-reset", "f", apnsRecipient("u-flood", token)))

@@ -224,6 +224,8 @@ func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
 	}
 	e.runHeldSeconds(1)
 	for _, id := range keysOf(own) {
+		// Real time: Asynq runs a task at its NextProcessAt, and the slots
+		// are on the limiter's clock (Redis TIME).
 		time.Sleep(time.Until(own[id].NextProcessAt))
 		if err := e.w.handleHeldJobs(t.Context(), asynq.NewTask(TypeHeldJobs, own[id].Payload)); err != nil {
 			t.Fatal(err)
@@ -346,6 +348,8 @@ func TestHeldRunLateForItsSlotsHandsOver(t *testing.T) {
 	freed := make(chan struct{})
 	go func() {
 		defer close(freed)
+		// Real time: the slots are on the limiter's clock (Redis TIME),
+		// which no injected clock moves.
 		time.Sleep(time.Until(latest.Add(lateRebook + 400*time.Millisecond)))
 		e.w.sends.Release(10)
 	}()
