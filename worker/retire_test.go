@@ -160,6 +160,7 @@ func TestFinishedJobLeavesOneCompactEntry(t *testing.T) {
 // duplicates for HUSH_JOB_RETENTION (up to a quarter more), then is
 // forgotten: its status is not found and the same id is a new job.
 func TestRetentionEndsDuplicateDetection(t *testing.T) {
+	t.Parallel()
 	const retention = 2 * time.Second
 	e := newEnv(t, envOptions{retention: retention})
 	tok := apnsToken("again")
