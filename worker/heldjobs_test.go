@@ -332,13 +332,13 @@ func TestHeldJobsTaskIDs(t *testing.T) {
 	}
 }
 
-// TestHeldJobsThrottledBurst: users each sent several single-recipient
-// jobs in one batch, the worker running, under a gap longer than a wait in
+// TestHeldJobsThrottledBurst: users each sent two single-recipient jobs
+// in one batch, the worker running, under a gap longer than a wait in
 // place: every push arrives once, a gap apart per user, and the deferred
 // ones never became delivery tasks (the delivery queue ran the batch task
 // alone).
 func TestHeldJobsThrottledBurst(t *testing.T) {
-	const users, per, gap = 6, 3, 3 * time.Second
+	const users, per, gap = 6, 2, 3 * time.Second
 	e := newEnv(t, envOptions{gap: gap.String()})
 	var jobs []payload.Job
 	for i := range users {

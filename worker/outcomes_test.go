@@ -105,6 +105,7 @@ func TestTokenInvalid(t *testing.T) {
 }
 
 func TestRetrySendsOnlyToUndeliveredDevices(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{maxRetry: 3})
 	ok, flaky := apnsToken("ok"), apnsToken("flaky")
 	e.apns.Script(flaky, fake.Status(http.StatusServiceUnavailable), fake.OK())
@@ -265,6 +266,7 @@ func TestGarbageTaskIsArchivedAndTheWorkerGoesOn(t *testing.T) {
 // the other runs past the deadline; the delivery counts as delivered and
 // its limiter entry (a real push) stays.
 func TestExpiryAfterAPartialDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{maxRetry: 10})
 	ok, down := apnsToken("p-ok"), apnsToken("p-down")
 	e.apns.Script(down, fake.Status(503), fake.Status(503), fake.Status(503), fake.Status(503), fake.Status(503), fake.Status(503))

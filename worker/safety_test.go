@@ -60,6 +60,7 @@ func TestShutdownRecordsAnsweredSends(t *testing.T) {
 // "y" does, are both accepted (not answered as duplicates), and every job
 // delivers.
 func TestJobIDsCannotTakeInternalTaskIDs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{gap: "3s"})
 	ctx := t.Context()
 	warm := alertJob("warm", "w", apnsRecipient("u-x", apnsToken("warm-x")), apnsRecipient("u-y", apnsToken("warm-y")))
