@@ -26,6 +26,12 @@ func TestDropLogNamesNoDeadlineWithoutOne(t *testing.T) {
 	held := alertJob("score-1", "1", apnsRecipient("u-c", apnsToken("c")))
 	held.CollapseKey = "score"
 	first := e.submit(held)
+	// score-1 held, its mark written: the newer push's collapse wakes it
+	// then, instead of leaving it to find its booking gone at its slot.
+	waitFor(t, 10*time.Second, "score-1 held back by the gap", func() bool {
+		st, err := e.client.Status(t.Context(), first)
+		return err == nil && st.Deferrals > 0 && e.rdb.HExists(t.Context(), jobKey(first), heldPrefix+"0").Val()
+	})
 	newer := held
 	newer.ID, newer.CollapseKey = "score-2", "score"
 	e.submit(newer)
