@@ -151,7 +151,7 @@ func TestBatchDeliversEachJobOnce(t *testing.T) {
 			t.Errorf("job %d (%q) sent again: %+v, want a duplicate", i, resend[i].ID, r)
 		}
 	}
-	time.Sleep(time.Second) // anything enqueued by mistake would run now
+	e.waitQuiet(10 * time.Second) // anything enqueued by mistake has run
 	if n := len(e.apns.Requests()); n != len(tokens) {
 		t.Errorf("%d pushes after the batch was sent again, want still %d", n, len(tokens))
 	}
@@ -237,7 +237,7 @@ func TestBatchRerunSendsNothingAgain(t *testing.T) {
 		_, err := e.insp.GetTaskInfo("normal", task.ID)
 		return errors.Is(err, asynq.ErrTaskNotFound)
 	})
-	time.Sleep(500 * time.Millisecond)
+	e.waitQuiet(10 * time.Second) // any task the re-run made by mistake has run
 	if n := len(e.apns.Requests()); n != len(jobs) {
 		t.Errorf("%d pushes after the re-run, want still %d", n, len(jobs))
 	}
@@ -322,7 +322,24 @@ func TestBatchFloodForOneUserKeepsTheRules(t *testing.T) {
 	}
 	res := e.submitBatch(jobs)
 	waitFor(t, 10*time.Second, "4 pushes", func() bool { return len(e.apns.Requests()) >= 4 })
-	time.Sleep(time.Second) // a fifth push inside the minute would arrive now
+	// Every job booked: a fifth push inside the minute would be a fifth
+	// booking there, so any five consecutive slots span the window.
+	var slots []time.Time
+	waitFor(t, 10*time.Second, "every job booked", func() bool {
+		slots = slots[:0]
+		for _, r := range res {
+			if at, ok := e.lim.slot(memberOf(r.ID, 0, 0)); ok {
+				slots = append(slots, at)
+			}
+		}
+		return len(slots) == n
+	})
+	slices.SortFunc(slots, time.Time.Compare)
+	for i := 4; i < n; i++ {
+		if span := slots[i].Sub(slots[i-4]); span < time.Minute {
+			t.Errorf("bookings %d to %d within %s, want the cap of 4 a minute", i-4, i, span)
+		}
+	}
 	reqs := e.apns.Requests()
 	if len(reqs) != 4 {
 		t.Fatalf("%d pushes within the minute, want the cap of 4", len(reqs))
@@ -333,13 +350,19 @@ func TestBatchFloodForOneUserKeepsTheRules(t *testing.T) {
 		}
 	}
 	held := 0
-	for _, r := range res {
-		st, err := e.client.Status(t.Context(), r.ID)
-		if err != nil {
-			t.Fatal(err)
+	waitFor(t, 10*time.Second, "the 4 pushes recorded delivered", func() bool {
+		delivered := 0
+		held = 0
+		for _, r := range res {
+			st, err := e.client.Status(t.Context(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			delivered += st.Counts[stateDelivered]
+			held += st.Counts["pending"]
 		}
-		held += st.Counts["pending"]
-	}
+		return delivered == 4
+	})
 	if held != n-4 {
 		t.Errorf("%d deliveries still held, want %d (deferred, not dropped)", held, n-4)
 	}
@@ -443,8 +466,9 @@ func TestGatheringWaitsForTheCallersItAnswered(t *testing.T) {
 					t.Error(err)
 				}
 				if comesBack {
-					// Some work between two submissions: write 2 would
-					// have gone without x2 by then.
+					// Some work between two submissions, in real time:
+					// a write that waited only for the callers already
+					// there would have gone without x2 by then.
 					time.Sleep(20 * time.Millisecond)
 					_, err := c.Enqueue(context.Background(), job("x2"))
 					second <- err
@@ -458,9 +482,7 @@ func TestGatheringWaitsForTheCallersItAnswered(t *testing.T) {
 					}
 				})
 			}
-			for c.gathering.Waiting() < 3 {
-				time.Sleep(time.Millisecond)
-			}
+			waitFor(t, 10*time.Second, "y1, y2 and y3 waiting for write 2", func() bool { return c.gathering.Waiting() >= 3 })
 			close(release)
 			wg.Wait()
 			if !comesBack {
@@ -578,9 +600,7 @@ func TestGatheringSurvivesAPanickingWrite(t *testing.T) {
 			errs <- err
 		}()
 	}
-	for c.gathering.Waiting() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, 10*time.Second, "p-1 and p-2 waiting for the next write", func() bool { return c.gathering.Waiting() >= 2 })
 	close(release)
 	if err := <-first; err != nil {
 		t.Errorf("the job written alone: %v", err)
@@ -652,7 +672,9 @@ func TestJobFinishedBeforeItsRecordIsAccepted(t *testing.T) {
 			}
 		}
 		finishing = nil
-		time.Sleep(2 * time.Millisecond) // a later acceptance, to the millisecond
+		// A later acceptance, to the millisecond: the client stamps it
+		// with the system clock.
+		time.Sleep(2 * time.Millisecond)
 		for _, again := range []bool{false, true} {
 			for i, r := range submit(again, jobs...) {
 				if r.Err != nil || !r.Duplicate {
@@ -661,7 +683,7 @@ func TestJobFinishedBeforeItsRecordIsAccepted(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // time for any duplicate task to send
+	e.waitQuiet(10 * time.Second) // any duplicate task has sent
 	sent := map[string]int{}
 	for _, r := range e.apns.Requests() {
 		sent[r.Token]++

@@ -178,7 +178,9 @@ func (l slowBatch) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([
 func (l slowBatch) ReserveBatchWith(ctx context.Context, reqs []throttle.Request, queue func(redis.Pipeliner)) ([]throttle.Reservation, error) {
 	rs, err := l.recordingLimiter.ReserveBatchWith(ctx, reqs, queue)
 	if _, seen := l.seen.LoadOrStore(reqs[0].Member, true); !seen {
-		time.Sleep(300 * time.Millisecond) // the stall being simulated
+		// The stall being simulated, in real time as a stalled process lives
+		// it: the slot just booked is on the limiter's clock (Redis TIME).
+		time.Sleep(300 * time.Millisecond)
 	}
 	return rs, err
 }

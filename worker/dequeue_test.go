@@ -290,7 +290,7 @@ func TestDequeueGateKeepsPriority(t *testing.T) {
 			tookCritical <- normal.Load()
 			return nil
 		}
-		time.Sleep(2 * time.Millisecond) // a backlog that lasts: at least 600 ms at concurrency 10
+		time.Sleep(2 * time.Millisecond) // the work being simulated: a backlog that lasts at least 600 ms at concurrency 10
 		normal.Add(1)
 		return nil
 	})

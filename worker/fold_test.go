@@ -152,6 +152,7 @@ func TestShutdownRecordsFoldedAnswers(t *testing.T) {
 // held jobs and, when its slot comes, writes its one device's answer in
 // its record call too: no write of a device-state hash, one push.
 func TestHeldJobFoldsItsAnswer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{gap: "3s"})
 	l := &commandLog{}
 	e.rdb.AddHook(l)

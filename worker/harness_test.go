@@ -269,6 +269,28 @@ func (e *env) submit(job payload.Job) string {
 	return acc.ID
 }
 
+// waitQuiet waits until no task of any queue is pending or active: what
+// the worker was handed has run, a task enqueued by mistake has run too,
+// and every push its handlers sent has reached the fakes (a sender's call
+// returns after the fake's answer). A test checks that nothing more
+// arrives after it, instead of sleeping in the hope that it would have.
+func (e *env) waitQuiet(timeout time.Duration) {
+	e.t.Helper()
+	waitFor(e.t, timeout, "no task pending or active", func() bool {
+		queues, err := e.insp.Queues()
+		if err != nil {
+			return false
+		}
+		for _, q := range queues {
+			info, err := e.insp.GetQueueInfo(q)
+			if err != nil || info.Pending+info.Active > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // waitDone waits until every recipient of the job has a final state and
 // returns the job's status.
 func (e *env) waitDone(id string, timeout time.Duration) JobStatus {

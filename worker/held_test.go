@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
@@ -328,7 +329,9 @@ func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
 			latest = later(latest, slot)
 		}
 	}
-	// Woken within a wait in place of the latest slot.
+	// Woken within a wait in place of the latest slot. Real time: the
+	// slots are on the limiter's clock (Redis TIME), which no injected
+	// clock moves.
 	time.Sleep(time.Until(latest.Add(-2 * time.Second)))
 	run := e.runHeld
 	// The first task's run is cut by shutdown while it waits (its slots
@@ -429,7 +432,9 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 	if len(held) == 0 {
 		t.Fatal("no held task")
 	}
-	time.Sleep(3*time.Second + 2*lateRebook) // past every slot
+	// Past every slot, in real time: the slots are on the limiter's clock
+	// (Redis TIME), which no injected clock moves.
+	time.Sleep(3*time.Second + 2*lateRebook)
 	for range 2 {
 		for _, ti := range held {
 			if err := e.w.handleChunk(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil {
@@ -477,7 +482,7 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 		if st.Counts[stateDelivered] == 50 {
 			break
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // polling: a rebooked task comes due at its slot
 		for _, ti := range e.scheduled(TypeDelivery) {
 			_, rest, _ := strings.Cut(ti.ID, "/")
 			var i int
@@ -558,6 +563,7 @@ func TestCancelWakesHeldTasks(t *testing.T) {
 // out at its slot, and the task's other recipients still arrive once, at
 // their slots.
 func TestCollapseWakesHeldTask(t *testing.T) {
+	testkit.Slow(t, "waits out a 10 s gap for a held fan-out")
 	const n = 150
 	// A held booking within CollapseMargin (5 s) of its slot is never
 	// collapsed: 10 s leaves a slow machine time to submit the newer push.
@@ -679,6 +685,7 @@ func (e *env) heldTask(job string, index int) (*asynq.TaskInfo, error) {
 // call, the held task still wakes and waits; everything is delivered,
 // once per device, with the gap intact.
 func TestHeldTasksWaitOutsideDeliverySlots(t *testing.T) {
+	testkit.Slow(t, "holds the one delivery slot with a 10 s provider call")
 	const gap = 4 * time.Second
 	e := newEnv(t, envOptions{gap: gap.String(), concurrency: 1})
 	e.waitDone(e.submit(fanJob("wa", 2)), 10*time.Second)
@@ -827,6 +834,7 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 // queue (not completed, not archived); the next process sends each push
 // once, the gap intact.
 func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
+	testkit.Slow(t, "a restart while a held task waits out a 4 s gap")
 	const gap = 4 * time.Second
 	var second string
 	e, held := shutdownWhileHeldWaits(t, func() (*env, string, []string) {
@@ -988,6 +996,8 @@ func TestHeldTaskTakesItsSlotsFromItsPayload(t *testing.T) {
 			c.Slots[k] += moved
 		}
 	}
+	// Real time: the slots are on the limiter's clock (Redis TIME),
+	// which no injected clock moves.
 	time.Sleep(time.Until(earliest.Add(-1500 * time.Millisecond)))
 	run := e.runHeld
 	// The job task's held tasks: a first run cut by shutdown while it

@@ -105,6 +105,7 @@ func TestTokenInvalid(t *testing.T) {
 }
 
 func TestRetrySendsOnlyToUndeliveredDevices(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{maxRetry: 3})
 	ok, flaky := apnsToken("ok"), apnsToken("flaky")
 	e.apns.Script(flaky, fake.Status(http.StatusServiceUnavailable), fake.OK())
@@ -122,6 +123,7 @@ func TestRetrySendsOnlyToUndeliveredDevices(t *testing.T) {
 }
 
 func TestProviderThrottlingIsNotAFailure(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{maxRetry: 0})
 	tok := apnsToken("busy")
 	e.apns.Script(tok, fake.TooMany(0), fake.OK())
@@ -139,6 +141,7 @@ func TestProviderThrottlingIsNotAFailure(t *testing.T) {
 }
 
 func TestFCMRetryAfterIsHonoured(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{maxRetry: 0})
 	tok := fcmToken("quota")
 	e.fcm.Script(tok, fake.TooMany(2*time.Second), fake.OK())
@@ -170,6 +173,7 @@ func (e *env) archived(n int) []*asynq.TaskInfo {
 }
 
 func TestFailuresAreArchivedWithTheReason(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		answers  []fake.Answer
@@ -183,6 +187,7 @@ func TestFailuresAreArchivedWithTheReason(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, envOptions{maxRetry: 1})
 			tok := apnsToken(tt.name)
 			e.apns.Script(tok, tt.answers...)
@@ -209,6 +214,7 @@ func TestFailuresAreArchivedWithTheReason(t *testing.T) {
 // retries with the backoff, gives its booking back meanwhile, and goes out
 // once the provider takes the key again; readiness fails in between.
 func TestCredentialFailureIsRetried(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{maxRetry: 3})
 	tok := apnsToken("cred")
 	e.apns.Script(tok, fake.APNsReason(403, "ExpiredProviderToken"), fake.APNsReason(403, "InvalidProviderToken"), fake.OK())
@@ -260,6 +266,7 @@ func TestGarbageTaskIsArchivedAndTheWorkerGoesOn(t *testing.T) {
 // the other runs past the deadline; the delivery counts as delivered and
 // its limiter entry (a real push) stays.
 func TestExpiryAfterAPartialDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{maxRetry: 10})
 	ok, down := apnsToken("p-ok"), apnsToken("p-down")
 	e.apns.Script(down, fake.Status(503), fake.Status(503), fake.Status(503), fake.Status(503), fake.Status(503), fake.Status(503))

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
@@ -151,6 +152,7 @@ func TestPacedSendNeverAfterItsDeadline(t *testing.T) {
 // at least 60 of its 100/s, and neither app's log holds more in one
 // second than the bound.
 func TestPacedAppDoesNotStarveAnother(t *testing.T) {
+	testkit.Slow(t, "measures two apps' sends second by second")
 	t.Parallel()
 	const rateA, rateB, nA, nB = 200, 100, 1200, 300
 	e := newEnv(t, envOptions{concurrency: DefaultConcurrency, apps: func(rdb *redis.Client, l Limiter, senders map[payload.Platform]Sender) []App {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
@@ -117,13 +119,22 @@ func TestSendAtBooksNothingBefore(t *testing.T) {
 		j.TTL = payload.Duration(time.Second) // from send_at: not expired
 	})
 	e.submit(j)
-	time.Sleep(800 * time.Millisecond)
+	// The job's task waits in Asynq's schedule until shortly before
+	// send_at, and Asynq runs nothing of it earlier: nothing is booked
+	// until then.
+	ti, err := e.insp.GetTaskInfo("normal", jobTaskID("later"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ti.State != asynq.TaskStateScheduled || ti.NextProcessAt.Before(at.Add(-wakeMargin-time.Second)) {
+		t.Errorf("job task %s, due at %s, want scheduled for %s before send_at", ti.State, ti.NextProcessAt.Format(time.StampMilli), wakeMargin)
+	}
 	st, err := e.lim.Status(context.Background(), "u", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(st.Entries) != 0 {
-		t.Errorf("entries %v 1.7s before send_at, want none booked yet", st.Entries)
+		t.Errorf("entries %v before send_at, want none booked yet", st.Entries)
 	}
 	if got := e.waitDone("later", 10*time.Second); got.Counts[stateDelivered] != 1 {
 		t.Fatalf("counts %v, want delivered", got.Counts)
@@ -234,7 +245,7 @@ func TestCancelSendsNothingAfterItsAnswer(t *testing.T) {
 		t.Errorf("cancel answered %+v, want cancelled now", res)
 	}
 	st := e.waitDone2("big", 10*time.Second)
-	time.Sleep(time.Second) // anything still on its way would arrive by now
+	e.waitQuiet(10 * time.Second) // every call under way has reached the fake
 	var sent int
 	for _, r := range e.apns.Requests() {
 		if r.At.After(answered) {

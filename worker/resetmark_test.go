@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 )
 
 // resetUser resets user's limiter state as DELETE
@@ -93,6 +94,8 @@ func TestResetCountsHeldPushes(t *testing.T) {
 func runHeldLookingUp(t *testing.T, e *env, held []chunk) map[string]bool {
 	t.Helper()
 	wake := slices.MinFunc(held, func(a, b chunk) int { return cmp.Compare(a.Wake, b.Wake) }).Wake
+	// Real time: the slots are on the limiter's clock (Redis TIME),
+	// which no injected clock moves.
 	time.Sleep(time.Until(time.Unix(wake, 0)))
 	e.runHeldTogether(held)
 	reqs := e.apns.Requests()
@@ -230,6 +233,7 @@ func TestResetMarkOverwritesASpoiledKey(t *testing.T) {
 // wakes, keeps the gap from it. Taken from its payload's slot, it went out
 // about 4 s after the new push, with a gap of 6 s.
 func TestResetMidFloodKeepsTheGap(t *testing.T) {
+	testkit.Slow(t, "waits out a 6 s gap twice through a running worker")
 	const gap = 6 * time.Second
 	e := newEnv(t, envOptions{gap: gap.String()})
 	token := apnsToken("flood")
@@ -251,7 +255,8 @@ func TestResetMidFloodKeepsTheGap(t *testing.T) {
 		return err == nil && st.Deferrals > 0 && len(e.heldJobsTasks()) == 1
 	})
 	// Two seconds into the gap, well before the group wakes (a second or
-	// two before the slot).
+	// two before the slot). Real time: the gap is on the limiter's clock
+	// (Redis TIME).
 	time.Sleep(time.Until(sent()[0].Add(2 * time.Second)))
 	resetUser(t, e, "u-flood")
 	after := e.submit(alertJob("after-reset", "f", apnsRecipient("u-flood", token)))

@@ -75,15 +75,10 @@ func TestFinishedJobLeavesOneCompactEntry(t *testing.T) {
 		}
 		// The handler returns after the script that finishes the job; Asynq
 		// then deletes the task (no retention), a moment later.
-		var err error
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if _, err = e.insp.GetTaskInfo("normal", jobTaskID(id)); errors.Is(err, asynq.ErrTaskNotFound) {
-				break
-			}
-		}
-		if !errors.Is(err, asynq.ErrTaskNotFound) {
-			t.Errorf("job %s done, its Asynq task is still there 5 s later (err %v)", id, err)
-		}
+		waitFor(t, 5*time.Second, "job "+id+"'s Asynq task deleted", func() bool {
+			_, err := e.insp.GetTaskInfo("normal", jobTaskID(id))
+			return errors.Is(err, asynq.ErrTaskNotFound)
+		})
 	}
 	entries := e.doneEntries()
 	if len(entries) != 2 || entries[solo.ID] == "" || entries[wide.ID] == "" {
@@ -165,6 +160,7 @@ func TestFinishedJobLeavesOneCompactEntry(t *testing.T) {
 // duplicates for HUSH_JOB_RETENTION (up to a quarter more), then is
 // forgotten: its status is not found and the same id is a new job.
 func TestRetentionEndsDuplicateDetection(t *testing.T) {
+	t.Parallel()
 	const retention = 2 * time.Second
 	e := newEnv(t, envOptions{retention: retention})
 	tok := apnsToken("again")

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/providers/fake"
@@ -59,6 +60,7 @@ func TestShutdownRecordsAnsweredSends(t *testing.T) {
 // "y" does, are both accepted (not answered as duplicates), and every job
 // delivers.
 func TestJobIDsCannotTakeInternalTaskIDs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{gap: "3s"})
 	ctx := t.Context()
 	warm := alertJob("warm", "w", apnsRecipient("u-x", apnsToken("warm-x")), apnsRecipient("u-y", apnsToken("warm-y")))
@@ -140,6 +142,7 @@ func TestPartialRetryBooksItsOwnSlot(t *testing.T) {
 // once HUSH_MAX_THROTTLED has passed, instead of a request a second
 // forever.
 func TestProviderThrottlingBacksOffAndEnds(t *testing.T) {
+	testkit.Slow(t, "waits out Asynq retries 1, 2 and 4 s apart")
 	e := newEnv(t, envOptions{maxThrottled: 5 * time.Second})
 	tok := apnsToken("busy")
 	e.apns.Script(tok, fake.TooMany(0))

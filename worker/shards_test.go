@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
 
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 )
 
@@ -117,6 +118,7 @@ func TestServedHeldQueues(t *testing.T) {
 // their tasks' ids, and everything is delivered with the limiter's gap
 // intact. (A delivery task waits in its user's shard: TestDeliveryShards.)
 func TestShardedDeliveries(t *testing.T) {
+	testkit.Slow(t, "waits out a 6 s gap for 190 recipients across 4 shards")
 	const n, singles, shards = 150, 40, 4
 	e := newEnv(t, envOptions{limits: "100/1m", gap: "6s", shards: shards})
 	single := func(prefix string, i int) payload.Job {

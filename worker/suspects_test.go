@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
 )
@@ -107,6 +108,7 @@ func TestPacedCutBeforeTurnsKeepsTheRate(t *testing.T) {
 // fresh one (headOf not looking in the done hash) pushes every member
 // again, and this test fails.
 func TestWokenGroupRunAgainChangesNothing(t *testing.T) {
+	testkit.Slow(t, "waits out an 8 s gap for a held second")
 	const n, gap = 4, 8 * time.Second
 	e, ta, tb, ja, jb := twoBatchesEnv(t, n, gap, "wa", "wb")
 	for _, bt := range []*asynq.Task{ta, tb} {

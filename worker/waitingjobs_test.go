@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 )
 
@@ -111,6 +112,8 @@ func (e *env) runHeldSeconds(runs int) {
 	e.t.Helper()
 	secs := e.heldSeconds()
 	for _, id := range slices.Sorted(maps.Keys(secs)) {
+		// Real time: the slots are on the limiter's clock (Redis TIME),
+		// which no injected clock moves.
 		time.Sleep(time.Until(time.Unix(secs[id].Wake, 0)))
 		body, err := json.Marshal(secs[id])
 		if err != nil {
@@ -329,13 +332,13 @@ func TestHeldJobsTaskIDs(t *testing.T) {
 	}
 }
 
-// TestHeldJobsThrottledBurst: users each sent several single-recipient
-// jobs in one batch, the worker running, under a gap longer than a wait in
+// TestHeldJobsThrottledBurst: users each sent two single-recipient jobs
+// in one batch, the worker running, under a gap longer than a wait in
 // place: every push arrives once, a gap apart per user, and the deferred
 // ones never became delivery tasks (the delivery queue ran the batch task
 // alone).
 func TestHeldJobsThrottledBurst(t *testing.T) {
-	const users, per, gap = 6, 3, 3 * time.Second
+	const users, per, gap = 6, 2, 3 * time.Second
 	e := newEnv(t, envOptions{gap: gap.String()})
 	var jobs []payload.Job
 	for i := range users {
@@ -385,6 +388,7 @@ func TestHeldJobsThrottledBurst(t *testing.T) {
 // it sends nothing and goes back to its queue; the next process sends
 // each push once, the gap intact.
 func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
+	testkit.Slow(t, "a restart while held jobs wait out a 4 s gap")
 	const gap = 4 * time.Second
 	var first, second []payload.Job
 	for i := range 3 {
@@ -439,6 +443,8 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 		t.Fatal("no held jobs task")
 	}
 	latest := latestSlot(t, e, jobs)
+	// Real time: the slots are on the limiter's clock (Redis TIME),
+	// which no injected clock moves.
 	time.Sleep(time.Until(latest.Add(lateRebook + 300*time.Millisecond)))
 	// The second's task, twice (the second run takes nothing: done), then
 	// each group's own task by hand (it reads its members' states).

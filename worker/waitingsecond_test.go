@@ -224,6 +224,8 @@ func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
 	}
 	e.runHeldSeconds(1)
 	for _, id := range keysOf(own) {
+		// Real time: Asynq runs a task at its NextProcessAt, and the slots
+		// are on the limiter's clock (Redis TIME).
 		time.Sleep(time.Until(own[id].NextProcessAt))
 		if err := e.w.handleWaitingJobs(t.Context(), asynq.NewTask(TypeWaitingJobs, own[id].Payload)); err != nil {
 			t.Fatal(err)
@@ -309,24 +311,19 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 	if _, err := e.insp.GetTaskInfo(heldNormal, g2); err == nil {
 		t.Fatalf("group %s has a task before its second's task ran", g2)
 	}
-	// Its groups' runs would wait for their slots, 20 s on: cut short once
-	// the group's task is there, or after 10 s (a fixed 300 ms cut failed
-	// under the race detector on a loaded machine before the task was made).
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
+	// Its groups' runs would wait for their slots, 20 s on: the run is cut
+	// once the group's task is there, however long making it takes.
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{})
 	go func() {
-		defer cancel()
-		for ctx.Err() == nil {
-			if _, err := e.insp.GetTaskInfo(heldNormal, g2); err == nil {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		defer close(ran)
+		_ = e.w.heldSecondTask(ctx, asynq.NewTask(TypeWaitingSecond, body))
 	}()
-	_ = e.w.heldSecondTask(ctx, asynq.NewTask(TypeWaitingSecond, body))
-	if _, err := e.insp.GetTaskInfo(heldNormal, g2); err != nil {
-		t.Errorf("woken group %s: %v, want a task of its own made by its second's task", g2, err)
-	}
+	defer func() { cancel(); <-ran }()
+	waitFor(t, 10*time.Second, "woken group "+g2+"'s task, made by its second's task", func() bool {
+		_, err := e.insp.GetTaskInfo(heldNormal, g2)
+		return err == nil
+	})
 }
 
 // TestHeldRunLateForItsSlotsHandsOver: a second's task whose run cannot
@@ -351,6 +348,8 @@ func TestHeldRunLateForItsSlotsHandsOver(t *testing.T) {
 	freed := make(chan struct{})
 	go func() {
 		defer close(freed)
+		// Real time: the slots are on the limiter's clock (Redis TIME),
+		// which no injected clock moves.
 		time.Sleep(time.Until(latest.Add(lateRebook + 400*time.Millisecond)))
 		e.w.sends.Release(10)
 	}()

@@ -197,6 +197,7 @@ func TestWebPushGoneIsTokenInvalid(t *testing.T) {
 }
 
 func TestWebPushRetryAfterIsHonoured(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{maxRetry: 0})
 	tok := e.webpush.subscribe(t)
 	e.webpush.Script(tok, fake.TooMany(2*time.Second), fake.OK())

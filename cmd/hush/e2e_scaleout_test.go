@@ -135,7 +135,9 @@ func masterStats(t *testing.T, cc *redis.ClusterClient) map[string]masterStat {
 // by the key each touched (the first argument of a keyed command).
 type monitors struct {
 	t     *testing.T
+	addrs []string
 	conns []net.Conn
+	ended []chan struct{} // closed when a monitor reads monitorEnd
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	byKey map[string]int
@@ -168,7 +170,8 @@ func startMonitors(t *testing.T, addrs []string) *monitors {
 		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
 			t.Fatalf("MONITOR on %s: %q %v", addr, line, err)
 		}
-		m.conns = append(m.conns, conn)
+		ended := make(chan struct{})
+		m.addrs, m.conns, m.ended = append(m.addrs, addr), append(m.conns, conn), append(m.ended, ended)
 		m.wg.Go(func() {
 			for {
 				line, err := r.ReadString('\n')
@@ -178,6 +181,10 @@ func startMonitors(t *testing.T, addrs []string) *monitors {
 				args := monitorArgs(line)
 				if len(args) == 0 {
 					continue
+				}
+				if len(args) == 2 && strings.EqualFold(args[0], "echo") && args[1] == monitorEnd {
+					close(ended)
+					return
 				}
 				m.mu.Lock()
 				m.seen++
@@ -192,10 +199,33 @@ func startMonitors(t *testing.T, addrs []string) *monitors {
 	return m
 }
 
+// monitorEnd is the ECHO argument that ends a monitor's count.
+const monitorEnd = "hush-e2e-monitor-end"
+
 // stop ends the monitors and returns the counts: per key, per master, and
-// every command seen.
+// every command seen. It sends each master an ECHO of monitorEnd and
+// counts up to it: a master runs one command at a time, so every command
+// it ran before has been read by then.
 func (m *monitors) stop() (byKey, perMaster map[string]int, seen int) {
-	time.Sleep(100 * time.Millisecond) // the last lines on their way
+	for i, addr := range m.addrs {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		_, err = fmt.Fprintf(conn, "ECHO %s\r\n", monitorEnd)
+		if err == nil {
+			_, err = bufio.NewReader(conn).ReadString('\n')
+		}
+		conn.Close()
+		if err != nil {
+			m.t.Fatalf("ECHO on %s: %v", addr, err)
+		}
+		select {
+		case <-m.ended[i]:
+		case <-time.After(30 * time.Second):
+			m.t.Fatalf("the monitor of %s did not read its ECHO within 30 s", addr)
+		}
+	}
 	for _, c := range m.conns {
 		c.Close()
 	}
