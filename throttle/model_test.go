@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/throttle"
 )
 
@@ -805,10 +806,24 @@ func describe(ops []traceOp) string {
 	return sb.String()
 }
 
-// randomSeeds is how many random traces each implementation replays in a
-// normal test run, of each kind (plain, extended, and extended with large
-// caps).
-const randomSeeds = 150
+// randomSeeds is how many random traces of each kind (plain, extended,
+// and extended with large caps) the generator's coverage check replays on
+// the model, and each implementation replays in the slow tier (CI). The
+// fast tier replays the first fastSeeds of each kind: the rest are the
+// same check on more traces.
+const (
+	randomSeeds = 150
+	fastSeeds   = 40
+)
+
+// replayedSeeds is how many random traces of each kind an implementation
+// replays in this run.
+func replayedSeeds() uint64 {
+	if testkit.RunSlow() {
+		return randomSeeds
+	}
+	return fastSeeds
+}
 
 func testRandomTraces(t *testing.T, newLimiter newLimiterFunc) {
 	for _, kind := range []struct {
@@ -816,7 +831,7 @@ func testRandomTraces(t *testing.T, newLimiter newLimiterFunc) {
 		ext   bool
 		large bool
 	}{{"plain", false, false}, {"policies", true, false}, {"large", true, true}} {
-		for seed := range uint64(randomSeeds) {
+		for seed := range replayedSeeds() {
 			t.Run(fmt.Sprint(kind.name, "/", seed), func(t *testing.T) {
 				t.Parallel()
 				rng := rand.New(rand.NewPCG(seed, 0x5eed))
