@@ -377,8 +377,6 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	switch {
 	case len(rec.entries) == 0 && rec.deferrals == 0:
 		// Nothing settled or held (a run cut early): no write.
-	case rec.heldOnly():
-		recorded, err = w.recordHeld(c, &rec)
 	default:
 		recorded, err = w.store.record(ctx, c, &rec)
 		folded = err == nil
@@ -421,27 +419,6 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		}
 	}
 	return nil
-}
-
-// recordHeld records r, held recipients and deferrals alone, with plain
-// commands, as a delivery task records its own deferral (hold), in the
-// group commits of device outcomes (recorder), so the chunks of a batch's
-// single-recipient jobs held back together share a round trip. A held
-// recipient's job has a recipient without a final state, so it has not
-// retired, and record.lua's reads (is the record there, does this call
-// finish the job) have nothing to find. The TTL is set again as
-// record.lua sets it, so a record that its TTL removed meanwhile (a job
-// accepted more than the retention ago) comes back only for that long.
-func (w *Worker) recordHeld(c *chunk, r *chunkRecord) ([]bool, error) {
-	outs := []deviceOutcome{{job: c.Job, key: jobKey(c.Job), deferrals: r.deferrals, ttl: c.ttl()}}
-	for k := 0; k+2 < len(r.entries); k += 3 {
-		outs = append(outs, deviceOutcome{job: c.Job, key: jobKey(c.Job), ttl: c.ttl(),
-			field: heldPrefix + strconv.Itoa(r.entries[k].(int)), state: r.entries[k+2].(string)})
-	}
-	if err := w.rec.recordAll(outs...); err != nil {
-		return nil, fmt.Errorf("record the held recipients of %s: %w", c.name(), err)
-	}
-	return make([]bool, len(r.entries)/3), nil
 }
 
 // cancelled ends recipients idx of c as cancelled: the first-attempt

@@ -48,7 +48,7 @@ const recordTimeout = 30 * time.Second
 
 // deviceOutcome is one device's settled state to record, or, with key
 // set, a field of another of its job's keys: a held recipient's marker in
-// the job record (held, recordHeld).
+// the job record (store.writeHeld).
 type deviceOutcome struct {
 	job   string
 	field string // devField(recipient, device)

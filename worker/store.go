@@ -274,7 +274,11 @@ type store struct {
 	// records, when set (a Worker's store), runs record.lua calls in
 	// group commits (scriptBatcher); nil: each call is its own round trip.
 	records *scriptBatcher
-	clock   func() time.Time // nil: time.Now (Options.Clock)
+	// held, when set (a Worker's store), writes held markers and
+	// deferrals alone in the group commits of device outcomes (writeHeld);
+	// nil: record.lua writes them.
+	held  *recorder
+	clock func() time.Time // nil: time.Now (Options.Clock)
 }
 
 func newStore(rdb redis.UniversalClient, retention time.Duration) store {

@@ -392,12 +392,18 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 }
 
 // write is the one writer of recipients' outcomes: every final state, held
-// marker and deferral of job id goes through record.lua here, group
-// committed when the store has a batcher. It reports, per entry of r,
-// whether this call recorded its final state. It keeps trying while Redis
-// is unreachable (persist): the outcomes it records follow sends the
-// providers may already have acknowledged.
+// marker and deferral of job id is written here, in one of two ways.
+// Held markers and deferrals alone (no final state, no folded answer) are
+// plain commands in the group commits of device outcomes (writeHeld);
+// everything else is a record.lua call, group committed when the store has
+// a batcher. It reports, per entry of r, whether this call recorded its
+// final state. It keeps trying while Redis is unreachable (persist): the
+// outcomes it records follow sends the providers may already have
+// acknowledged.
 func (s store) write(ctx context.Context, id string, ttl time.Duration, rng string, r *chunkRecord) ([]bool, error) {
+	if s.held != nil && (r.folded == nil || !r.folded.pending) && r.heldOnly() {
+		return s.writeHeld(id, ttl, r)
+	}
 	// Device states were recorded as the answers came (outcomes.go), but
 	// for a folded one (foldedAnswer).
 	keys, at := s.retiring(id)
@@ -426,6 +432,27 @@ func (s store) write(ctx context.Context, id string, ttl time.Duration, rng stri
 		out[i] = v == 1
 	}
 	return out, nil
+}
+
+// writeHeld writes r, held recipients and deferrals alone, with plain
+// commands in the group commits of device outcomes (recorder), so the
+// chunks of a batch's single-recipient jobs held back together share a
+// round trip with each other and with device outcomes. A held recipient's
+// job has a recipient without a final state, so it has not retired, and
+// record.lua's reads (is the record there, does this call finish the job)
+// have nothing to find. The TTL is set as record.lua sets it, so a record
+// that its TTL removed meanwhile (a job accepted more than the retention
+// ago) comes back only for that long.
+func (s store) writeHeld(id string, ttl time.Duration, r *chunkRecord) ([]bool, error) {
+	outs := []deviceOutcome{{job: id, key: jobKey(id), deferrals: r.deferrals, ttl: ttl}}
+	for k := 0; k+2 < len(r.entries); k += 3 {
+		outs = append(outs, deviceOutcome{job: id, key: jobKey(id), ttl: ttl,
+			field: heldPrefix + strconv.Itoa(r.entries[k].(int)), state: r.entries[k+2].(string)})
+	}
+	if err := s.held.recordAll(outs...); err != nil {
+		return nil, err
+	}
+	return make([]bool, len(r.entries)/3), nil
 }
 
 // heldOnly reports whether r records held recipients (and deferrals)

@@ -281,6 +281,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.events = &events{rdb: rdb, maxLen: o.EventsMaxLen, m: m}
 	w.rec = newRecorder(rdb, w.events)
 	w.store.records = newScriptBatcher(rdb, recordScript, recordLinger)
+	w.store.held = w.rec
 	if o.WebhookURL != "" {
 		w.events.webhook = newWebhook(o.WebhookURL, o.Logger, m)
 	}
