@@ -80,7 +80,7 @@ func (s *sim) arrivals() []arrival {
 
 // check verifies every promise from the arrival log and the job statuses,
 // and returns the broken ones, each naming its check.
-func (s *sim) check(rdb *redis.Client) []string {
+func (s *sim) check(rdb redis.UniversalClient) []string {
 	var v []string
 	bad := func(check, format string, args ...any) {
 		v = append(v, fmt.Sprintf("[%s] ", check)+fmt.Sprintf(format, args...))
@@ -324,21 +324,30 @@ func checkRules(user, scope string, ts []time.Time, limits []throttle.Limit, gap
 
 // checkMemory checks that, once the windows have passed, a user's limiter
 // keys hold little: the bookings still to come, and no more.
-func (s *sim) checkMemory(rdb *redis.Client) []string {
+func (s *sim) checkMemory(rdb redis.UniversalClient) []string {
 	var v []string
 	ctx := context.Background()
 	for _, u := range append(slices.Clone(s.sc.users), s.sc.rated...) {
-		keys, err := rdb.Keys(ctx, "hush:throttle:{"+u.id+"}*").Result()
+		// A user's keys share a hash tag, so one master holds them all;
+		// every master is searched, so the check needs no slot map.
+		var keys []string
+		total := int64(0)
+		err := eachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
+			ks, err := m.Keys(ctx, throttle.DefaultPrefix+"{"+u.id+"}*").Result()
+			if err != nil {
+				return err
+			}
+			keys = append(keys, ks...)
+			for _, k := range ks {
+				if n, err := m.MemoryUsage(ctx, k).Result(); err == nil {
+					total += n
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			v = append(v, fmt.Sprintf("[memory] user %s: %v", u.id, err))
 			continue
-		}
-		total := int64(0)
-		for _, k := range keys {
-			n, err := rdb.MemoryUsage(ctx, k).Result()
-			if err == nil {
-				total += n
-			}
 		}
 		// A handful of entries of the last windows and their hashes.
 		if total > memoryBound {

@@ -16,7 +16,6 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
@@ -33,15 +32,13 @@ var (
 	flagBroken   = flag.String("sim.broken", "", "knownBroken switches to turn on (comma-separated, or all)")
 	flagVerbose  = flag.Bool("sim.v", false, "log every event of the run")
 	flagDrain    = flag.Duration("sim.drain", time.Minute, "how long the jobs may take to finish after the workload")
+	flagCluster  = flag.Bool("sim.cluster", false, "run TestSimulation's seeds on a 3-master Redis Cluster")
 )
 
+// TestSimulation runs the chosen seeds (-seed, -sim.seeds, -sim.random)
+// on one redis-server, or on a Redis Cluster under -sim.cluster.
 func TestSimulation(t *testing.T) {
-	if raceEnabled && os.Getenv("HUSH_SIM_RACE") == "" {
-		// The race detector slows every worker several times over, and the
-		// checks measure real time (gaps, rates, expiry): .ci/run runs the
-		// simulation in a step of its own, without it.
-		t.Skip("runs without -race (.ci/run: go test ./internal/faultsim); HUSH_SIM_RACE=1 runs it under -race")
-	}
+	skipUnderRace(t)
 	kb, err := parseKnownBroken(*flagBroken)
 	if err != nil {
 		t.Fatal(err)
@@ -61,10 +58,52 @@ func TestSimulation(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
-			t.Logf("seed %d (replay: go test ./internal/faultsim -run TestSimulation -seed %d -sim.duration %s -sim.broken=%q)", seed, seed, *flagDuration, *flagBroken)
-			runSeed(t, seed, kb)
+			runSeed(t, seed, kb, *flagCluster)
 		})
 	}
+}
+
+// TestSimulationCluster runs seed 1 (or -seed) with the whole world
+// (Asynq, the job store, the limiter) on a 3-master Redis Cluster, so
+// that CI's run of the package covers the Cluster too. Under -sim.cluster
+// it leaves the seeds to TestSimulation, which then runs them on a
+// Cluster.
+func TestSimulationCluster(t *testing.T) {
+	skipUnderRace(t)
+	if *flagCluster {
+		t.Skip("-sim.cluster: TestSimulation runs the seeds on a Redis Cluster")
+	}
+	kb, err := parseKnownBroken(*flagBroken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(1)
+	if *flagSeed != 0 {
+		seed = *flagSeed
+	}
+	t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
+		runSeed(t, seed, kb, true)
+	})
+}
+
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled && os.Getenv("HUSH_SIM_RACE") == "" {
+		// The race detector slows every worker several times over, and the
+		// checks measure real time (gaps, rates, expiry): .ci/run runs the
+		// simulation in a step of its own, without it.
+		t.Skip("runs without -race (.ci/run: go test ./internal/faultsim); HUSH_SIM_RACE=1 runs it under -race")
+	}
+}
+
+// replay is the command that runs seed again as this run did.
+func replay(seed uint64, cluster bool) string {
+	cmd := fmt.Sprintf("go test ./internal/faultsim -run 'TestSimulation$' -seed %d -sim.duration %s -sim.broken=%q", seed, *flagDuration, *flagBroken)
+	if cluster {
+		// A Cluster is in the slow tier (redistest.StartCluster).
+		cmd = testkit.SlowEnv + "=all " + cmd + " -sim.cluster"
+	}
+	return cmd
 }
 
 // setupAllowance is how long the fakes and nodes may take to start.
@@ -76,7 +115,7 @@ type sim struct {
 	seed  uint64
 	sc    *scenario
 	kb    knownBroken
-	addr  string
+	world *world
 	start time.Time
 
 	fa      *fake.APNs
@@ -112,21 +151,20 @@ func (s *sim) logf(format string, args ...any) {
 	}
 }
 
-func runSeed(t *testing.T, seed uint64, kb knownBroken) {
-	srv := redistest.Start(t)
-	if !srv.Real() && !testkit.InCI() {
-		t.Skip("faultsim needs a real redis-server")
-	}
+func runSeed(t *testing.T, seed uint64, kb knownBroken, cluster bool) {
+	t.Logf("seed %d (replay: %s)", seed, replay(seed, cluster))
+	w := startWorld(t, cluster)
 	// The run starts once the nodes are up; absolute times (quiet hours)
 	// are drawn against that start.
-	s := &sim{t: t, seed: seed, kb: kb, addr: srv.Addr, start: time.Now().Add(setupAllowance), jobs: map[string]*jobRun{}}
+	s := &sim{t: t, seed: seed, kb: kb, world: w, start: time.Now().Add(setupAllowance), jobs: map[string]*jobRun{}}
 	s.sc = newScenario(seed, s.start, *flagDuration, *flagNodes, *flagSkew, kb)
 	s.fa, s.ff, s.senders = startFakes(t)
 	for tok, as := range s.sc.scripts {
 		s.fa.Script(tok, as...)
 		s.ff.Script(tok, as...)
 	}
-	obsRdb := srv.Client(t)
+	obsRdb := w.client(nil)
+	t.Cleanup(func() { _ = obsRdb.Close() })
 	s.obs = worker.NewClient(obsRdb)
 	for i := range *flagNodes {
 		n := s.startNode(i, s.sc.lateNode != i)
@@ -141,6 +179,7 @@ func runSeed(t *testing.T, seed uint64, kb knownBroken) {
 	}
 	s.drive()
 	s.drain(obsRdb)
+	s.logKeys(obsRdb)
 	for _, n := range s.current() {
 		if !n.hook.dead.Load() {
 			n.shutdown(10 * time.Second)
@@ -151,8 +190,8 @@ func runSeed(t *testing.T, seed uint64, kb knownBroken) {
 		for _, l := range s.log {
 			t.Log(l)
 		}
-		t.Errorf("seed %d broke %d promise(s):\n%s\nreplay: go test ./internal/faultsim -run TestSimulation -seed %d -sim.duration %s -sim.broken=%q -sim.v",
-			seed, len(violations), strings.Join(violations, "\n"), seed, *flagDuration, *flagBroken)
+		t.Errorf("seed %d broke %d promise(s):\n%s\nreplay: %s -sim.v",
+			seed, len(violations), strings.Join(violations, "\n"), replay(seed, cluster))
 	}
 }
 
@@ -342,9 +381,14 @@ const leaseStale = 12 * time.Second
 // margin), and a node restarts so that its recoverer runs at once (Asynq
 // runs it at start and then every minute). It reports whether it found
 // any.
-func (s *sim) rescue(rdb *redis.Client) bool {
+func (s *sim) rescue(rdb redis.UniversalClient) bool {
 	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, "asynq:{*}:lease").Result()
+	var keys []string // a queue's keys are on one master, queues on every one
+	err := eachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
+		ks, err := m.Keys(ctx, "asynq:{*}:lease").Result()
+		keys = append(keys, ks...)
+		return err
+	})
 	if err != nil {
 		s.logf("rescue: %v", err)
 		return false
@@ -383,7 +427,7 @@ func (s *sim) rescue(rdb *redis.Client) bool {
 
 // drain waits until every job tried is final or unknown, rescuing lapsed
 // leases, for at most drainTimeout.
-func (s *sim) drain(rdb *redis.Client) {
+func (s *sim) drain(rdb redis.UniversalClient) {
 	deadline := time.Now().Add(*flagDrain)
 	lastRescue := time.Now()
 	for time.Now().Before(deadline) {

@@ -27,9 +27,10 @@ var errKilled = errors.New("faultsim: process killed")
 // errDropped is what a command hit by an injected Redis fault gets.
 var errDropped = errors.New("faultsim: connection dropped")
 
-// faultHook is a go-redis hook that fails one node's commands: all of
-// them once the node is killed (its connections are gone), a share of
-// them while a Redis fault is on. Half of the failures happen after the
+// faultHook is a go-redis hook that fails one node's commands (on a
+// Cluster, on its connections to every master): all of them once the
+// node is killed (its connections are gone), a share of them while a
+// Redis fault is on. Half of the failures happen after the
 // command ran (the reply is lost), half before (it never reached Redis).
 type faultHook struct {
 	dead atomic.Bool
@@ -120,7 +121,7 @@ type node struct {
 	gen  int // restarts of this slot
 	skew time.Duration
 	hook *faultHook
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	w    *worker.Worker
 	apps *worker.Apps
 	lim  worker.Limiter
@@ -262,8 +263,7 @@ func appSet(sc *scenario, lim worker.Limiter, ss map[payload.Platform]worker.Sen
 func (s *sim) startNode(id int, knowsLate bool) *node {
 	t := s.t
 	h := &faultHook{rng: rand.New(rand.NewPCG(s.seed, uint64(id)<<32|uint64(s.gen)))}
-	rdb := redis.NewClient(&redis.Options{Addr: s.addr, PoolSize: 16})
-	rdb.AddHook(h)
+	rdb := s.world.client(h)
 	n := &node{id: id, gen: s.gen, skew: s.sc.skews[id], hook: h, rdb: rdb, done: make(chan struct{}),
 		calls: map[int]call{}, recent: map[string]time.Time{}, atRisk: map[string]bool{}}
 	s.gen++
