@@ -405,33 +405,49 @@ func TestStartKeepsAFoundRecordsExpiry(t *testing.T) {
 }
 
 // TestStoreHoldCountsADeferralOnce: hold marks a recipient held and counts
-// its deferral in the job's record, renewing its TTL, and writes nothing
-// for a job whose record is gone (retired, or its TTL ran out): a deferral
-// of a finished job must not leave a record behind without a TTL.
+// its deferral in the job's record, renewing its TTL, both ways store.write
+// writes it: plain commands in the device outcomes' group commits (a
+// Worker's store) and record.lua (a store without a recorder). A hold of a
+// job whose record is gone (retired, or its TTL ran out) must not leave a
+// record behind without a TTL: record.lua writes nothing, the plain
+// commands one that expires with the TTL given.
 func TestStoreHoldCountsADeferralOnce(t *testing.T) {
-	ctx := context.Background()
-	s := newStore(redistest.Client(t), DefaultJobRetention)
-	id := redistest.Prefix(t) + "hold"
-	gone := redistest.Prefix(t) + "gone"
-	t.Cleanup(func() { s.rdb.Del(context.Background(), append(jobKeys(id), jobKeys(gone)...)...) })
-	s.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 2,
-		"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 1)
+	for _, plain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "record.lua", true: "plain"}[plain], func(t *testing.T) {
+			ctx := context.Background()
+			rdb := redistest.Client(t)
+			s := newStore(rdb, DefaultJobRetention)
+			if plain {
+				s.held = newRecorder(rdb, &events{rdb: rdb, m: newMetrics()})
+			}
+			id := redistest.Prefix(t) + "hold"
+			gone := redistest.Prefix(t) + "gone"
+			t.Cleanup(func() { s.rdb.Del(context.Background(), append(jobKeys(id), jobKeys(gone)...)...) })
+			s.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 2,
+				"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 1)
 
-	if err := s.hold(ctx, id, 1, "normal.3", time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	job := s.rdb.HGetAll(ctx, jobKey(id)).Val()
-	if job["deferrals"] != "2" || job["h:1"] != "normal.3" {
-		t.Errorf("job record %v, want deferrals 2 and recipient 1 held on normal.3", job)
-	}
-	if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
-		t.Errorf("job record has TTL %v, want the hour given", ttl)
-	}
+			if err := s.hold(ctx, id, 1, "normal.3", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			job := s.rdb.HGetAll(ctx, jobKey(id)).Val()
+			if job["deferrals"] != "2" || job["h:1"] != "normal.3" {
+				t.Errorf("job record %v, want deferrals 2 and recipient 1 held on normal.3", job)
+			}
+			if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+				t.Errorf("job record has TTL %v, want the hour given", ttl)
+			}
 
-	if err := s.hold(ctx, gone, 0, "normal", time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if n := s.rdb.Exists(ctx, jobKeys(gone)...).Val(); n != 0 {
-		t.Errorf("a hold of a job without a record left %d keys, want none", n)
+			if err := s.hold(ctx, gone, 0, "normal", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			n := s.rdb.Exists(ctx, jobKeys(gone)...).Val()
+			ttl := s.rdb.PTTL(ctx, jobKey(gone)).Val()
+			switch {
+			case !plain && n != 0:
+				t.Errorf("a hold of a job without a record left %d keys, want none", n)
+			case plain && n != 0 && (ttl <= 0 || ttl > time.Hour):
+				t.Errorf("a hold of a job without a record left it with TTL %v, want at most the hour given", ttl)
+			}
+		})
 	}
 }
