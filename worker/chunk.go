@@ -261,8 +261,10 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		}
 		switch {
 		case st.finals[i] != "":
-		case c.held() && owner != c.name():
-			// Given up to its delivery task by an earlier run of this task.
+		case c.held() && owner != c.name(), !c.held() && ownerQueue != "" && owner == "":
+			// Given up to its delivery task by an earlier run of this task
+			// (whose creation may have answered an error although the task
+			// exists): it is the delivery task's alone.
 			handoffs = append(handoffs, handoff{i: i, foreign: true})
 		case !c.held() && strings.HasPrefix(owner, heldJobsPrefix):
 			// Its job's batch or job task creates it again, whole.
@@ -362,7 +364,11 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			rec.held(c.index(h.i), heldMark(g.queue, g.name()))
 			continue
 		case h.foreign:
-		case h.delay > 0 || c.held():
+		default:
+			// Every recipient handed to its delivery task is marked so
+			// before the task is made: a re-run that finds the marker
+			// leaves the recipient to the task, even when the task's
+			// creation answered an error although the task exists.
 			d := c.delivery(h.i)
 			rec.held(c.index(h.i), heldMark(w.deliveryQueue(&d), ""))
 		}

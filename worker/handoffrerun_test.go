@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"flag"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,10 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
-
-// flagBroken runs the tests of known defects, which fail on today's code
-// and skip without it: go test ./worker -run TestName -worker.broken.
-var flagBroken = flag.Bool("worker.broken", false, "run the tests of known defects (they fail until fixed)")
 
 // handoffLost is a hook on a job's commands. The first booking round trip
 // of the job loses its bookings' answers (the cancellation read answers),
@@ -63,6 +58,9 @@ func (h *handoffLost) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			if h.enqLost.CompareAndSwap(false, true) {
 				return errDropped // the task exists; its creator is told it failed
 			}
+			// The re-run hands the recipient to the task again, without
+			// booking it: it is done with the recipient.
+			h.once1.Do(func() { close(h.rerunRead) })
 			return err
 		case "cancel-read":
 			err := next(ctx, cmd)
@@ -119,16 +117,12 @@ func (h *handoffLost) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // device once: the job task's re-run and the delivery task do not both
 // send it.
 //
-// Known defect, which internal/faultsim seed 1 meets now and then
-// (never-twice, without a kill): the run hands recipient 0 to its
-// delivery task without a marker (an immediate handoff writes none), so
-// the re-run finds it untouched and sends it in process while the
-// delivery task sends it too; both book the same limiter member, so the
-// limiter lets both through.
+// Every hand-off marks the recipient before its task is made, and a re-run
+// leaves a marked recipient to its task (deliverChunk). Without the
+// marker the re-run finds the recipient untouched and sends it in process
+// while the delivery task sends it too, both under the same limiter
+// member (internal/faultsim seed 1 met it, without a kill).
 func TestHandoffWithLostReplySendsOnce(t *testing.T) {
-	if !*flagBroken {
-		t.Skip("known defect: a re-run sends a recipient whose delivery task exists; -worker.broken runs it")
-	}
 	t.Parallel()
 	e := newEnv(t, envOptions{noRun: true})
 	h := &handoffLost{job: "lostenq", rerunRead: make(chan struct{}), deliveryRead: make(chan struct{})}
