@@ -103,13 +103,8 @@
 // Two failures the default workload meets now and then have no switch,
 // since the faults that cause them are the simulation's own:
 //
-//   - never-twice without a kill (seed 1 on one node, seed 3 on a
-//     Cluster): a job task creates a recipient's delivery task, the
-//     answer to that creation is lost, and the job task's re-run sends
-//     the recipient while the task it created sends it too (worker's
-//     TestHandoffWithLostReplySendsOnce reproduces it under
-//     -worker.broken). Seed 3 has also broken it after a lost answer to
-//     a held task's creation, undiagnosed.
+//   - never-twice without a kill (seed 3 on a Cluster), after a lost
+//     answer to a held task's creation, seen once, undiagnosed.
 //   - collapse (seed 1 on one node): job s1-j021, the newest push of
 //     u-2's key k1, ends collapsed, undiagnosed.
 //
