@@ -100,13 +100,18 @@
 // held by send_at, so held rated waves keep max_rate (item 1), and rated
 // pushes carry expires_at (item 5).
 //
-// Two failures the default workload meets now and then have no switch,
+// Failures the default workload meets now and then have no switch,
 // since the faults that cause them are the simulation's own:
 //
 //   - never-twice without a kill (seed 3 on a Cluster), after a lost
 //     answer to a held task's creation, seen once, undiagnosed.
 //   - collapse (seed 1 on one node): job s1-j021, the newest push of
 //     u-2's key k1, ends collapsed, undiagnosed.
+//   - never-lost (seed 3, on one node and on a Cluster): a recipient of
+//     rated job s3-j036 is still waiting for a retry when the drain ends.
+//     A provider's 429 without Retry-After backs off by the delivery's
+//     attempt count, which counts its attempts left late for their slot
+//     too: after eight, the retry waits 2 to 4 minutes.
 //
 // # Running and replaying
 //
