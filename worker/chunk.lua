@@ -1,14 +1,14 @@
 -- chunk.lua: a chunk task's first step: mark the chunk started in its
 -- job's record and, unless this is a hush:marked-chunk task's first run, read
--- its recipients' final states and its devices' states. Every run of this
--- version marks before it sends, so a run that finds no mark knows nothing
--- of the chunk was sent by a run of this version; hush:marked-chunk tasks are
--- only made by a job's first run (start.lua answers fresh), so no run of
--- an earlier version, which did not mark, can have sent their chunk
--- either. Their first run reads nothing: a 1,000-recipient job's device
--- hash holds up to 1,000 recipients' fields, and reading a chunk's 500 of
--- them cost Redis more than the rest of its first run. A hush:chunk task
--- (made by an earlier version, or by a job task's re-run) reads always.
+-- its recipients' final states and its devices' states. Every run marks
+-- before it sends, so a run that finds no mark knows nothing of the chunk
+-- was sent by a run that marks; hush:marked-chunk tasks are only made by a
+-- job's first run (start.lua answers fresh), so no run of a build that did
+-- not mark (legacy.go) can have sent their chunk either. Their first run
+-- reads nothing: a 1,000-recipient job's device hash holds up to 1,000
+-- recipients' fields, and reading a chunk's 500 of them costs Redis more
+-- than the rest of its first run. A hush:chunk task (made by a build that
+-- did not mark, or by a job task's re-run) reads always.
 -- A record that is gone (the job retired, or its TTL ran out) is left as
 -- it is: no mark, nothing read. A hush:held task marks its runs the same
 -- way: its first run knows its recipients are fresh and its own (held.go).
