@@ -272,6 +272,15 @@ func (s *sim) check(rdb redis.UniversalClient) []string {
 				}
 			}
 		}
+		// accepted_at is the accepting worker's clock during one of the
+		// job's submissions, truncated to the millisecond: else it would
+		// not order the key's pushes as they were accepted.
+		lo := jr.firstTry.Add(slices.Min(s.sc.skews)).Truncate(time.Millisecond)
+		hi := jr.lastTry.Add(slices.Max(s.sc.skews))
+		if st.AcceptedAt.Before(lo) || st.AcceptedAt.After(hi) {
+			bad("collapse", "job %s was accepted at %s, outside its submissions (%s to %s on the workers' clocks)",
+				j.ID, st.AcceptedAt.Format("15:04:05.000"), lo.Format("15:04:05.000"), hi.Format("15:04:05.000"))
+		}
 		s.logf("collapse push %s (user %s, key %s): accepted_at %s, answered accepted %v, counts %v",
 			j.ID, j.Recipients[0].UserID, j.CollapseKey, st.AcceptedAt.Format("15:04:05.000"), jr.accepted, st.Counts)
 		g := group{j.App, j.Category, j.Recipients[0].UserID, j.CollapseKey}
