@@ -71,7 +71,9 @@
 //   - collapse: a collapsed push never arrives, and a push is collapsed
 //     only when another of its key has a later or equal accepted_at,
 //     read from the statuses of every job hush knows (a submission
-//     answered only with errors may have been accepted all the same).
+//     answered only with errors may have been accepted all the same);
+//     and that accepted_at lies within the job's submissions on the
+//     workers' clocks.
 //   - unknown-app: a job of an app one worker loads late does not end
 //     failed (the workload's answers never fail a delivery for good).
 //   - memory: once the run is over a user's limiter keys hold at most
