@@ -252,44 +252,44 @@ func (s *sim) check(rdb redis.UniversalClient) []string {
 		}
 	}
 
-	// Collapse: newest wins, a collapsed push is never sent.
-	type group struct{ user, key string }
-	newest := map[group]*jobRun{}
+	// Collapse: newest wins, a collapsed push is never sent. A push is
+	// judged by what hush recorded of it, as hush orders it: every job it
+	// knows (a submission whose answer was lost may still have been
+	// accepted, and then books and collapses like any other), by the
+	// accepted_at of its status.
+	type group struct{ app, category, user, key string }
+	groups := map[group][]collapsePush{}
 	for _, jr := range s.jobList() {
 		j := jr.spec.job
-		if j.CollapseKey == "" || !jr.accepted || !jr.cancelled.IsZero() {
+		st, known := status[j.ID]
+		if j.CollapseKey == "" || !known {
 			continue
 		}
-		g := group{j.Recipients[0].UserID, j.CollapseKey}
-		if cur := newest[g]; cur == nil || cur.spec.seq < jr.spec.seq {
-			newest[g] = jr
-		}
-		if status[j.ID].Counts["collapsed"] > 0 {
+		if st.Counts["collapsed"] > 0 {
 			for _, a := range byJob[j.ID] {
 				if a.delivered() {
 					bad("collapse", "job %s ended collapsed but reached %s", j.ID, a.user)
 				}
 			}
 		}
+		// accepted_at is the accepting worker's clock during one of the
+		// job's submissions, truncated to the millisecond: else it would
+		// not order the key's pushes as they were accepted.
+		lo := jr.firstTry.Add(slices.Min(s.sc.skews)).Truncate(time.Millisecond)
+		hi := jr.lastTry.Add(slices.Max(s.sc.skews))
+		if st.AcceptedAt.Before(lo) || st.AcceptedAt.After(hi) {
+			bad("collapse", "job %s was accepted at %s, outside its submissions (%s to %s on the workers' clocks)",
+				j.ID, st.AcceptedAt.Format("15:04:05.000"), lo.Format("15:04:05.000"), hi.Format("15:04:05.000"))
+		}
+		s.logf("collapse push %s (user %s, key %s): accepted_at %s, answered accepted %v, counts %v",
+			j.ID, j.Recipients[0].UserID, j.CollapseKey, st.AcceptedAt.Format("15:04:05.000"), jr.accepted, st.Counts)
+		g := group{j.App, j.Category, j.Recipients[0].UserID, j.CollapseKey}
+		groups[g] = append(groups[g], collapsePush{job: j.ID, accepted: st.AcceptedAt, collapsed: st.Counts["collapsed"] > 0})
 	}
-	// Newest is by the accepting process's clock (docs/limiter.md): a push
-	// accepted within the workers' clock spread of another of its group
-	// may be ordered either way.
-	spread := slices.Max(s.sc.skews) - slices.Min(s.sc.skews)
-	for g, jr := range newest {
-		if status[jr.spec.job.ID].Counts["collapsed"] == 0 {
-			continue
-		}
-		close := false
-		for _, o := range s.jobList() {
-			oj := o.spec.job
-			if o != jr && o.accepted && oj.CollapseKey == g.key && oj.Recipients[0].UserID == g.user &&
-				jr.submitAt.Sub(o.submitAt) <= spread+10*time.Millisecond {
-				close = true
-			}
-		}
-		if !close {
-			bad("collapse", "job %s, the newest push of user %s with collapse key %s, ended collapsed", jr.spec.job.ID, g.user, g.key)
+	for g, ps := range groups {
+		for _, p := range wronglyCollapsed(ps) {
+			bad("collapse", "job %s, the newest push of user %s with collapse key %s (accepted at %s), ended collapsed",
+				p.job, g.user, g.key, p.accepted.Format("15:04:05.000"))
 		}
 	}
 
@@ -368,4 +368,37 @@ func short(tok string) string {
 		return tok[:12] + "…"
 	}
 	return tok
+}
+
+// collapsePush is one push of a collapse key as hush recorded it.
+type collapsePush struct {
+	job      string
+	accepted time.Time // its status's accepted_at
+	// collapsed: a recipient of it ended collapsed.
+	collapsed bool
+}
+
+// wronglyCollapsed returns the pushes of one collapse key (one user, app
+// and category) that ended collapsed though no other push of the key was
+// accepted at or after them. The newest accepted push wins
+// (docs/delivery.md): newer is a later accepted_at, in whole
+// milliseconds, and two pushes of one millisecond are ordered by their
+// bookings, so either of them may be the one collapsed.
+func wronglyCollapsed(ps []collapsePush) []collapsePush {
+	var out []collapsePush
+	for i, p := range ps {
+		if !p.collapsed {
+			continue
+		}
+		newer := false
+		for k, o := range ps {
+			if k != i && !o.accepted.Before(p.accepted) {
+				newer = true
+			}
+		}
+		if !newer {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -68,8 +68,12 @@
 //   - never-early: the caps, the gap, the quiet hours and send_at hold per
 //     user within 250 ms (section 8); a rated app's requests per second
 //     stay within R + 1 + ceil(2 R 0.025) (configuration.md, Send rates).
-//   - collapse: a collapsed push never arrives, and the newest push of a
-//     user's collapse key is not the one collapsed.
+//   - collapse: a collapsed push never arrives, and a push is collapsed
+//     only when another of its key has a later or equal accepted_at,
+//     read from the statuses of every job hush knows (a submission
+//     answered only with errors may have been accepted all the same);
+//     and that accepted_at lies within the job's submissions on the
+//     workers' clocks.
 //   - unknown-app: a job of an app one worker loads late does not end
 //     failed (the workload's answers never fail a delivery for good).
 //   - memory: once the run is over a user's limiter keys hold at most
@@ -85,9 +89,10 @@
 //   - skewStall: workers' clocks are skewed by up to -sim.skew (2 s); off,
 //     by at most skewSafe (300 ms), the tolerance docs/delivery.md states.
 //     At 2 s, a bypass push's send_at, decided on the worker's clock, is
-//     met up to the skew early (never-early/send_at), and collapse orders
-//     pushes by their accepting process's clock, so a push accepted within
-//     the skew of another may lose to it (collapse).
+//     met up to the skew early (never-early/send_at). (Collapse orders
+//     pushes by accepted_at, their accepting process's clock, as the
+//     collapse check does, so a push accepted within the skew of another
+//     may lose to it without breaking that check.)
 //
 // Every other item of issue 39 the simulation can reach is in the default
 // workload: collapse users' tokens answer 429 and 503 (item 2), Redis
@@ -105,8 +110,6 @@
 //
 //   - never-twice without a kill (seed 3 on a Cluster), after a lost
 //     answer to a held task's creation, seen once, undiagnosed.
-//   - collapse (seed 1 on one node): job s1-j021, the newest push of
-//     u-2's key k1, ends collapsed, undiagnosed.
 //   - never-lost (seed 3, on one node and on a Cluster): a recipient of
 //     rated job s3-j036 is still waiting for a retry when the drain ends.
 //     A provider's 429 without Retry-After backs off by the delivery's

@@ -137,6 +137,9 @@ type jobRun struct {
 	tried    bool      // a submission was made (maybe accepted)
 	accepted bool      // a submission was answered as accepted
 	submitAt time.Time // when the accepted answer came
+	// firstTry and lastTry are when the first submission began and the
+	// last one was answered (accepted or not).
+	firstTry, lastTry time.Time
 	// cancelled is when a cancellation was answered (zero: none was).
 	cancelled time.Time
 }
@@ -267,6 +270,7 @@ func (s *sim) submit(js *jobSpec, wg *sync.WaitGroup) {
 		t := now.Add(js.expiresIn)
 		js.job.ExpiresAt = &t
 	}
+	jr.firstTry = time.Now()
 	for try := range 3 {
 		n := s.live(js.seq + try)
 		if n == nil {
@@ -275,7 +279,7 @@ func (s *sim) submit(js *jobSpec, wg *sync.WaitGroup) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		acc, err := n.w.Client().Enqueue(ctx, js.job)
 		cancel()
-		jr.tried = true
+		jr.tried, jr.lastTry = true, time.Now()
 		if err == nil {
 			jr.accepted, jr.submitAt = true, time.Now()
 			s.logf("submit %s via node %d: %+v (%s)", js.job.ID, n.id, acc, describe(js))
