@@ -44,6 +44,8 @@ func TestServerStringsArePrinted(t *testing.T) {
 			`{"user_id":"` + jsonEscape(hostile) + `","now":"2026-11-21T22:40:10Z","next_allowed":"2026-11-21T22:40:10Z",` +
 				`"remaining":[{"rule":"` + jsonEscape(hostile) + `","remaining":1}],"entries":[{"member":"` + jsonEscape(hostile) + `","at":"2026-11-21T22:40:09Z"}]}`},
 		{"error message", []string{"cancel", "j-1"}, http.StatusServiceUnavailable, `{"error":{"message":"` + jsonEscape(hostile) + `"}}`},
+		{"send", []string{"send", "--user", "u-1", "--fcm", "t-1"}, http.StatusAccepted, `{"id":"` + jsonEscape(hostile) + `"}`},
+		{"send duplicate", []string{"send", "--user", "u-1", "--fcm", "t-1"}, http.StatusOK, `{"id":"` + jsonEscape(hostile) + `","duplicate":true}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			api := startFakeAPI(t, tc.status, tc.body)

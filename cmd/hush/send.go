@@ -152,9 +152,10 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("send: %w", readable(err))
 	}
-	fmt.Fprintln(stdout, acc.ID)
+	// The id is the server's: it reaches the terminal escaped.
+	fmt.Fprintln(printable{stdout}, acc.ID)
 	if acc.Duplicate {
-		fmt.Fprintf(stderr, "duplicate: job %s was already accepted; nothing changed\n", acc.ID)
+		fmt.Fprintf(printable{stderr}, "duplicate: job %s was already accepted; nothing changed\n", acc.ID)
 	}
 	return nil
 }
