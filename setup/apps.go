@@ -43,6 +43,8 @@ type appSpec struct {
 	maxPending  int
 	group       string // throttle_group, "" for none
 	scope       string // the limiter's scope: group, else name ("" for default)
+	// apiTokens act for this app (the file's api_tokens).
+	apiTokens []string
 	// broken: the app has problems of its own, so its credentials are not
 	// loaded.
 	broken bool
@@ -170,6 +172,7 @@ func fileApp(e appEntry, label string, cfg Config, dir string, ps *problems) app
 		ps.addf(a.label, ps.lines[a.label], "neither apns nor fcm nor webpush: give the app the credentials of one or more")
 	}
 	a.policy, a.maxPending = fileThrottle(a.label+".throttle", e.Throttle, cfg, ps)
+	a.apiTokens = fileTokens(a.label+".api_tokens", e.APITokens, cfg, ps)
 	a.group, a.scope = e.ThrottleGroup, e.Name
 	switch {
 	case e.ThrottleGroup != "" && !throttle.ValidCategory(e.ThrottleGroup):

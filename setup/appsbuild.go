@@ -23,6 +23,9 @@ type generation struct {
 	// digests are the files the apps were read from and name, as they
 	// were before they were read.
 	digests map[string]string
+	// tokens are the API tokens that act for some apps only, each with
+	// its apps (tokenGrants).
+	tokens  map[string][]string
 	closers []func()
 	closed  sync.Once
 }
@@ -82,6 +85,10 @@ func buildApps(ctx context.Context, cfg Config, rdb redis.UniversalClient, withE
 	if len(ac.ps.list) > 0 {
 		g.close()
 		return &generation{digests: ac.digests}, &KeyError{Key: appsFileKey, Err: &AppsFileError{File: ac.file, Problems: ac.ps.sorted()}}
+	}
+	if g.tokens, err = tokenGrants(cfg, ac.specs); err != nil {
+		g.close()
+		return &generation{digests: ac.digests}, err
 	}
 	return g, nil
 }

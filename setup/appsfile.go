@@ -35,6 +35,9 @@ type appEntry struct {
 	WebPush       *webpushEntry  `yaml:"webpush"`
 	Throttle      *throttleEntry `yaml:"throttle"`
 	ThrottleGroup string         `yaml:"throttle_group"`
+	// APITokens act for this app only (and for each other app that lists
+	// the same token). Secret: a problem never quotes them.
+	APITokens []string `yaml:"api_tokens,secret"`
 }
 
 // apnsEntry is an app's APNs credentials: the HUSH_APNS_* keys of one app.
@@ -221,6 +224,11 @@ func decodeNode(n *yaml.Node, path string, v reflect.Value, ps *problems) {
 				ps.addf(join(path, key), k.Line, "unknown field%s (the fields are %s)", didYouMean(key, names), strings.Join(names, ", "))
 				return
 			}
+			if secret(v.Type().Field(i)) && val.Kind == yaml.ScalarNode && val.Tag != "!!null" {
+				// Not quoted, as kindOf would: it may be a token.
+				ps.addf(join(path, key), val.Line, "want a list, got a single value (not shown: it may be a secret)")
+				return
+			}
 			decodeNode(val, join(path, key), v.Field(i), ps)
 		})
 	case reflect.Map:
@@ -320,6 +328,13 @@ func label(i int, name string, used map[string]bool) string {
 	}
 	used[name] = true
 	return name
+}
+
+// secret reports whether field f holds secrets: a list of them, whose
+// problems never show a value.
+func secret(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return opts == "secret"
 }
 
 // fieldNames are the file names of struct t's fields, in order.

@@ -72,7 +72,8 @@ type Config struct {
 	DryRun bool `split_words:"true" desc:"log what would be sent; no provider is called"`
 
 	HTTPAddr     string `split_words:"true" desc:"API, health and metrics listener"`
-	APIToken     string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token> (the scheme in any case); visible ASCII only: a newline or space, such as the one echo leaves, is refused at start"`
+	APIToken     string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token> (the scheme in any case), and this token acts for every app; visible ASCII only: a newline or space, such as the one echo leaves, is refused at start"`
+	APITokens    string `split_words:"true" desc:"tokens that act for some apps only, space separated, each APP[,APP...]:TOKEN (courier:tok1 shop,shop-lite:tok2); each app must be configured; when set, the API requires a token; an apps file's api_tokens add more"`
 	MaxBodyBytes int64  `split_words:"true" desc:"largest accepted POST /v1/notifications (or :batch) body in bytes"`
 	WebhookURL   string `split_words:"true" desc:"optional: events are also POSTed here as JSON"`
 	EventsMaxlen int64  `split_words:"true" desc:"approximate cap of the hush:events stream"`
@@ -181,6 +182,7 @@ func (c Config) Validate() error {
 		add(keyErr("HUSH_HTTP_ADDR", "must not be empty"))
 	}
 	add(checkAPIToken(c.APIToken))
+	add(errOf(c.apiTokens()))
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)
 		if err != nil {
@@ -227,9 +229,19 @@ func (c Config) checkBounds() error {
 // that the token the server checks is the one the operator wrote. The
 // error never quotes the token.
 func checkAPIToken(token string) error {
+	if err := tokenBytes(token); err != nil {
+		return &KeyError{Key: "HUSH_API_TOKEN", Err: err}
+	}
+	return nil
+}
+
+// tokenBytes refuses a token with a byte outside visible ASCII (see
+// checkAPIToken), every API token's rule. The error never quotes the
+// token.
+func tokenBytes(token string) error {
 	for i := range len(token) {
 		if b := token[i]; b < 0x21 || b > 0x7e {
-			return keyErr("HUSH_API_TOKEN", "%s at byte %d of %d: a token is visible ASCII only (a value written with echo ends with a newline: use printf or echo -n)", byteName(b), i+1, len(token))
+			return fmt.Errorf("%s at byte %d of %d: a token is visible ASCII only (a value written with echo ends with a newline: use printf or echo -n)", byteName(b), i+1, len(token))
 		}
 	}
 	return nil

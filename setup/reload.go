@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/worker"
+	"github.com/hushpush/hush/worker/httpapi"
 )
 
 // appsPollInterval is how often each process looks at the apps file and
@@ -32,7 +33,10 @@ type reloader struct {
 	cfg  Config
 	rdb  redis.UniversalClient
 	apps *worker.Apps
-	log  *slog.Logger
+	// tokens are the API's tokens for some apps, set anew by each reload;
+	// nil when the API started without any.
+	tokens *httpapi.Tokens
+	log    *slog.Logger
 	// retireAfter is how long replaced senders stay open
 	// (worker.MaxSendDuration: every call under way has ended by then).
 	retireAfter time.Duration
@@ -47,8 +51,8 @@ type reloader struct {
 	old      []*generation
 }
 
-func newReloader(cfg Config, rdb redis.UniversalClient, apps *worker.Apps, cur *generation, log *slog.Logger) *reloader {
-	return &reloader{cfg: cfg, rdb: rdb, apps: apps, log: log, retireAfter: worker.MaxSendDuration, cur: cur, seen: cur.digests}
+func newReloader(cfg Config, rdb redis.UniversalClient, apps *worker.Apps, cur *generation, tokens *httpapi.Tokens, log *slog.Logger) *reloader {
+	return &reloader{cfg: cfg, rdb: rdb, apps: apps, tokens: tokens, log: log, retireAfter: worker.MaxSendDuration, cur: cur, seen: cur.digests}
 }
 
 // run looks for changes every interval and reloads on every value of
@@ -87,6 +91,9 @@ func (r *reloader) reload(ctx context.Context, why string) {
 	g, err := buildApps(ctx, r.cfg, r.rdb, true, true, r.log)
 	r.seen = g.digests
 	if err == nil {
+		err = tokensKept(r.tokens != nil, len(g.tokens) > 0)
+	}
+	if err == nil {
 		err = r.apps.Swap(g.apps...) // refuses (and counts) a set it cannot take
 	} else {
 		r.apps.Refuse(err)
@@ -96,10 +103,28 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		r.log.Error("apps reload refused; the apps in use go on", "why", why, "err", err)
 		return
 	}
+	if r.tokens != nil {
+		r.tokens.Set(g.tokens)
+	}
 	added, removed, changed := appChanges(r.cur, g)
 	r.log.Info("apps reloaded", "why", why, "apps", r.apps.Names(), "added", added, "removed", removed, "changed", changed)
 	r.retire(r.cur)
 	r.cur = g
+}
+
+// tokensKept refuses a reload that would give app tokens to an API that
+// started without any (had false), or take the last of them from one that
+// started with some: whether the API requires a token is decided at start,
+// so that a reload never opens the API to any caller, nor closes it to the
+// callers of an API that took requests without a token.
+func tokensKept(had, has bool) error {
+	switch {
+	case had && !has:
+		return keyErr(appsFileKey, "no api_tokens left (nor HUSH_API_TOKENS): the API started with app tokens and keeps requiring one; restart to serve without them")
+	case !had && has:
+		return keyErr(appsFileKey, "api_tokens added to an API that started without app tokens: restart for the API to take them")
+	}
+	return nil
 }
 
 // retire closes g once the sends that may still use it have ended.
@@ -187,6 +212,9 @@ func specChanges(x appSpec, dx map[string]string, y appSpec, dy map[string]strin
 	}
 	if !maps.Equal(x.maxRate, y.maxRate) {
 		parts = append(parts, "max_rate")
+	}
+	if !slices.Equal(x.apiTokens, y.apiTokens) {
+		parts = append(parts, "api tokens")
 	}
 	return parts
 }

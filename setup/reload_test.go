@@ -96,7 +96,7 @@ func startReloader(t *testing.T, cfg Config, poll time.Duration) (*worker.Apps, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newReloader(cfg, rdb, apps, g, log)
+	r := newReloader(cfg, rdb, apps, g, nil, log)
 	hup := make(chan os.Signal, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -70,7 +70,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		gen.close()
 		return err
 	}
-	reload := newReloader(cfg, rdb, apps, gen, log)
+	// The tokens for some apps only: with none at start the API takes
+	// HUSH_API_TOKEN alone (or anything, without it), and a reload may not
+	// change that (reloader.reload).
+	var tokens *httpapi.Tokens
+	if len(gen.tokens) > 0 {
+		tokens = httpapi.NewTokens(gen.tokens)
+	}
+	reload := newReloader(cfg, rdb, apps, gen, tokens, log)
 	defer reload.close()
 	pacer, err := throttle.NewPacer(rdb, throttle.Options{})
 	if err != nil {
@@ -104,7 +111,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		return &KeyError{Key: "HUSH_HTTP_ADDR", Err: err}
 	}
 	httpSrv := &http.Server{
-		Handler:           httpapi.New(w, w.Client(), httpapi.Options{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log}),
+		Handler:           httpapi.New(w, w.Client(), httpapi.Options{Token: cfg.APIToken, Tokens: tokens, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,
@@ -115,7 +122,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 	log.Info("http listening", "addr", ln.Addr().String(),
 		"limits", policy.String(), "categories", strings.Join(slices.Sorted(maps.Keys(policy.Categories)), ","),
 		"quiet_hours", policy.Quiet.String(), "timezone", loc.String(),
-		"bypass", cfg.ThrottleBypass, "api_auth", cfg.APIToken != "", "apps", apps.Names())
+		"bypass", cfg.ThrottleBypass, "api_auth", cfg.APIToken != "" || tokens != nil, "app_tokens", len(gen.tokens), "apps", apps.Names())
 
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	reloadDone := make(chan struct{})

@@ -35,7 +35,10 @@ const (
 // JobStatus is a job's state and its counts per delivery state (the
 // schema JobStatus).
 type JobStatus struct {
-	ID    string `json:"id"`
+	ID string `json:"id"`
+	// App is the job's app (empty for a job recorded by a server before
+	// records kept it).
+	App   string `json:"app,omitempty"`
 	State string `json:"state"`
 	// Outcome, once no recipient is pending, is what the job came to:
 	// OutcomeDelivered, OutcomePartlyDelivered or OutcomeUndelivered;

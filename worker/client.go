@@ -416,6 +416,7 @@ func recordOf(job *payload.Job, queue string) recordInfo {
 	return recordInfo{
 		ID:         job.ID,
 		Queue:      queue,
+		App:        job.App,
 		Recipients: len(job.Recipients),
 		AcceptedAt: job.AcceptedAt,
 		Deadline:   job.Deadline(),

@@ -54,7 +54,8 @@ end
 
 -- The record as retire() reads it; none of its fields is there when it is
 -- gone (retired, or its TTL ran out). With a range, two more fields
--- follow: h[TASK + 1] 'ranged' and h[TASK + 2] 'f:<range>' (below).
+-- follow: h[RANGED] 'ranged' and h[RANGED + 1] 'f:<range>' (below).
+local RANGED = #retire_fields + 1
 local fields = retire_fields
 if range ~= '' then
   fields = {unpack(retire_fields)}
@@ -97,7 +98,7 @@ local counted = 0
 for x = FIRST_FINAL, LAST_FINAL do
   counted = counted + (tonumber(h[x]) or 0)
 end
-local fresh = range ~= '' and (tonumber(h[TASK + 1]) or 0) == counted and (tonumber(h[TASK + 2]) or 0) == 0
+local fresh = range ~= '' and (tonumber(h[RANGED]) or 0) == counted and (tonumber(h[RANGED + 1]) or 0) == 0
 
 -- Which recipients already have a final state: the others get theirs now.
 local had = {}

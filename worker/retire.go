@@ -154,16 +154,20 @@ func slotTag(slot int) string { return slotTags()[slot] }
 
 // compactStatus is a retired job's status from its done-hash entry, as
 // retire.lua writes it: queue|accepted_at|recipients|deadline|cancelled_at|
-// deferrals|counts, instants in Unix ms ("" for none), counts in
+// deferrals|counts[|app], instants in Unix ms ("" for none), counts in
 // FinalStates order, trailing zeros left out; the queue is followed by "@"
-// and a task tag when a batch task owned the job (finishedBy).
+// and a task tag when a batch task owned the job (finishedBy). The app is
+// left out when the record had none.
 func compactStatus(id, v string) (JobStatus, error) {
 	f := strings.Split(v, "|")
-	if len(f) != 7 {
+	if len(f) != 7 && len(f) != 8 {
 		return JobStatus{}, fmt.Errorf("job %s: unreadable finished record %q", id, v)
 	}
 	queue, _, _ := strings.Cut(f[0], "@")
 	st := JobStatus{ID: id, State: jobDone, Queue: queue, Counts: map[string]int{"pending": 0}}
+	if len(f) == 8 {
+		st.App = f[7]
+	}
 	st.AcceptedAt = msTime(f[1])
 	st.Recipients, _ = strconv.Atoi(f[2])
 	st.Deadline = msTime(f[3])

@@ -60,7 +60,7 @@ end
 -- retire_fields are what retire reads of the job record, in the order
 -- retire_with takes them: seven fixed fields, one counter per final state
 -- in final_states' order (FIRST_FINAL to LAST_FINAL), then the task that
--- owns the job (TASK). final_states is Go's list (FinalStates in store.go),
+-- owns the job (TASK) and the job's app (APP). final_states is Go's list (FinalStates in store.go),
 -- the line Go puts before this file (retireScriptSrc); final_index maps
 -- each final state to its place.
 local retire_fields = {'state', 'recipients', 'queue', 'accepted_at', 'deadline', 'cancelled_at', 'deferrals'}
@@ -73,6 +73,8 @@ end
 local FIRST_FINAL, LAST_FINAL = DEFERRALS + 1, #retire_fields
 retire_fields[#retire_fields + 1] = 'task'
 local TASK = #retire_fields
+retire_fields[#retire_fields + 1] = 'app'
+local APP = #retire_fields
 
 -- retire_with retires the job when h, the job record's retire_fields as
 -- they are (or as the caller is about to write them), say it is fanned out
@@ -106,6 +108,10 @@ local function retire_with(h, job, recp, dev, into, expire_at)
   end
   local entry = table.concat({owner, epoch_ms(h[4]), h[2], epoch_ms(h[5]), epoch_ms(h[6]), h[DEFERRALS] or '0',
     table.concat(counts, ',', 1, last)}, '|')
+  -- The app, when the record has one, is an eighth field.
+  if h[APP] and h[APP] ~= '' then
+    entry = entry .. '|' .. h[APP]
+  end
   redis.call('HSET', into, string.sub(job, 11, -2), entry)
   redis.call('PEXPIREAT', into, expire_at)
   redis.call('DEL', job, recp, dev)

@@ -311,7 +311,7 @@ func TestDoneBucketWriteIsTheReadersLastButOne(t *testing.T) {
 
 // TestRetireCountsInFinalStatesOrder: retire.lua, as the scripts run it,
 // reads the fixed fields, then the counters in FinalStates' order (which
-// compactStatus reads them back in), then the owning task; final_index
+// compactStatus reads them back in), then the owning task and the app; final_index
 // (record.lua's in-memory count of what it is about to write) places each
 // state where that read has it.
 func TestRetireCountsInFinalStatesOrder(t *testing.T) {
@@ -339,7 +339,7 @@ return {retire_fields, index, FIRST_FINAL, LAST_FINAL, TASK}`
 		return out
 	}
 	n := int64(len(finalStates))
-	wantFields := append(append([]string{"state", "recipients", "queue", "accepted_at", "deadline", "cancelled_at", "deferrals"}, finalStates...), "task")
+	wantFields := append(append([]string{"state", "recipients", "queue", "accepted_at", "deadline", "cancelled_at", "deferrals"}, finalStates...), "task", "app")
 	if diff := cmp.Diff(wantFields, strs(v[0])); diff != "" {
 		t.Errorf("retire_fields (-want +got):\n%s", diff)
 	}

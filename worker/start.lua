@@ -33,7 +33,9 @@
 --                      writes the record, or near the floor: see below)
 -- ARGV[9] nread        how many recipients' states to read, from index 0
 --                      (the chunk the job task delivers itself)
--- ARGV[10..] per recipient read, 1 value each: devices
+-- ARGV[10] app         the job's app, "" for none (written with the fixed
+--                      fields when it is set)
+-- ARGV[11..] per recipient read, 1 value each: devices
 --
 -- Reply: {owner of the id (its queue, then "@" and its batch task when a
 -- batch owns it), cursor or "", cancelled_at or "" (the
@@ -62,9 +64,10 @@ local state = ARGV[6]
 local keep = ARGV[7]
 local ttl = ARGV[8]
 local nread = tonumber(ARGV[9])
+local app = ARGV[10]
 local devices = {} -- devices[i + 1]: recipient i's device count
 for i = 1, nread do
-  devices[i] = tonumber(ARGV[9 + i])
+  devices[i] = tonumber(ARGV[10 + i])
 end
 
 local head = redis.call('HMGET', KEYS[1], 'queue', 'cursor', 'cancelled_at', 'state', 'task')
@@ -86,6 +89,10 @@ if not owner then
   if task ~= '' then
     fixed[#fixed + 1] = 'task'
     fixed[#fixed + 1] = task
+  end
+  if app ~= '' then
+    fixed[#fixed + 1] = 'app'
+    fixed[#fixed + 1] = app
   end
   if keep ~= '1' or not head[4] then
     fixed[#fixed + 1] = 'state'

@@ -156,7 +156,7 @@ func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *
 	if first != nil {
 		read = first.Recipients
 	}
-	args := make([]any, 0, 9+len(read))
+	args := make([]any, 0, 10+len(read))
 	args = append(args,
 		r.Queue,                 // ARGV[1] queue
 		r.Task,                  // ARGV[2] task
@@ -167,9 +167,10 @@ func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *
 		b2i(keep),               // ARGV[7] keep
 		ttl.Milliseconds(),      // ARGV[8] ttl
 		len(read),               // ARGV[9] nread
+		r.App,                   // ARGV[10] app
 	)
 	for _, rc := range read {
-		args = append(args, len(rc.Devices)) // ARGV[10..] devices
+		args = append(args, len(rc.Devices)) // ARGV[11..] devices
 	}
 	return args
 }
@@ -342,7 +343,9 @@ type recordInfo struct {
 	Queue string
 	// Task is the batch task carrying the job ("" when the job has a task
 	// of its own): it owns the id with Queue (owner).
-	Task       string
+	Task string
+	// App is the job's app, as validation resolved it ("" for none).
+	App        string
 	Recipients int
 	AcceptedAt time.Time
 	Deadline   time.Time
@@ -568,7 +571,7 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 		}
 		return JobStatus{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
-	st := JobStatus{ID: id, State: m["state"], Queue: m["queue"], Counts: map[string]int{}}
+	st := JobStatus{ID: id, App: m["app"], State: m["state"], Queue: m["queue"], Counts: map[string]int{}}
 	st.AcceptedAt, _ = time.Parse(time.RFC3339Nano, m["accepted_at"])
 	st.Deadline, _ = time.Parse(time.RFC3339Nano, m["deadline"])
 	st.Recipients, _ = strconv.Atoi(m["recipients"])

@@ -9,7 +9,7 @@ import (
 // TestAuthScheme: the bearer token is checked exactly, and its scheme
 // case-insensitively (RFC 7235 §2.1).
 func TestAuthScheme(t *testing.T) {
-	h := auth("s3cret", http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusNoContent) }))
+	h := newAuthenticator(Options{Token: "s3cret"}).wrap(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusNoContent) }))
 	tests := []struct {
 		header string
 		want   int

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -23,8 +22,13 @@ const DefaultMaxBodyBytes = 8 << 20
 // Options configure the API.
 type Options struct {
 	// Token, when set, is required on /v1/ as "Authorization: Bearer
-	// <token>" (HUSH_API_TOKEN).
+	// <token>" (HUSH_API_TOKEN) and acts for every app.
 	Token string
+	// Tokens, when set, are taken too, each for the apps it names: such
+	// a token is refused (403) a job, a submission or a user of another
+	// app. With Tokens set /v1/ requires a token, even when none is left
+	// in it.
+	Tokens *Tokens
 	// MaxBodyBytes limits a POST body, a job or a batch (default
 	// DefaultMaxBodyBytes).
 	MaxBodyBytes int64
@@ -69,7 +73,7 @@ var (
 type server struct {
 	jobs    Jobs
 	w       Worker
-	token   string
+	auth    authenticator
 	maxBody int64
 	log     *slog.Logger
 }
@@ -79,9 +83,10 @@ type server struct {
 // Every error answer is {"error":{"message":"..."}}, with "problems":
 // [{"field","message"}] added for a job's field problems (400). A known
 // path asked with another method answers 405 with an Allow header; an
-// unknown path 404. With Options.Token set, /v1/ requires it.
+// unknown path 404. With Options.Token or Options.Tokens set, /v1/
+// requires one of them.
 func New(w Worker, jobs Jobs, o Options) http.Handler {
-	a := &server{jobs: jobs, w: w, token: o.Token, maxBody: o.MaxBodyBytes, log: o.Logger}
+	a := &server{jobs: jobs, w: w, auth: newAuthenticator(o), maxBody: o.MaxBodyBytes, log: o.Logger}
 	if a.maxBody <= 0 {
 		a.maxBody = DefaultMaxBodyBytes
 	}
@@ -112,7 +117,7 @@ type route struct {
 	// pattern is a net/http ServeMux path pattern, written as the path
 	// template of docs/openapi.yaml.
 	pattern string
-	// auth: requires the bearer token when Options.Token is set.
+	// auth: requires a bearer token when Options.Token or Tokens is set.
 	auth  bool
 	serve http.HandlerFunc
 }
@@ -143,7 +148,7 @@ func (a *server) byMethod(rs []route) http.Handler {
 	for _, rt := range rs {
 		var h http.Handler = rt.serve
 		if rt.auth {
-			h = auth(a.token, h)
+			h = a.auth.wrap(h)
 		}
 		handlers[rt.method] = h
 		methods = append(methods, rt.method)
@@ -156,25 +161,6 @@ func (a *server) byMethod(rs []route) http.Handler {
 		}
 		rw.Header().Set("Allow", allow)
 		writeError(rw, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
-	})
-}
-
-// auth requires token as the bearer token before next ("": nothing).
-func auth(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
-	want := []byte(token)
-	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		// The scheme is case-insensitive (RFC 7235 §2.1); the token is not.
-		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		got := []byte(strings.TrimLeft(token, " "))
-		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(got, want) != 1 {
-			rw.Header().Set("WWW-Authenticate", `Bearer realm="hush"`)
-			writeError(rw, http.StatusUnauthorized, "missing or wrong bearer token")
-			return
-		}
-		next.ServeHTTP(rw, r)
 	})
 }
 

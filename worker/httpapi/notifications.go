@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/wire"
@@ -15,11 +16,20 @@ func (a *server) postNotification(rw http.ResponseWriter, r *http.Request) {
 	body := http.MaxBytesReader(rw, r.Body, a.maxBody)
 	job, err := payload.Decode(body)
 	if err == nil {
+		g := grantOf(r)
+		if name, ok := a.mayActFor(g, job.App); !ok {
+			forbid(rw, g, "app "+strconv.Quote(name))
+			return
+		}
 		var acc wire.Accepted
 		acc, err = a.jobs.Enqueue(r.Context(), job)
 		if err == nil {
 			status := http.StatusAccepted
 			if acc.Duplicate {
+				if ok, err := a.seesJob(r, g, acc.ID); err != nil || !ok {
+					a.refuseDuplicate(rw, g, err)
+					return
+				}
 				status = http.StatusOK
 			}
 			writeJSON(rw, status, acc)
@@ -93,6 +103,11 @@ func (a *server) postNotificationBatch(rw http.ResponseWriter, r *http.Request) 
 			answers[i] = wire.BatchAnswer{Status: status, Error: &detail}
 			continue
 		}
+		if g := grantOf(r); !g.allows(job.App) {
+			// Check set the app: the job's, or the only one.
+			answers[i] = wire.BatchAnswer{Status: http.StatusForbidden, Error: &wire.ErrorDetail{Message: forbidden(g, "app "+strconv.Quote(job.App))}}
+			continue
+		}
 		jobs = append(jobs, job)
 		at = append(at, i)
 	}
@@ -109,6 +124,11 @@ func (a *server) postNotificationBatch(rw http.ResponseWriter, r *http.Request) 
 				status, detail := a.submitError(res.Err)
 				answers[at[k]] = wire.BatchAnswer{Status: status, ID: res.ID, Error: &detail}
 			case res.Duplicate:
+				if ok, err := a.seesJob(r, grantOf(r), res.ID); err != nil || !ok {
+					status, msg := a.duplicateRefusal(grantOf(r), err)
+					answers[at[k]] = wire.BatchAnswer{Status: status, Error: &wire.ErrorDetail{Message: msg}}
+					continue
+				}
 				answers[at[k]] = wire.BatchAnswer{Status: http.StatusOK, ID: res.ID, Duplicate: true}
 			default:
 				answers[at[k]] = wire.BatchAnswer{Status: http.StatusAccepted, ID: res.ID}
@@ -119,8 +139,11 @@ func (a *server) postNotificationBatch(rw http.ResponseWriter, r *http.Request) 
 }
 
 func (a *server) getNotification(rw http.ResponseWriter, r *http.Request) {
+	g := grantOf(r)
 	st, err := a.jobs.Status(r.Context(), r.PathValue("id"))
 	switch {
+	case g.limited() && (errors.Is(err, worker.ErrNotFound) || err == nil && !g.allows(st.App)):
+		forbid(rw, g, notOwnJob)
 	case errors.Is(err, worker.ErrNotFound):
 		writeError(rw, http.StatusNotFound, "no job with this id")
 	case err != nil:
@@ -132,6 +155,18 @@ func (a *server) getNotification(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (a *server) deleteNotification(rw http.ResponseWriter, r *http.Request) {
+	if g := grantOf(r); g.limited() {
+		ok, err := a.seesJob(r, g, r.PathValue("id"))
+		switch {
+		case err != nil:
+			a.log.Error("job status failed", "err", err)
+			writeError(rw, http.StatusServiceUnavailable, "could not cancel the job, try again (cancelling again is safe)")
+			return
+		case !ok:
+			forbid(rw, g, notOwnJob)
+			return
+		}
+	}
 	res, err := a.jobs.Cancel(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, worker.ErrNotFound):
@@ -149,4 +184,59 @@ func (a *server) deleteNotification(rw http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(rw, http.StatusOK, res)
 	}
+}
+
+// notOwnJob is what a token limited to some apps is told of a job id that
+// is not one of its apps' jobs: whether the job is another app's or does
+// not exist, the answer is the same.
+const notOwnJob = "no job of this token's apps has this id"
+
+// mayActFor reports whether g may submit a job naming app ("": the only
+// app, or else default), and names the app as resolved (as given when it
+// is not configured). A token limited to some apps may not name an app
+// that is not configured either.
+func (a *server) mayActFor(g grant, app string) (string, bool) {
+	if !g.limited() {
+		return app, true
+	}
+	p, err := a.w.App(app)
+	if err != nil {
+		if app == "" {
+			app = worker.DefaultApp
+		}
+		return app, false
+	}
+	return p.Name, g.allows(p.Name)
+}
+
+// seesJob reports whether the job id is one of g's apps' jobs (an unknown
+// id is not). A token for every app sees every job without a read.
+func (a *server) seesJob(r *http.Request, g grant, id string) (bool, error) {
+	if !g.limited() {
+		return true, nil
+	}
+	st, err := a.jobs.Status(r.Context(), id)
+	switch {
+	case errors.Is(err, worker.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return g.allows(st.App), nil
+}
+
+// refuseDuplicate answers a submission whose id is taken by a job g does
+// not see (err nil), or whose owner could not be read.
+func (a *server) refuseDuplicate(rw http.ResponseWriter, g grant, err error) {
+	status, msg := a.duplicateRefusal(g, err)
+	writeError(rw, status, msg)
+}
+
+// duplicateRefusal is refuseDuplicate's status and message.
+func (a *server) duplicateRefusal(g grant, err error) (int, string) {
+	if err != nil {
+		a.log.Error("job status failed", "err", err)
+		return http.StatusServiceUnavailable, "could not accept the job, try again"
+	}
+	return http.StatusForbidden, forbidden(g, "the id is taken by a job that is not one of this token's apps' (choose another id)")
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/hushpush/hush/payload"
@@ -15,7 +16,15 @@ import (
 // only app or worker.DefaultApp) and its limiter's admin side; it answers
 // the request itself (false) when there is none.
 func (a *server) throttleApp(rw http.ResponseWriter, r *http.Request) (*worker.App, worker.ThrottleAdmin, bool) {
-	app, err := a.w.App(r.URL.Query().Get("app"))
+	name := r.URL.Query().Get("app")
+	app, err := a.w.App(name)
+	if g := grantOf(r); g.limited() && (err != nil || !g.allows(app.Name)) {
+		if err == nil {
+			name = app.Name
+		}
+		forbid(rw, g, "app "+strconv.Quote(name))
+		return nil, nil, false
+	}
 	if err != nil {
 		writeError(rw, http.StatusBadRequest, "app: "+err.Error())
 		return nil, nil, false
