@@ -372,7 +372,7 @@ func fileThrottle(path string, e *throttleEntry, cfg Config, ps *problems) (thro
 	if len(ps.list) == n {
 		// The rules as a whole: at least one limit or a gap, and each
 		// category's against them, as the limiter will check them.
-		if _, err := throttle.NewMemory(p, throttle.Options{MaxPending: maxPending}); err != nil {
+		if _, err := throttle.NewMemory(p, throttle.Options{MaxPending: limiterMaxPending(maxPending)}); err != nil {
 			ps.at(path, "%w", err)
 		}
 	}

@@ -110,7 +110,17 @@ func newLimiter(rdb redis.UniversalClient, a appSpec) (worker.Limiter, error) {
 // limiterOptions are app a's limiter's options: its scope, its pending
 // cap, and the collapse margin the worker needs.
 func (a appSpec) limiterOptions() throttle.Options {
-	return throttle.Options{Scope: a.scope, MaxPending: a.maxPending, CollapseMargin: worker.CollapseMargin}
+	return throttle.Options{Scope: a.scope, MaxPending: limiterMaxPending(a.maxPending), CollapseMargin: worker.CollapseMargin}
+}
+
+// limiterMaxPending is HUSH_THROTTLE_MAX_PENDING (or an app's
+// throttle.max_pending) as throttle.Options.MaxPending: the key's 0 is no
+// cap, which the limiter spells NoMaxPending (its 0 is its default).
+func limiterMaxPending(n int) int {
+	if n == 0 {
+		return throttle.NoMaxPending
+	}
+	return n
 }
 
 // logApp says what app a serves with.

@@ -32,6 +32,7 @@ type Config struct {
 	RedisSentinelAddrs    []string `split_words:"true" desc:"comma list of host:port of Redis Sentinels; when set, the master HUSH_REDIS_SENTINEL_MASTER names is found through them and followed across failovers (HUSH_REDIS_URL's user, password, DB and TLS still apply to the data nodes)"`
 	RedisSentinelMaster   string   `split_words:"true" desc:"the master's name in the Sentinels' configuration (sentinel monitor <name> ...); required with HUSH_REDIS_SENTINEL_ADDRS"`
 	RedisSentinelPassword string   `split_words:"true" desc:"password of the Sentinels themselves (their requirepass), when they have one"`
+	RedisAllowEviction    bool     `split_words:"true" desc:"true: serve on a Redis whose maxmemory-policy is not noeviction (it may drop queued tasks, job records and limiter entries, docs/operations.md#eviction), with /readyz ready and saying so; false: hush serve refuses to start on one, and /readyz is not ready when a node turns out to be one"`
 
 	Concurrency     int            `desc:"concurrent deliveries per process"`
 	HeldConcurrency int            `split_words:"true" desc:"held tasks (a fan-out chunk's deferred pushes, or a batch's deferred single-recipient jobs, woken together about a second before their slots) that may wait for their slots at once per process, in slots of their own beside HUSH_CONCURRENCY's; a waiting held task holds no send permit; unset or 0: 10 x HUSH_CONCURRENCY"`

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
 	"github.com/hushpush/hush/worker/httpapi"
 )
@@ -24,7 +25,7 @@ const (
 	DefaultThrottleLimits     = "10/1m,100/24h"
 	DefaultThrottleMinGap     = 3 * time.Second
 	DefaultTimezone           = "UTC"
-	DefaultThrottleMaxPending = 100
+	DefaultThrottleMaxPending = throttle.DefaultMaxPending
 	DefaultMaxThrottled       = time.Hour
 	DefaultHTTPAddr           = ":8080"
 	DefaultLogLevel           = "info"

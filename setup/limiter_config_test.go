@@ -192,3 +192,19 @@ func TestCategoryNameRulesAgree(t *testing.T) {
 		t.Error("no valid name among the cases")
 	}
 }
+
+// HUSH_THROTTLE_MAX_PENDING's values reach the limiter as the cap they
+// document: its 0 (no cap) as throttle.NoMaxPending, since the limiter's
+// own zero is its default cap, which is the key's default.
+func TestServeMaxPending(t *testing.T) {
+	if DefaultThrottleMaxPending != throttle.DefaultMaxPending {
+		t.Errorf("HUSH_THROTTLE_MAX_PENDING's default %d, the limiter's %d", DefaultThrottleMaxPending, throttle.DefaultMaxPending)
+	}
+	for _, tt := range []struct{ env, want int }{{0, throttle.NoMaxPending}, {7, 7}, {DefaultThrottleMaxPending, DefaultThrottleMaxPending}} {
+		c := DefaultConfig()
+		c.ThrottleMaxPending = tt.env
+		if got := envApp(c).limiterOptions().MaxPending; got != tt.want {
+			t.Errorf("HUSH_THROTTLE_MAX_PENDING=%d: limiter MaxPending %d, want %d", tt.env, got, tt.want)
+		}
+	}
+}

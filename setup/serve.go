@@ -52,6 +52,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		key, where := cfg.redisKey()
 		return keyErr(key, "Redis at %s does not answer (%v): start it, or point %s at one that runs", where, err, key)
 	}
+	if err := checkEviction(ctx, cfg, rdb); err != nil {
+		return err
+	}
 
 	policy, err := cfg.policy()
 	if err != nil {
@@ -98,6 +101,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		WebhookURL:      cfg.WebhookURL,
 		EventsMaxLen:    cfg.EventsMaxlen,
 		AppWait:         cfg.AppWait,
+		Eviction:        cfg.eviction(),
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		JobRetention:    cfg.JobRetention,
 		Logger:          log,

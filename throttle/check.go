@@ -42,8 +42,8 @@ func checkRequests(reqs []Request) error {
 }
 
 func checkOptions(o Options) error {
-	if o.MaxPending < 0 {
-		return fmt.Errorf("throttle: Options.MaxPending %d: must not be negative", o.MaxPending)
+	if o.MaxPending < 0 && o.MaxPending != NoMaxPending {
+		return fmt.Errorf("throttle: Options.MaxPending %d: want a cap, 0 for DefaultMaxPending or NoMaxPending (%d)", o.MaxPending, NoMaxPending)
 	}
 	if strings.ContainsAny(o.Prefix, "{}") {
 		return fmt.Errorf("throttle: Options.Prefix %q: want no { or }: the braces after it are the user's hash tag", o.Prefix)
@@ -52,4 +52,15 @@ func checkOptions(o Options) error {
 		return fmt.Errorf("throttle: Options.Scope %q: want 1 to %d of a-z, 0-9, _ and -", o.Scope, MaxCategoryLen)
 	}
 	return nil
+}
+
+// pendingCap is the cap o.MaxPending stands for, 0 for none.
+func pendingCap(o Options) int {
+	switch o.MaxPending {
+	case 0:
+		return DefaultMaxPending
+	case NoMaxPending:
+		return 0
+	}
+	return o.MaxPending
 }

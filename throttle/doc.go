@@ -19,8 +19,9 @@
 //
 // Reserve may refuse a new member instead, booking nothing; the
 // Reservation's Refused says why (empty: the member holds At).
-// Options.MaxPending caps the entries after now one user may hold: at the
-// cap a new member is RefusedFull, with At the user's earliest entry after
+// Options.MaxPending caps the entries after now one user may hold
+// (DefaultMaxPending, 100, when it is 0, as `hush serve` does by default;
+// NoMaxPending lifts the cap): at the cap a new member is RefusedFull, with At the user's earliest entry after
 // now (no place frees before it comes due, unless a booking is released).
 // Entries at or before now do not count, and Allow, which records only at
 // now, is never refused by the cap. Request.NotAfter (ReserveBatch) refuses
@@ -191,7 +192,7 @@
 //
 // # Cost of one user's bookings
 //
-// Without a cap nothing bounds a user's bookings, and every Allow, Peek,
+// Without a cap (NoMaxPending) nothing bounds a user's bookings, and every Allow, Peek,
 // Status and slot-seeking Reserve for that user reads and sweeps them all,
 // while the server serves no one else. With MaxPending = P a user's set
 // holds at most P entries after now, plus those in (now - horizon, now],

@@ -66,11 +66,11 @@ func deleteKeys(t testing.TB, rdb redis.UniversalClient, prefix string) {
 func TestNegativeMaxPendingIsAnError(t *testing.T) {
 	t.Parallel()
 	p := mustPolicy(t, "1/1m", "")
-	o := throttle.Options{MaxPending: -1}
+	o := throttle.Options{MaxPending: -2}
 	if _, err := throttle.NewMemory(p, o); err == nil {
-		t.Error("NewMemory with MaxPending -1: no error")
+		t.Error("NewMemory with MaxPending -2: no error")
 	}
 	if _, err := throttle.NewRedis(redistest.Client(t), p, o); err == nil {
-		t.Error("NewRedis with MaxPending -1: no error")
+		t.Error("NewRedis with MaxPending -2: no error")
 	}
 }

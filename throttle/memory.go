@@ -75,7 +75,7 @@ func NewMemory(p Policy, o Options) (*Memory, error) {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Memory{policy: copyPolicy(p), c: c, clock: clock, maxPending: o.MaxPending,
+	return &Memory{policy: copyPolicy(p), c: c, clock: clock, maxPending: pendingCap(o),
 		margin: o.CollapseMargin.Milliseconds(), users: map[string]*memUser{}}, nil
 }
 

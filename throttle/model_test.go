@@ -27,7 +27,7 @@ type model struct {
 	global     ruleSet
 	quiet      quietHours
 	cats       map[string]catModel
-	maxPending int   // Options.MaxPending
+	maxPending int   // the cap Options.MaxPending stands for, 0 for none
 	margin     int64 // Options.CollapseMargin
 	// sets: "" the global set, else a category's; At is absolute ms.
 	sets map[string][]entry
@@ -81,6 +81,12 @@ func newQuietHours(q throttle.Quiet) quietHours {
 }
 
 func newModel(p throttle.Policy, o throttle.Options) *model {
+	switch o.MaxPending {
+	case 0:
+		o.MaxPending = throttle.DefaultMaxPending
+	case throttle.NoMaxPending:
+		o.MaxPending = 0
+	}
 	m := &model{global: newRuleSet(p.Limits, p.MinGap, ""), quiet: newQuietHours(p.Quiet), cats: map[string]catModel{},
 		maxPending: o.MaxPending, margin: o.CollapseMargin.Milliseconds(), sets: map[string][]entry{}, collapse: map[string]collapseRec{}}
 	for name, c := range p.Categories {

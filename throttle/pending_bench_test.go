@@ -19,7 +19,7 @@ import (
 //
 //	fresh           one with no entries (a new one per decision)
 //	cap=P/held=H    one holding H bookings after now, with MaxPending P
-//	nocap/held=H    the same without a cap (today's behaviour)
+//	nocap/held=H    the same without a cap (NoMaxPending)
 //
 // and its decision
 //
@@ -60,8 +60,8 @@ func BenchmarkPendingBookings(b *testing.B) {
 		{"cap=1000/held=999/ReserveLate", 999, 1000, reserveLate},
 		{"cap=1000/held=1000/Allow", 1000, 1000, allow},
 		{"cap=100/held=100/Allow", 100, 100, allow},
-		{"nocap/held=10000/Reserve", 10_000, 0, reserve},
-		{"nocap/held=10000/Allow", 10_000, 0, allow},
+		{"nocap/held=10000/Reserve", 10_000, throttle.NoMaxPending, reserve},
+		{"nocap/held=10000/Allow", 10_000, throttle.NoMaxPending, allow},
 	}
 	p := mustPolicy(b, "10/1m,100/24h", "3s")
 	now := time.UnixMilli(t0)

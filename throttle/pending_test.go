@@ -87,3 +87,46 @@ func TestMaxPendingFlood(t *testing.T) {
 		})
 	}
 }
+
+// A limiter built with zero Options caps a user's bookings as `hush serve`
+// does by default (HUSH_THROTTLE_MAX_PENDING, 100): with one booking at now
+// and 100 after it, the next new member is RefusedFull and books nothing;
+// NoMaxPending books it.
+func TestZeroOptionsCapPending(t *testing.T) {
+	t.Parallel()
+	const serveDefault = 100
+	impls := []struct {
+		name string
+		new  newLimiterFunc
+	}{{"memory", newMemoryLimiter}, {"redis", redisLimiters(redistest.Client(t))}}
+	for _, impl := range impls {
+		for _, tt := range []struct {
+			name       string
+			maxPending int
+			want       throttle.Refusal
+		}{{"zero", 0, throttle.RefusedFull}, {"none", throttle.NoMaxPending, ""}} {
+			t.Run(impl.name+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				clock := newFakeClock()
+				l := impl.new(t, mustPolicy(t, "1/1m", ""), throttle.Options{Clock: clock.Now, MaxPending: tt.maxPending})
+				ctx := context.Background()
+				for i := range serveDefault + 1 {
+					r, err := l.Reserve(ctx, "u", fmt.Sprintf("m%d", i))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r.Refused != "" {
+						t.Fatalf("booking %d refused %q", i, r.Refused)
+					}
+				}
+				r, err := l.Reserve(ctx, "u", "one-more")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Refused != tt.want {
+					t.Errorf("the %dst booking after now: refused %q, want %q", serveDefault+1, r.Refused, tt.want)
+				}
+			})
+		}
+	}
+}

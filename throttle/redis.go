@@ -47,7 +47,7 @@ type Redis struct {
 	scope      string // Options.Scope
 	clock      func() time.Time
 	minTTL     int64
-	maxPending int   // Options.MaxPending, 0 for no cap
+	maxPending int   // pendingCap(Options), 0 for no cap
 	margin     int64 // Options.CollapseMargin in ms
 	rules      []any // the global gap, horizon, N1, W1, ... as allow.lua's arguments
 	scripts    scripts
@@ -67,7 +67,7 @@ func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
 		return nil, err
 	}
 	l := &Redis{rdb: rdb, policy: copyPolicy(p), c: c, r: &c.global, prefix: o.Prefix, scope: o.Scope, clock: o.Clock,
-		maxPending: o.MaxPending, margin: o.CollapseMargin.Milliseconds(), scripts: newScripts()}
+		maxPending: pendingCap(o), margin: o.CollapseMargin.Milliseconds(), scripts: newScripts()}
 	_, l.multiKey = rdb.(*redis.Client)
 	l.cluster, _ = rdb.(*redis.ClusterClient)
 	if l.prefix == "" {

@@ -448,7 +448,7 @@ func TestRedisReserveTrimsAgedEntries(t *testing.T) {
 // that finds the window empty tells the cap there is nothing held.
 func TestRedisReserveCommands(t *testing.T) {
 	t.Parallel()
-	for _, maxPending := range []int{0, 100} {
+	for _, maxPending := range []int{throttle.NoMaxPending, 100} {
 		t.Run(fmt.Sprintf("max-pending=%d", maxPending), func(t *testing.T) {
 			t.Parallel()
 			reserveCommands(t, maxPending)

@@ -217,6 +217,15 @@ type CategoryStatus struct {
 	Quiet bool
 }
 
+// DefaultMaxPending is Options.MaxPending when it is 0: the cap on one
+// user's entries after now that `hush serve` also uses
+// (HUSH_THROTTLE_MAX_PENDING's default).
+const DefaultMaxPending = 100
+
+// NoMaxPending as Options.MaxPending lifts the cap: nothing then bounds a
+// user's bookings, nor what they cost each decision for that user.
+const NoMaxPending = -1
+
 // Options configure a limiter.
 type Options struct {
 	// Prefix is the key prefix; the user's key is Prefix + "{" + tag +
@@ -236,12 +245,12 @@ type Options struct {
 	// replay). When nil the Redis limiter uses the Redis server's TIME and the
 	// in-memory limiter uses time.Now.
 	Clock func() time.Time
-	// MaxPending, when positive, is the most entries after the limiter's
-	// now one user may hold: when a user holds that many, Reserve and
-	// ReserveBatch book nothing for a new member and answer RefusedFull
-	// (an existing member still gets its slot). It bounds what one user's
-	// bookings cost every decision; see the package documentation. 0 means
-	// no cap; a negative value is an error.
+	// MaxPending is the most entries after the limiter's now one user may
+	// hold: when a user holds that many, Reserve and ReserveBatch book
+	// nothing for a new member and answer RefusedFull (an existing member
+	// still gets its slot). It bounds what one user's bookings cost every
+	// decision; see the package documentation. 0 means DefaultMaxPending;
+	// NoMaxPending means no cap; any other negative value is an error.
 	MaxPending int
 	// CollapseMargin: a held booking whose slot is at most this far after
 	// now counts as on its way and is never collapsed (its sender may be

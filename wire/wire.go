@@ -217,7 +217,9 @@ type ThrottleReset struct {
 }
 
 // Health is the answer of GET /healthz (Status "ok") and of GET /readyz
-// when ready (Status "ready"): the schema Health.
+// when ready (Status "ready", with Warnings saying what puts the work at
+// risk, if anything): the schema Health.
 type Health struct {
-	Status string `json:"status"`
+	Status   string   `json:"status"`
+	Warnings []string `json:"warnings,omitempty"`
 }

@@ -10,8 +10,9 @@ import (
 const credentialWindow = time.Minute
 
 // NotReady says what keeps the worker from working, for GET /readyz: its
-// task server not running, Redis not answering, an app whose credentials
-// a provider rejected in the last minute; none when it is ready. The
+// task server not running, Redis not answering, a Redis that may evict
+// keys (unless Options.Eviction allows it), an app whose credentials a
+// provider rejected in the last minute; none when it is ready. The
 // problems name no address or server text (the readiness probe answers
 // without authentication): the causes go to the log.
 func (w *Worker) NotReady(ctx context.Context) []string {
@@ -24,6 +25,9 @@ func (w *Worker) NotReady(ctx context.Context) []string {
 	if err := w.rdb.Ping(ctx).Err(); err != nil {
 		w.log.Warn("readiness: redis does not answer", "err", err)
 		problems = append(problems, "redis unavailable")
+	}
+	if problem, _ := w.eviction.verdict(ctx, w.now()); problem != "" {
+		problems = append(problems, problem)
 	}
 	for _, app := range w.creds.since(w.now().Add(-credentialWindow)) {
 		problems = append(problems, "a provider rejected app "+app+"'s credentials in the last minute")

@@ -108,6 +108,10 @@ type Options struct {
 	// its job found it missing; after that the delivery fails, naming
 	// what was missing.
 	AppWait time.Duration
+	// Eviction is what readiness makes of a Redis that may evict keys
+	// (any maxmemory-policy but noeviction): by default (EvictionRefused)
+	// the worker is not ready.
+	Eviction EvictionCheck
 	// ShutdownTimeout bounds how long in-flight deliveries may take after
 	// Run's context is done (default DefaultShutdownTimeout); the rest are
 	// handed back.
@@ -202,9 +206,10 @@ type Worker struct {
 	sends *semaphore.Weighted // permits for chunks' provider calls
 	wave  int                 // recipients of a chunk booked and sent together
 
-	running atomic.Bool
-	creds   credentials // when each app's credentials were last refused
-	clock   Clock       // Options.Clock
+	running  atomic.Bool
+	creds    credentials // when each app's credentials were last refused
+	eviction *evictionWatch
+	clock    Clock // Options.Clock
 }
 
 // newServer is an Asynq server of conc slots serving queues, on the
@@ -273,6 +278,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		clock:      o.Clock,
 	}
 	w.store.clock, w.seconds.clock = o.Clock.Now, o.Clock.Now
+	w.eviction = &evictionWatch{rdb: rdb, check: o.Eviction, log: o.Logger}
 	for _, p := range o.Bypass {
 		w.bypass[p] = true
 	}
@@ -328,6 +334,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	queues := servedQueues(w.queues, w.shards, existing)
 	heldQueues := servedHeldQueues(w.queues, w.shards, existing)
+	// Read the eviction policy now, so its warning is logged at start.
+	w.ReadyWarnings(ctx)
 
 	// Two Asynq servers run on the shared client, each through a gate that
 	// spares its dequeues the queues it just found empty (dequeue.go): one

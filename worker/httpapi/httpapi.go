@@ -60,6 +60,8 @@ type Worker interface {
 	DefaultLocation() *time.Location
 	// NotReady are the problems GET /readyz names; none when ready.
 	NotReady(ctx context.Context) []string
+	// ReadyWarnings are the risks a ready GET /readyz names.
+	ReadyWarnings(ctx context.Context) []string
 	MetricsHandler() http.Handler
 }
 
@@ -175,7 +177,7 @@ func (a *server) readyz(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusServiceUnavailable, "not ready: "+strings.Join(problems, "; "))
 		return
 	}
-	writeJSON(rw, http.StatusOK, wire.Health{Status: "ready"})
+	writeJSON(rw, http.StatusOK, wire.Health{Status: "ready", Warnings: a.w.ReadyWarnings(r.Context())})
 }
 
 func serveOpenAPI(rw http.ResponseWriter, _ *http.Request) {
