@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -49,7 +50,8 @@ func startWebPush(tb testing.TB, senders map[payload.Platform]Sender) *fakeWebPu
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:ops@example.com", CAFile: ca})
+	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:ops@example.com", CAFile: ca,
+		Egress: webpush.Egress{Origins: []string{webpush.OriginsPublic}, PrivateNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
 	if err != nil {
 		tb.Fatal(err)
 	}
