@@ -66,16 +66,17 @@ type EgressPolicy struct {
 
 // NewEgressPolicy checks e's origins and builds its policy.
 func NewEgressPolicy(e Egress) (*EgressPolicy, error) {
-	origins := e.Origins
+	var origins []string
+	for _, o := range e.Origins {
+		if o = strings.ToLower(strings.TrimSpace(o)); o != "" {
+			origins = append(origins, o)
+		}
+	}
 	if len(origins) == 0 {
 		origins = strings.Split(OriginsDefault, ",")
 	}
 	p := &EgressPolicy{hosts: map[string]bool{}, private: slices.Clone(e.PrivateNetworks)}
 	for _, o := range origins {
-		o = strings.ToLower(strings.TrimSpace(o))
-		if o == "" {
-			continue
-		}
 		if o == OriginsPublic {
 			p.public = true
 			continue
@@ -89,9 +90,6 @@ func NewEgressPolicy(e Egress) (*EgressPolicy, error) {
 		} else {
 			p.hosts[key] = true
 		}
-	}
-	if !p.public && len(p.hosts) == 0 && len(p.suffixes) == 0 {
-		return nil, errors.New("no origin: want push-service hosts or " + OriginsPublic)
 	}
 	return p, nil
 }
@@ -109,8 +107,9 @@ func originEntry(o string) (string, error) {
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", fmt.Errorf("port %q is not 1 to 65535", port)
 	}
-	if host == "" || host == "*." || strings.Contains(host[1:], "*") || strings.HasPrefix(host, "*") && !strings.HasPrefix(host, "*.") {
-		return "", errors.New(`want a host; a wildcard is a "*." prefix`)
+	name := strings.TrimPrefix(host, "*.")
+	if _, err := netip.ParseAddr(name); err != nil && (name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-.") != "") {
+		return "", errors.New(`want a host name or address; a wildcard is a "*." prefix`)
 	}
 	return net.JoinHostPort(host, port), nil
 }
@@ -226,7 +225,7 @@ func (p *EgressPolicy) CheckAddr(ip netip.Addr) error {
 		}
 	}
 	if rule := addrRule(ip); rule != "" {
-		return &EgressError{Host: ip.String(), Rule: rule + ", not public unicast (HUSH_WEBPUSH_PRIVATE_NETWORKS allows a private network)"}
+		return &EgressError{Host: ip.String(), Rule: rule + " (not public unicast; HUSH_WEBPUSH_PRIVATE_NETWORKS can allow a private network)"}
 	}
 	return nil
 }
