@@ -35,6 +35,10 @@ type appSpec struct {
 	fcm   *fcm.Config  // nil: no FCM
 	// webpush is the app's VAPID key pair and contact; nil: no Web Push.
 	webpush *webpush.Config
+	// egress is the policy for Web Push endpoints (HUSH_WEBPUSH_ORIGINS,
+	// HUSH_WEBPUSH_PRIVATE_NETWORKS), the same for every app, dry-run
+	// included.
+	egress webpush.Egress
 	// maxRate is the sends per second to each platform (absent: no cap),
 	// maxRateText as the file writes it.
 	maxRate     map[payload.Platform]float64
@@ -74,6 +78,7 @@ func anyEnvCredentials(cfg Config) bool {
 func envApp(cfg Config) appSpec {
 	a := appSpec{name: worker.DefaultApp, maxPending: cfg.ThrottleMaxPending}
 	a.policy, _ = cfg.policy() // checked by Validate
+	a.egress, _ = cfg.webpushEgress()
 	if cfg.apnsConfigured() {
 		a.apns = &apns.Config{
 			KeyFile: cfg.APNSKeyFile, KeyID: cfg.APNSKeyID, TeamID: cfg.APNSTeamID,
@@ -87,7 +92,7 @@ func envApp(cfg Config) appSpec {
 	}
 	if cfg.webpushConfigured() {
 		a.webpush = &webpush.Config{PrivateKey: cfg.WebpushPrivateKey, PublicKey: cfg.WebpushPublicKey,
-			Subject: cfg.WebpushSubject, CAFile: cfg.WebpushCaFile}
+			Subject: cfg.WebpushSubject, CAFile: cfg.WebpushCaFile, Egress: a.egress}
 	}
 	return a
 }
@@ -155,6 +160,7 @@ func readApps(cfg Config, withEnv bool) (*appsConfig, error) {
 // problems go to ps.
 func fileApp(e appEntry, label string, cfg Config, dir string, ps *problems) appSpec {
 	a := appSpec{name: e.Name, label: label}
+	a.egress, _ = cfg.webpushEgress() // Validate has checked it
 	n := len(ps.list)
 	switch {
 	case e.Name == "":
@@ -168,6 +174,9 @@ func fileApp(e appEntry, label string, cfg Config, dir string, ps *problems) app
 	a.apns = fileAPNs(a.label+".apns", e.APNs, dir, &a, ps)
 	a.fcm = fileFCM(a.label+".fcm", e.FCM, dir, &a, ps)
 	a.webpush = fileWebPush(a.label+".webpush", e.WebPush, dir, &a, ps)
+	if a.webpush != nil {
+		a.webpush.Egress = a.egress
+	}
 	if e.APNs == nil && e.FCM == nil && e.WebPush == nil {
 		ps.addf(a.label, ps.lines[a.label], "neither apns nor fcm nor webpush: give the app the credentials of one or more")
 	}

@@ -2,10 +2,12 @@ package setup
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/hushpush/hush/providers/webpush"
 )
@@ -78,6 +80,14 @@ func TestConfigWebpushKeys(t *testing.T) {
 		{"no subject", func(c *Config) { c.WebpushPrivateKey = "k" }, "HUSH_WEBPUSH_SUBJECT"},
 		{"subject alone", func(c *Config) { c.WebpushSubject = "mailto:a@b.c" }, "HUSH_WEBPUSH_SUBJECT"},
 		{"ca alone", func(c *Config) { c.WebpushCaFile = "ca.pem" }, "HUSH_WEBPUSH_CA_FILE"},
+		{"origins public, loopback allowed", func(c *Config) {
+			c.WebpushOrigins, c.WebpushPrivateNetworks = []string{"public"}, []string{"127.0.0.0/8"}
+		}, ""},
+		{"origins host:port and wildcard", func(c *Config) { c.WebpushOrigins = []string{"push.example.net:8443", " *.up.example.org"} }, ""},
+		{"origins empty: the default", func(c *Config) { c.WebpushOrigins = []string{""} }, ""},
+		{"origin a URL", func(c *Config) { c.WebpushOrigins = []string{"https://fcm.googleapis.com"} }, "HUSH_WEBPUSH_ORIGINS"},
+		{"origin bad port", func(c *Config) { c.WebpushOrigins = []string{"push.example.net:0"} }, "HUSH_WEBPUSH_ORIGINS"},
+		{"private network not a prefix", func(c *Config) { c.WebpushPrivateNetworks = []string{"127.0.0.1"} }, "HUSH_WEBPUSH_PRIVATE_NETWORKS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -93,5 +103,29 @@ func TestConfigWebpushKeys(t *testing.T) {
 				t.Errorf("key at fault = %q, want %q (%v)", got, tc.wantKey, err)
 			}
 		})
+	}
+}
+
+// TestWebPushEgressReachesEverySender: HUSH_WEBPUSH_ORIGINS and
+// HUSH_WEBPUSH_PRIVATE_NETWORKS become the Egress of the HUSH_* keys'
+// app and of every app of the apps file, and the default is the browser
+// vendors' push services.
+func TestWebPushEgressReachesEverySender(t *testing.T) {
+	cfg := DefaultConfig()
+	if d := cmp.Diff(strings.Split(webpush.OriginsDefault, ","), cfg.WebpushOrigins); d != "" {
+		t.Errorf("default HUSH_WEBPUSH_ORIGINS (-want +got):\n%s", d)
+	}
+	cfg.WebpushPrivateKey, cfg.WebpushSubject = "k", "mailto:a@b.c"
+	cfg.WebpushOrigins, cfg.WebpushPrivateNetworks = []string{"public"}, []string{"127.0.0.1/8"}
+	want := webpush.Egress{Origins: []string{"public"}, PrivateNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	if d := cmp.Diff(want, envApp(cfg).webpush.Egress, cmpopts.EquateComparable(netip.Prefix{})); d != "" {
+		t.Errorf("the HUSH_* app's Egress (-want +got):\n%s", d)
+	}
+	a := fileApp(appEntry{Name: "web", WebPush: &webpushEntry{PrivateKey: "k", Subject: "mailto:a@b.c"}}, "apps[web]", cfg, t.TempDir(), &problems{})
+	if a.webpush == nil {
+		t.Fatal("the file app has no webpush config")
+	}
+	if d := cmp.Diff(want, a.webpush.Egress, cmpopts.EquateComparable(netip.Prefix{})); d != "" {
+		t.Errorf("the file app's Egress (-want +got):\n%s", d)
 	}
 }

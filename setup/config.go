@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"reflect"
@@ -19,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/webpush"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
 )
@@ -65,10 +67,12 @@ type Config struct {
 	FCMProjectID       string `split_words:"true" desc:"FCM project id; default: the service account's"`
 	FCMEndpoint        string `split_words:"true" desc:"send FCM requests to another endpoint (a proxy, a test server)"`
 
-	WebpushPrivateKey string `split_words:"true" desc:"Web Push VAPID private key, base64url of its 32-byte scalar (hush webpush keys makes a pair); keep it secret"`
-	WebpushPublicKey  string `split_words:"true" desc:"optional: the VAPID public key web apps subscribe with, checked against the private key"`
-	WebpushSubject    string `split_words:"true" desc:"contact a push service can reach you at, mailto: or https: (the VAPID JWT's sub); required with HUSH_WEBPUSH_PRIVATE_KEY"`
-	WebpushCaFile     string `split_words:"true" desc:"PEM CA bundle trusted for push services besides the system's (a private push service, a test server)"`
+	WebpushPrivateKey      string   `split_words:"true" desc:"Web Push VAPID private key, base64url of its 32-byte scalar (hush webpush keys makes a pair); keep it secret"`
+	WebpushPublicKey       string   `split_words:"true" desc:"optional: the VAPID public key web apps subscribe with, checked against the private key"`
+	WebpushSubject         string   `split_words:"true" desc:"contact a push service can reach you at, mailto: or https: (the VAPID JWT's sub); required with HUSH_WEBPUSH_PRIVATE_KEY"`
+	WebpushCaFile          string   `split_words:"true" desc:"PEM CA bundle trusted for push services besides the system's (a private push service, a test server)"`
+	WebpushOrigins         []string `split_words:"true" desc:"push-service hosts a Web Push subscription's endpoint may name (comma list): host (port 443), host:port, *.domain (any host under it), or public for any host whose addresses are public unicast (UnifiedPush distributors); default: the browser vendors' push services"`
+	WebpushPrivateNetworks []string `split_words:"true" desc:"comma list of CIDR prefixes a Web Push endpoint may resolve to although not public unicast, e.g. 127.0.0.0/8 for a local test server (its host must still be allowed by HUSH_WEBPUSH_ORIGINS); empty: none"`
 
 	DryRun bool `split_words:"true" desc:"log what would be sent; no provider is called"`
 
@@ -327,12 +331,36 @@ func (c Config) validateFCM() error {
 	return nil
 }
 
+// webpushEgress is the egress policy of every app's Web Push sender.
+func (c Config) webpushEgress() (webpush.Egress, error) {
+	e := webpush.Egress{Origins: c.WebpushOrigins}
+	for _, n := range c.WebpushPrivateNetworks {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(n)
+		if err != nil {
+			return webpush.Egress{}, keyErr("HUSH_WEBPUSH_PRIVATE_NETWORKS", "%q is not a CIDR prefix like 127.0.0.0/8", n)
+		}
+		e.PrivateNetworks = append(e.PrivateNetworks, p.Masked())
+	}
+	return e, nil
+}
+
 // apnsConfigured reports whether APNs credentials are set.
 func (c Config) apnsConfigured() bool { return c.APNSKeyFile != "" || c.APNSCertFile != "" }
 
-// validateWebpush checks the HUSH_WEBPUSH_* keys that go together; the
-// key pair and the subject themselves are checked by webpush.New.
+// validateWebpush checks the HUSH_WEBPUSH_* keys that go together and the
+// egress policy; the key pair and the subject themselves are checked by
+// webpush.New.
 func (c Config) validateWebpush() error {
+	e, err := c.webpushEgress()
+	if err != nil {
+		return err
+	}
+	if _, err := webpush.NewEgressPolicy(e); err != nil {
+		return &KeyError{Key: "HUSH_WEBPUSH_ORIGINS", Err: err}
+	}
 	if c.WebpushPrivateKey != "" {
 		if c.WebpushSubject == "" {
 			return keyErr("HUSH_WEBPUSH_SUBJECT", "required with HUSH_WEBPUSH_PRIVATE_KEY: a mailto: or https: URI a push service can reach you at")

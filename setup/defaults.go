@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/webpush"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
 	"github.com/hushpush/hush/worker/httpapi"
@@ -91,6 +92,7 @@ func DefaultConfig() Config {
 		ThrottleMinGap:     DefaultThrottleMinGap,
 		DefaultTimezone:    DefaultTimezone,
 		ThrottleBypass:     DefaultThrottleBypass(),
+		WebpushOrigins:     strings.Split(webpush.OriginsDefault, ","),
 		ThrottleMaxPending: DefaultThrottleMaxPending,
 		MaxThrottled:       DefaultMaxThrottled,
 		HTTPAddr:           DefaultHTTPAddr,

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -200,7 +201,7 @@ func specChanges(x appSpec, dx map[string]string, y appSpec, dy map[string]strin
 		parts = append(parts, "fcm credentials")
 	}
 	switch {
-	case (x.webpush == nil) != (y.webpush == nil) || x.webpush != nil && *x.webpush != *y.webpush:
+	case (x.webpush == nil) != (y.webpush == nil) || x.webpush != nil && !reflect.DeepEqual(*x.webpush, *y.webpush):
 		// The VAPID key pair lives in the file itself: a new key is a
 		// change of settings.
 		parts = append(parts, "webpush settings")

@@ -203,8 +203,22 @@ func dryRunSenders(a appSpec, log *slog.Logger) map[payload.Platform]worker.Send
 			out[s.platform] = d
 		}
 	}
+	if _, ok := out[payload.WebPush]; ok {
+		if p, err := webpush.NewEgressPolicy(a.egress); err == nil { // Validate has checked it
+			out[payload.WebPush] = dryRunWebPush{Sender: d, egress: p}
+		}
+	}
 	return out
 }
+
+// dryRunWebPush is the dry-run sender of Web Push devices: it refuses at
+// submit the endpoints the egress policy refuses, as webpush.Sender does.
+type dryRunWebPush struct {
+	worker.Sender
+	egress *webpush.EgressPolicy
+}
+
+func (d dryRunWebPush) CheckToken(token string) error { return d.egress.CheckToken(token) }
 
 // warnDryRun says loudly that nothing is sent, and why.
 func warnDryRun(cfg Config, log *slog.Logger) {

@@ -261,6 +261,9 @@ func (c *Client) validate(job *payload.Job, now time.Time) error {
 			for _, m := range missingPlatforms(job, app) {
 				add("app", m, before...)
 			}
+			for _, p := range refusedTokens(job, app) {
+				add(p.Field, p.Message, before...)
+			}
 			cats = map[string]bool{}
 			for name := range app.Policy.Categories {
 				cats[name] = true
@@ -297,6 +300,24 @@ func missingPlatforms(job *payload.Job, app *App) []string {
 			}
 			seen[d.Platform] = true
 			out = append(out, fmt.Sprintf("app %q has no %s credentials (recipients[%d].devices[%d] is %s)", app.Name, d.Platform, i, k, d.Platform))
+		}
+	}
+	return out
+}
+
+// refusedTokens are the problems of the tokens whose senders refuse them
+// (tokenChecker), one per device.
+func refusedTokens(job *payload.Job, app *App) []payload.FieldError {
+	var out []payload.FieldError
+	for i, r := range job.Recipients[:min(len(job.Recipients), payload.MaxRecipients)] {
+		for k, d := range r.Devices[:min(len(r.Devices), payload.MaxDevices)] {
+			tc, ok := app.Senders[d.Platform].(tokenChecker)
+			if !ok {
+				continue
+			}
+			if err := tc.CheckToken(d.Token); err != nil {
+				out = append(out, payload.FieldError{Field: fmt.Sprintf("recipients[%d].devices[%d].token", i, k), Message: err.Error()})
+			}
 		}
 	}
 	return out

@@ -48,3 +48,11 @@ type ThrottleAdmin interface {
 type Sender interface {
 	Send(ctx context.Context, p providers.Push) providers.Result
 }
+
+// tokenChecker is a Sender that judges device tokens at submit by what
+// only the deployment knows (webpush.Sender: the egress policy for the
+// endpoint a subscriber chose). CheckToken returns nil for a token
+// payload.Validate refuses.
+type tokenChecker interface {
+	CheckToken(token string) error
+}

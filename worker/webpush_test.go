@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -49,7 +50,8 @@ func startWebPush(tb testing.TB, senders map[payload.Platform]Sender) *fakeWebPu
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:ops@example.com", CAFile: ca})
+	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:ops@example.com", CAFile: ca,
+		Egress: webpush.Egress{Origins: []string{webpush.OriginsPublic}, PrivateNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -213,5 +215,32 @@ func TestWebPushRetryAfterIsHonoured(t *testing.T) {
 	}
 	if wait := reqs[1].At.Sub(reqs[0].At); wait < 2*time.Second {
 		t.Errorf("pushed again %s after a 429 with Retry-After 2s", wait)
+	}
+}
+
+// TestWebPushOpenConnectionsGauge: hush_webpush_open_connections counts,
+// per app, the connections the app's Web Push sender holds open: one
+// after a push to the fake push service.
+func TestWebPushOpenConnectionsGauge(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.waitDelivered([]string{e.submit(alertJob("conns-1", "hi", payload.Recipient{UserID: "u-conns",
+		Devices: []payload.Device{{Platform: payload.WebPush, Token: e.webpush.subscribe(t)}}}))}, 20*time.Second)
+	fams, err := e.w.m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != "hush_webpush_open_connections" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				got[l.GetName()+"="+l.GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]float64{"app=" + DefaultApp: 1}, got); diff != "" {
+		t.Errorf("hush_webpush_open_connections (-want +got):\n%s", diff)
 	}
 }

@@ -293,7 +293,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	}
 	w.client.m = m
 	w.client.apps = apps
-	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger), apps.reloads)
+	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger), newConnCollector(apps), apps.reloads)
 	return w, nil
 }
 

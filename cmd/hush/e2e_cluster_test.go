@@ -172,6 +172,9 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 		"HUSH_WEBPUSH_PUBLIC_KEY=" + vapid.PublicKey(),
 		"HUSH_WEBPUSH_SUBJECT=" + e2eSubject,
 		"HUSH_WEBPUSH_CA_FILE=" + webpushCA,
+		// The fake listens on 127.0.0.1: the documented test knob.
+		"HUSH_WEBPUSH_ORIGINS=public",
+		"HUSH_WEBPUSH_PRIVATE_NETWORKS=127.0.0.0/8",
 		"HUSH_LOG_FORMAT=json",
 		"HUSH_CONCURRENCY=" + strconv.Itoa(o.concurrency),
 		"HUSH_MAX_RETRY=" + strconv.Itoa(o.maxRetry),

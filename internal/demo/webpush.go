@@ -31,6 +31,9 @@ func (env *world) startWebPush(cfg *setup.Config) error {
 	}
 	cfg.WebpushPrivateKey, cfg.WebpushPublicKey = key.PrivateKey(), key.PublicKey()
 	cfg.WebpushSubject, cfg.WebpushCaFile = "mailto:demo@example.com", ca
+	// The fake listens on 127.0.0.1, which the egress policy refuses
+	// unless a private network allows it.
+	cfg.WebpushOrigins, cfg.WebpushPrivateNetworks = []string{webpush.OriginsPublic}, []string{"127.0.0.0/8"}
 	if env.webpushToken, err = env.webpush.Subscribe(key.PublicKey()); err != nil {
 		return fmt.Errorf("fake Web Push subscription: %w", err)
 	}

@@ -3,6 +3,7 @@ package webpush_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 
 	"github.com/hushpush/hush/payload"
@@ -22,7 +23,10 @@ func ExampleSender_Send() {
 	ca, _ := svc.WriteCA(dir)
 
 	key, _ := webpush.GenerateVAPIDKey()
-	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:ops@example.com", CAFile: ca})
+	// The fake listens on 127.0.0.1, which the egress policy refuses
+	// unless a private network allows it.
+	loopback := webpush.Egress{Origins: []string{webpush.OriginsPublic}, PrivateNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:ops@example.com", CAFile: ca, Egress: loopback})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -84,7 +84,7 @@ func TestInteropHTTPECEDecrypts(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := webpush.GenerateVAPIDKey()
-	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:ops@example.com", CAFile: ca})
+	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:ops@example.com", CAFile: ca, Egress: testEgress})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestInteropWebPushSends(t *testing.T) {
 
 	// hush takes web-push's key pair as its own and sends to the same
 	// subscription: the fake accepts its JWT for that key.
-	s, err := webpush.New(webpush.Config{PrivateKey: keys.Vapid.PrivateKey, PublicKey: keys.Vapid.PublicKey, Subject: "mailto:ops@example.com", CAFile: ca})
+	s, err := webpush.New(webpush.Config{PrivateKey: keys.Vapid.PrivateKey, PublicKey: keys.Vapid.PublicKey, Subject: "mailto:ops@example.com", CAFile: ca, Egress: testEgress})
 	if err != nil {
 		t.Fatalf("hush refuses web-push's VAPID keys: %v", err)
 	}

@@ -2,6 +2,7 @@ package webpush
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdh"
 	"crypto/rand"
@@ -11,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -37,6 +37,15 @@ type Config struct {
 	// CAFile, when set, is a PEM bundle trusted besides the system roots
 	// (a push service behind a private CA, or a local fake).
 	CAFile string
+	// Egress is the policy for subscriptions' endpoints, checked by
+	// CheckToken at submit and by Send at every dial.
+	Egress Egress
+	// MaxConns caps the open connections across every push service;
+	// zero: MaxConnsDefault.
+	MaxConns int
+	// IdleTimeout is how long an idle connection stays open; zero:
+	// IdleTimeoutDefault.
+	IdleTimeout time.Duration
 }
 
 // SendTimeout bounds one Send when the caller's context has no earlier
@@ -51,6 +60,8 @@ const DefaultTTL = payload.MaxTTL
 // make one per app.
 type Sender struct {
 	client *http.Client
+	egress *EgressPolicy
+	pool   *connPool
 	vapid  *vapidSigner
 	now    func() time.Time
 }
@@ -72,9 +83,16 @@ func New(cfg Config) (*Sender, error) {
 	if err := checkSubject(cfg.Subject); err != nil {
 		return nil, fieldErr("subject", err)
 	}
+	egress, err := NewEgressPolicy(cfg.Egress)
+	if err != nil {
+		return nil, fieldErr("origins", err)
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 256
 	tr.ForceAttemptHTTP2 = true
+	pool := newConnPool(cmp.Or(cfg.MaxConns, MaxConnsDefault), egress.dialer().DialContext)
+	pool.closeIdle = tr.CloseIdleConnections
+	tr.DialContext = pool.DialContext
+	tr.IdleConnTimeout = cmp.Or(cfg.IdleTimeout, IdleTimeoutDefault)
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
 		if err != nil {
@@ -91,6 +109,8 @@ func New(cfg Config) (*Sender, error) {
 	}
 	return &Sender{
 		client: &http.Client{Transport: tr, CheckRedirect: noRedirect},
+		egress: egress,
+		pool:   pool,
 		vapid:  newVAPIDSigner(key, cfg.Subject),
 		now:    time.Now,
 	}, nil
@@ -105,6 +125,14 @@ func (s *Sender) PublicKey() string { return s.vapid.public }
 
 // Close closes the idle connections.
 func (s *Sender) Close() { s.client.CloseIdleConnections() }
+
+// OpenConns is the number of connections open to push services now.
+func (s *Sender) OpenConns() int { return s.pool.open() }
+
+// CheckToken reports the egress policy's objection to a webpush device
+// token's endpoint (an *EgressError), or nil: what submit refuses beyond
+// payload.Validate.
+func (s *Sender) CheckToken(token string) error { return s.egress.CheckToken(token) }
 
 // FieldError is a Config field New cannot use. Field names it as an apps
 // file does ("private_key"); its message names the environment key
@@ -133,11 +161,10 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 		// Validated at submit: a token that fails here is dead to us.
 		return providers.Result{Outcome: providers.TokenInvalid, Reason: "subscription: " + err.Error()}
 	}
-	endpoint, err := url.Parse(sub.Endpoint)
+	origin, err := s.egress.CheckEndpoint(sub.Endpoint)
 	if err != nil {
-		return providers.Result{Outcome: providers.TokenInvalid, Reason: "subscription: endpoint"}
+		return providers.Result{Outcome: providers.TokenInvalid, Reason: err.Error()}
 	}
-	origin := endpoint.Scheme + "://" + endpoint.Host
 	body, err := payload.RenderWebPush(p.Content)
 	if err != nil {
 		return providers.Result{Outcome: providers.Permanent, Reason: "payload", Err: fmt.Errorf("webpush: %w", err)}
@@ -163,6 +190,10 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 		return providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: fmt.Errorf("webpush: %w", providers.ErrNotSent)}
 	}
 	resp, err := s.client.Do(req)
+	if ee, ok := refused(err); ok {
+		// The endpoint's name resolved to an address the policy refuses.
+		return providers.Result{Outcome: providers.TokenInvalid, Reason: ee.Error()}
+	}
 	if err != nil {
 		return classifyError(ctx, origin, err)
 	}

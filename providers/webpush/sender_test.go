@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func startFake(tb testing.TB) (*fake.WebPush, *webpush.Sender, webpush.VAPIDKey)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), PublicKey: key.PublicKey(), Subject: "mailto:ops@example.com", CAFile: ca})
+	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), PublicKey: key.PublicKey(), Subject: "mailto:ops@example.com", CAFile: ca, Egress: testEgress})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestSendPoolsHTTP2(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := webpush.GenerateVAPIDKey()
-	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "https://example.com/contact", CAFile: ca})
+	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "https://example.com/contact", CAFile: ca, Egress: testEgress})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,3 +244,6 @@ func TestSendPoolsHTTP2(t *testing.T) {
 func pemOf(srv *httptest.Server) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 }
+
+// testEgress lets a sender reach the local fakes on 127.0.0.1.
+var testEgress = webpush.Egress{Origins: []string{webpush.OriginsPublic}, PrivateNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}

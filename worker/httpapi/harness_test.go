@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"testing"
@@ -35,6 +36,8 @@ type envOptions struct {
 	token       string
 	maxBody     int64
 	noRun       bool // the worker's tasks are not run: jobs stay queued
+	// senders are added to the senders that report every push delivered.
+	senders map[payload.Platform]worker.Sender
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -54,7 +57,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy, Senders: senders(), Concurrency: 10,
+	ss := senders()
+	maps.Copy(ss, o.senders)
+	w, err := worker.New(rdb, worker.Options{Limiter: lim, Policy: policy, Senders: ss, Concurrency: 10,
 		ShutdownTimeout: 3 * time.Second, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
