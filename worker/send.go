@@ -11,8 +11,9 @@ import (
 	"github.com/hushpush/hush/providers"
 )
 
-// sendTimeout bounds one provider call.
-const sendTimeout = 30 * time.Second
+// sendTimeout bounds one provider call: the one call timeout
+// (providers.CallTimeout), which every sender uses too.
+const sendTimeout = providers.CallTimeout
 
 // outcome names for metrics and logs.
 var outcomeNames = map[providers.Outcome]string{
