@@ -21,7 +21,7 @@ const CallTimeout = 30 * time.Second
 // is known; MaxAnswerBody bounds how much of it is read. A success
 // answer's body is not read at all.
 const (
-	AnswerReadTimeout = 2 * time.Second
+	AnswerReadTimeout = 500 * time.Millisecond
 	MaxAnswerBody     = 16 << 10
 )
 

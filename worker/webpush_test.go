@@ -3,7 +3,9 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,5 +215,65 @@ func TestWebPushRetryAfterIsHonoured(t *testing.T) {
 	}
 	if wait := reqs[1].At.Sub(reqs[0].At); wait < 2*time.Second {
 		t.Errorf("pushed again %s after a 429 with Retry-After 2s", wait)
+	}
+}
+
+// TestWebPushRefusedKeyEndsTheSubscription: a push service answering 403
+// for one subscription (issue 47, item 1) ends that subscription at once
+// (token_invalid, with the reason, never retried) and leaves the worker
+// ready: one subscriber's push service says nothing of the app's key.
+func TestWebPushRefusedKeyEndsTheSubscription(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{maxRetry: 3})
+	stale := e.webpush.subscribe(t)
+	e.webpush.Script(stale, fake.Status(http.StatusForbidden))
+	job := payload.Job{ID: "stale", Recipients: []payload.Recipient{{UserID: "u-1", Devices: []payload.Device{{Platform: payload.WebPush, Token: stale}}}},
+		Content: payload.Content{Alert: &payload.Alert{Title: "s"}}}
+	st := e.waitDone(e.submit(job), 20*time.Second)
+	if diff := cmp.Diff(counts(0, 0, 1, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	evs := e.events()
+	if len(evs) != 1 || evs[0].Type != EventTokenInvalid || evs[0].Token != stale ||
+		!strings.HasPrefix(evs[0].Reason, "403 Forbidden at "+e.webpush.URL+": the VAPID key is refused") {
+		t.Errorf("events = %+v, want one token_invalid naming the 403 and the origin", evs)
+	}
+	if n := len(e.webpush.Requests()); n != 1 {
+		t.Errorf("the subscription got %d pushes, want 1 (never retried)", n)
+	}
+	if problems := e.w.NotReady(t.Context()); len(problems) != 0 {
+		t.Errorf("NotReady = %q after one subscription's 403, want ready", problems)
+	}
+}
+
+// TestWebPushAbsurdRetryAfterEnds: a 429 with Retry-After: 315360000 (ten
+// years; issue 47, item 4) through the real sender does not schedule the
+// delivery past its deadline: it ends expired at its deadline.
+func TestWebPushAbsurdRetryAfterEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{maxRetry: 3, maxThrottled: time.Hour})
+	tok := e.webpush.subscribe(t)
+	e.webpush.Script(tok, fake.TooMany(0).WithRetryAfterHeader("315360000"))
+	job := payload.Job{ID: "decade", Recipients: []payload.Recipient{{UserID: "u-1", Devices: []payload.Device{{Platform: payload.WebPush, Token: tok}}}},
+		Content: payload.Content{Alert: &payload.Alert{Title: "d"}, TTL: payload.Duration(3 * time.Second)}}
+	st := e.waitDone(e.submit(job), 30*time.Second)
+	if diff := cmp.Diff(counts(0, 1, 0, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+}
+
+// TestWebPushAbsurdRetryAfterFails: the same 429 with a deadline far off
+// fails the delivery now, since its retry would come after
+// HUSH_MAX_THROTTLED.
+func TestWebPushAbsurdRetryAfterFails(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{maxRetry: 3, maxThrottled: time.Hour})
+	tok := e.webpush.subscribe(t)
+	e.webpush.Script(tok, fake.TooMany(0).WithRetryAfterHeader("315360000"))
+	job := payload.Job{ID: "decade-2", Recipients: []payload.Recipient{{UserID: "u-1", Devices: []payload.Device{{Platform: payload.WebPush, Token: tok}}}},
+		Content: payload.Content{Alert: &payload.Alert{Title: "d"}}}
+	st := e.waitDone(e.submit(job), 30*time.Second)
+	if diff := cmp.Diff(counts(0, 0, 0, 1), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
 	}
 }

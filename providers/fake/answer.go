@@ -104,8 +104,8 @@ func (a Answer) WithBodySize(n int) Answer {
 }
 
 // WithEndlessBody returns a copy of a whose body never ends: after the
-// answer's own body the fake keeps writing spaces until the client goes
-// away.
+// answer's own body the fake keeps trickling spaces (64 bytes every 10 ms)
+// until the client goes away.
 func (a Answer) WithEndlessBody() Answer {
 	a.endless = true
 	return a
@@ -123,12 +123,16 @@ func (a Answer) writeBody(w http.ResponseWriter, r *http.Request, b []byte) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	chunk := bytes.Repeat([]byte{' '}, 4<<10)
-	for r.Context().Err() == nil {
-		if _, err := w.Write(chunk); err != nil {
+	chunk := bytes.Repeat([]byte{' '}, 64)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := w.Write(chunk); err != nil || rc.Flush() != nil {
 			return
 		}
-		if rc.Flush() != nil {
+		select {
+		case <-tick.C:
+		case <-r.Context().Done():
 			return
 		}
 	}
