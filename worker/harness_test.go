@@ -54,6 +54,7 @@ type envOptions struct {
 	webhookURL      string
 	shards          int // HUSH_DELIVERY_SHARDS
 	maxThrottled    time.Duration
+	webpush         fake.WebPushOptions // a hostile push service
 	maxPending      int           // HUSH_THROTTLE_MAX_PENDING
 	concurrency     int           // default 10
 	retention       time.Duration // HUSH_JOB_RETENTION
@@ -102,7 +103,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	lim := &recordingLimiter{Redis: rl, slots: map[string]time.Time{}}
 
 	fa, ff, senders := startFakes(t)
-	fw := startWebPush(t, senders)
+	fw := startWebPush(t, senders, o.webpush)
 	calls := &sendCalls{by: map[string][]time.Time{}}
 	for p, s := range senders {
 		senders[p] = calls.wrap(s)

@@ -34,11 +34,11 @@ func (f *fakeWebPush) subscribe(t *testing.T) string {
 	return tok
 }
 
-// startWebPush starts a fake push service and adds the real Web Push
-// sender, trusting the fake's certificate, to senders.
-func startWebPush(tb testing.TB, senders map[payload.Platform]Sender) *fakeWebPush {
+// startWebPush starts a fake push service (hostile as o says) and adds the
+// real Web Push sender, trusting the fake's certificate, to senders.
+func startWebPush(tb testing.TB, senders map[payload.Platform]Sender, o fake.WebPushOptions) *fakeWebPush {
 	tb.Helper()
-	fw, err := fake.StartWebPush()
+	fw, err := fake.StartWebPushWith(o)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -275,5 +275,38 @@ func TestWebPushAbsurdRetryAfterFails(t *testing.T) {
 	st := e.waitDone(e.submit(job), 30*time.Second)
 	if diff := cmp.Diff(counts(0, 0, 0, 1), st.Counts); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+}
+
+// TestWebPushNothingAfterTheCancelAnswer: a push whose connection to its
+// push service is still being set up (a slow TLS handshake) when its job
+// is cancelled never reaches the push service after the cancel's answer
+// (issue 47, item 3): the request is not written once the cancel gate's
+// window has passed, and the delivery drops as cancelled.
+func TestWebPushNothingAfterTheCancelAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{bypass: []payload.Priority{payload.PriorityCritical}, webpush: fake.WebPushOptions{TLSDelay: 6 * time.Second}})
+	tok := e.webpush.subscribe(t)
+	job := payload.Job{ID: "slow-origin", Recipients: []payload.Recipient{{UserID: "u-1", Devices: []payload.Device{{Platform: payload.WebPush, Token: tok}}}},
+		Content: payload.Content{Alert: &payload.Alert{Title: "c"}, Priority: payload.PriorityCritical}}
+	id := e.submit(job)
+	waitFor(t, 10*time.Second, "the push's call to start", func() bool { return len(e.calls.sendBys(tok)) > 0 })
+	if _, err := e.client.Cancel(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	answered := time.Now()
+	var st JobStatus
+	waitFor(t, 20*time.Second, "the job's recipient final", func() bool {
+		var err error
+		st, err = e.client.Status(t.Context(), id)
+		return err == nil && st.Counts["pending"] == 0
+	})
+	for _, r := range requestsFor(e.webpush.Requests(), tok) {
+		if r.At.After(answered) {
+			t.Errorf("the push reached the push service at %s, after the cancel's answer at %s", r.At.Format(time.StampMilli), answered.Format(time.StampMilli))
+		}
+	}
+	if st.Counts["cancelled"] != 1 {
+		t.Errorf("counts %v, want the delivery cancelled", st.Counts)
 	}
 }
