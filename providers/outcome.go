@@ -62,9 +62,15 @@ type Result struct {
 	RetryAfter time.Duration
 	// StatusCode is the HTTP status, 0 when there was no answer.
 	StatusCode int
-	// Credential is true when the failure is an authentication or credential
-	// problem (it fails /readyz).
+	// Credential is true when the provider refused the app's credentials
+	// for the whole app (APNs, FCM): app-wide evidence, which fails
+	// /readyz.
 	Credential bool
+	// KeyRefusedBy is the origin of a push service that refused the app's
+	// key for this one subscription (Web Push 401 or 403; the outcome is
+	// TokenInvalid). One origin's refusal says nothing of the app: the
+	// worker counts the distinct origins refusing the same key.
+	KeyRefusedBy string
 	// Err is the underlying error for Transient and Permanent, if any.
 	Err error
 }

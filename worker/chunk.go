@@ -284,7 +284,8 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			handoffs = append(handoffs, handoff{i: i})
 		case !slices.Contains(st.devices[i], ""):
 			// Every device settled by a run that died before the final state.
-			v := judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, false)
+			// Every device settled: judge needs no retry bound.
+			v := judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, time.Time{}, false)
 			if v.act == actDone && !v.release {
 				rec.final(c.index(i), v.state)
 			} else {
@@ -654,7 +655,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	w.pool.all(calls)
 	var errs []error
 	for _, i := range sendNow {
-		v := judge(st.devices[i], results[i], st.attempts[i], w.retry, w.now(), ctx.Err() != nil)
+		v := judge(st.devices[i], results[i], st.attempts[i], w.retry, w.now(), ds[i].retryUntil(), ctx.Err() != nil)
 		final, n, err := w.after(ctx, &ds[i], st.attempts[i], v)
 		if fold != nil {
 			if err == nil && n.failed == "" && final != "" {

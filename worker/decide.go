@@ -316,8 +316,9 @@ type retryPolicy struct {
 
 // judge turns a recipient's device states (recorded before this attempt,
 // "" for unsettled) and this attempt's answers (nil: not sent) into what
-// happens next. interrupted says shutdown stopped the attempt.
-func judge(states []string, results []*providers.Result, a attempts, p retryPolicy, now time.Time, interrupted bool) verdict {
+// happens next. until is the latest instant a retry may run (retryUntil);
+// interrupted says shutdown stopped the attempt.
+func judge(states []string, results []*providers.Result, a attempts, p retryPolicy, now, until time.Time, interrupted bool) verdict {
 	var throttled, transient, permanent *providers.Result
 	delivered, pending, called, unanswered := false, false, false, false
 	released := true // every call this attempt was refused by the provider
@@ -379,8 +380,13 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 			return verdict{act: actFail, state: failedOr(delivered),
 				cause: fmt.Errorf("throttled by the provider (%s) for %s, HUSH_MAX_THROTTLED is %s", reason, spent.Round(time.Second), p.maxThrottled)}
 		}
+		delay, past := retryAfterOr(throttled, a.n, now, until, a.throttledSince, p.maxThrottled)
+		if past {
+			return verdict{act: actFail, state: failedOr(delivered),
+				cause: fmt.Errorf("throttled by the provider (%s), who asks to wait %s, past HUSH_MAX_THROTTLED (%s)", reason, throttled.RetryAfter, p.maxThrottled)}
+		}
 		return verdict{act: actRetry, throttled: true, release: called && released && !delivered,
-			delay: retryAfterOr(throttled, a.n), cause: errors.New(reason)}
+			delay: delay, cause: errors.New(reason)}
 	case transient != nil:
 		kind := "transient provider failure"
 		if transient.Credential {
@@ -391,8 +397,9 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 			return verdict{act: actFail, state: failedOr(delivered),
 				cause: fmt.Errorf("giving up after %d retries: %w", a.failures, cause)}
 		}
+		delay, _ := retryAfterOr(transient, a.n, now, until, time.Time{}, 0)
 		return verdict{act: actRetry, transient: true, release: called && released && !delivered,
-			delay: retryAfterOr(transient, a.n), cause: cause}
+			delay: delay, cause: cause}
 	case unanswered && called:
 		// Some devices were called, the rest were late: the attempt's slot
 		// is spent; the rest go under a new booking at once.
@@ -405,13 +412,41 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 	return verdict{act: actRebook}
 }
 
-// retryAfterOr is the provider's Retry-After, else the backoff for attempt
-// n.
-func retryAfterOr(r *providers.Result, n int) time.Duration {
-	if r.RetryAfter > 0 {
-		return r.RetryAfter
+// retryAfterOr is the one home of a retry's delay: the provider's
+// Retry-After, else the backoff for attempt n, clamped so the retry runs
+// no later than until (the delivery's deadline or its records' end,
+// retryUntil), where it ends in its final state (expired) rather than
+// waiting past it. past reports a throttled retry (throttledSince set)
+// that would run after HUSH_MAX_THROTTLED (maxThrottled, 0: no bound)
+// from throttledSince, before until: the delivery fails now instead.
+func retryAfterOr(r *providers.Result, n int, now, until, throttledSince time.Time, maxThrottled time.Duration) (delay time.Duration, past bool) {
+	delay = r.RetryAfter
+	if delay <= 0 {
+		delay = backoff(n)
 	}
-	return backoff(n)
+	at := now.Add(delay)
+	if !until.IsZero() && at.After(until) {
+		at = until
+	}
+	if !throttledSince.IsZero() && maxThrottled > 0 && at.After(throttledSince.Add(maxThrottled)) {
+		return 0, true
+	}
+	return max(at.Sub(now), 0), false
+}
+
+// retryMargin is how long before its records' end a delivery's last retry
+// runs, so it still finds them (Asynq may start it seconds late).
+const retryMargin = time.Hour
+
+// retryUntil is the latest instant a retry of a delivery may run: its
+// deadline (its records outlive it: ttlFor), or, without one, the end of
+// its records' life (recordTTL from retained, retainFrom's answer) less
+// retryMargin.
+func retryUntil(retained, deadline time.Time) time.Time {
+	if !deadline.IsZero() {
+		return deadline
+	}
+	return retained.Add(recordTTL - retryMargin)
 }
 
 func deviceState(o providers.Outcome) string {

@@ -191,7 +191,7 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := judge(tt.states, tt.results, tt.a, pol, now, tt.interrupted)
+			got := judge(tt.states, tt.results, tt.a, pol, now, time.Time{}, tt.interrupted)
 			if got.act != tt.want.act || got.state != tt.want.state || got.release != tt.want.release ||
 				got.throttled != tt.want.throttled || got.transient != tt.want.transient {
 				t.Errorf("judge = %+v, want %+v", got, tt.want)
@@ -219,7 +219,7 @@ func TestBackoffGrowsWithTheAttempt(t *testing.T) {
 	now := time.Now()
 	var prevMax time.Duration
 	for n := range 10 {
-		v := judge([]string{""}, []*providers.Result{busy}, attempts{n: n}, retryPolicy{maxThrottled: time.Hour}, now, false)
+		v := judge([]string{""}, []*providers.Result{busy}, attempts{n: n}, retryPolicy{maxThrottled: time.Hour}, now, time.Time{}, false)
 		lim := min(time.Second<<n, 5*time.Minute)
 		if v.delay < lim/2 || v.delay > lim {
 			t.Errorf("attempt %d: delay %s, want in [%s, %s]", n, v.delay, lim/2, lim)
@@ -274,5 +274,60 @@ func TestPlanNeverSendsBeforeTheSlot(t *testing.T) {
 	got = plan(r, t0.Add(150*time.Millisecond), t0.Add(300*time.Millisecond), t0.Add(300*time.Millisecond), time.Time{}, false)
 	if got.step != stepRebook {
 		t.Errorf("plan after a 300 ms round trip = %v, want rebook", got.step)
+	}
+}
+
+// TestRetryAfterClamped: a provider's Retry-After (or the backoff) never
+// schedules a retry past the delivery's deadline or its records' end
+// (until), and a throttled retry past HUSH_MAX_THROTTLED fails now.
+func TestRetryAfterClamped(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	const tenYears = 315360000 * time.Second
+	for _, tc := range []struct {
+		name           string
+		retryAfter     time.Duration
+		until          time.Time
+		throttledSince time.Time
+		maxThrottled   time.Duration
+		delay          time.Duration
+		past           bool
+	}{
+		{"as given", 30 * time.Second, now.Add(time.Hour), time.Time{}, 0, 30 * time.Second, false},
+		{"no bound", 30 * time.Second, time.Time{}, time.Time{}, 0, 30 * time.Second, false},
+		{"absurd, to the deadline", tenYears, now.Add(3 * time.Second), now, time.Hour, 3 * time.Second, false},
+		{"absurd, no deadline: to the records' end", tenYears, retryUntil(now, time.Time{}), time.Time{}, 0, recordTTL - retryMargin, false},
+		{"absurd, HUSH_MAX_THROTTLED first: fails", tenYears, now.Add(24 * time.Hour), now, time.Hour, 0, true},
+		{"within HUSH_MAX_THROTTLED", time.Minute, now.Add(24 * time.Hour), now.Add(-30 * time.Minute), time.Hour, time.Minute, false},
+		{"past HUSH_MAX_THROTTLED by a second", 31 * time.Minute, now.Add(24 * time.Hour), now.Add(-30 * time.Minute), time.Hour, 0, true},
+		{"deadline before HUSH_MAX_THROTTLED: expires", 2 * time.Hour, now.Add(10 * time.Minute), now, time.Hour, 10 * time.Minute, false},
+		{"deadline passed: at once", time.Minute, now.Add(-time.Second), time.Time{}, 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			delay, past := retryAfterOr(&providers.Result{RetryAfter: tc.retryAfter}, 0, now, tc.until, tc.throttledSince, tc.maxThrottled)
+			if delay != tc.delay || past != tc.past {
+				t.Errorf("retryAfterOr = %s, %t; want %s, %t", delay, past, tc.delay, tc.past)
+			}
+		})
+	}
+}
+
+// TestRetryUntil: a retry runs by the delivery's deadline, and without one
+// while its records live.
+func TestRetryUntil(t *testing.T) {
+	acc := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		deadline time.Time
+		want     time.Time
+	}{
+		{"deadline", acc.Add(time.Hour), acc.Add(time.Hour)},
+		{"no deadline", time.Time{}, acc.Add(recordTTL - retryMargin)},
+		{"deadline after a week: the records outlive it", acc.Add(30 * 24 * time.Hour), acc.Add(30 * 24 * time.Hour)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := retryUntil(acc, tc.deadline); !got.Equal(tc.want) {
+				t.Errorf("retryUntil = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -88,6 +88,11 @@ func (d *delivery) check() error {
 	return nil
 }
 
+// retryUntil is the latest instant a retry of d may run (retryUntil).
+func (d *delivery) retryUntil() time.Time {
+	return retryUntil(retainFrom(d.AcceptedAt, &d.Content), d.Deadline)
+}
+
 // ttl is the TTL of its job's records.
 func (d *delivery) ttl() time.Duration {
 	return ttlFor(retainFrom(d.AcceptedAt, &d.Content), d.Deadline)
@@ -139,7 +144,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	if !slices.Contains(st.devices, "") {
 		// Every device settled, final state not recorded: a run died between
 		// the two.
-		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, w.now(), false)
+		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, w.now(), d.retryUntil(), false)
 		return false, w.carryOut(ctx, d, a, v)
 	}
 	if st.cancelled {
@@ -234,7 +239,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 	}
 	results := make([]*providers.Result, len(d.Devices))
 	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, when, results, nil, func() {}))
-	v := judge(st.devices, results, a, w.retry, w.now(), ctx.Err() != nil)
+	v := judge(st.devices, results, a, w.retry, w.now(), d.retryUntil(), ctx.Err() != nil)
 	if v.act == actRebook {
 		return true, w.release(ctx, "late", failureReturned, a.n, d)
 	}

@@ -54,9 +54,10 @@ type envOptions struct {
 	webhookURL      string
 	shards          int // HUSH_DELIVERY_SHARDS
 	maxThrottled    time.Duration
-	maxPending      int           // HUSH_THROTTLE_MAX_PENDING
-	concurrency     int           // default 10
-	retention       time.Duration // HUSH_JOB_RETENTION
+	webpush         fake.WebPushOptions // a hostile push service
+	maxPending      int                 // HUSH_THROTTLE_MAX_PENDING
+	concurrency     int                 // default 10
+	retention       time.Duration       // HUSH_JOB_RETENTION
 	noRun           bool
 	logs            io.Writer // the worker's JSON logs (default: testLogger)
 	// policy, when set, changes the policy limits and gap make (categories,
@@ -102,7 +103,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	lim := &recordingLimiter{Redis: rl, slots: map[string]time.Time{}}
 
 	fa, ff, senders := startFakes(t)
-	fw := startWebPush(t, senders)
+	fw := startWebPush(t, senders, o.webpush)
 	calls := &sendCalls{by: map[string][]time.Time{}}
 	for p, s := range senders {
 		senders[p] = calls.wrap(s)

@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"time"
+
+	"github.com/hushpush/hush/providers"
 )
 
 // credentialWindow is how long a provider's credential failure keeps the
@@ -33,4 +35,17 @@ func (w *Worker) NotReady(ctx context.Context) []string {
 		problems = append(problems, "a provider rejected app "+app+"'s credentials in the last minute")
 	}
 	return problems
+}
+
+// refusesApp is the one home of what a provider's answer says of its
+// app's credentials, for readiness: only app-wide evidence counts, an
+// answer refusing what the app as a whole presents (APNs's provider token
+// or certificate, FCM's service account, a VAPID key that cannot sign:
+// Result.Credential). An answer about one device never counts, however
+// many push services give it: a Web Push 401 or 403 (KeyRefusedBy) comes
+// from a push service the subscriber picked, for a subscription made with
+// some key, so readiness would depend on what clients control
+// (docs/delivery.md, "Provider outcomes per device").
+func refusesApp(r providers.Result) bool {
+	return r.Credential && r.KeyRefusedBy == ""
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/hushpush/hush/providers"
 )
 
-// sendTimeout bounds one provider call.
-const sendTimeout = 30 * time.Second
+// sendTimeout bounds one provider call: the one call timeout
+// (providers.CallTimeout), which every sender uses too.
+const sendTimeout = providers.CallTimeout
 
 // outcome names for metrics and logs.
 var outcomeNames = map[providers.Outcome]string{
@@ -180,7 +181,7 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt 
 		}
 		w.m.latency.WithLabelValues(app.Name, string(dev.Platform)).Observe(w.now().Sub(start).Seconds())
 		w.m.deviceSends.WithLabelValues(app.Name, string(dev.Platform), outcomeNames[r.Outcome]).Inc()
-		if r.Credential {
+		if refusesApp(r) {
 			w.creds.failed(app.Name, w.now())
 		}
 	}()

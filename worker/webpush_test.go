@@ -3,8 +3,10 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,11 +35,11 @@ func (f *fakeWebPush) subscribe(t *testing.T) string {
 	return tok
 }
 
-// startWebPush starts a fake push service and adds the real Web Push
-// sender, trusting the fake's certificate, to senders.
-func startWebPush(tb testing.TB, senders map[payload.Platform]Sender) *fakeWebPush {
+// startWebPush starts a fake push service (hostile as o says) and adds the
+// real Web Push sender, trusting the fake's certificate, to senders.
+func startWebPush(tb testing.TB, senders map[payload.Platform]Sender, o fake.WebPushOptions) *fakeWebPush {
 	tb.Helper()
-	fw, err := fake.StartWebPush()
+	fw, err := fake.StartWebPushWith(o)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -242,5 +244,98 @@ func TestWebPushOpenConnectionsGauge(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]float64{"app=" + DefaultApp: 1}, got); diff != "" {
 		t.Errorf("hush_webpush_open_connections (-want +got):\n%s", diff)
+	}
+}
+
+// TestWebPushRefusedKeyEndsTheSubscription: a push service answering 403
+// for one subscription (issue 47, item 1) ends that subscription at once
+// (token_invalid, with the reason, never retried) and leaves the worker
+// ready: one subscriber's push service says nothing of the app's key.
+func TestWebPushRefusedKeyEndsTheSubscription(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{maxRetry: 3})
+	stale := e.webpush.subscribe(t)
+	e.webpush.Script(stale, fake.Status(http.StatusForbidden))
+	job := payload.Job{ID: "stale", Recipients: []payload.Recipient{{UserID: "u-1", Devices: []payload.Device{{Platform: payload.WebPush, Token: stale}}}},
+		Content: payload.Content{Alert: &payload.Alert{Title: "s"}}}
+	st := e.waitDone(e.submit(job), 20*time.Second)
+	if diff := cmp.Diff(counts(0, 0, 1, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	evs := e.events()
+	if len(evs) != 1 || evs[0].Type != EventTokenInvalid || evs[0].Token != stale ||
+		!strings.HasPrefix(evs[0].Reason, "403 Forbidden at "+e.webpush.URL+": the VAPID key is refused") {
+		t.Errorf("events = %+v, want one token_invalid naming the 403 and the origin", evs)
+	}
+	if n := len(e.webpush.Requests()); n != 1 {
+		t.Errorf("the subscription got %d pushes, want 1 (never retried)", n)
+	}
+	if problems := e.w.NotReady(t.Context()); len(problems) != 0 {
+		t.Errorf("NotReady = %q after one subscription's 403, want ready", problems)
+	}
+}
+
+// TestWebPushAbsurdRetryAfterEnds: a 429 with Retry-After: 315360000 (ten
+// years; issue 47, item 4) through the real sender does not schedule the
+// delivery past its deadline: it ends expired at its deadline.
+func TestWebPushAbsurdRetryAfterEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{maxRetry: 3, maxThrottled: time.Hour})
+	tok := e.webpush.subscribe(t)
+	e.webpush.Script(tok, fake.TooMany(0).WithRetryAfterHeader("315360000"))
+	job := payload.Job{ID: "decade", Recipients: []payload.Recipient{{UserID: "u-1", Devices: []payload.Device{{Platform: payload.WebPush, Token: tok}}}},
+		Content: payload.Content{Alert: &payload.Alert{Title: "d"}, TTL: payload.Duration(3 * time.Second)}}
+	st := e.waitDone(e.submit(job), 30*time.Second)
+	if diff := cmp.Diff(counts(0, 1, 0, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+}
+
+// TestWebPushAbsurdRetryAfterFails: the same 429 with a deadline far off
+// fails the delivery now, since its retry would come after
+// HUSH_MAX_THROTTLED.
+func TestWebPushAbsurdRetryAfterFails(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{maxRetry: 3, maxThrottled: time.Hour})
+	tok := e.webpush.subscribe(t)
+	e.webpush.Script(tok, fake.TooMany(0).WithRetryAfterHeader("315360000"))
+	job := payload.Job{ID: "decade-2", Recipients: []payload.Recipient{{UserID: "u-1", Devices: []payload.Device{{Platform: payload.WebPush, Token: tok}}}},
+		Content: payload.Content{Alert: &payload.Alert{Title: "d"}}}
+	st := e.waitDone(e.submit(job), 30*time.Second)
+	if diff := cmp.Diff(counts(0, 0, 0, 1), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+}
+
+// TestWebPushNothingAfterTheCancelAnswer: a push whose connection to its
+// push service is still being set up (a slow TLS handshake) when its job
+// is cancelled never reaches the push service after the cancel's answer
+// (issue 47, item 3): the request is not written once the cancel gate's
+// window has passed, and the delivery drops as cancelled.
+func TestWebPushNothingAfterTheCancelAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{bypass: []payload.Priority{payload.PriorityCritical}, webpush: fake.WebPushOptions{TLSDelay: 6 * time.Second}})
+	tok := e.webpush.subscribe(t)
+	job := payload.Job{ID: "slow-origin", Recipients: []payload.Recipient{{UserID: "u-1", Devices: []payload.Device{{Platform: payload.WebPush, Token: tok}}}},
+		Content: payload.Content{Alert: &payload.Alert{Title: "c"}, Priority: payload.PriorityCritical}}
+	id := e.submit(job)
+	waitFor(t, 10*time.Second, "the push's call to start", func() bool { return len(e.calls.sendBys(tok)) > 0 })
+	if _, err := e.client.Cancel(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	answered := time.Now()
+	var st JobStatus
+	waitFor(t, 20*time.Second, "the job's recipient final", func() bool {
+		var err error
+		st, err = e.client.Status(t.Context(), id)
+		return err == nil && st.Counts["pending"] == 0
+	})
+	for _, r := range requestsFor(e.webpush.Requests(), tok) {
+		if r.At.After(answered) {
+			t.Errorf("the push reached the push service at %s, after the cancel's answer at %s", r.At.Format(time.StampMilli), answered.Format(time.StampMilli))
+		}
+	}
+	if st.Counts["cancelled"] != 1 {
+		t.Errorf("counts %v, want the delivery cancelled", st.Counts)
 	}
 }

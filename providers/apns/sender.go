@@ -39,10 +39,6 @@ type Sender struct {
 	topic  string
 }
 
-// requestTimeout bounds one HTTP exchange when the caller's context does
-// not; apns2's own default is a minute.
-const requestTimeout = 30 * time.Second
-
 // New builds the sender and checks its credentials can be loaded and used
 // to sign. It does not connect: the first Send does. Errors name the
 // configuration key at fault; one about a single field is a *FieldError.
@@ -89,7 +85,10 @@ func New(cfg Config) (*Sender, error) {
 		}
 		tlsCfg.RootCAs = pool
 	}
-	client.HTTPClient = &http.Client{Transport: transport(tlsCfg), Timeout: requestTimeout}
+	// Every exchange is bounded end to end (providers.Transport): nothing
+	// leaves after the push's SendBy, and the answer is back once its
+	// status is.
+	client.HTTPClient = &http.Client{Transport: providers.Transport{Base: transport(tlsCfg)}, Timeout: providers.CallTimeout}
 	return &Sender{client: client, topic: cfg.Topic}, nil
 }
 
@@ -187,7 +186,10 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 	if !p.SendBy.IsZero() && time.Now().After(p.SendBy) {
 		return providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: fmt.Errorf("apns: %w", providers.ErrNotSent)}
 	}
-	res, err := s.client.PushWithContext(ctx, n)
+	res, err := s.client.PushWithContext(providers.WithSendBy(ctx, p.SendBy), n)
+	if errors.Is(err, providers.ErrNotSent) {
+		return providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: fmt.Errorf("apns: %w", providers.ErrNotSent)}
+	}
 	r := classify(res, err)
 	if r.Err != nil && err != nil {
 		r.Err = fmt.Errorf("apns: %w", err)

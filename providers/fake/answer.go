@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,6 +29,12 @@ type Answer struct {
 	message    string // FCM error.message
 	retryAfter time.Duration
 	latency    time.Duration
+	// retryAfterRaw, when set, is the Retry-After header as written.
+	retryAfterRaw string
+	// bodySize pads the answer's body to this many bytes; endless keeps
+	// writing after it until the client goes away.
+	bodySize int
+	endless  bool
 }
 
 // OK answers 200: delivered.
@@ -82,6 +89,55 @@ func (a Answer) WithRetryAfter(d time.Duration) Answer {
 	return a
 }
 
+// WithRetryAfterHeader returns a copy of a whose Retry-After header is v as
+// written, whatever it holds ("315360000", an HTTP date, "soon").
+func (a Answer) WithRetryAfterHeader(v string) Answer {
+	a.retryAfterRaw = v
+	return a
+}
+
+// WithBodySize returns a copy of a whose body is padded with spaces (after
+// its JSON, which stays valid) to n bytes.
+func (a Answer) WithBodySize(n int) Answer {
+	a.bodySize = n
+	return a
+}
+
+// WithEndlessBody returns a copy of a whose body never ends: after the
+// answer's own body the fake keeps trickling spaces (64 bytes every 10 ms)
+// until the client goes away.
+func (a Answer) WithEndlessBody() Answer {
+	a.endless = true
+	return a
+}
+
+// writeBody writes the answer's body b, padded to bodySize and, when
+// endless, followed by spaces until the client goes away. The status and
+// headers are written first, so the client knows the status at once.
+func (a Answer) writeBody(w http.ResponseWriter, r *http.Request, b []byte) {
+	_, _ = w.Write(b)
+	if pad := a.bodySize - len(b); pad > 0 {
+		_, _ = w.Write(bytes.Repeat([]byte{' '}, pad))
+	}
+	if !a.endless {
+		return
+	}
+	rc := http.NewResponseController(w)
+	chunk := bytes.Repeat([]byte{' '}, 64)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := w.Write(chunk); err != nil || rc.Flush() != nil {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
 // begin plays the answer's scripted latency and sets its Retry-After
 // header; it reports false when the client went away meanwhile (nothing is
 // to be written then).
@@ -95,7 +151,9 @@ func (a Answer) begin(w http.ResponseWriter, r *http.Request) bool {
 			return false
 		}
 	}
-	if v := a.retryAfterHeader(); v != "" {
+	if a.retryAfterRaw != "" {
+		w.Header().Set("Retry-After", a.retryAfterRaw)
+	} else if v := a.retryAfterHeader(); v != "" {
 		w.Header().Set("Retry-After", v)
 	}
 	return true

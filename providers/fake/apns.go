@@ -160,13 +160,16 @@ func (f *APNs) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("apns-id", id)
 		w.WriteHeader(http.StatusOK)
+		a.writeBody(w, r, nil)
 		return
 	}
 	var ts time.Time
 	if status == http.StatusGone {
 		ts = at
 	}
-	writeAPNsError(w, status, reason, ts)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	a.writeBody(w, r, apnsError(reason, ts))
 }
 
 // authenticate returns "" when r carries a client certificate or an
@@ -244,9 +247,14 @@ func apnsReasonFor(status int) string {
 func writeAPNsError(w http.ResponseWriter, status int, reason string, ts time.Time) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	_, _ = w.Write(apnsError(reason, ts))
+}
+
+// apnsError is an APNs error answer's JSON body.
+func apnsError(reason string, ts time.Time) []byte {
 	body := `{"reason":"` + reason + `"`
 	if !ts.IsZero() {
 		body += `,"timestamp":` + strconv.FormatInt(ts.UnixMilli(), 10)
 	}
-	_, _ = io.WriteString(w, body+"}")
+	return []byte(body + "}")
 }

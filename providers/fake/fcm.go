@@ -133,10 +133,13 @@ func (f *FCM) serve(w http.ResponseWriter, r *http.Request) {
 		n := f.next
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-		_, _ = io.WriteString(w, `{"name":"projects/`+project+`/messages/`+strconv.FormatInt(n, 10)+`"}`)
+		w.WriteHeader(http.StatusOK)
+		a.writeBody(w, r, []byte(`{"name":"projects/`+project+`/messages/`+strconv.FormatInt(n, 10)+`"}`))
 		return
 	}
-	writeFCMError(w, status, code, msg, tokenField)
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(status)
+	a.writeBody(w, r, fcmErrorBody(status, code, msg, tokenField))
 }
 
 func (f *FCM) authenticated(r *http.Request) bool {
@@ -237,6 +240,13 @@ type fcmError struct {
 }
 
 func writeFCMError(w http.ResponseWriter, status int, code, msg string, tokenField bool) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(fcmErrorBody(status, code, msg, tokenField))
+}
+
+// fcmErrorBody is an FCM error answer's JSON body.
+func fcmErrorBody(status int, code, msg string, tokenField bool) []byte {
 	var e fcmError
 	e.Error.Code = status
 	e.Error.Message = msg
@@ -257,7 +267,5 @@ func writeFCMError(w http.ResponseWriter, status int, code, msg string, tokenFie
 		})
 	}
 	b, _ := json.Marshal(e)
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	return b
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,15 +39,35 @@ import (
 // plaintext as Body. Answers: OK is 201, Unregistered 410, BadToken 404,
 // TooMany 429, Status(code) code.
 type WebPush struct {
-	// URL is the base URL, e.g. "https://127.0.0.1:41236".
+	// URL is the base URL, e.g. "https://127.0.0.1:41236": the first
+	// origin's when it serves several (URLs).
 	URL string
+	// URLs are the base URLs of every origin it serves, URL first.
+	URLs []string
 
-	srv *httptest.Server
-	rec *recorder
+	srvs []*httptest.Server
+	rec  *recorder
 
 	mu   sync.Mutex
 	subs map[string]*webPushSub // by path id
+	made int                    // subscriptions made, to spread them over URLs
 	now  func() time.Time
+}
+
+// WebPushOptions make a fake Web Push service hostile in the ways a
+// subscriber-chosen origin can be.
+type WebPushOptions struct {
+	// DialDelay holds every new connection this long before the server
+	// reads from it: the client's TCP connect completes (the kernel
+	// accepts it), but its TLS handshake waits, as behind a slow network.
+	DialDelay time.Duration
+	// TLSDelay holds the server's first TLS write (its ServerHello) this
+	// long on every new connection: a slow TLS handshake.
+	TLSDelay time.Duration
+	// Origins, when above 1, serves the same subscriptions on that many
+	// listeners, each its own origin (its own port); Subscribe spreads
+	// subscriptions over them.
+	Origins int
 }
 
 type webPushSub struct {
@@ -58,23 +79,38 @@ type webPushSub struct {
 
 // StartWebPush starts a fake Web Push service. Every subscription answers
 // OK until scripted.
-func StartWebPush() (*WebPush, error) {
+func StartWebPush() (*WebPush, error) { return StartWebPushWith(WebPushOptions{}) }
+
+// StartWebPushWith starts a fake Web Push service with o's delays and
+// origins. Every subscription answers OK until scripted.
+func StartWebPushWith(o WebPushOptions) (*WebPush, error) {
 	f := &WebPush{rec: newRecorder(), subs: map[string]*webPushSub{}, now: time.Now}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
-	srv.EnableHTTP2 = true
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	f.srv = srv
-	f.URL = srv.URL
+	for range max(o.Origins, 1) {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+		srv.EnableHTTP2 = true
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+		if o.DialDelay > 0 || o.TLSDelay > 0 {
+			srv.Listener = slowListener{Listener: srv.Listener, read: o.DialDelay, write: o.TLSDelay}
+		}
+		srv.StartTLS()
+		f.srvs = append(f.srvs, srv)
+		f.URLs = append(f.URLs, srv.URL)
+	}
+	f.URL = f.URLs[0]
 	return f, nil
 }
 
-// Close shuts the server down.
-func (f *WebPush) Close() { f.srv.Close() }
+// Close shuts the servers down.
+func (f *WebPush) Close() {
+	for _, srv := range f.srvs {
+		srv.Close()
+	}
+}
 
-// CAPEM is the PEM of the server's self-signed certificate, the CA to trust.
+// CAPEM is the PEM of the servers' self-signed certificate (every origin
+// has the same), the CA to trust.
 func (f *WebPush) CAPEM() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw})
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srvs[0].Certificate().Raw})
 }
 
 // WriteCA writes CAPEM to dir/webpush-ca.pem and returns the path, for
@@ -96,8 +132,12 @@ func (f *WebPush) Subscribe(applicationServerKey string) (string, error) {
 	_, _ = rand.Read(auth)
 	id := rand.Text()
 	enc := base64.RawURLEncoding
+	f.mu.Lock()
+	base := f.URLs[f.made%len(f.URLs)]
+	f.made++
+	f.mu.Unlock()
 	b, err := json.Marshal(map[string]any{
-		"endpoint":       f.URL + "/push/" + id,
+		"endpoint":       base + "/push/" + id,
 		"expirationTime": nil,
 		"keys":           map[string]string{"p256dh": enc.EncodeToString(ua.PublicKey().Bytes()), "auth": enc.EncodeToString(auth)},
 	})
@@ -173,11 +213,14 @@ func (f *WebPush) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	status := webPushStatus(a)
 	if status == http.StatusCreated {
-		w.Header().Set("Location", f.URL+"/message/"+rand.Text())
+		w.Header().Set("Location", "https://"+r.Host+"/message/"+rand.Text())
 		w.WriteHeader(status)
+		a.writeBody(w, r, nil)
 		return
 	}
-	writeWebPushError(w, status, http.StatusText(status))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	a.writeBody(w, r, webPushError(status, http.StatusText(status)))
 }
 
 func webPushStatus(a Answer) int {
@@ -196,10 +239,48 @@ func webPushStatus(a Answer) int {
 
 // writeWebPushError answers in the JSON shape Mozilla's autopush uses.
 func writeWebPushError(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(map[string]any{"code": status, "error": http.StatusText(status), "message": msg})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(webPushError(status, msg))
+}
+
+func webPushError(status int, msg string) []byte {
+	b, _ := json.Marshal(map[string]any{"code": status, "error": http.StatusText(status), "message": msg})
+	return b
+}
+
+// slowListener holds each accepted connection's first read and first
+// write (WebPushOptions.DialDelay, TLSDelay).
+type slowListener struct {
+	net.Listener
+	read, write time.Duration
+}
+
+func (l slowListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &slowConn{Conn: c, read: l.read, write: l.write}, nil
+}
+
+// slowConn sleeps before its first Read and its first Write. The server
+// reads and writes a connection from its own goroutine, so only that
+// connection waits.
+type slowConn struct {
+	net.Conn
+	read, write         time.Duration
+	readOnce, writeOnce sync.Once
+}
+
+func (c *slowConn) Read(b []byte) (int, error) {
+	c.readOnce.Do(func() { time.Sleep(c.read) })
+	return c.Conn.Read(b)
+}
+
+func (c *slowConn) Write(b []byte) (int, error) {
+	c.writeOnce.Do(func() { time.Sleep(c.write) })
+	return c.Conn.Write(b)
 }
 
 // checkVAPID checks a "vapid t=<JWT>, k=<key>" header for a push to origin

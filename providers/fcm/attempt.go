@@ -2,10 +2,13 @@ package fcm
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/hushpush/hush/providers"
 )
 
 // The firebase SDK retries network errors and 503 answers up to four times
@@ -15,7 +18,9 @@ import (
 // one HTTP attempt: oneAttempt, the transport under the SDK, lets the first
 // attempt of a Send through (unless it would leave after Push.SendBy) and
 // answers anything the SDK would retry with a 503 whose Retry-After is
-// beyond the SDK's two-minute cap, which the SDK never retries. The real
+// beyond the SDK's two-minute cap, which the SDK never retries. The
+// attempt itself is bounded end to end (providers.Call): no request leaves
+// after SendBy, and the answer's body is read within its own bound. The real
 // answer is kept in the Send's attempt and classified by Send.
 
 // stopRetryAfter is a Retry-After (seconds) beyond the SDK's MaxDelay of two
@@ -58,8 +63,14 @@ func (t oneAttempt) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.late = true
 		return stopAnswer(req), nil
 	}
-	resp, err := t.base.RoundTrip(req)
-	if err != nil {
+	// Bounded end to end (providers.Call): nothing leaves after SendBy,
+	// and the answer is back once its status is.
+	resp, err := providers.Call(t.base.RoundTrip, req)
+	switch {
+	case errors.Is(err, providers.ErrNotSent):
+		a.late = true
+		return stopAnswer(req), nil
+	case err != nil:
 		a.netErr = err
 		return stopAnswer(req), nil
 	}

@@ -30,10 +30,6 @@ type Config struct {
 	Endpoint string
 }
 
-// SendTimeout bounds one Send (one HTTP attempt: see attempt.go) when the
-// caller's context has no earlier deadline.
-const SendTimeout = 10 * time.Second
-
 // tokenTimeout bounds one access-token request to the token endpoint.
 const tokenTimeout = 10 * time.Second
 
@@ -184,7 +180,7 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 		r.Err = fmt.Errorf("fcm: access token: %w", err)
 		return r
 	}
-	ctx, cancel := context.WithTimeout(ctx, SendTimeout)
+	ctx, cancel := context.WithTimeout(providers.WithSendBy(ctx, p.SendBy), providers.CallTimeout)
 	defer cancel()
 	a := &attempt{sendBy: p.SendBy}
 	_, err = s.client.Send(withAttempt(ctx, a), msg)

@@ -25,10 +25,13 @@ const maxReasonLen = 160
 
 // classify turns a push service's answer into a Result (RFC 8030 §5, RFC
 // 8292 §4): 2xx delivered; 404 and 410 the subscription is gone; 429
-// throttled; 401 and 403 the VAPID credentials are refused; 413 and the
-// other 4xx permanent; 5xx and anything else transient. origin is the
-// endpoint's origin: a reason names it, never the endpoint, whose path is
-// the subscription's secret.
+// throttled; 401 and 403 the VAPID key refused for this subscription,
+// which ends it too (token_invalid, KeyRefusedBy naming the origin: a
+// subscription is bound to the key it was made with, and any client can
+// make a push service answer 403, so it says nothing of the app's key); 413
+// and the other 4xx permanent; 5xx and anything else transient. origin is
+// the endpoint's origin: a reason names it, never the endpoint, whose path
+// is the subscription's secret.
 func classify(status int, retryAfterHeader string, body io.Reader, origin string, now time.Time) providers.Result {
 	r := providers.Result{StatusCode: status}
 	switch {
@@ -45,7 +48,12 @@ func classify(status int, retryAfterHeader string, body io.Reader, origin string
 		r.RetryAfter = retryAfter(retryAfterHeader, now)
 		return r
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		r.Outcome, r.Credential = providers.Permanent, true
+		r.Outcome, r.KeyRefusedBy = providers.TokenInvalid, origin
+		r.Reason = fmt.Sprintf("%d %s at %s: the VAPID key is refused", status, http.StatusText(status), origin)
+		if why := answerReason(body); why != "" {
+			r.Reason += " (" + why + ")"
+		}
+		return r
 	case status == http.StatusRequestEntityTooLarge || status >= 400 && status < 500:
 		r.Outcome = providers.Permanent
 	default:
@@ -92,6 +100,8 @@ func classifyError(ctx context.Context, origin string, err error) providers.Resu
 	}
 	r := providers.Result{Outcome: providers.Transient, Reason: "network", Err: fmt.Errorf("webpush: post to %s: %w", origin, err)}
 	switch {
+	case errors.Is(err, providers.ErrNotSent):
+		r.Reason = "late for its slot"
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		r.Reason = "timeout"
 	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):

@@ -33,8 +33,8 @@ func TestClassify(t *testing.T) {
 		{"too large", 413, "", `{"code":413,"errno":104,"error":"Payload Too Large","message":"Request body too large"}`,
 			providers.Result{Outcome: providers.Permanent, StatusCode: 413, Reason: "413 Request Entity Too Large: Request body too large"}},
 		{"bad request text", 400, "", "Bad\nTopic header\x00", providers.Result{Outcome: providers.Permanent, StatusCode: 400, Reason: "400 Bad Request: Bad Topic header"}},
-		{"forbidden", 403, "", "", providers.Result{Outcome: providers.Permanent, Credential: true, StatusCode: 403, Reason: "403 Forbidden"}},
-		{"unauthorized", 401, "", "", providers.Result{Outcome: providers.Permanent, Credential: true, StatusCode: 401, Reason: "401 Unauthorized"}},
+		{"forbidden", 403, "", `{"message":"key mismatch"}`, providers.Result{Outcome: providers.TokenInvalid, KeyRefusedBy: origin, StatusCode: 403, Reason: "403 Forbidden at " + origin + ": the VAPID key is refused (key mismatch)"}},
+		{"unauthorized", 401, "", "", providers.Result{Outcome: providers.TokenInvalid, KeyRefusedBy: origin, StatusCode: 401, Reason: "401 Unauthorized at " + origin + ": the VAPID key is refused"}},
 		{"server error", 500, "", "", providers.Result{Outcome: providers.Transient, StatusCode: 500, Reason: "500 Internal Server Error"}},
 		{"unavailable", 503, "", "", providers.Result{Outcome: providers.Transient, StatusCode: 503, Reason: "503 Service Unavailable"}},
 	} {

@@ -1,6 +1,8 @@
 package webpush
 
 import (
+	"github.com/hushpush/hush/providers"
+
 	"errors"
 	"fmt"
 	"net"
@@ -306,7 +308,7 @@ func (p *EgressPolicy) control(_, address string, _ syscall.RawConn) error {
 
 // dialer is a net.Dialer whose every connection the policy checks.
 func (p *EgressPolicy) dialer() *net.Dialer {
-	return &net.Dialer{Timeout: SendTimeout, Control: p.control}
+	return &net.Dialer{Timeout: providers.CallTimeout, Control: p.control}
 }
 
 // refused returns the *EgressError in a failed request's error.

@@ -1,6 +1,8 @@
 package webpush
 
 import (
+	"github.com/hushpush/hush/providers"
+
 	"context"
 	"fmt"
 	"net"
@@ -62,7 +64,7 @@ func (p *connPool) acquire(ctx context.Context) error {
 		return nil
 	default:
 	}
-	ctx, cancel := context.WithTimeout(ctx, SendTimeout)
+	ctx, cancel := context.WithTimeout(ctx, providers.CallTimeout)
 	defer cancel()
 	tick := time.NewTicker(capRetry)
 	defer tick.Stop()

@@ -48,10 +48,6 @@ type Config struct {
 	IdleTimeout time.Duration
 }
 
-// SendTimeout bounds one Send when the caller's context has no earlier
-// deadline.
-const SendTimeout = 10 * time.Second
-
 // DefaultTTL is the TTL of a push without an expiry: RFC 8030 leaves the
 // longest to the push service, hush asks for its own longest ttl.
 const DefaultTTL = payload.MaxTTL
@@ -178,7 +174,7 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 	if err != nil {
 		return providers.Result{Outcome: providers.Permanent, Reason: "vapid", Credential: true, Err: fmt.Errorf("webpush: vapid jwt: %w", err)}
 	}
-	ctx, cancel := context.WithTimeout(ctx, SendTimeout)
+	ctx, cancel := context.WithTimeout(providers.WithSendBy(ctx, p.SendBy), providers.CallTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.Endpoint, bytes.NewReader(sealed))
 	if err != nil {
@@ -189,7 +185,9 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 	if !p.SendBy.IsZero() && s.now().After(p.SendBy) {
 		return providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: fmt.Errorf("webpush: %w", providers.ErrNotSent)}
 	}
-	resp, err := s.client.Do(req)
+	// The call is bounded end to end (providers.Call): nothing leaves
+	// after SendBy, and the answer is back once its status is.
+	resp, err := providers.Call(s.client.Do, req)
 	if ee, ok := refused(err); ok {
 		// The endpoint's name resolved to an address the policy refuses.
 		return providers.Result{Outcome: providers.TokenInvalid, Reason: ee.Error()}
@@ -198,10 +196,7 @@ func (s *Sender) Send(ctx context.Context, p providers.Push) providers.Result {
 		return classifyError(ctx, origin, err)
 	}
 	defer resp.Body.Close()
-	r := classify(resp.StatusCode, resp.Header.Get("Retry-After"), io.LimitReader(resp.Body, maxReasonRead), origin, s.now())
-	// Drain what is left so the connection goes back to the pool.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	return r
+	return classify(resp.StatusCode, resp.Header.Get("Retry-After"), io.LimitReader(resp.Body, maxReasonRead), origin, s.now())
 }
 
 // seal encrypts body for a subscription with a fresh key and salt.

@@ -134,7 +134,9 @@ func TestSendOutcomes(t *testing.T) {
 }
 
 // TestSendCredentialRefused: a subscription made for another
-// applicationServerKey refuses the push (403), a credential problem.
+// applicationServerKey refuses the push (403): that subscription is over
+// (token_invalid), and its answer is no evidence about the app's key
+// (Credential false, KeyRefusedBy naming the origin).
 func TestSendCredentialRefused(t *testing.T) {
 	f, s, _ := startFake(t)
 	other, err := webpush.GenerateVAPIDKey()
@@ -142,8 +144,8 @@ func TestSendCredentialRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := s.Send(t.Context(), alertPush(subscribe(t, f, other.PublicKey())))
-	if r.Outcome != providers.Permanent || !r.Credential || r.StatusCode != http.StatusForbidden {
-		t.Fatalf("Send = %+v, want permanent credential 403", r)
+	if r.Outcome != providers.TokenInvalid || r.Credential || r.KeyRefusedBy != f.URL || r.StatusCode != http.StatusForbidden {
+		t.Fatalf("Send = %+v, want token_invalid 403 refused by %s, not an app-wide credential failure", r, f.URL)
 	}
 	if !strings.Contains(r.Reason, "applicationServerKey") {
 		t.Errorf("reason %q does not carry the push service's message", r.Reason)
