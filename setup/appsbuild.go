@@ -52,9 +52,6 @@ func buildApps(ctx context.Context, cfg Config, rdb redis.UniversalClient, withE
 	}
 	g := &generation{specs: ac.specs, digests: ac.digests}
 	dryRun := cfg.DryRun || !anyConfigured(ac.specs)
-	if dryRun && warm {
-		warnDryRun(cfg, log)
-	}
 	limiters := map[string]worker.Limiter{} // by scope: a group's apps share one
 	for _, a := range ac.specs {
 		if a.broken {
@@ -82,6 +79,11 @@ func buildApps(ctx context.Context, cfg Config, rdb redis.UniversalClient, withE
 	if len(ac.ps.list) > 0 {
 		g.close()
 		return &generation{digests: ac.digests}, &KeyError{Key: appsFileKey, Err: &AppsFileError{File: ac.file, Problems: ac.ps.sorted()}}
+	}
+	if dryRun && warm {
+		// Only for apps that serve: a bad apps file's error is the news,
+		// not a dry-run that never starts.
+		warnDryRun(cfg, log)
 	}
 	return g, nil
 }
