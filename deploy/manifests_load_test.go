@@ -71,6 +71,8 @@ func newObject(apiVersionKind string) (any, bool) {
 		return &kedav1alpha1.ScaledObject{}, true
 	case "keda.sh/v1alpha1/TriggerAuthentication":
 		return &kedav1alpha1.TriggerAuthentication{}, true
+	case "monitoring.coreos.com/v1/PrometheusRule":
+		return &prometheusRule{}, true
 	case "kustomize.config.k8s.io/v1beta1/Kustomization":
 		return &ktypes.Kustomization{}, true
 	}
@@ -190,6 +192,7 @@ type bundle struct {
 	exampleSecrets []*corev1.Secret // from the overlay's secretExampleFile: not applied
 	scaledObjects  []*kedav1alpha1.ScaledObject
 	triggerAuths   []*kedav1alpha1.TriggerAuthentication
+	rules          []*prometheusRule
 	objects        []metav1.Object // every rendered object but the Namespaces
 }
 
@@ -258,6 +261,8 @@ func (b *bundle) add(d document) error {
 		b.scaledObjects = append(b.scaledObjects, o)
 	case *kedav1alpha1.TriggerAuthentication:
 		b.triggerAuths = append(b.triggerAuths, o)
+	case *prometheusRule:
+		b.rules = append(b.rules, o)
 	default:
 		return fmt.Errorf("%s: %s is not expected among the resources", d.where, d.kind)
 	}

@@ -1,6 +1,8 @@
 package docs_test
 
 import (
+	"encoding/json"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -29,6 +31,32 @@ func TestEvents(t *testing.T) {
 			if f = unquote(strings.TrimSpace(f)); !slices.Contains(fields, f) {
 				t.Errorf("docs/events.md gives %s the field %q, which worker.Event does not have", r[0], f)
 			}
+		}
+	}
+	// Every example event carries exactly the fields its type's row lists
+	// (app among them: every event names its job's app).
+	listed := map[string][]string{}
+	for _, r := range types {
+		for f := range strings.SplitSeq(r[2], ",") {
+			listed[unquote(r[0])] = append(listed[unquote(r[0])], unquote(strings.TrimSpace(f)))
+		}
+	}
+	examples := regexp.MustCompile(`(?m)^\{"type":.*\}$`).FindAllString(md, -1)
+	if len(examples) == 0 {
+		t.Error("docs/events.md has no example events")
+	}
+	for _, ex := range examples {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(ex), &got); err != nil {
+			t.Errorf("example %s: %v", ex, err)
+			continue
+		}
+		typ, _ := got["type"].(string)
+		if d := sameSet(listed[typ], slices.Collect(maps.Keys(got))); d != "" {
+			t.Errorf("example %s and the fields listed for %s differ %s", ex, typ, d)
+		}
+		if !slices.Contains(listed[typ], "app") {
+			t.Errorf("docs/events.md does not list app among %s's fields; every event carries it", typ)
 		}
 	}
 	if !strings.Contains(md, "`"+worker.EventsStream+"`") {

@@ -97,9 +97,28 @@ func platformChoice() string {
 	return strings.Join(quoted[:last], ", ") + " or " + quoted[last]
 }
 
+// apnsTokenHint names what a token that is not hex most likely is: an
+// iOS device token's old description ("<3f1c9a0b 7d2e...>", from
+// NSData's description) or an FCM registration token; "" otherwise.
+func apnsTokenHint(t string) string {
+	bare := strings.Map(func(r rune) rune {
+		if r == '<' || r == '>' || r == ' ' {
+			return -1
+		}
+		return r
+	}, t)
+	switch {
+	case bare != "" && bare != t && !strings.ContainsFunc(bare, func(r rune) bool { return !isHexDigit(r) }):
+		return ": this looks like an old-style iOS token description; send only its hex digits, without <, > and spaces"
+	case strings.Contains(t, ":"):
+		return ": this looks like an FCM registration token; send it as an fcm device"
+	}
+	return ""
+}
+
 func apnsTokenProblem(t string) string {
 	if i := strings.IndexFunc(t, func(r rune) bool { return !isHexDigit(r) }); i >= 0 {
-		return fmt.Sprintf("not hex (invalid character at position %d)", i)
+		return fmt.Sprintf("not hex (invalid character at position %d)%s", i, apnsTokenHint(t))
 	}
 	if len(t) < MinAPNsTokenLen || len(t) > MaxAPNsTokenLen {
 		return fmt.Sprintf("apns token is %d hex characters, want %d to %d", len(t), MinAPNsTokenLen, MaxAPNsTokenLen)

@@ -145,6 +145,8 @@ func TestValidate(t *testing.T) {
 		{"platform unknown", func(j *Job) { j.Recipients[0].Devices[1].Platform = "web" }, []problem{{"recipients[0].devices[1].platform", `unknown platform "web"`}}},
 		{"token missing", func(j *Job) { j.Recipients[0].Devices[0].Token = "" }, []problem{{"recipients[0].devices[0].token", "required"}}},
 		{"apns token not hex", func(j *Job) { j.Recipients[0].Devices[0].Token = "zz" + apnsToken[2:] }, []problem{{"recipients[0].devices[0].token", "not hex (invalid character at position 0)"}}},
+		{"apns token as iOS describes it", func(j *Job) { j.Recipients[0].Devices[0].Token = "<" + apnsToken[:8] + " " + apnsToken[8:] + ">" }, []problem{{"recipients[0].devices[0].token", "not hex (invalid character at position 0): this looks like an old-style iOS token description; send only its hex digits, without <, > and spaces"}}},
+		{"fcm token as an apns device", func(j *Job) { j.Recipients[0].Devices[0].Token = "fGx1:APA91bExampleRegistrationToken" }, []problem{{"recipients[0].devices[0].token", "not hex (invalid character at position 1): this looks like an FCM registration token; send it as an fcm device"}}},
 		{"apns token 62 chars", func(j *Job) { j.Recipients[0].Devices[0].Token = apnsToken[:62] }, []problem{{"recipients[0].devices[0].token", "62 hex characters, want 64 to 200"}}},
 		{"apns token 200 chars", func(j *Job) { j.Recipients[0].Devices[0].Token = strings.Repeat("0a", 100) }, nil},
 		{"apns token 202 chars", func(j *Job) { j.Recipients[0].Devices[0].Token = strings.Repeat("0a", 101) }, []problem{{"recipients[0].devices[0].token", "202 hex characters"}}},

@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -351,6 +352,25 @@ func TestAppsFileEveryProblemAtOnce(t *testing.T) {
   line 10: apps[courier].fcm.colour: unknown field (the fields are credentials_file, project_id, endpoint, max_rate)`
 	if err == nil || err.Error() != want {
 		t.Errorf("CheckAppsFile:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestBadAppsFileSaysNothingOfDryRun: an apps file with a problem stops
+// the start with its problems, and no DRY-RUN warning comes first (its
+// apps have no credentials only because they were not built).
+func TestBadAppsFileSaysNothingOfDryRun(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.AppsFile = filepath.Join(t.TempDir(), "apps.yaml")
+	if err := os.WriteFile(cfg.AppsFile, []byte("apps:\n  - name: shop\n    apns: {key_file: gone.p8, key_id: ABC1234567, team_id: DEF1234567, topic: com.example.shop}\n  - name: courier\n    colour: blue\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	_, err := buildApps(t.Context(), cfg, nil, false, true, slog.New(slog.NewTextHandler(&buf, nil)))
+	if _, ok := errors.AsType[*AppsFileError](err); !ok {
+		t.Fatalf("buildApps = %v, want the apps file's problems", err)
+	}
+	if strings.Contains(buf.String(), "DRY-RUN") {
+		t.Errorf("a bad apps file logs a dry-run warning:\n%s", buf.String())
 	}
 }
 

@@ -55,9 +55,6 @@ func buildApps(ctx context.Context, cfg Config, rdb redis.UniversalClient, withE
 	}
 	g := &generation{specs: ac.specs, digests: ac.digests}
 	dryRun := cfg.DryRun || !anyConfigured(ac.specs)
-	if dryRun && warm {
-		warnDryRun(cfg, log)
-	}
 	limiters := map[string]worker.Limiter{} // by scope: a group's apps share one
 	for _, a := range ac.specs {
 		if a.broken {
@@ -89,6 +86,11 @@ func buildApps(ctx context.Context, cfg Config, rdb redis.UniversalClient, withE
 	if g.tokens, err = tokenGrants(cfg, ac.specs); err != nil {
 		g.close()
 		return &generation{digests: ac.digests}, err
+	}
+	if dryRun && warm {
+		// Only for apps that serve: a bad apps file's error is the news,
+		// not a dry-run that never starts.
+		warnDryRun(cfg, log)
 	}
 	return g, nil
 }

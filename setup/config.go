@@ -51,7 +51,7 @@ type Config struct {
 	ThrottleMaxPending int           `split_words:"true" desc:"most held (booked, not yet sent) pushes one user may have; a delivery beyond it is dropped with reason throttle_full (0: no cap; a decision for a user holding P bookings costs about 1 to 2 µs of Redis CPU more per booking it holds)"`
 	MaxThrottled       time.Duration `split_words:"true" desc:"most time a delivery may spend throttled by a provider (429 without end) before it is archived; its expiry ends it sooner (0: only its expiry)"`
 
-	AppsFile string `split_words:"true" desc:"YAML or JSON file listing the apps hush delivers for, each with its own APNs and FCM credentials, throttle rules and send rates (docs/configuration.md#apps; hush apps check FILE checks one); reloaded within a minute when it or a credential file changes, and on SIGHUP. The HUSH_APNS_* and HUSH_FCM_* keys, when they set credentials, define one more app, default; empty: default is the only app"`
+	AppsFile string `split_words:"true" desc:"YAML or JSON file listing the apps hush delivers for, each with its own APNs, FCM and Web Push credentials, throttle rules and send rates (docs/configuration.md#apps; hush apps check FILE checks one); reloaded within a minute when it or a credential file changes, and on SIGHUP. The HUSH_APNS_*, HUSH_FCM_* and HUSH_WEBPUSH_* keys, when they set credentials, define one more app, default; empty: default is the only app"`
 
 	APNSKeyFile      string `split_words:"true" desc:"APNs token auth: .p8 key file"`
 	APNSKeyID        string `split_words:"true" desc:"APNs token auth: key id"`

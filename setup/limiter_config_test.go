@@ -105,7 +105,7 @@ func TestLimiterKeysAllBadAtOnce(t *testing.T) {
 		t.Fatal("LoadConfig accepted three bad values")
 	}
 	want := []string{
-		`HUSH_THROTTLE_CATEGORIES: throttle: category "marketing=2/1x": limit "2/1x": window: time: unknown unit "x" in duration "1x"`,
+		`HUSH_THROTTLE_CATEGORIES: throttle: category "marketing=2/1x": limit "2/1x": window "1x" is not a duration: write a number and a unit (ms, s, m, h or d), e.g. 1m or 24h`,
 		`HUSH_QUIET_HOURS: throttle: quiet hours "25:00-08:00": start: "25:00" is not HH:MM (00:00 to 23:59)`,
 		`HUSH_DEFAULT_TIMEZONE: unknown time zone "Mars/Base" (want an IANA name such as Europe/Berlin)`,
 	}

@@ -138,7 +138,7 @@ func newSenders(ctx context.Context, a appSpec, dryRun, warm bool, log *slog.Log
 	for _, s := range senderTable {
 		if !s.configured(a) {
 			if a.label == "" && !dryRun {
-				log.Warn(fmt.Sprintf("no %s credentials: deliveries to %s devices will fail (set %s)",
+				log.Warn(fmt.Sprintf("no %s credentials: jobs with %s devices are refused at submission (set %s)",
 					s.name, s.platform, strings.Join(s.envKeys, " or ")))
 			}
 			continue
@@ -296,7 +296,7 @@ func buildFCM(ctx context.Context, a appSpec, warm bool, log *slog.Logger) (work
 	if r := s.Warm(); r.Err != nil {
 		log.Warn("FCM access token not fetched at start; the first sends will try again", "app", a.name, "reason", r.Reason, "credential", r.Credential, "err", r.Err)
 	}
-	log.Info("FCM sender ready", "app", a.name, "project", a.fcm.ProjectID, "endpoint", a.fcm.Endpoint)
+	log.Info("FCM sender ready", "app", a.name, "project", s.Project(), "endpoint", a.fcm.Endpoint)
 	return s, nil, nil
 }
 

@@ -72,7 +72,7 @@ func TestNewSenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	webpushCfg := Config{WebpushPrivateKey: vapid.PrivateKey(), WebpushSubject: "mailto:ops@example.com"}
-	const noWebPush = `level=WARN msg="no Web Push credentials: deliveries to webpush devices will fail (set HUSH_WEBPUSH_PRIVATE_KEY)"`
+	const noWebPush = `level=WARN msg="no Web Push credentials: jobs with webpush devices are refused at submission (set HUSH_WEBPUSH_PRIVATE_KEY)"`
 
 	allDryRun := payload.Platforms()
 	for _, tc := range []struct {
@@ -90,17 +90,17 @@ func TestNewSenders(t *testing.T) {
 		}, []payload.Platform{payload.FCM}, true},
 		{"apns only", apnsCfg, []string{
 			`level=INFO msg="APNs sender ready"`,
-			`level=WARN msg="no FCM credentials: deliveries to fcm devices will fail (set HUSH_FCM_CREDENTIALS_FILE)"`,
+			`level=WARN msg="no FCM credentials: jobs with fcm devices are refused at submission (set HUSH_FCM_CREDENTIALS_FILE)"`,
 			noWebPush,
 		}, []payload.Platform{payload.APNs}, false},
 		{"fcm only", fcmCfg, []string{
-			`level=WARN msg="no APNs credentials: deliveries to apns devices will fail (set HUSH_APNS_KEY_FILE or HUSH_APNS_CERT_FILE)"`,
+			`level=WARN msg="no APNs credentials: jobs with apns devices are refused at submission (set HUSH_APNS_KEY_FILE or HUSH_APNS_CERT_FILE)"`,
 			`level=INFO msg="FCM sender ready"`,
 			noWebPush,
 		}, []payload.Platform{payload.FCM}, false},
 		{"webpush only", webpushCfg, []string{
-			`level=WARN msg="no APNs credentials: deliveries to apns devices will fail (set HUSH_APNS_KEY_FILE or HUSH_APNS_CERT_FILE)"`,
-			`level=WARN msg="no FCM credentials: deliveries to fcm devices will fail (set HUSH_FCM_CREDENTIALS_FILE)"`,
+			`level=WARN msg="no APNs credentials: jobs with apns devices are refused at submission (set HUSH_APNS_KEY_FILE or HUSH_APNS_CERT_FILE)"`,
+			`level=WARN msg="no FCM credentials: jobs with fcm devices are refused at submission (set HUSH_FCM_CREDENTIALS_FILE)"`,
 			`level=INFO msg="Web Push sender ready"`,
 		}, []payload.Platform{payload.WebPush}, false},
 	} {

@@ -50,6 +50,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 	cancel()
 	if err != nil {
 		key, where := cfg.redisKey()
+		if strings.HasPrefix(cfg.RedisURL, "rediss://") {
+			return keyErr(key, "Redis at %s does not answer (%v): rediss:// speaks TLS, which a Redis without TLS never answers (use redis:// for it); else start it, or point %s at one that runs", where, err, key)
+		}
 		return keyErr(key, "Redis at %s does not answer (%v): start it, or point %s at one that runs", where, err, key)
 	}
 	if err := checkEviction(ctx, cfg, rdb); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -161,6 +162,37 @@ func TestServeLogsTheLimiterRules(t *testing.T) {
 		if !strings.Contains(line, want) {
 			t.Errorf("http listening line %q lacks %s", line, want)
 		}
+	}
+}
+
+// TestServeRedissToAPlainRedisSaysTLS: rediss:// to a server that does not
+// speak TLS (it answers the handshake as Redis answers a command it does
+// not know) fails with an error that points at the scheme.
+func TestServeRedissToAPlainRedisSaysTLS(t *testing.T) {
+	clearEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("-ERR unknown command\r\n"))
+			_ = c.Close()
+		}
+	}()
+	t.Setenv("HUSH_REDIS_URL", "rediss://"+l.Addr().String()+"/0")
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Serve(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "rediss:// speaks TLS") {
+		t.Fatalf("Serve = %v, want an error saying rediss:// needs a Redis with TLS", err)
 	}
 }
 

@@ -57,7 +57,7 @@ func parseLimit(item string) (Limit, error) {
 	}
 	w, err := parseDuration(ws)
 	if err != nil {
-		return bad("window: "+err.Error(), err)
+		return bad(windowHint(ws), err)
 	}
 	if w <= 0 {
 		return bad("window must be positive", nil)
@@ -66,6 +66,16 @@ func parseLimit(item string) (Limit, error) {
 		return bad("window must be a whole number of milliseconds", nil)
 	}
 	return Limit{N: n, Window: w}, nil
+}
+
+// windowHint says what a window that is not a duration should look like,
+// and that rules are separated by commas when ws holds another rule.
+func windowHint(ws string) string {
+	msg := "window " + strconv.Quote(ws) + " is not a duration: write a number and a unit (ms, s, m, h or d), e.g. 1m or 24h"
+	if strings.ContainsAny(ws, ";/ ") {
+		msg += `; separate rules with commas, e.g. "10/1m,100/24h"`
+	}
+	return msg
 }
 
 // signed reports whether s starts with a plus sign, which strconv and

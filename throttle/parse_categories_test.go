@@ -68,7 +68,7 @@ func TestParseCategoriesErrors(t *testing.T) {
 		{"twice", "a=1/1h;a=2/1h", `throttle: category "a=2/1h": defined twice`},
 		{"no rules", "a=", `throttle: category "a=": no rules (write none for only the global rules)`},
 		{"only options", "a=global=off", `throttle: category "a=global=off": no rules (write none for only the global rules)`},
-		{"bad limit", "a=2/1x", `throttle: category "a=2/1x": limit "2/1x": window: time: unknown unit "x" in duration "1x"`},
+		{"bad limit", "a=2/1x", `throttle: category "a=2/1x": limit "2/1x": window "1x" is not a duration: write a number and a unit (ms, s, m, h or d), e.g. 1m or 24h`},
 		{"bad gap", "a=2/1d@-1s", `throttle: category "a=2/1d@-1s": min gap "-1s": must not be negative`},
 		{"bad global", "a=none global=no", `throttle: category "a=none global=no": global=no: want global=off (exempt from the global rules) or global=on`},
 		{"bad quiet", "a=none quiet=22-08", `throttle: category "a=none quiet=22-08": quiet=22-08: want quiet=HH:MM-HH:MM (e.g. quiet=21:00-09:00) or quiet=off`},

@@ -139,14 +139,17 @@ func (a *Apps) Get(name string) (*App, bool) {
 
 // resolve returns the app a job or delivery names: name, or, when empty,
 // the only app or else DefaultApp. It wraps errUnknownApp when there is
-// none.
+// none, errAppRequired when none is named and several are configured.
 func (a *Apps) resolve(name string) (*App, error) {
 	set := a.cur.Load()
 	if name == "" {
 		if len(set.names) == 1 {
 			return set.byName[set.names[0]], nil
 		}
-		name = DefaultApp
+		if p, ok := set.byName[DefaultApp]; ok {
+			return p, nil
+		}
+		return nil, fmt.Errorf("%w (configured: %s)", errAppRequired, strings.Join(set.names, ", "))
 	}
 	if p, ok := set.byName[name]; ok {
 		return p, nil
@@ -154,7 +157,10 @@ func (a *Apps) resolve(name string) (*App, error) {
 	return nil, fmt.Errorf("%w %q (configured: %s)", errUnknownApp, name, strings.Join(set.names, ", "))
 }
 
-var errUnknownApp = errors.New("unknown app")
+var (
+	errUnknownApp  = errors.New("unknown app")
+	errAppRequired = errors.New("required: none named, and this deployment serves several apps")
+)
 
 // App returns the app named name, or, for "", the only app or else
 // DefaultApp; an error naming the configured apps when there is none.

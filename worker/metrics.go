@@ -31,6 +31,9 @@ type metrics struct {
 	eventsDropped *prometheus.CounterVec
 	dequeues      *prometheus.CounterVec // hush_dequeues_total
 	taskJobs      prometheus.Histogram   // hush_submit_task_jobs
+	// credentialRefusals counts provider answers that refused the app's
+	// credentials (Result.Credential): hush_credential_refusals_total.
+	credentialRefusals *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -80,7 +83,11 @@ func newMetrics() *metrics {
 		Help:    "Jobs per queue task written by this process's submissions: 1 for a job written alone (its own hush:job task), up to 100 for a hush:batch task of a batch or of gathered submissions.",
 		Buckets: []float64{1, 2, 5, 10, 25, 50, 100},
 	})
-	m.reg.MustRegister(m.deviceSends, m.lateSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped, m.dequeues, m.taskJobs,
+	m.credentialRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hush_credential_refusals_total",
+		Help: "Provider answers that refused the app's credentials (an APNs key or certificate, an FCM service account, a VAPID key): the deliveries retry until the credentials are fixed or HUSH_MAX_RETRY is spent. Also counted as permanent in hush_device_sends_total. By app and platform.",
+	}, []string{"app", "platform"})
+	m.reg.MustRegister(m.credentialRefusals, m.deviceSends, m.lateSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped, m.dequeues, m.taskJobs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -93,6 +100,7 @@ type queueCollector struct {
 	shards  int            // delivery shards per priority
 	log     *slog.Logger
 	depth   *prometheus.Desc
+	latency *prometheus.Desc
 }
 
 func newQueueCollector(insp *asynq.Inspector, weights map[string]int, shards int, log *slog.Logger) *queueCollector {
@@ -104,10 +112,13 @@ func newQueueCollector(insp *asynq.Inspector, weights map[string]int, shards int
 		depth: prometheus.NewDesc("hush_queue_tasks",
 			"Tasks in each Asynq queue by state (pending, active, scheduled, retry, archived).",
 			[]string{"queue", "state"}, nil),
+		latency: prometheus.NewDesc("hush_queue_latency_seconds",
+			"Age of the oldest pending task in each Asynq queue (0 when none is pending): how long the next task has waited for a worker.",
+			[]string{"queue"}, nil),
 	}
 }
 
-func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.depth }
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.depth; ch <- c.latency }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	known, err := c.insp.Queues()
@@ -132,5 +143,6 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		} {
 			ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(n), q, state)
 		}
+		ch <- prometheus.MustNewConstMetric(c.latency, prometheus.GaugeValue, info.Latency.Seconds(), q)
 	}
 }

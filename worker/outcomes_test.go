@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
@@ -229,6 +230,9 @@ func TestCredentialFailureIsRetried(t *testing.T) {
 	}
 	if !slices.Equal(statuses, []int{403, 403, 200}) {
 		t.Errorf("answers %v, want two refusals for the key and then the push", statuses)
+	}
+	if got := testutil.ToFloat64(e.w.m.credentialRefusals.WithLabelValues(DefaultApp, string(payload.APNs))); got != 2 {
+		t.Errorf("hush_credential_refusals_total = %v, want 2 (one per refusal)", got)
 	}
 	if got := e.w.NotReady(t.Context()); len(got) == 0 {
 		t.Errorf("ready right after the provider refused the credentials, want not ready for a minute")

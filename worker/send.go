@@ -182,6 +182,7 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt 
 		w.m.latency.WithLabelValues(app.Name, string(dev.Platform)).Observe(w.now().Sub(start).Seconds())
 		w.m.deviceSends.WithLabelValues(app.Name, string(dev.Platform), outcomeNames[r.Outcome]).Inc()
 		if refusesApp(r) {
+			w.m.credentialRefusals.WithLabelValues(app.Name, string(dev.Platform)).Inc()
 			w.creds.failed(app.Name, w.now())
 		}
 	}()

@@ -266,10 +266,15 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 	groupOf := func(job string) (q, id string) {
 		return parseHeldMark(e.rdb.HGet(t.Context(), jobKey(job), heldPrefix+"0").Val())
 	}
-	waitFor(t, 10*time.Second, "every job held in a group", func() bool {
+	// A job's marker names its group before the group joins its second
+	// (the run's end adds its groups: heldJobsGroups.finish), so wait for
+	// the groups themselves in their seconds' hashes.
+	waitFor(t, 10*time.Second, "every job's group waiting in its second", func() bool {
 		for _, jobs := range batches {
 			for _, j := range jobs {
-				if q, _ := groupOf(j.ID); q != heldJoined {
+				q, g := groupOf(j.ID)
+				_, _, wake, ok := parseHeldJobsTaskID(g)
+				if q != heldJoined || !ok || !e.rdb.HExists(t.Context(), togetherKeys(heldNormal, wake)[0], g).Val() {
 					return false
 				}
 			}

@@ -76,8 +76,8 @@ func commandTable(cmds []command) string {
 // printUsage writes the top-level help, wrapped to the terminal.
 func printUsage(w io.Writer) {
 	help := command{name: "help", summary: "show the help of a command: hush help send"}
-	printHelp(w, `hush delivers push notifications through Apple APNs and Firebase Cloud
-Messaging, with per-user throttling shared by every worker process.
+	printHelp(w, `hush delivers push notifications through Apple APNs, Firebase Cloud
+Messaging and Web Push (browsers, UnifiedPush), with per-user throttling shared by every worker process.
 
 Usage:
   hush <command> [flags] [arguments]

@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"strings"
+
+	"github.com/hushpush/hush/internal/suggest"
 )
 
 // parseFlags parses args into fs, allowing flags after positional arguments
@@ -23,7 +26,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, help string) 
 			return nil, flag.ErrHelp
 		}
 		if err != nil {
-			return nil, usageErrorf("%s: %s (run 'hush %s --help')", fs.Name(), err.Error(), fs.Name())
+			return nil, usageErrorf("%s: %s%s (run 'hush %s --help')", fs.Name(), err.Error(), flagSuggestion(fs, err), fs.Name())
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -36,6 +39,22 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, help string) 
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// flagSuggestion is ` (did you mean --x?)` when err is the flag package's
+// unknown-flag error and a flag of fs is near the name (suggest.Nearest),
+// else "". The flag package reports an unknown flag only in its message.
+func flagSuggestion(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if best := suggest.Nearest(strings.TrimLeft(name, "-"), names); best != "" {
+		return fmt.Sprintf(" (did you mean --%s?)", best)
+	}
+	return ""
 }
 
 // flagsOf adapts a command's flag set constructor, which parses into a *T,

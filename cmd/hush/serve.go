@@ -25,7 +25,7 @@ func serveHelp() string {
 
 Runs one hush worker process: it takes notification jobs and deliveries from
 Redis (Asynq queues), asks the shared limiter for each user, sends through
-APNs and FCM, and serves the HTTP API with /healthz, /readyz and /metrics on
+APNs, FCM and Web Push, and serves the HTTP API with /healthz, /readyz and /metrics on
 HUSH_HTTP_ADDR. Run as many processes as you like against the same Redis:
 the per-user limits hold across all of them.
 

@@ -32,8 +32,12 @@ apps file) and keep it secret; give the public key to your web app, which
 passes it to pushManager.subscribe as applicationServerKey. A subscription
 is bound to the key it was made with: a new key needs new subscriptions.
 
+Without --json, stdout holds only the two KEY=value lines (for export or an
+env file) and the applicationServerKey goes to stderr.
+
 Examples:
-  hush webpush keys
+  export $(hush webpush keys)
+  hush webpush keys >> hush.env
   hush webpush keys --json > vapid.json
 `
 }
@@ -63,7 +67,7 @@ func runWebPush(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return sub.run(ctx, args[1:], stdout, stderr)
 }
 
-func runWebPushKeys(_ context.Context, args []string, stdout, _ io.Writer) error {
+func runWebPushKeys(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	var f webpushKeysFlags
 	pos, err := parseFlags(webpushKeysFlagSet(&f), args, stdout, webpushHelp())
 	if err != nil {
@@ -81,12 +85,12 @@ func runWebPushKeys(_ context.Context, args []string, stdout, _ io.Writer) error
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, `HUSH_WEBPUSH_PRIVATE_KEY=%s
-HUSH_WEBPUSH_PUBLIC_KEY=%s
-
-applicationServerKey (for pushManager.subscribe in your web app):
-%s
-`, k.PrivateKey(), k.PublicKey(), k.PublicKey())
+	// Only the KEY=value lines go to stdout, so that
+	// `export $(hush webpush keys)` and `hush webpush keys >> .env` work.
+	if _, err := fmt.Fprintf(stdout, "HUSH_WEBPUSH_PRIVATE_KEY=%s\nHUSH_WEBPUSH_PUBLIC_KEY=%s\n", k.PrivateKey(), k.PublicKey()); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stderr, "applicationServerKey (for pushManager.subscribe in your web app):\n%s\n", k.PublicKey())
 	return err
 }
 

@@ -45,9 +45,15 @@ func TestWebPushKeys(t *testing.T) {
 	if k.PublicKey() != got.Public {
 		t.Errorf("public key %q is not the private key's (%q)", got.Public, k.PublicKey())
 	}
-	stdout, _, code = runCmd(t, "webpush", "keys")
-	if code != 0 || !strings.Contains(stdout, "HUSH_WEBPUSH_PRIVATE_KEY=") || !strings.Contains(stdout, "applicationServerKey") {
-		t.Errorf("exit %d, stdout:\n%s\nwant the keys and the applicationServerKey", code, stdout)
+	// stdout is only KEY=value lines, as `export $(hush webpush keys)`
+	// needs; the public key for the web app goes to stderr.
+	stdout, stderr, code = runCmd(t, "webpush", "keys")
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "HUSH_WEBPUSH_PRIVATE_KEY=") || !strings.HasPrefix(lines[1], "HUSH_WEBPUSH_PUBLIC_KEY=") {
+		t.Errorf("exit %d, stdout:\n%s\nwant exactly the two KEY=value lines", code, stdout)
+	}
+	if !strings.Contains(stderr, "applicationServerKey") {
+		t.Errorf("stderr:\n%s\nwant the applicationServerKey", stderr)
 	}
 }
 

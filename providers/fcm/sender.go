@@ -42,10 +42,15 @@ const (
 // Sender sends pushes to FCM. It is safe for concurrent use; make one per
 // process.
 type Sender struct {
-	client *messaging.Client
-	tokens oauth2.TokenSource
-	now    func() time.Time
+	client  *messaging.Client
+	tokens  oauth2.TokenSource
+	now     func() time.Time
+	project string
 }
+
+// Project is the Firebase project the sender sends for: Config.ProjectID,
+// else the credentials file's project_id.
+func (s *Sender) Project() string { return s.project }
 
 // New builds the sender from a service-account JSON. It does not fetch a
 // token or connect: Warm or the first Send does. Errors name the configuration key
@@ -100,7 +105,7 @@ func New(ctx context.Context, cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fcm: %w", err)
 	}
-	return &Sender{client: client, tokens: tokens, now: time.Now}, nil
+	return &Sender{client: client, tokens: tokens, now: time.Now, project: cfg.ProjectID}, nil
 }
 
 // wantServiceAccount says what a credentials file must be.

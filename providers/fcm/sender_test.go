@@ -302,3 +302,27 @@ func TestNewConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestProjectFromTheCredentials: a sender without HUSH_FCM_PROJECT_ID
+// names the credentials file's project (what serve's "FCM sender ready"
+// line shows); an explicit one wins.
+func TestProjectFromTheCredentials(t *testing.T) {
+	sa, err := fake.WriteServiceAccount(t.TempDir(), "http://127.0.0.1:1/token", "from-file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, project, want string }{
+		{"from the file", "", "from-file"},
+		{"configured", "configured", "configured"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(t.Context(), Config{CredentialsFile: sa, ProjectID: tt.project})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Project(); got != tt.want {
+				t.Errorf("Project() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
