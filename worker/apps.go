@@ -175,7 +175,8 @@ func (w *Worker) appOf(d *delivery) (*App, error) { return w.apps.resolve(d.Cont
 // a gap for a few minutes.
 const DefaultAppWait = 10 * time.Minute
 
-// appRecheck is how often a delivery waiting for its app looks again.
+// appRecheck is how soon a delivery that has just begun to wait for its
+// app looks again (appRecheckAfter).
 const appRecheck = 5 * time.Second
 
 // appMissing says what a delivery lacks to be sent by this process: its
@@ -220,13 +221,18 @@ func (w *Worker) waitForApp(ctx context.Context, d *delivery, st recipientState,
 	if err != nil {
 		return err
 	}
-	left := appWaitLeft(since, w.now(), w.appWait)
+	now := w.now()
+	left := appWaitLeft(since, now, w.appWait)
 	if left <= 0 {
+		w.appWaits.done(d.appName(), d.member())
 		return w.fail(ctx, d, failedOr(slices.Contains(st.devices, stateDelivered)),
 			fmt.Sprintf("%s, waited %s since %s", missing, w.appWait, since.UTC().Format(time.RFC3339)))
 	}
-	w.log.Info("delivery waits for its app", "delivery", d.member(), "app", d.appName(), "missing", missing, "left", left.Round(time.Second))
-	return &DeferError{Delay: min(left, appRecheck)}
+	next := appRecheckAfter(now.Sub(since), left)
+	if logNow, waiting := w.appWaits.wait(d.appName(), d.member(), now, now.Add(next+appWaitGrace)); logNow {
+		logWait(w.log, d.appName(), waiting, missing, next)
+	}
+	return &DeferError{Delay: next}
 }
 
 // pipeOf is a's limiter as a pipeLimiter when it books on the worker's own

@@ -158,6 +158,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		// Accepted by a process with another apps file.
 		return false, w.waitForApp(ctx, d, st, missing)
 	}
+	w.appWaits.done(d.appName(), d.member())
 	// Every call starts within cancelWindow of a read of the job's
 	// cancellation: the state just read, or the booking's own.
 	sendBy := st.readAt.Add(cancelWindow)

@@ -209,7 +209,8 @@ type Worker struct {
 	running  atomic.Bool
 	creds    credentials // when each app's credentials were last refused
 	eviction *evictionWatch
-	clock    Clock // Options.Clock
+	appWaits appWaits // deliveries waiting here for their app
+	clock    Clock    // Options.Clock
 }
 
 // newServer is an Asynq server of conc slots serving queues, on the
@@ -293,7 +294,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	}
 	w.client.m = m
 	w.client.apps = apps
-	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger), newConnCollector(apps), apps.reloads)
+	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger), newConnCollector(apps), apps.reloads, newAppWaitCollector(&w.appWaits, w.now))
 	return w, nil
 }
 
