@@ -99,13 +99,13 @@ func TestScriptArgs(t *testing.T) {
 		{
 			script: "start.lua",
 			src:    startSrc,
-			got: startArgs(recordInfo{ID: "j", Queue: "high", Task: "batch:b1", Recipients: 250, AcceptedAt: accepted, Deadline: deadline},
+			got: startArgs(recordInfo{ID: "j", Queue: "high", Task: "batch:b1", App: "courier", Recipients: 250, AcceptedAt: accepted, Deadline: deadline},
 				jobFanning, false, 90*time.Second, &chunk{Recipients: []payload.Recipient{
 					{Devices: make([]payload.Device, 3)}, {Devices: make([]payload.Device, 1)},
 				}}),
 			fixed: map[string]any{
 				"queue": "high", "task": "batch:b1", "accepted_at": "2025-03-01T12:00:00Z", "recipients": 250,
-				"deadline": "2025-03-01T18:00:00Z", "state": jobFanning, "keep": int64(0), "ttl": int64(90000), "nread": 2,
+				"deadline": "2025-03-01T18:00:00Z", "state": jobFanning, "keep": int64(0), "ttl": int64(90000), "nread": 2, "app": "courier",
 			},
 			groups: [][]any{{3}, {1}},
 		},
@@ -115,7 +115,7 @@ func TestScriptArgs(t *testing.T) {
 			got:    startArgs(recordInfo{ID: "j", Queue: "low", Recipients: 1, AcceptedAt: accepted}, jobQueued, true, time.Minute, nil),
 			fixed: map[string]any{
 				"queue": "low", "task": "", "accepted_at": "2025-03-01T12:00:00Z", "recipients": 1,
-				"deadline": "", "state": jobQueued, "keep": int64(1), "ttl": int64(60000), "nread": 0,
+				"deadline": "", "state": jobQueued, "keep": int64(1), "ttl": int64(60000), "nread": 0, "app": "",
 			},
 		},
 		{

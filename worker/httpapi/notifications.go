@@ -90,9 +90,14 @@ func (a *server) postNotificationBatch(rw http.ResponseWriter, r *http.Request) 
 	answers := make([]wire.BatchAnswer, len(raws))
 	var jobs []payload.Job
 	var at []int // answers[at[k]] is jobs[k]'s
+	g := grantOf(r)
 	for i, raw := range raws {
 		job, err := payload.Decode(bytes.NewReader(raw))
 		if err == nil {
+			if name, ok := a.mayActFor(g, job.App); !ok {
+				answers[i] = wire.BatchAnswer{Status: http.StatusForbidden, Error: &wire.ErrorDetail{Message: forbidden(g, "app "+strconv.Quote(name))}}
+				continue
+			}
 			// An invalid job is answered and dropped here, so a batch of
 			// bad jobs holds one decoded job at a time, not all of them.
 			// EnqueueBatch validates the others again.
@@ -101,11 +106,6 @@ func (a *server) postNotificationBatch(rw http.ResponseWriter, r *http.Request) 
 		if err != nil {
 			status, detail := a.submitError(err)
 			answers[i] = wire.BatchAnswer{Status: status, Error: &detail}
-			continue
-		}
-		if g := grantOf(r); !g.allows(job.App) {
-			// Check set the app: the job's, or the only one.
-			answers[i] = wire.BatchAnswer{Status: http.StatusForbidden, Error: &wire.ErrorDetail{Message: forbidden(g, "app "+strconv.Quote(job.App))}}
 			continue
 		}
 		jobs = append(jobs, job)
@@ -124,8 +124,8 @@ func (a *server) postNotificationBatch(rw http.ResponseWriter, r *http.Request) 
 				status, detail := a.submitError(res.Err)
 				answers[at[k]] = wire.BatchAnswer{Status: status, ID: res.ID, Error: &detail}
 			case res.Duplicate:
-				if ok, err := a.seesJob(r, grantOf(r), res.ID); err != nil || !ok {
-					status, msg := a.duplicateRefusal(grantOf(r), err)
+				if ok, err := a.seesJob(r, g, res.ID); err != nil || !ok {
+					status, msg := a.duplicateRefusal(g, err)
 					answers[at[k]] = wire.BatchAnswer{Status: status, Error: &wire.ErrorDetail{Message: msg}}
 					continue
 				}

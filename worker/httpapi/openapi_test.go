@@ -176,6 +176,9 @@ func TestOpenAPIContract(t *testing.T) {
 	const laterID = "contract-later"
 	const laterPath = "/v1/notifications/" + laterID
 	var cancelledAt any // the first cancellation's cancelled_at
+	two := newTwoApps(t)
+	two.submit(t, "c-1", "courier", "u-1", nil)
+	_, courierJob := appJob(t, "c-2", "courier", "u-2")
 	cases := []contractCase{
 		{name: "accepted", srv: main, op: submit, token: token, body: string(good), status: 202, requestValid: true},
 		{name: "duplicate", srv: main, op: submit, token: token, body: string(good), status: 200, requestValid: true},
@@ -361,6 +364,17 @@ func TestOpenAPIContract(t *testing.T) {
 		{name: "throttle reset without token", srv: main, op: resetThrottle, path: userPath, status: 401},
 		{name: "throttle reset, no admin", srv: plain, op: resetThrottle, path: userPath, token: token, status: 501, requestValid: true},
 		{name: "throttle reset, redis down", srv: down, op: resetThrottle, path: userPath, token: token, status: 503, requestValid: true},
+
+		// A token for the app shop only, on a server of courier and shop.
+		{name: "submit for another app", srv: two.srv, op: submit, token: shopToken, body: courierJob, status: 403, requestValid: true},
+		{
+			name: "batch with another app's job", srv: two.srv, op: batch, token: shopToken, body: `{"jobs":[` + courierJob + `]}`, status: 200, requestValid: true,
+			check: wantAnswers(wire.BatchAnswer{Status: 403, Error: &wire.ErrorDetail{Message: `app "courier": this token acts for the app shop only`}}),
+		},
+		{name: "status of another app's job", srv: two.srv, op: status, path: "/v1/notifications/c-1", token: shopToken, status: 403, requestValid: true},
+		{name: "cancel of another app's job", srv: two.srv, op: cancel, path: "/v1/notifications/c-1", token: shopToken, status: 403, requestValid: true},
+		{name: "throttle status of another app", srv: two.srv, op: getThrottle, path: "/v1/users/u-1/throttle?app=courier", token: shopToken, status: 403, requestValid: true},
+		{name: "throttle reset of another app", srv: two.srv, op: resetThrottle, path: "/v1/users/u-1/throttle?app=courier", token: shopToken, status: 403, requestValid: true},
 
 		{name: "healthz", srv: main, op: "GET /healthz", status: 200, requestValid: true},
 		{name: "readyz", srv: main, op: "GET /readyz", status: 200, requestValid: true},

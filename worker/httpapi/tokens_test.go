@@ -189,12 +189,15 @@ func TestTokensPerApp(t *testing.T) {
 }
 
 // TestTokensPerAppBatch: a batch with a token limited to shop has each job
-// answered on its own: shop's accepted, courier's refused with 403.
+// answered on its own: shop's accepted, courier's and one naming no app
+// (of a server without default) refused with 403, as a submission of each
+// alone would be.
 func TestTokensPerAppBatch(t *testing.T) {
 	e := newTwoApps(t)
 	_, courierJob := appJob(t, "b-c", "courier", "u-1")
 	_, shopJob := appJob(t, "b-s", "shop", "u-1")
-	a := call(t, e.srv, "POST", "/v1/notifications:batch", shopToken, `{"jobs":[`+courierJob+`,`+shopJob+`]}`)
+	_, noApp := appJob(t, "b-x", "", "u-1")
+	a := call(t, e.srv, "POST", "/v1/notifications:batch", shopToken, `{"jobs":[`+courierJob+`,`+shopJob+`,`+noApp+`]}`)
 	if a.Status != 200 {
 		t.Fatalf("batch: %d %v, want 200", a.Status, a.Body)
 	}
@@ -203,9 +206,9 @@ func TestTokensPerAppBatch(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Results) != 2 || got.Results[0].Status != 403 || got.Results[0].Error == nil ||
-		!strings.Contains(got.Results[0].Error.Message, "this token acts for the app shop only") || got.Results[1].Status != 202 {
-		t.Fatalf("batch answers %s: want courier's 403 naming shop, shop's 202", b)
+	if len(got.Results) != 3 || got.Results[0].Status != 403 || got.Results[0].Error == nil ||
+		!strings.Contains(got.Results[0].Error.Message, "this token acts for the app shop only") || got.Results[1].Status != 202 || got.Results[2].Status != 403 {
+		t.Fatalf("batch answers %s: want courier's 403 naming shop, shop's 202, the job naming no app 403", b)
 	}
 	if _, err := e.w.Client().Status(t.Context(), "b-c"); err == nil {
 		t.Errorf("b-c, refused, was accepted")
