@@ -16,7 +16,6 @@ import (
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
-	"github.com/hushpush/hush/providers/dryrun"
 	"github.com/hushpush/hush/worker"
 )
 
@@ -422,7 +421,7 @@ func TestAppsWithTheEnvironment(t *testing.T) {
 				for _, p := range payload.Platforms() {
 					if s, ok := a.Senders[p]; ok {
 						platforms = append(platforms, p)
-						_, dry = s.(*dryrun.Sender)
+						dry = isDryRun(s)
 					}
 				}
 				got = append(got, app{a.Name, g.specs[i].scope, platforms, dry})
