@@ -79,8 +79,10 @@ func ParseWebPushSubscription(token string) (WebPushSubscription, WebPushKeys, e
 	switch {
 	case s.Endpoint == "":
 		return s, WebPushKeys{}, &WebPushFieldError{Field: "endpoint", Message: "is required"}
-	case err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil:
+	case err != nil || u.Scheme != "https" || u.Host == "":
 		return s, WebPushKeys{}, &WebPushFieldError{Field: "endpoint", Message: "must be an https URL"}
+	case u.User != nil:
+		return s, WebPushKeys{}, &WebPushFieldError{Field: "endpoint", Message: "must not carry userinfo (user:password@)"}
 	}
 	raw, err := decodeB64URL(s.Keys.P256DH)
 	switch {

@@ -19,7 +19,9 @@ import (
 	pkcs12 "software.sslmate.com/src/go-pkcs12"
 
 	"github.com/hushpush/hush/internal/testkit"
+	"github.com/hushpush/hush/providers/dryrun"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker"
 )
 
 // creds are credential files under dir/keys, as an apps file beside them
@@ -144,4 +146,14 @@ func kidOf(t *testing.T, r fake.Request) string {
 		t.Fatal(err)
 	}
 	return h.Kid
+}
+
+// isDryRun reports whether s is the dry-run sender, or the dry-run sender
+// of Web Push devices that judges their endpoints.
+func isDryRun(s worker.Sender) bool {
+	if w, ok := s.(dryRunWebPush); ok {
+		s = w.Sender
+	}
+	_, ok := s.(*dryrun.Sender)
+	return ok
 }

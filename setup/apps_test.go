@@ -17,7 +17,6 @@ import (
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
-	"github.com/hushpush/hush/providers/dryrun"
 	"github.com/hushpush/hush/worker"
 )
 
@@ -442,7 +441,7 @@ func TestAppsWithTheEnvironment(t *testing.T) {
 				for _, p := range payload.Platforms() {
 					if s, ok := a.Senders[p]; ok {
 						platforms = append(platforms, p)
-						_, dry = s.(*dryrun.Sender)
+						dry = isDryRun(s)
 					}
 				}
 				got = append(got, app{a.Name, g.specs[i].scope, platforms, dry})

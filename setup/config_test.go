@@ -37,6 +37,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 		ThrottleMaxPending: 100, MaxThrottled: time.Hour,
 		HTTPAddr: ":8080", MaxBodyBytes: 8 << 20, EventsMaxlen: 100000, AppWait: 10 * time.Minute, ShutdownTimeout: 10 * time.Second,
 		JobRetention: 24 * time.Hour, LogLevel: "info", LogFormat: "text",
+		WebpushOrigins: []string{"fcm.googleapis.com", "updates.push.services.mozilla.com", "*.push.services.mozilla.com",
+			"*.notify.windows.com", "web.push.apple.com", "*.push.apple.com"},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hushpush/hush/payload"
-	"github.com/hushpush/hush/providers/dryrun"
 	"github.com/hushpush/hush/providers/webpush"
 	"github.com/hushpush/hush/worker"
 )
@@ -118,7 +117,7 @@ func TestNewSenders(t *testing.T) {
 				t.Errorf("platforms with a sender (-want +got):\n%s", d)
 			}
 			for p, s := range got {
-				if _, isDry := s.(*dryrun.Sender); isDry != tc.dryRun {
+				if isDry := isDryRun(s); isDry != tc.dryRun {
 					t.Errorf("sender of %s is %T, want dry-run %t", p, s, tc.dryRun)
 				}
 			}

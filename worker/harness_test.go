@@ -368,6 +368,14 @@ type callRecorder struct {
 	calls *sendCalls
 }
 
+// OpenConns is the wrapped sender's, for hush_webpush_open_connections.
+func (r *callRecorder) OpenConns() int {
+	if c, ok := r.Sender.(connCounter); ok {
+		return c.OpenConns()
+	}
+	return 0
+}
+
 func (r *callRecorder) Send(ctx context.Context, p providers.Push) providers.Result {
 	r.calls.mu.Lock()
 	r.calls.by[p.Token] = append(r.calls.by[p.Token], p.SendBy)
