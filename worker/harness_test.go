@@ -55,9 +55,9 @@ type envOptions struct {
 	shards          int // HUSH_DELIVERY_SHARDS
 	maxThrottled    time.Duration
 	webpush         fake.WebPushOptions // a hostile push service
-	maxPending      int           // HUSH_THROTTLE_MAX_PENDING
-	concurrency     int           // default 10
-	retention       time.Duration // HUSH_JOB_RETENTION
+	maxPending      int                 // HUSH_THROTTLE_MAX_PENDING
+	concurrency     int                 // default 10
+	retention       time.Duration       // HUSH_JOB_RETENTION
 	noRun           bool
 	logs            io.Writer // the worker's JSON logs (default: testLogger)
 	// policy, when set, changes the policy limits and gap make (categories,
