@@ -45,3 +45,22 @@ func TestDeliveryRateBound(t *testing.T) {
 		t.Errorf("docs/delivery.md does not state the rate bound R + 1 + ⌈2 × R × 0.025⌉ with its examples %q", want)
 	}
 }
+
+// TestDeliveryCallTimeout: docs/delivery.md states the one provider call
+// timeout, providers.CallTimeout, and the answer's read bounds.
+func TestDeliveryCallTimeout(t *testing.T) {
+	doc := readDoc(t, "delivery.md")
+	for _, want := range []string{
+		fmt.Sprintf("timeouts (%d s per call, `providers.CallTimeout`", int(providers.CallTimeout.Seconds())),
+		fmt.Sprintf("not answered %d s\n  (`providers.CallTimeout`)", int(providers.CallTimeout.Seconds())),
+		fmt.Sprintf("to at most\n%d KiB within %g s", providers.MaxAnswerBody>>10, providers.AnswerReadTimeout.Seconds()),
+		fmt.Sprintf("(one call's %d s,", int(providers.CallTimeout.Seconds())),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/delivery.md does not say %q", want)
+		}
+	}
+	if worker.MaxSendDuration != providers.CallTimeout {
+		t.Errorf("worker.MaxSendDuration %s, providers.CallTimeout %s: one call timeout", worker.MaxSendDuration, providers.CallTimeout)
+	}
+}

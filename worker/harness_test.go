@@ -200,6 +200,12 @@ func apnsSenderFor(tb testing.TB, fa *fake.APNs, dir, keyFile, keyID, teamID, to
 		tb.Fatal(err)
 	}
 	tb.Cleanup(as.Close)
+	// Warm the connection as hush serve does (setup/senders.go): a first
+	// call on a cold connection spends its slot's 100 ms on TCP and TLS
+	// and is not sent (docs/delivery.md, section 3).
+	if err := as.Warm(tb.Context()); err != nil {
+		tb.Fatal(err)
+	}
 	return as
 }
 
