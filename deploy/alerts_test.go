@@ -39,13 +39,13 @@ type prometheusRule struct {
 
 // ruleGroup is one group of a Prometheus rules file.
 type ruleGroup struct {
-	Name     string `json:"name"`
-	Interval string `json:"interval,omitempty"`
-	Rules    []rule `json:"rules"`
+	Name     string      `json:"name"`
+	Interval string      `json:"interval,omitempty"`
+	Rules    []alertRule `json:"rules"`
 }
 
-// rule is one alerting rule (hush ships no recording rules).
-type rule struct {
+// alertRule is one alerting rule (hush ships no recording rules).
+type alertRule struct {
 	Alert       string            `json:"alert"`
 	Expr        string            `json:"expr"`
 	For         string            `json:"for,omitempty"`

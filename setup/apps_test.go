@@ -360,7 +360,7 @@ func TestAppsFileEveryProblemAtOnce(t *testing.T) {
 func TestBadAppsFileSaysNothingOfDryRun(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.AppsFile = filepath.Join(t.TempDir(), "apps.yaml")
-	if err := os.WriteFile(cfg.AppsFile, []byte("apps:\n  - name: shop\n    apns: {key_file: gone.p8, key_id: ABC1234567, team_id: DEF1234567, topic: com.example.shop}\n  - name: courier\n    colour: blue\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg.AppsFile, []byte("apps:\n  - name: courier\n    colour: blue\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer

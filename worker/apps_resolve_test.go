@@ -2,6 +2,7 @@ package worker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/hushpush/hush/throttle"
 )
@@ -11,7 +12,7 @@ import (
 // default the error says an app is required and lists them, rather than
 // blaming an app "default" nobody named.
 func TestResolveNamesWhatIsMissing(t *testing.T) {
-	lim, err := throttle.NewMemory(throttle.Policy{MinGap: 1}, throttle.Options{})
+	lim, err := throttle.NewMemory(throttle.Policy{MinGap: time.Second}, throttle.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
