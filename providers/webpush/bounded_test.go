@@ -29,7 +29,7 @@ func startHostile(tb testing.TB, o fake.WebPushOptions) (*fake.WebPush, *webpush
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:ops@example.com", CAFile: ca})
+	s, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:ops@example.com", CAFile: ca, Egress: testEgress})
 	if err != nil {
 		tb.Fatal(err)
 	}
