@@ -351,7 +351,7 @@ func TestRedisClusterConcurrentBatches(t *testing.T) {
 	var l0 *throttle.Redis
 	for g := range procs {
 		rdb := c.Client(t)
-		l, err := throttle.NewRedis(rdb, p, throttle.Options{Prefix: prefix})
+		l, err := throttle.NewRedis(rdb, p, throttle.Options{Prefix: prefix, MaxPending: throttle.NoMaxPending})
 		if err != nil {
 			t.Fatal(err)
 		}

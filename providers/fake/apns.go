@@ -148,10 +148,12 @@ func (f *APNs) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, tk := f.rec.take(Request{Token: token, Path: r.URL.Path, Header: r.Header, Body: body, At: at}, apnsStatus)
-	defer f.rec.answered(tk, w, r)
 	if !a.begin(w, r) {
 		return
 	}
+	// Answered once begun: a client that left during the latency got
+	// nothing, one that hangs up after the status has its answer.
+	defer f.rec.answered(tk, w, r)
 	status, reason := apnsRender(a)
 	if status == http.StatusOK {
 		id := r.Header.Get("apns-id")

@@ -122,10 +122,12 @@ func (f *FCM) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, tk := f.rec.take(Request{Token: req.Message.Token, Path: r.URL.Path, Header: r.Header, Body: body, At: at}, fcmStatus)
-	defer f.rec.answered(tk, w, r)
 	if !a.begin(w, r) {
 		return
 	}
+	// Answered once begun: a client that left during the latency got
+	// nothing, one that hangs up after the status has its answer.
+	defer f.rec.answered(tk, w, r)
 	status, code, msg, tokenField := fcmRender(a)
 	if status == http.StatusOK {
 		f.mu.Lock()

@@ -81,14 +81,13 @@ func (r *recorder) take(req Request, status func(Answer) int) (Answer, ticket) {
 	return a, ticket{gen: r.gen, i: len(r.reqs) - 1}
 }
 
-// answered flushes the answer written to w and, when the client of req is
-// still there, records the instant as the request's Answered. Handlers
-// defer it right after take.
+// answered flushes the answer written to w and records the instant as
+// the request's Answered. Handlers defer it once the answer's latency has
+// passed with the client still there (Answer.begin): a client may hang up
+// as soon as it has the status (hush reads no body of a 2xx), which does
+// not undo the answer.
 func (r *recorder) answered(tk ticket, w http.ResponseWriter, req *http.Request) {
 	_ = http.NewResponseController(w).Flush()
-	if req.Context().Err() != nil {
-		return
-	}
 	at := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -21,8 +21,8 @@ func TestAnsweredOnlyWhenTheClientGotIt(t *testing.T) {
 		handlers.Add(1)
 		defer handlers.Done()
 		a, tk := rec.take(Request{Token: r.URL.Path[1:], At: time.Now()}, func(Answer) int { return http.StatusOK })
-		defer rec.answered(tk, w, r)
 		if a.begin(w, r) {
+			defer rec.answered(tk, w, r)
 			w.WriteHeader(http.StatusOK)
 		}
 	}))

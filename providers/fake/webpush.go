@@ -207,10 +207,12 @@ func (f *WebPush) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, tk := f.rec.take(Request{Token: sub.token, Path: r.URL.Path, Header: r.Header, Body: plain, At: at}, webPushStatus)
-	defer f.rec.answered(tk, w, r)
 	if !a.begin(w, r) {
 		return
 	}
+	// Answered once begun: a client that left during the latency got
+	// nothing, one that hangs up after the status has its answer.
+	defer f.rec.answered(tk, w, r)
 	status := webPushStatus(a)
 	if status == http.StatusCreated {
 		w.Header().Set("Location", "https://"+r.Host+"/message/"+rand.Text())
