@@ -22,6 +22,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/webpush"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/webhook"
 	"github.com/hushpush/hush/worker"
 )
 
@@ -76,12 +77,13 @@ type Config struct {
 
 	DryRun bool `split_words:"true" desc:"log what would be sent; no provider is called"`
 
-	HTTPAddr     string `split_words:"true" desc:"API, health and metrics listener"`
-	APIToken     string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token> (the scheme in any case), and this token acts for every app; visible ASCII only: a newline or space, such as the one echo leaves, is refused at start"`
-	APITokens    string `split_words:"true" desc:"tokens that act for some apps only, space separated, each APP[,APP...]:TOKEN (courier:tok1 shop,shop-lite:tok2); each app must be configured; when set, the API requires a token; an apps file's api_tokens add more"`
-	MaxBodyBytes int64  `split_words:"true" desc:"largest accepted POST /v1/notifications (or :batch) body in bytes"`
-	WebhookURL   string `split_words:"true" desc:"optional: events are also POSTed here as JSON"`
-	EventsMaxlen int64  `split_words:"true" desc:"approximate cap of the hush:events stream"`
+	HTTPAddr      string `split_words:"true" desc:"API, health and metrics listener"`
+	APIToken      string `split_words:"true" desc:"when set, the API requires Authorization: Bearer <token> (the scheme in any case), and this token acts for every app; visible ASCII only: a newline or space, such as the one echo leaves, is refused at start"`
+	APITokens     string `split_words:"true" desc:"tokens that act for some apps only, space separated, each APP[,APP...]:TOKEN (courier:tok1 shop,shop-lite:tok2); each app must be configured; when set, the API requires a token; an apps file's api_tokens add more"`
+	MaxBodyBytes  int64  `split_words:"true" desc:"largest accepted POST /v1/notifications (or :batch) body in bytes"`
+	WebhookURL    string `split_words:"true" desc:"optional: events are also POSTed here as JSON, signed by the Standard Webhooks specification (needs HUSH_WEBHOOK_SECRET)"`
+	WebhookSecret string `split_words:"true" desc:"the whsec_ secrets that sign each webhook POST, comma separated (during a rotation, the old and the new: each adds a signature); hush webhook secret makes one"`
+	EventsMaxlen  int64  `split_words:"true" desc:"approximate cap of the hush:events stream"`
 
 	AppWait         time.Duration `split_words:"true" desc:"how long a delivery waits for its app, or the app's sender for its platform, when the process running it lacks them (an apps file rolled out process by process) before it fails"`
 	ShutdownTimeout time.Duration `split_words:"true" desc:"how long in-flight deliveries may take to finish on shutdown before they are handed back to the queue"`
@@ -196,6 +198,7 @@ func (c Config) Validate() error {
 			add(keyErr("HUSH_WEBHOOK_URL", "want an http:// or https:// URL, got %q", c.WebhookURL))
 		}
 	}
+	add(errOf(c.webhookSecrets()))
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		add(&KeyError{Key: "HUSH_LOG_LEVEL", Err: err})
 	}
@@ -233,6 +236,26 @@ func (c Config) checkBounds() error {
 // would answer every /v1 call 401; it is refused rather than trimmed, so
 // that the token the server checks is the one the operator wrote. The
 // error never quotes the token.
+// webhookSecrets are HUSH_WEBHOOK_SECRET's secrets: required with
+// HUSH_WEBHOOK_URL, since an unsigned event would let anyone who reaches the
+// backend's URL forge one (a token_invalid that deletes a good token), and
+// refused without it, where nothing would use them.
+func (c *Config) webhookSecrets() ([]webhook.Secret, error) {
+	switch {
+	case c.WebhookURL == "" && c.WebhookSecret == "":
+		return nil, nil
+	case c.WebhookURL == "":
+		return nil, keyErr("HUSH_WEBHOOK_SECRET", "only used with HUSH_WEBHOOK_URL")
+	case strings.TrimSpace(c.WebhookSecret) == "":
+		return nil, keyErr("HUSH_WEBHOOK_SECRET", "required with HUSH_WEBHOOK_URL: every webhook POST is signed (make one with: hush webhook secret)")
+	}
+	s, err := webhook.ParseSecrets(c.WebhookSecret)
+	if err != nil {
+		return nil, &KeyError{Key: "HUSH_WEBHOOK_SECRET", Err: err}
+	}
+	return s, nil
+}
+
 func checkAPIToken(token string) error {
 	if err := tokenBytes(token); err != nil {
 		return &KeyError{Key: "HUSH_API_TOKEN", Err: err}

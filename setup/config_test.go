@@ -100,6 +100,10 @@ func TestLoadConfigNamesTheBadKey(t *testing.T) {
 		{"apns endpoint not https", map[string]string{"HUSH_APNS_ENDPOINT": "http://127.0.0.1:1"}, "HUSH_APNS_ENDPOINT"},
 		{"dry run not a bool", map[string]string{"HUSH_DRY_RUN": "perhaps"}, "HUSH_DRY_RUN"},
 		{"webhook scheme", map[string]string{"HUSH_WEBHOOK_URL": "ftp://example.com"}, "HUSH_WEBHOOK_URL"},
+		{"webhook unsigned", map[string]string{"HUSH_WEBHOOK_URL": "https://backend.example/hooks"}, "HUSH_WEBHOOK_SECRET"},
+		{"webhook secret alone", map[string]string{"HUSH_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "HUSH_WEBHOOK_SECRET"},
+		{"webhook secret not whsec_", map[string]string{"HUSH_WEBHOOK_URL": "https://backend.example/hooks", "HUSH_WEBHOOK_SECRET": "hunter2"}, "HUSH_WEBHOOK_SECRET"},
+		{"webhook second secret", map[string]string{"HUSH_WEBHOOK_URL": "https://backend.example/hooks", "HUSH_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw,whsec_c2hvcnQ="}, "HUSH_WEBHOOK_SECRET"},
 		{"log level", map[string]string{"HUSH_LOG_LEVEL": "loud"}, "HUSH_LOG_LEVEL"},
 		{"log format", map[string]string{"HUSH_LOG_FORMAT": "xml"}, "HUSH_LOG_FORMAT"},
 		{"body limit", map[string]string{"HUSH_MAX_BODY_BYTES": "0"}, "HUSH_MAX_BODY_BYTES"},
@@ -122,6 +126,35 @@ func TestLoadConfigNamesTheBadKey(t *testing.T) {
 				t.Errorf("KeyError names %s, want %s", ke.Key, tt.key)
 			}
 		})
+	}
+}
+
+// TestLoadConfigWebhookSecret: a webhook URL needs a secret, a secret needs
+// the URL, and each secret of the list is checked; the error names the
+// entry, never its value.
+func TestLoadConfigWebhookSecret(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	for _, tt := range []struct {
+		url, secret, want string
+	}{
+		{"https://backend.example/hooks", "", "HUSH_WEBHOOK_SECRET: required with HUSH_WEBHOOK_URL: every webhook POST is signed (make one with: hush webhook secret)"},
+		{"", secret, "HUSH_WEBHOOK_SECRET: only used with HUSH_WEBHOOK_URL"},
+		{"https://backend.example/hooks", "hunter2", "HUSH_WEBHOOK_SECRET: secret 1: want whsec_<base64>"},
+		{"https://backend.example/hooks", secret + ",whsec_c2hvcnQ=", "HUSH_WEBHOOK_SECRET: secret 2: the key after whsec_ is 5 bytes"},
+		{"https://backend.example/hooks", secret + ", " + secret, ""},
+	} {
+		clearEnv(t)
+		t.Setenv("HUSH_WEBHOOK_URL", tt.url)
+		t.Setenv("HUSH_WEBHOOK_SECRET", tt.secret)
+		_, err := LoadConfig()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("url %q secret %q: %v", tt.url, tt.secret, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("url %q secret %q: %v, want %q", tt.url, tt.secret, err, tt.want)
+		case err != nil && strings.Contains(err.Error(), "hunter2"):
+			t.Errorf("the error shows the secret: %v", err)
+		}
 	}
 }
 
@@ -237,7 +270,7 @@ func TestPrintUsageListsEveryKey(t *testing.T) {
 		"HUSH_APNS_KEY_FILE", "HUSH_APNS_KEY_ID", "HUSH_APNS_TEAM_ID", "HUSH_APNS_TOPIC",
 		"HUSH_APNS_CERT_FILE", "HUSH_APNS_CERT_PASSWORD", "HUSH_APNS_PRODUCTION", "HUSH_APNS_ENDPOINT", "HUSH_APNS_CA_FILE",
 		"HUSH_FCM_CREDENTIALS_FILE", "HUSH_FCM_PROJECT_ID", "HUSH_FCM_ENDPOINT", "HUSH_DRY_RUN", "HUSH_HTTP_ADDR",
-		"HUSH_API_TOKEN", "HUSH_WEBHOOK_URL", "HUSH_LOG_LEVEL", "HUSH_LOG_FORMAT",
+		"HUSH_API_TOKEN", "HUSH_WEBHOOK_URL", "HUSH_WEBHOOK_SECRET", "HUSH_LOG_LEVEL", "HUSH_LOG_FORMAT",
 		"HUSH_MAX_BODY_BYTES", "HUSH_EVENTS_MAXLEN", "HUSH_SHUTDOWN_TIMEOUT", "HUSH_JOB_RETENTION",
 	} {
 		if !strings.Contains(b.String(), key+"\t") && !strings.Contains(b.String(), key+" ") {

@@ -67,6 +67,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 	if err != nil {
 		return err
 	}
+	webhookSecrets, err := cfg.webhookSecrets()
+	if err != nil {
+		return err
+	}
 	gen, err := buildApps(ctx, cfg, rdb, true, true, log)
 	if err != nil {
 		return err
@@ -102,6 +106,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		MaxThrottled:    cfg.MaxThrottled,
 		Bypass:          cfg.bypass(),
 		WebhookURL:      cfg.WebhookURL,
+		WebhookSecrets:  webhookSecrets,
 		EventsMaxLen:    cfg.EventsMaxlen,
 		AppWait:         cfg.AppWait,
 		Eviction:        cfg.eviction(),

@@ -3,6 +3,8 @@ package worker
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -12,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/webhook"
 )
 
 // EventsStream is the Redis stream events are appended to.
@@ -26,6 +29,10 @@ const (
 // Event is one entry of hush:events (field "event", JSON) and one webhook
 // POST body.
 type Event struct {
+	// ID names the outcome the event reports, the same each time hush
+	// emits it again (after a re-run or a lost reply), so a receiver
+	// de-duplicates by it; it is also the webhook-id header.
+	ID       string           `json:"id"`
 	Type     string           `json:"type"`
 	Platform payload.Platform `json:"platform,omitempty"`
 	// Token is the whole device token, so a backend can remove it; logs
@@ -43,19 +50,19 @@ type Event struct {
 type events struct {
 	rdb     redis.UniversalClient
 	maxLen  int64
-	webhook *webhook // nil when no HUSH_WEBHOOK_URL
+	webhook *webhookPoster // nil when no HUSH_WEBHOOK_URL
 	m       *metrics
 }
 
 // emit appends e to the stream (capped) and queues it for the webhook. It
 // returns the stream write's error; the webhook never blocks.
 func (ev *events) emit(ctx context.Context, e Event) error {
-	b, err := json.Marshal(e)
+	b, err := encodeEvent(&e)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", e.Type, err)
 	}
 	if ev.webhook != nil {
-		ev.webhook.enqueue(b)
+		ev.webhook.enqueue(queuedEvent{id: e.ID, body: b})
 	}
 	err = ev.rdb.XAdd(ctx, &redis.XAddArgs{
 		Stream: EventsStream,
@@ -70,28 +77,60 @@ func (ev *events) emit(ctx context.Context, e Event) error {
 	return nil
 }
 
-// webhook POSTs events to a URL from one goroutine, through a bounded queue:
-// when the receiver is slow or down, events are dropped (and counted) rather
-// than slowing deliveries.
-type webhook struct {
-	url    string
-	client *http.Client
-	queue  chan []byte
-	log    *slog.Logger
-	m      *metrics
+// encodeEvent names e by its eventID, when it has none, and encodes it: the
+// one encoding of the stream's entries and the webhook's bodies.
+func encodeEvent(e *Event) ([]byte, error) {
+	if e.ID == "" {
+		e.ID = eventID(*e)
+	}
+	return json.Marshal(e)
 }
 
-func newWebhook(url string, log *slog.Logger, m *metrics) *webhook {
-	return &webhook{
-		url:    url,
-		client: &http.Client{Timeout: 5 * time.Second},
-		queue:  make(chan []byte, 1024),
-		log:    log,
-		m:      m,
+// eventID is "evt_" and 26 base32 characters of a SHA-256 over what names
+// the outcome: the type, the app, the job, the user and, for a device's
+// event, its platform and token. It holds no '.', as the webhook-id header
+// must not.
+func eventID(e Event) string {
+	h := sha256.New()
+	for _, f := range []string{e.Type, e.App, e.Job, e.UserID, string(e.Platform), e.Token} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	return "evt_" + eventIDEncoding.EncodeToString(h.Sum(nil)[:16])
+}
+
+var eventIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// queuedEvent is an event waiting for its webhook POST.
+type queuedEvent struct {
+	id   string
+	body []byte
+}
+
+// webhookPoster POSTs events to a URL from one goroutine, through a bounded queue:
+// when the receiver is slow or down, events are dropped (and counted) rather
+// than slowing deliveries. Every POST is signed with every secret.
+type webhookPoster struct {
+	url     string
+	secrets []webhook.Secret
+	client  *http.Client
+	queue   chan queuedEvent
+	log     *slog.Logger
+	m       *metrics
+}
+
+func newWebhook(url string, secrets []webhook.Secret, log *slog.Logger, m *metrics) *webhookPoster {
+	return &webhookPoster{
+		url:     url,
+		secrets: secrets,
+		client:  &http.Client{Timeout: 5 * time.Second},
+		queue:   make(chan queuedEvent, 1024),
+		log:     log,
+		m:       m,
 	}
 }
 
-func (w *webhook) enqueue(b []byte) {
+func (w *webhookPoster) enqueue(b queuedEvent) {
 	select {
 	case w.queue <- b:
 	default:
@@ -101,7 +140,7 @@ func (w *webhook) enqueue(b []byte) {
 
 // run posts queued events until ctx is done, then posts what is left with a
 // short grace period.
-func (w *webhook) run(ctx context.Context) {
+func (w *webhookPoster) run(ctx context.Context) {
 	for {
 		select {
 		case b := <-w.queue:
@@ -121,14 +160,15 @@ func (w *webhook) run(ctx context.Context) {
 	}
 }
 
-func (w *webhook) post(ctx context.Context, b []byte) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(b))
+func (w *webhookPoster) post(ctx context.Context, e queuedEvent) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(e.body))
 	if err != nil {
 		w.m.eventsDropped.WithLabelValues("webhook").Inc()
 		w.log.Warn("webhook request", "err", err)
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
+	webhook.Sign(req.Header, w.secrets, e.id, time.Now(), e.body)
 	resp, err := w.client.Do(req)
 	if err != nil {
 		w.m.eventsDropped.WithLabelValues("webhook").Inc()

@@ -127,6 +127,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		Bypass:          o.bypass,
 		ShutdownTimeout: o.shutdownTimeout,
 		WebhookURL:      o.webhookURL,
+		WebhookSecrets:  testWebhookSecrets(o.webhookURL),
 		DefaultLocation: o.location,
 		JobRetention:    o.retention,
 		Logger:          testLogger(t),

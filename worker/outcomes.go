@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -167,8 +166,8 @@ func (ev *events) hook(es []Event) {
 		return
 	}
 	for _, e := range es {
-		if b, err := json.Marshal(e); err == nil {
-			ev.webhook.enqueue(b)
+		if b, err := encodeEvent(&e); err == nil {
+			ev.webhook.enqueue(queuedEvent{id: e.ID, body: b})
 		}
 	}
 }
@@ -177,7 +176,7 @@ func (ev *events) hook(es []Event) {
 func (ev *events) emitAll(ctx context.Context, es []Event) error {
 	_, err := ev.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, e := range es {
-			b, err := json.Marshal(e)
+			b, err := encodeEvent(&e)
 			if err != nil {
 				return fmt.Errorf("encode %s event: %w", e.Type, err)
 			}

@@ -5,12 +5,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/webhook"
 )
 
 // TestShutdownHandsBackAWaitingDelivery stops the worker while a delivery
@@ -56,11 +59,31 @@ func TestShutdownHandsBackAWaitingDelivery(t *testing.T) {
 	}
 }
 
+// testWebhookSecret is the secret the harness signs webhook POSTs with.
+const testWebhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// testWebhookSecrets are the harness's webhook secrets when it has a
+// webhook URL.
+func testWebhookSecrets(url string) []webhook.Secret {
+	if url == "" {
+		return nil
+	}
+	s, err := webhook.ParseSecrets(testWebhookSecret)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
 func TestWebhookReceivesEvents(t *testing.T) {
 	var mu sync.Mutex
 	var got []Event
+	secrets := testWebhookSecrets("signed")
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify(secrets, r.Header, b, time.Now()); err != nil {
+			t.Errorf("webhook POST does not verify: %v", err)
+		}
 		var ev Event
 		if err := json.Unmarshal(b, &ev); err != nil {
 			t.Errorf("webhook body %q: %v", b, err)
@@ -83,5 +106,50 @@ func TestWebhookReceivesEvents(t *testing.T) {
 	defer mu.Unlock()
 	if ev := got[0]; ev.Type != EventTokenInvalid || ev.Token != dead || ev.UserID != "u-9" {
 		t.Errorf("webhook event %+v, want token_invalid for u-9's token", ev)
+	}
+	if ev := got[0]; ev.ID != eventID(ev) {
+		t.Errorf("webhook event id %q, want %q, the id of its outcome", ev.ID, eventID(ev))
+	}
+}
+
+// TestEventIDNamesTheOutcome: an event emitted again for the same outcome
+// (a re-run, a lost reply) has the same id, which is what a receiver
+// de-duplicates by; another outcome has another.
+func TestEventIDNamesTheOutcome(t *testing.T) {
+	base := Event{Type: EventTokenInvalid, Platform: payload.APNs, Token: "aa", UserID: "u-1", Reason: "Unregistered", Job: "j", App: "default", At: time.Unix(1, 0)}
+	again := base
+	again.At, again.Reason = time.Unix(2, 0), "BadDeviceToken"
+	if eventID(base) != eventID(again) {
+		t.Errorf("the same outcome emitted twice has ids %q and %q", eventID(base), eventID(again))
+	}
+	for _, change := range []func(*Event){
+		func(e *Event) { e.Type = EventDropped },
+		func(e *Event) { e.Token = "ab" },
+		func(e *Event) { e.UserID = "u-2" },
+		func(e *Event) { e.Job = "k" },
+		func(e *Event) { e.App = "shop" },
+		func(e *Event) { e.Platform = payload.FCM },
+		// The fields are separated: "u-1"+"j" is not "u-"+"1j".
+		func(e *Event) { e.UserID, e.Job = "u-", "1j" },
+	} {
+		other := base
+		change(&other)
+		if eventID(other) == eventID(base) {
+			t.Errorf("%+v has the id of %+v", other, base)
+		}
+	}
+	if id := eventID(base); strings.Contains(id, ".") || !strings.HasPrefix(id, "evt_") || len(id) != 30 {
+		t.Errorf("event id %q: want evt_ and 26 characters without '.'", id)
+	}
+}
+
+func TestNewRefusesAnUnsignedWebhook(t *testing.T) {
+	lim, err := throttle.NewMemory(throttle.Policy{MinGap: time.Second}, throttle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(nil, Options{Limiter: lim, WebhookURL: "https://backend.example/hooks"})
+	if err == nil || !strings.Contains(err.Error(), "WebhookSecrets") {
+		t.Errorf("New with a webhook URL and no secret: %v, want an error naming WebhookSecrets", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/webhook"
 )
 
 // Defaults of Options: New fills a zero field with them, and hush serve's
@@ -93,8 +94,14 @@ type Options struct {
 	MaxThrottled time.Duration
 	// Bypass lists priorities that skip the limiter.
 	Bypass []payload.Priority
-	// WebhookURL, when set, receives every event as a JSON POST.
+	// WebhookURL, when set, receives every event as a JSON POST, signed
+	// with WebhookSecrets by the Standard Webhooks specification (package
+	// webhook).
 	WebhookURL string
+	// WebhookSecrets sign every webhook POST, each adding one signature,
+	// so a receiver rotating its secret accepts either. New refuses a
+	// WebhookURL without them.
+	WebhookSecrets []webhook.Secret
 	// EventsMaxLen caps hush:events approximately (default
 	// DefaultEventsMaxLen).
 	EventsMaxLen int64
@@ -245,6 +252,9 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 			return nil, err
 		}
 	}
+	if o.WebhookURL != "" && len(o.WebhookSecrets) == 0 {
+		return nil, errors.New("worker: Options.WebhookURL needs Options.WebhookSecrets: hush signs every webhook POST")
+	}
 	if o.Pacer == nil {
 		for _, name := range apps.Names() {
 			if a, _ := apps.Get(name); len(a.MaxRate) > 0 {
@@ -290,7 +300,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.store.records = newScriptBatcher(rdb, recordScript, recordLinger)
 	w.store.held = w.rec
 	if o.WebhookURL != "" {
-		w.events.webhook = newWebhook(o.WebhookURL, o.Logger, m)
+		w.events.webhook = newWebhook(o.WebhookURL, o.WebhookSecrets, o.Logger, m)
 	}
 	w.client.m = m
 	w.client.apps = apps

@@ -32,6 +32,7 @@ func commands() []command {
 		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle, flagsOf(throttleFlagSet), throttleCommands},
 		{"apps", "check an apps file (HUSH_APPS_FILE) offline and list its apps", runApps, noFlags("apps"), appsCommands},
 		{"webpush", "generate a VAPID key pair for Web Push (keys)", runWebPush, noFlags("webpush"), webpushCommands},
+		{"webhook", "make a secret that signs the webhook's POSTs (secret)", runWebhook, noFlags("webhook"), webhookCommands},
 		{"simulate", "replay a \"time,user[,category[,timezone]]\" trace against the limiter offline and compare rule sets", runSimulate, flagsOf(simulateFlagSet), nil},
 		{"demo", "watch the throttle at work: embedded Redis, worker and fake APNs/FCM, a burst and a live timeline", runDemo, flagsOf(demoFlagSet), nil},
 		{"bench", "measure deliveries/s and Redis CPU per delivery on a Redis you choose, with fake APNs, to size a deployment", runBench, flagsOf(benchFlagSet), nil},

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hushpush/hush/providers/webpush"
+	"github.com/hushpush/hush/webhook"
 )
 
 // rfcSubscription is a PushSubscription with RFC 8291 Appendix A's keys,
@@ -113,5 +114,27 @@ func TestAppsCheckWebPush(t *testing.T) {
 	}
 	if strings.Contains(stdout, key.PrivateKey()) {
 		t.Errorf("apps check shows the private key:\n%s", stdout)
+	}
+}
+
+func TestWebhookSecret(t *testing.T) {
+	stdout, stderr, code := runCmd(t, "webhook", "secret")
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
+	}
+	line := strings.TrimSuffix(stdout, "\n")
+	value, ok := strings.CutPrefix(line, "HUSH_WEBHOOK_SECRET=")
+	if !ok || strings.Contains(line, "\n") {
+		t.Fatalf("stdout:\n%s\nwant exactly the HUSH_WEBHOOK_SECRET= line", stdout)
+	}
+	if _, err := webhook.ParseSecret(value); err != nil {
+		t.Errorf("the secret %q does not parse: %v", value, err)
+	}
+	again, _, _ := runCmd(t, "webhook", "secret")
+	if again == stdout {
+		t.Errorf("two runs printed the same secret %q", stdout)
+	}
+	if _, stderr, code := runCmd(t, "webhook", "sekret"); code != 2 || !strings.Contains(stderr, `unknown subcommand "sekret"`) {
+		t.Errorf("a mistyped subcommand: exit %d, stderr:\n%s", code, stderr)
 	}
 }
