@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -234,6 +235,36 @@ func (c *Client) ResetUserThrottleOf(ctx context.Context, app, user string) erro
 		return errors.New("client: ResetUserThrottle needs a user id")
 	}
 	return c.call(ctx, http.MethodDelete, userPath(user)+query("app", app), nil, nil)
+}
+
+// EventsQuery selects the events Events reads; every filter set must
+// match.
+type EventsQuery struct {
+	// App, Type, Job and User, when set, are the events' app, type
+	// (token_invalid, dropped), job and user.
+	App, Type, Job, User string
+	// Before reads the events older than this cursor, newest first; After
+	// the events newer than it, oldest first. Neither: the newest first.
+	Before, After string
+	// Limit is the most events in the page (0: the server's 100; at most
+	// 1,000).
+	Limit int
+}
+
+// Events reads a page of the events hush emitted (GET /v1/events). A page
+// may hold fewer events than asked, even none, and still have a Next to go
+// on from: ask again with Before (After, when reading oldest first) set to
+// it. Reading oldest first, Next is always set, so asking again later
+// with it reads what came since.
+func (c *Client) Events(ctx context.Context, q EventsQuery) (EventsPage, error) {
+	limit := ""
+	if q.Limit != 0 {
+		limit = strconv.Itoa(q.Limit)
+	}
+	var p EventsPage
+	err := c.call(ctx, http.MethodGet, "/v1/events"+query("app", q.App, "type", q.Type, "job", q.Job, "user", q.User,
+		"before", q.Before, "after", q.After, "limit", limit), nil, &p, "events")
+	return p, err
 }
 
 // Ready returns nil when the server is ready to work (GET /readyz), else

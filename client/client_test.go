@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/client"
 	"github.com/hushpush/hush/internal/redistest"
@@ -32,6 +33,7 @@ const token = "s3cret"
 type api struct {
 	srv *httptest.Server
 	lim *throttle.Redis
+	rdb *redis.Client
 }
 
 // quietZone is 9 hours ahead of UTC all year round.
@@ -60,7 +62,7 @@ func startAPI(t *testing.T) api {
 	}
 	srv := httptest.NewServer(httpapi.New(w, w.Client(), httpapi.Options{Token: token, MaxBodyBytes: 4096}))
 	t.Cleanup(srv.Close)
-	return api{srv: srv, lim: lim}
+	return api{srv: srv, lim: lim, rdb: rdb}
 }
 
 // lastBody keeps the body of the last answer a client received.
@@ -387,5 +389,42 @@ func TestNotHush(t *testing.T) {
 	proxy.Close()
 	if _, err := c.Status(t.Context(), "j"); err == nil || errors.As(err, &apiErr) {
 		t.Errorf("server gone: %v, want a transport error", err)
+	}
+}
+
+// TestEvents reads events through the real API: a filter, the page's
+// cursor and next, and every field of the server's answer kept.
+func TestEvents(t *testing.T) {
+	a := startAPI(t)
+	evs := []client.Event{
+		{ID: "evt_a", Type: "token_invalid", Platform: "apns", Token: testkit.APNsToken("dead"), UserID: "u-1", Reason: "Unregistered", Job: "j-1", App: "default", At: time.Now().UTC()},
+		{ID: "evt_b", Type: "dropped", UserID: "u-2", Reason: "expired", Job: "j-2", App: "default", At: time.Now().UTC()},
+	}
+	var ids []string
+	for _, e := range evs {
+		b, _ := json.Marshal(e)
+		id, err := a.rdb.XAdd(t.Context(), &redis.XAddArgs{Stream: worker.EventsStream, Values: []any{"type", e.Type, "event", b}}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	var last lastBody
+	c := client.New(a.srv.URL, client.WithToken(token), client.WithHTTPClient(&http.Client{Transport: &last}))
+	p, err := c.Events(t.Context(), client.EventsQuery{Type: "token_invalid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Events) != 1 || p.Events[0].Event != evs[0] || p.Events[0].Cursor != ids[0] || p.Next != "" {
+		t.Errorf("token_invalid events: %+v, want %+v at %s and no next", p, evs[0], ids[0])
+	}
+	sameJSON(t, last.get(), p)
+	p, err = c.Events(t.Context(), client.EventsQuery{After: ids[0], Limit: 5})
+	if err != nil || len(p.Events) != 1 || p.Events[0].Event != evs[1] || p.Next != ids[1] {
+		t.Errorf("after the first: %+v, %v; want the second and next %s", p, err, ids[1])
+	}
+	_, err = c.Events(t.Context(), client.EventsQuery{Limit: 5000})
+	if apiErr, ok := errors.AsType[*client.Error](err); !ok || apiErr.Status != 400 || !strings.Contains(apiErr.Message, "limit") {
+		t.Errorf("limit 5000: %v, want a 400 naming limit", err)
 	}
 }

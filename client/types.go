@@ -26,6 +26,12 @@ type (
 	ThrottleEntry = wire.ThrottleEntry
 	// Problem is one problem with one field of a submitted job.
 	Problem = wire.Problem
+	// Event is one event hush emitted (docs/events.md).
+	Event = wire.Event
+	// EventsPage is one page of Events; EventEntry one event in it with
+	// its cursor.
+	EventsPage = wire.EventsPage
+	EventEntry = wire.EventEntry
 )
 
 // Job states (JobStatus.State).

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/webhook"
+	"github.com/hushpush/hush/wire"
 )
 
 // EventsStream is the Redis stream events are appended to.
@@ -26,25 +28,19 @@ const (
 	EventDropped      = "dropped"
 )
 
-// Event is one entry of hush:events (field "event", JSON) and one webhook
-// POST body.
-type Event struct {
-	// ID names the outcome the event reports, the same each time hush
-	// emits it again (after a re-run or a lost reply), so a receiver
-	// de-duplicates by it; it is also the webhook-id header.
-	ID       string           `json:"id"`
-	Type     string           `json:"type"`
-	Platform payload.Platform `json:"platform,omitempty"`
-	// Token is the whole device token, so a backend can remove it; logs
-	// never show more than its ends.
-	Token  string `json:"token,omitempty"`
-	UserID string `json:"user_id,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	Job    string `json:"job,omitempty"`
-	// App is the app of the event's job.
-	App string    `json:"app,omitempty"`
-	At  time.Time `json:"at"`
-}
+// eventTypes are the Event* types, in the order docs/events.md lists them.
+var eventTypes = []string{EventTokenInvalid, EventDropped}
+
+// IsEventType reports whether t is an event type hush emits.
+func IsEventType(t string) bool { return slices.Contains(eventTypes, t) }
+
+// EventTypesText lists the event types for an error message.
+func EventTypesText() string { return strings.Join(eventTypes, ", ") }
+
+// Event is one entry of hush:events (field "event", JSON), one webhook
+// POST body and one item of GET /v1/events: package wire's, which the Go
+// client decodes.
+type Event = wire.Event
 
 // events writes events to the stream and hands them to the webhook.
 type events struct {
@@ -92,7 +88,7 @@ func encodeEvent(e *Event) ([]byte, error) {
 // must not.
 func eventID(e Event) string {
 	h := sha256.New()
-	for _, f := range []string{e.Type, e.App, e.Job, e.UserID, string(e.Platform), e.Token} {
+	for _, f := range []string{e.Type, e.App, e.Job, e.UserID, e.Platform, e.Token} {
 		h.Write([]byte(f))
 		h.Write([]byte{0})
 	}

@@ -326,7 +326,8 @@ func (e *env) waitDelivered(ids []string, timeout time.Duration) (deferrals int)
 	return deferrals
 }
 
-// events returns the events in hush:events.
+// events returns the events in hush:events, each checked to carry its
+// outcome's id and returned without it.
 func (e *env) events() []Event {
 	e.t.Helper()
 	msgs, err := e.rdb.XRange(context.Background(), EventsStream, "-", "+").Result()
@@ -340,6 +341,12 @@ func (e *env) events() []Event {
 		if err := json.Unmarshal([]byte(s), &ev); err != nil {
 			e.t.Fatalf("event %s: %v", m.ID, err)
 		}
+		// Every event is named by its outcome; the tests compare the
+		// rest.
+		if want := eventID(ev); ev.ID != want {
+			e.t.Errorf("event %s has id %q, want %q", m.ID, ev.ID, want)
+		}
+		ev.ID = ""
 		out = append(out, ev)
 	}
 	return out

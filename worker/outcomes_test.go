@@ -93,7 +93,7 @@ func TestTokenInvalid(t *testing.T) {
 	if diff := cmp.Diff(counts(0, 0, 1, 0), st.Counts); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
-	want := []Event{{Type: EventTokenInvalid, Platform: payload.APNs, Token: dead, UserID: "u-1", Reason: "Unregistered", Job: "ti", App: DefaultApp}}
+	want := []Event{{Type: EventTokenInvalid, Platform: string(payload.APNs), Token: dead, UserID: "u-1", Reason: "Unregistered", Job: "ti", App: DefaultApp}}
 	if diff := cmp.Diff(want, e.events(), cmpopts.IgnoreFields(Event{}, "At")); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

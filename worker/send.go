@@ -208,7 +208,7 @@ func (w *Worker) recordAnswer(d *delivery, j int, r providers.Result) {
 	if r.Outcome == providers.TokenInvalid {
 		dev := d.Devices[j]
 		w.log.Info("token invalid", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "platform", dev.Platform, "token", providers.TokenEnds(dev.Token), "reason", r.Reason)
-		o.event = &Event{Type: EventTokenInvalid, Platform: dev.Platform, Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.appName(), At: w.now().UTC()}
+		o.event = &Event{Type: EventTokenInvalid, Platform: string(dev.Platform), Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.appName(), At: w.now().UTC()}
 	}
 	if err := w.rec.record(o); err != nil {
 		// Redis stayed away for recordTimeout: a later run may send to this

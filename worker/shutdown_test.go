@@ -116,7 +116,7 @@ func TestWebhookReceivesEvents(t *testing.T) {
 // (a re-run, a lost reply) has the same id, which is what a receiver
 // de-duplicates by; another outcome has another.
 func TestEventIDNamesTheOutcome(t *testing.T) {
-	base := Event{Type: EventTokenInvalid, Platform: payload.APNs, Token: "aa", UserID: "u-1", Reason: "Unregistered", Job: "j", App: "default", At: time.Unix(1, 0)}
+	base := Event{Type: EventTokenInvalid, Platform: string(payload.APNs), Token: "aa", UserID: "u-1", Reason: "Unregistered", Job: "j", App: "default", At: time.Unix(1, 0)}
 	again := base
 	again.At, again.Reason = time.Unix(2, 0), "BadDeviceToken"
 	if eventID(base) != eventID(again) {
@@ -128,7 +128,7 @@ func TestEventIDNamesTheOutcome(t *testing.T) {
 		func(e *Event) { e.UserID = "u-2" },
 		func(e *Event) { e.Job = "k" },
 		func(e *Event) { e.App = "shop" },
-		func(e *Event) { e.Platform = payload.FCM },
+		func(e *Event) { e.Platform = string(payload.FCM) },
 		// The fields are separated: "u-1"+"j" is not "u-"+"1j".
 		func(e *Event) { e.UserID, e.Job = "u-", "1j" },
 	} {

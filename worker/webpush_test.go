@@ -191,7 +191,7 @@ func TestWebPushGoneIsTokenInvalid(t *testing.T) {
 	if diff := cmp.Diff(counts(0, 0, 1, 0), st.Counts); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
-	want := []Event{{Type: EventTokenInvalid, Platform: payload.WebPush, Token: dead, UserID: "u-1", Reason: "410 Gone at " + e.webpush.URL, Job: "gone", App: DefaultApp}}
+	want := []Event{{Type: EventTokenInvalid, Platform: string(payload.WebPush), Token: dead, UserID: "u-1", Reason: "410 Gone at " + e.webpush.URL, Job: "gone", App: DefaultApp}}
 	if diff := cmp.Diff(want, e.events(), cmpopts.IgnoreFields(Event{}, "At")); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

@@ -30,6 +30,7 @@ func commands() []command {
 		{"send", "submit a notification job to a running hush", runSend, flagsOf(sendFlagSet), nil},
 		{"cancel", "cancel a job: drop its pushes not yet sent, say what was delivered", runCancel, flagsOf(cancelFlagSet), nil},
 		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle, flagsOf(throttleFlagSet), throttleCommands},
+		{"events", "print the events hush emitted (dead tokens, dropped pushes), filtered by job, user, type or app", runEvents, flagsOf(eventsFlagSet), nil},
 		{"apps", "check an apps file (HUSH_APPS_FILE) offline and list its apps", runApps, noFlags("apps"), appsCommands},
 		{"webpush", "generate a VAPID key pair for Web Push (keys)", runWebPush, noFlags("webpush"), webpushCommands},
 		{"webhook", "make a secret that signs the webhook's POSTs (secret)", runWebhook, noFlags("webhook"), webhookCommands},

@@ -4,6 +4,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
@@ -15,6 +17,13 @@ import (
 // none), and returns its URL and its limiter; HUSH_API_TOKEN is set to
 // token for the commands.
 func realAPI(t *testing.T, policy throttle.Policy, token string) (string, *throttle.Redis) {
+	t.Helper()
+	url, lim, _ := realAPIRedis(t, policy, token)
+	return url, lim
+}
+
+// realAPIRedis is realAPI, with the Redis client of its Redis.
+func realAPIRedis(t *testing.T, policy throttle.Policy, token string) (string, *throttle.Redis, *redis.Client) {
 	t.Helper()
 	rdb := redistest.Start(t).Client(t)
 	lim, err := throttle.NewRedis(rdb, policy, throttle.Options{})
@@ -28,5 +37,5 @@ func realAPI(t *testing.T, policy throttle.Policy, token string) (string, *throt
 	srv := httptest.NewServer(httpapi.New(w, w.Client(), httpapi.Options{Token: token}))
 	t.Cleanup(srv.Close)
 	t.Setenv("HUSH_API_TOKEN", token)
-	return srv.URL, lim
+	return srv.URL, lim, rdb
 }

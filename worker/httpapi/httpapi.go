@@ -46,6 +46,9 @@ type Jobs interface {
 	// Status and Cancel wrap worker.ErrNotFound for an unknown id.
 	Status(ctx context.Context, id string) (wire.JobStatus, error)
 	Cancel(ctx context.Context, id string) (wire.CancelResult, error)
+	// Events reads a page of hush:events; a *worker.QueryError names a
+	// bad field.
+	Events(ctx context.Context, q worker.EventsQuery) (wire.EventsPage, error)
 }
 
 // Worker is the rest of what the API serves: the apps' limiters,
@@ -135,6 +138,7 @@ func (a *server) routes() []route {
 		{http.MethodDelete, "/v1/notifications/{id}", true, a.deleteNotification},
 		{http.MethodGet, "/v1/users/{id}/throttle", true, a.getThrottle},
 		{http.MethodDelete, "/v1/users/{id}/throttle", true, a.deleteThrottle},
+		{http.MethodGet, "/v1/events", true, a.getEvents},
 		{http.MethodGet, "/healthz", false, healthz},
 		{http.MethodGet, "/readyz", false, a.readyz},
 		{http.MethodGet, "/metrics", false, a.w.MetricsHandler().ServeHTTP},

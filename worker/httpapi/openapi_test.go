@@ -364,6 +364,11 @@ func TestOpenAPIContract(t *testing.T) {
 		{name: "throttle reset without token", srv: main, op: resetThrottle, path: userPath, status: 401},
 		{name: "throttle reset, no admin", srv: plain, op: resetThrottle, path: userPath, token: token, status: 501, requestValid: true},
 		{name: "throttle reset, redis down", srv: down, op: resetThrottle, path: userPath, token: token, status: 503, requestValid: true},
+		{name: "events", srv: main, op: "GET /v1/events", path: "/v1/events?limit=10", token: token, status: 200, requestValid: true},
+		{name: "events oldest first", srv: main, op: "GET /v1/events", path: "/v1/events?after=0-0&type=dropped", token: token, status: 200, requestValid: true},
+		{name: "events, limit too large", srv: main, op: "GET /v1/events", path: "/v1/events?limit=5000", token: token, status: 400},
+		{name: "events without token", srv: main, op: "GET /v1/events", path: "/v1/events", status: 401},
+		{name: "events, redis down", srv: down, op: "GET /v1/events", path: "/v1/events", token: token, status: 503, requestValid: true},
 
 		// A token for the app shop only, on a server of courier and shop.
 		{name: "submit for another app", srv: two.srv, op: submit, token: shopToken, body: courierJob, status: 403, requestValid: true},
@@ -375,6 +380,7 @@ func TestOpenAPIContract(t *testing.T) {
 		{name: "cancel of another app's job", srv: two.srv, op: cancel, path: "/v1/notifications/c-1", token: shopToken, status: 403, requestValid: true},
 		{name: "throttle status of another app", srv: two.srv, op: getThrottle, path: "/v1/users/u-1/throttle?app=courier", token: shopToken, status: 403, requestValid: true},
 		{name: "throttle reset of another app", srv: two.srv, op: resetThrottle, path: "/v1/users/u-1/throttle?app=courier", token: shopToken, status: 403, requestValid: true},
+		{name: "events of another app", srv: two.srv, op: "GET /v1/events", path: "/v1/events?app=courier", token: shopToken, status: 403, requestValid: true},
 
 		{name: "healthz", srv: main, op: "GET /healthz", status: 200, requestValid: true},
 		{name: "readyz", srv: main, op: "GET /readyz", status: 200, requestValid: true},

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
@@ -27,6 +29,7 @@ const (
 // default), and the API in front of it taking allToken, courierToken and
 // shopToken.
 type twoApps struct {
+	rdb    *redis.Client
 	w      *worker.Worker
 	srv    *httptest.Server
 	tokens *Tokens
@@ -66,7 +69,7 @@ func newTwoApps(t *testing.T) *twoApps {
 	})
 	testkit.WaitFor(t, 10*time.Second, "worker ready", func() bool { return len(w.NotReady(ctx)) == 0 })
 	tokens := NewTokens(map[string][]string{courierToken: {"courier"}, shopToken: {"shop"}})
-	return &twoApps{w: w, tokens: tokens, srv: serve(t, w, Options{Token: allToken, Tokens: tokens, Logger: testLogger(t)})}
+	return &twoApps{rdb: rdb, w: w, tokens: tokens, srv: serve(t, w, Options{Token: allToken, Tokens: tokens, Logger: testLogger(t)})}
 }
 
 // job is a job of app for user, as JSON.
