@@ -267,6 +267,22 @@ func (c *Client) Events(ctx context.Context, q EventsQuery) (EventsPage, error) 
 	return p, err
 }
 
+// WebhookStatus reads the webhook's state (GET /v1/webhook): whether the
+// endpoint is disabled, and why, and how many events wait for a retry.
+func (c *Client) WebhookStatus(ctx context.Context) (WebhookStatus, error) {
+	var st WebhookStatus
+	err := c.call(ctx, http.MethodGet, "/v1/webhook", nil, &st, "retrying")
+	return st, err
+}
+
+// EnableWebhook enables a disabled webhook endpoint (POST
+// /v1/webhook:enable) and returns its state.
+func (c *Client) EnableWebhook(ctx context.Context) (WebhookStatus, error) {
+	var st WebhookStatus
+	err := c.call(ctx, http.MethodPost, "/v1/webhook:enable", nil, &st, "retrying")
+	return st, err
+}
+
 // Ready returns nil when the server is ready to work (GET /readyz), else
 // a *Error with Status 503 whose Message says what is wrong.
 func (c *Client) Ready(ctx context.Context) error {

@@ -32,6 +32,10 @@ type (
 	// its cursor.
 	EventsPage = wire.EventsPage
 	EventEntry = wire.EventEntry
+	// WebhookStatus is the webhook's state; WebhookDisabled says why it
+	// is disabled.
+	WebhookStatus   = wire.WebhookStatus
+	WebhookDisabled = wire.WebhookDisabled
 )
 
 // Job states (JobStatus.State).

@@ -43,3 +43,17 @@ type EventEntry struct {
 	Cursor string `json:"cursor"`
 	Event  Event  `json:"event"`
 }
+
+// WebhookStatus is the webhook's state (GET /v1/webhook, schema
+// WebhookStatus): whether the endpoint is disabled and why, and how many
+// events wait for a retry.
+type WebhookStatus struct {
+	Disabled *WebhookDisabled `json:"disabled,omitempty"`
+	Retrying int64            `json:"retrying"`
+}
+
+// WebhookDisabled says why and since when the endpoint is disabled.
+type WebhookDisabled struct {
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}

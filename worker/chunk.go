@@ -449,7 +449,6 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 	if err := persist(ectx, func(ctx context.Context) error { return w.events.emitAll(ctx, evs) }); err != nil {
 		w.log.Warn("events lost", "job", c.Job, "events", len(evs), "err", err)
 	}
-	w.events.hook(evs)
 	w.log.Info("deliveries dropped: job cancelled", "job", c.Job, "deliveries", len(idx))
 }
 

@@ -1,21 +1,16 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hushpush/hush/webhook"
 	"github.com/hushpush/hush/wire"
 )
 
@@ -42,23 +37,19 @@ func EventTypesText() string { return strings.Join(eventTypes, ", ") }
 // client decodes.
 type Event = wire.Event
 
-// events writes events to the stream and hands them to the webhook.
+// events writes events to the stream, which the webhook (webhookDelivery)
+// reads.
 type events struct {
-	rdb     redis.UniversalClient
-	maxLen  int64
-	webhook *webhookPoster // nil when no HUSH_WEBHOOK_URL
-	m       *metrics
+	rdb    redis.UniversalClient
+	maxLen int64
+	m      *metrics
 }
 
-// emit appends e to the stream (capped) and queues it for the webhook. It
-// returns the stream write's error; the webhook never blocks.
+// emit appends e to the stream (capped) and returns the write's error.
 func (ev *events) emit(ctx context.Context, e Event) error {
 	b, err := encodeEvent(&e)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", e.Type, err)
-	}
-	if ev.webhook != nil {
-		ev.webhook.enqueue(queuedEvent{id: e.ID, body: b})
 	}
 	err = ev.rdb.XAdd(ctx, &redis.XAddArgs{
 		Stream: EventsStream,
@@ -96,84 +87,3 @@ func eventID(e Event) string {
 }
 
 var eventIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// queuedEvent is an event waiting for its webhook POST.
-type queuedEvent struct {
-	id   string
-	body []byte
-}
-
-// webhookPoster POSTs events to a URL from one goroutine, through a bounded queue:
-// when the receiver is slow or down, events are dropped (and counted) rather
-// than slowing deliveries. Every POST is signed with every secret.
-type webhookPoster struct {
-	url     string
-	secrets []webhook.Secret
-	client  *http.Client
-	queue   chan queuedEvent
-	log     *slog.Logger
-	m       *metrics
-}
-
-func newWebhook(url string, secrets []webhook.Secret, log *slog.Logger, m *metrics) *webhookPoster {
-	return &webhookPoster{
-		url:     url,
-		secrets: secrets,
-		client:  &http.Client{Timeout: 5 * time.Second},
-		queue:   make(chan queuedEvent, 1024),
-		log:     log,
-		m:       m,
-	}
-}
-
-func (w *webhookPoster) enqueue(b queuedEvent) {
-	select {
-	case w.queue <- b:
-	default:
-		w.m.eventsDropped.WithLabelValues("webhook").Inc()
-	}
-}
-
-// run posts queued events until ctx is done, then posts what is left with a
-// short grace period.
-func (w *webhookPoster) run(ctx context.Context) {
-	for {
-		select {
-		case b := <-w.queue:
-			w.post(ctx, b)
-		case <-ctx.Done():
-			grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer cancel()
-			for {
-				select {
-				case b := <-w.queue:
-					w.post(grace, b)
-				default:
-					return
-				}
-			}
-		}
-	}
-}
-
-func (w *webhookPoster) post(ctx context.Context, e queuedEvent) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(e.body))
-	if err != nil {
-		w.m.eventsDropped.WithLabelValues("webhook").Inc()
-		w.log.Warn("webhook request", "err", err)
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	webhook.Sign(req.Header, w.secrets, e.id, time.Now(), e.body)
-	resp, err := w.client.Do(req)
-	if err != nil {
-		w.m.eventsDropped.WithLabelValues("webhook").Inc()
-		w.log.Warn("webhook post failed", "err", err)
-		return
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		w.m.eventsDropped.WithLabelValues("webhook").Inc()
-		w.log.Warn("webhook answered with an error", "status", resp.StatusCode)
-	}
-}

@@ -52,7 +52,8 @@ type envOptions struct {
 	shutdownTimeout time.Duration // default 3s
 	wrap            func(Limiter) Limiter
 	webhookURL      string
-	shards          int // HUSH_DELIVERY_SHARDS
+	webhookRetries  []time.Duration // Options.WebhookRetries
+	shards          int             // HUSH_DELIVERY_SHARDS
 	maxThrottled    time.Duration
 	webpush         fake.WebPushOptions // a hostile push service
 	maxPending      int                 // HUSH_THROTTLE_MAX_PENDING
@@ -128,6 +129,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		ShutdownTimeout: o.shutdownTimeout,
 		WebhookURL:      o.webhookURL,
 		WebhookSecrets:  testWebhookSecrets(o.webhookURL),
+		WebhookRetries:  o.webhookRetries,
 		DefaultLocation: o.location,
 		JobRetention:    o.retention,
 		Logger:          testLogger(t),

@@ -29,6 +29,7 @@ type metrics struct {
 	latency       *prometheus.HistogramVec
 	jobs          *prometheus.CounterVec
 	eventsDropped *prometheus.CounterVec
+	webhookPosts  *prometheus.CounterVec
 	dequeues      *prometheus.CounterVec // hush_dequeues_total
 	taskJobs      prometheus.Histogram   // hush_submit_task_jobs
 	// credentialRefusals counts provider answers that refused the app's
@@ -69,9 +70,13 @@ func newMetrics() *metrics {
 			Name: "hush_jobs_submitted_total",
 			Help: "Jobs submitted through this process, by result (accepted, duplicate, invalid).",
 		}, []string{"result"}),
+		webhookPosts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hush_webhook_posts_total",
+			Help: "Webhook POST attempts by what followed: delivered (a 2xx), retry (failed, tried again on the schedule), given_up (its last attempt failed, or too many wait), disabled (a 410, or failures beyond the schedule, disabled the endpoint), lost (trimmed from hush:events before a process claimed it).",
+		}, []string{"outcome"}),
 		eventsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_events_dropped_total",
-			Help: "Events that could not be written, by sink (stream, webhook).",
+			Help: "Events that could not be written to hush:events (sink stream); the webhook's attempts are hush_webhook_posts_total.",
 		}, []string{"sink"}),
 		dequeues: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_dequeues_total",
@@ -87,7 +92,7 @@ func newMetrics() *metrics {
 		Name: "hush_credential_refusals_total",
 		Help: "Provider answers that refused the app's credentials (an APNs key or certificate, an FCM service account, a VAPID key): the deliveries retry until the credentials are fixed or HUSH_MAX_RETRY is spent. Also counted as permanent in hush_device_sends_total. By app and platform.",
 	}, []string{"app", "platform"})
-	m.reg.MustRegister(m.credentialRefusals, m.deviceSends, m.lateSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped, m.dequeues, m.taskJobs,
+	m.reg.MustRegister(m.credentialRefusals, m.deviceSends, m.lateSends, m.deliveries, m.limiter, m.deferral, m.latency, m.jobs, m.eventsDropped, m.webhookPosts, m.dequeues, m.taskJobs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

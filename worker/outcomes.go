@@ -103,7 +103,6 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 		}
 	}
 	if len(evs) > 0 {
-		r.events.hook(evs)
 		if err := persist(ctx, func(ctx context.Context) error { return r.events.emitAll(ctx, evs) }); err != nil {
 			// The states are still written: a state lost would re-send a
 			// push; an event lost is counted (hush_events_dropped_total).
@@ -159,18 +158,6 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 // drain writes the outcomes waiting and waits for every write under way,
 // or for ctx to end.
 func (r *recorder) drain(ctx context.Context) error { return r.group.Drain(ctx) }
-
-// hook hands events to the webhook, if any (it never blocks).
-func (ev *events) hook(es []Event) {
-	if ev.webhook == nil {
-		return
-	}
-	for _, e := range es {
-		if b, err := encodeEvent(&e); err == nil {
-			ev.webhook.enqueue(queuedEvent{id: e.ID, body: b})
-		}
-	}
-}
 
 // emitAll appends events to the stream in one round trip.
 func (ev *events) emitAll(ctx context.Context, es []Event) error {

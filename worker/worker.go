@@ -102,6 +102,9 @@ type Options struct {
 	// so a receiver rotating its secret accepts either. New refuses a
 	// WebhookURL without them.
 	WebhookSecrets []webhook.Secret
+	// WebhookRetries are the waits between a failed webhook POST and its
+	// next attempt (default DefaultWebhookRetries).
+	WebhookRetries []time.Duration
 	// EventsMaxLen caps hush:events approximately (default
 	// DefaultEventsMaxLen).
 	EventsMaxLen int64
@@ -194,9 +197,11 @@ type Worker struct {
 	store       store
 	m           *metrics
 	events      *events
-	rec         *recorder // device outcomes as they come
-	client      *Client
-	insp        *asynq.Inspector
+	// webhook posts the events to Options.WebhookURL; nil without it.
+	webhook *webhookDelivery
+	rec     *recorder // device outcomes as they come
+	client  *Client
+	insp    *asynq.Inspector
 	// seconds: the hush:waiting-second tasks this process made sure of.
 	seconds seconds
 
@@ -300,7 +305,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.store.records = newScriptBatcher(rdb, recordScript, recordLinger)
 	w.store.held = w.rec
 	if o.WebhookURL != "" {
-		w.events.webhook = newWebhook(o.WebhookURL, o.WebhookSecrets, o.Logger, m)
+		w.webhook = newWebhookDelivery(rdb, o.WebhookURL, o.WebhookSecrets, o.WebhookRetries, o.Logger, m)
 	}
 	w.client.m = m
 	w.client.apps = apps
@@ -364,9 +369,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("start held task server: %w", err)
 	}
 	w.running.Store(true)
-	if w.events.webhook != nil {
+	if w.webhook != nil {
 		done := make(chan struct{})
-		go func() { defer close(done); w.events.webhook.run(ctx) }()
+		go func() { defer close(done); w.webhook.run(ctx) }()
 		defer func() { <-done }()
 	}
 	w.log.Info("worker running", "queues", sortedQueues(queues), "concurrency", w.conc,

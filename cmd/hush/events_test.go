@@ -133,3 +133,29 @@ func TestEventsFollow(t *testing.T) {
 		t.Errorf("--follow printed jobs %s, want old-1,old-2,new", got)
 	}
 }
+
+// TestWebhookStatusAndEnable: hush webhook status says whether the
+// endpoint is disabled and why, and enable enables it, through the API.
+func TestWebhookStatusAndEnable(t *testing.T) {
+	url, _, rdb := realAPIRedis(t, throttle.Policy{MinGap: time.Second}, "tok")
+	stdout, stderr, code := runCmd(t, "webhook", "status", "--server", url)
+	if code != 0 || stdout != "enabled; 0 events wait for a retry\n" {
+		t.Errorf("status of an enabled webhook: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+	// The state a 410 leaves (worker's TestWebhook410Disables makes it
+	// for real).
+	rdb.Set(t.Context(), "{hush:webhook:default}:disabled", `{"reason":"the endpoint answered 410 Gone","at":"2026-11-21T10:00:00Z"}`, 0)
+	rdb.ZAdd(t.Context(), "{hush:webhook:default}:due", redis.Z{Score: 1, Member: "1-0"})
+	stdout, _, code = runCmd(t, "webhook", "status", "--server", url)
+	if want := "disabled since 2026-11-21T10:00:00Z: the endpoint answered 410 Gone\n1 events wait for a retry; hush webhook enable posts them once the receiver is fixed\n"; code != 0 || stdout != want {
+		t.Errorf("status of a disabled webhook: exit %d, stdout:\n%s\nwant:\n%s", code, stdout, want)
+	}
+	stdout, _, code = runCmd(t, "webhook", "enable", "--server", url)
+	if code != 0 || stdout != "enabled; 1 events wait for a retry\n" {
+		t.Errorf("enable: exit %d, stdout %q", code, stdout)
+	}
+	t.Setenv("HUSH_API_TOKEN", "wrong")
+	if _, stderr, code := runCmd(t, "webhook", "status", "--server", url); code != 1 || !strings.Contains(stderr, "unauthorized (401)") {
+		t.Errorf("a wrong token: exit %d, stderr %q", code, stderr)
+	}
+}

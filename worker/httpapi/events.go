@@ -53,3 +53,34 @@ func (a *server) getEvents(rw http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(rw, http.StatusOK, page)
 }
+
+// getWebhook answers the webhook's state (GET /v1/webhook), for a token
+// of every app: the endpoint is the deployment's.
+func (a *server) getWebhook(rw http.ResponseWriter, r *http.Request) {
+	if g := grantOf(r); g.limited() {
+		forbid(rw, g, "the webhook")
+		return
+	}
+	st, err := a.jobs.WebhookStatus(r.Context())
+	if err != nil {
+		a.log.Error("webhook status failed", "err", err)
+		writeError(rw, http.StatusServiceUnavailable, "could not read the webhook's state, try again")
+		return
+	}
+	writeJSON(rw, http.StatusOK, st)
+}
+
+// enableWebhook enables a disabled webhook (POST /v1/webhook:enable) and
+// answers its state.
+func (a *server) enableWebhook(rw http.ResponseWriter, r *http.Request) {
+	if g := grantOf(r); g.limited() {
+		forbid(rw, g, "the webhook")
+		return
+	}
+	if err := a.jobs.EnableWebhook(r.Context()); err != nil {
+		a.log.Error("webhook enable failed", "err", err)
+		writeError(rw, http.StatusServiceUnavailable, "could not enable the webhook, try again")
+		return
+	}
+	a.getWebhook(rw, r)
+}

@@ -49,6 +49,9 @@ type Jobs interface {
 	// Events reads a page of hush:events; a *worker.QueryError names a
 	// bad field.
 	Events(ctx context.Context, q worker.EventsQuery) (wire.EventsPage, error)
+	// WebhookStatus and EnableWebhook read and enable the webhook.
+	WebhookStatus(ctx context.Context) (wire.WebhookStatus, error)
+	EnableWebhook(ctx context.Context) error
 }
 
 // Worker is the rest of what the API serves: the apps' limiters,
@@ -139,6 +142,8 @@ func (a *server) routes() []route {
 		{http.MethodGet, "/v1/users/{id}/throttle", true, a.getThrottle},
 		{http.MethodDelete, "/v1/users/{id}/throttle", true, a.deleteThrottle},
 		{http.MethodGet, "/v1/events", true, a.getEvents},
+		{http.MethodGet, "/v1/webhook", true, a.getWebhook},
+		{http.MethodPost, "/v1/webhook:enable", true, a.enableWebhook},
 		{http.MethodGet, "/healthz", false, healthz},
 		{http.MethodGet, "/readyz", false, a.readyz},
 		{http.MethodGet, "/metrics", false, a.w.MetricsHandler().ServeHTTP},

@@ -369,6 +369,12 @@ func TestOpenAPIContract(t *testing.T) {
 		{name: "events, limit too large", srv: main, op: "GET /v1/events", path: "/v1/events?limit=5000", token: token, status: 400},
 		{name: "events without token", srv: main, op: "GET /v1/events", path: "/v1/events", status: 401},
 		{name: "events, redis down", srv: down, op: "GET /v1/events", path: "/v1/events", token: token, status: 503, requestValid: true},
+		{name: "webhook", srv: main, op: "GET /v1/webhook", path: "/v1/webhook", token: token, status: 200, requestValid: true},
+		{name: "webhook without token", srv: main, op: "GET /v1/webhook", path: "/v1/webhook", status: 401},
+		{name: "webhook, redis down", srv: down, op: "GET /v1/webhook", path: "/v1/webhook", token: token, status: 503, requestValid: true},
+		{name: "webhook enable", srv: main, op: "POST /v1/webhook:enable", path: "/v1/webhook:enable", token: token, status: 200, requestValid: true},
+		{name: "webhook enable without token", srv: main, op: "POST /v1/webhook:enable", path: "/v1/webhook:enable", status: 401},
+		{name: "webhook enable, redis down", srv: down, op: "POST /v1/webhook:enable", path: "/v1/webhook:enable", token: token, status: 503, requestValid: true},
 
 		// A token for the app shop only, on a server of courier and shop.
 		{name: "submit for another app", srv: two.srv, op: submit, token: shopToken, body: courierJob, status: 403, requestValid: true},
@@ -381,6 +387,8 @@ func TestOpenAPIContract(t *testing.T) {
 		{name: "throttle status of another app", srv: two.srv, op: getThrottle, path: "/v1/users/u-1/throttle?app=courier", token: shopToken, status: 403, requestValid: true},
 		{name: "throttle reset of another app", srv: two.srv, op: resetThrottle, path: "/v1/users/u-1/throttle?app=courier", token: shopToken, status: 403, requestValid: true},
 		{name: "events of another app", srv: two.srv, op: "GET /v1/events", path: "/v1/events?app=courier", token: shopToken, status: 403, requestValid: true},
+		{name: "webhook with a token of one app", srv: two.srv, op: "GET /v1/webhook", path: "/v1/webhook", token: shopToken, status: 403, requestValid: true},
+		{name: "webhook enable with a token of one app", srv: two.srv, op: "POST /v1/webhook:enable", path: "/v1/webhook:enable", token: shopToken, status: 403, requestValid: true},
 
 		{name: "healthz", srv: main, op: "GET /healthz", status: 200, requestValid: true},
 		{name: "readyz", srv: main, op: "GET /readyz", status: 200, requestValid: true},
