@@ -55,6 +55,9 @@ const (
 	// through: each event is handed to one process, and one that dies
 	// holding it leaves it pending in the group for another to claim.
 	webhookGroup = "webhook"
+	// webhookForgetEvery is how often, and after how long without a
+	// read, consumers that left the group are removed from it.
+	webhookForgetEvery = time.Hour
 	// webhookEndpoint names the one endpoint, HUSH_WEBHOOK_URL, in the
 	// webhook's keys.
 	webhookEndpoint = "default"
@@ -103,11 +106,15 @@ type webhookDelivery struct {
 	m        *metrics
 	now      func() time.Time
 	// claimIdle is how long an event stays unacknowledged with a
-	// consumer before another claims it: beyond any POST's timeout.
+	// consumer before another claims it: beyond a POST's wait for a free
+	// slot and its own timeout.
 	claimIdle time.Duration
 	// poll is how often the retries, the claims and whether the endpoint
 	// is disabled are looked at.
 	poll time.Duration
+	// forgetAfter is how long a consumer holding no event may go without a
+	// read before forgetConsumers removes it.
+	forgetAfter time.Duration
 	// disabled is the endpoint's disabled key as last read, or set by this
 	// process's own disable.
 	disabled atomic.Bool
@@ -130,8 +137,9 @@ func newWebhookDelivery(rdb redis.UniversalClient, url string, secrets []webhook
 			// the specification advises.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		claimIdle: 2 * webhookTimeout,
-		poll:      min(time.Second, max(slices.Min(retries)/2, 10*time.Millisecond)),
+		claimIdle:   4 * webhookTimeout,
+		forgetAfter: webhookForgetEvery,
+		poll:        min(time.Second, max(slices.Min(retries)/2, 10*time.Millisecond)),
 	}
 }
 
@@ -167,12 +175,17 @@ func (d *webhookDelivery) run(ctx context.Context) {
 		}
 	}
 	wg.Go(func() {
+		forgotten := time.Time{}
 		for ctx.Err() == nil {
 			if n, err := d.rdb.Exists(ctx, d.keys.disabled).Result(); err == nil {
 				d.disabled.Store(n > 0)
 			}
 			d.retryDue(ctx)
 			handle(d.claim(ctx))
+			if time.Since(forgotten) > webhookForgetEvery {
+				d.forgetConsumers(ctx)
+				forgotten = time.Now()
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(d.poll):
@@ -189,7 +202,7 @@ func (d *webhookDelivery) run(ctx context.Context) {
 		}
 		streams, err := d.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 			Group: webhookGroup, Consumer: d.consumer, Streams: []string{EventsStream, ">"},
-			Count: webhookConcurrency * 4, Block: 2 * time.Second,
+			Count: webhookConcurrency, Block: 2 * time.Second,
 		}).Result()
 		if err != nil {
 			if !errors.Is(err, redis.Nil) && ctx.Err() == nil {
@@ -204,6 +217,21 @@ func (d *webhookDelivery) run(ctx context.Context) {
 	}
 }
 
+// forgetConsumers removes the group's consumers that hold no event and
+// have not read for forgetAfter: processes gone, each of which joined the
+// group under a name of its own.
+func (d *webhookDelivery) forgetConsumers(ctx context.Context) {
+	cs, err := d.rdb.XInfoConsumers(ctx, EventsStream, webhookGroup).Result()
+	if err != nil {
+		return
+	}
+	for _, c := range cs {
+		if c.Pending == 0 && c.Idle > d.forgetAfter && c.Name != d.consumer {
+			d.rdb.XGroupDelConsumer(ctx, EventsStream, webhookGroup, c.Name)
+		}
+	}
+}
+
 // claim takes over the events another consumer held unacknowledged for
 // claimIdle, a process that died mid-POST; entries the stream's cap
 // trimmed meanwhile are acknowledged and counted lost.
@@ -213,7 +241,7 @@ func (d *webhookDelivery) claim(ctx context.Context) []redis.XMessage {
 	}
 	msgs, _, err := d.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: EventsStream, Group: webhookGroup, Consumer: d.consumer,
-		MinIdle: d.claimIdle, Start: "0-0", Count: webhookConcurrency * 4,
+		MinIdle: d.claimIdle, Start: "0-0", Count: webhookConcurrency,
 	}).Result()
 	if err != nil {
 		return nil

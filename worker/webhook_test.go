@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/webhook"
 )
@@ -182,5 +185,37 @@ func TestWebhookEventSurvivesItsProcess(t *testing.T) {
 	pending, err := e.rdb.XPending(context.Background(), EventsStream, webhookGroup).Result()
 	if err != nil || pending.Count != 0 {
 		t.Errorf("pending in the group: %+v, %v; want none", pending, err)
+	}
+}
+
+// TestWebhookForgetsConsumersGone: a consumer of the group that holds no
+// event and has not read for forgetAfter is removed; one holding an event
+// is kept, so its event can still be claimed.
+func TestWebhookForgetsConsumersGone(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := t.Context()
+	if err := rdb.XGroupCreateMkStream(ctx, EventsStream, webhookGroup, "$").Err(); err != nil {
+		t.Fatal(err)
+	}
+	read := func(consumer string) {
+		rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: webhookGroup, Consumer: consumer, Streams: []string{EventsStream, ">"}, Count: 1, Block: -1})
+	}
+	read("gone")
+	rdb.XAdd(ctx, &redis.XAddArgs{Stream: EventsStream, Values: []any{"event", "{}"}})
+	read("holding")
+	d := newWebhookDelivery(rdb, "http://127.0.0.1:1", nil, nil, testLogger(t), newMetrics())
+	d.forgetAfter = 20 * time.Millisecond
+	time.Sleep(50 * time.Millisecond)
+	d.forgetConsumers(ctx)
+	cs, err := rdb.XInfoConsumers(ctx, EventsStream, webhookGroup).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	if len(names) != 1 || names[0] != "holding" {
+		t.Errorf("consumers left %v, want [holding]", names)
 	}
 }
