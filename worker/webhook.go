@@ -37,6 +37,10 @@ var DefaultWebhookRetries = []time.Duration{
 	10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour,
 }
 
+// DefaultWebhookClaimAfter is Options.WebhookClaimAfter's default: a
+// POST's wait for a free slot and its timeout, twice over.
+const DefaultWebhookClaimAfter = 4 * webhookTimeout
+
 // Bounds of the webhook's delivery.
 const (
 	// webhookTimeout bounds one POST, its answer's status included.
@@ -137,7 +141,7 @@ func newWebhookDelivery(rdb redis.UniversalClient, url string, secrets []webhook
 			// the specification advises.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		claimIdle:   4 * webhookTimeout,
+		claimIdle:   DefaultWebhookClaimAfter,
 		forgetAfter: webhookForgetEvery,
 		poll:        min(time.Second, max(slices.Min(retries)/2, 10*time.Millisecond)),
 	}

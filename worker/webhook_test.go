@@ -170,11 +170,13 @@ func TestWebhookEventSurvivesItsProcess(t *testing.T) {
 	id := e.deadToken("survives")
 	waitFor(t, 15*time.Second, "the first POST under way", func() bool { return len(r.got()) == 1 })
 	e.shutdown()
-	w, err := New(e.rdb, e.opts)
+	opts := e.opts
+	opts.WebhookClaimAfter = 300 * time.Millisecond
+	w, err := New(e.rdb, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.webhook.claimIdle, w.webhook.poll = 300*time.Millisecond, 50*time.Millisecond
+	w.webhook.poll = 50 * time.Millisecond
 	e.w, e.client = w, w.Client()
 	e.start()
 	t.Cleanup(e.shutdown)

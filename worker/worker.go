@@ -105,6 +105,12 @@ type Options struct {
 	// WebhookRetries are the waits between a failed webhook POST and its
 	// next attempt (default DefaultWebhookRetries).
 	WebhookRetries []time.Duration
+	// WebhookClaimAfter is how long an event a process read stays
+	// unacknowledged before another process claims and posts it: the
+	// time a process that died mid-POST delays its events (default
+	// DefaultWebhookClaimAfter; at least a POST's timeout and its wait
+	// for a free slot).
+	WebhookClaimAfter time.Duration
 	// EventsMaxLen caps hush:events approximately (default
 	// DefaultEventsMaxLen).
 	EventsMaxLen int64
@@ -306,6 +312,9 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.store.held = w.rec
 	if o.WebhookURL != "" {
 		w.webhook = newWebhookDelivery(rdb, o.WebhookURL, o.WebhookSecrets, o.WebhookRetries, o.Logger, m)
+		if o.WebhookClaimAfter > 0 {
+			w.webhook.claimIdle = o.WebhookClaimAfter
+		}
 	}
 	w.client.m = m
 	w.client.apps = apps
