@@ -198,28 +198,41 @@ local function empty_for(hr, hc, d)
   return false
 end
 
+-- first_above returns the index of the first of the sorted ts above v
+-- (#ts + 1 when none).
+local function first_above(ts, v)
+  local lo, hi = 1, #ts + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if ts[mid] > v then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end
+
 -- held_code is what rules out instant x, the one just before a slot the
 -- sweep found after its start (held.go): the first rule of bounds, in
 -- order, whose ruled-out intervals (sweep's) hold x, else the quiet
--- intervals (-1). Called only for a held booking with entries after now.
+-- intervals (-1). Only entries within a window or the gap of x can: each
+-- rule looks at those alone. Called only for a held booking with entries
+-- after now.
 local function held_code(bounds, x, qs, qe)
   for b = 1, #bounds do
     local ts, r = bounds[b].ts, bounds[b].r
     local m = #ts
     for i = 1, r.count do
       local n, w = r.n[i], r.w[i]
-      for j = 1, m - n + 1 do
-        local last = ts[j + n - 1]
-        if last - ts[j] < w and last - w < x and x < ts[j] + w then
+      local j = first_above(ts, x - w) -- ts[j] + w > x
+      while j + n - 1 <= m and ts[j + n - 1] - w < x do
+        if ts[j + n - 1] - ts[j] < w then
           return b * 1000 + i
         end
+        j = j + 1
       end
     end
     if r.gap > 0 then
-      for j = 1, m do
-        if ts[j] - r.gap < x and x < ts[j] + r.gap then
-          return b * 1000 + r.count + 1
-        end
+      local j = first_above(ts, x - r.gap)
+      if j <= m and ts[j] - r.gap < x then
+        return b * 1000 + r.count + 1
       end
     end
   end
