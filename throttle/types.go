@@ -166,6 +166,12 @@ type Held struct {
 type Entry struct {
 	Member string
 	At     time.Time
+	// HeldBy, in a Status, names for an entry after Now the rule of its
+	// set that rules out the instant just before it among the set's other
+	// entries, as Reservation.HeldBy names a rule; empty when none does
+	// (its quiet hours or send_at held it, or the entries that did are
+	// gone), and for an entry at or before Now.
+	HeldBy string
 }
 
 // Status describes one user's state.
