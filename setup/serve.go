@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hushpush/hush/internal/redismetrics"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
 	"github.com/hushpush/hush/worker/httpapi"
@@ -45,6 +48,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		return err
 	}
 	defer closeRedis()
+	redisMetrics := redismetrics.New()
+	rdb.AddHook(redisMetrics)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err = rdb.Ping(pingCtx).Err()
 	cancel()
@@ -113,6 +118,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		JobRetention:    cfg.JobRetention,
 		Logger:          log,
+		Metrics:         []prometheus.Collector{redisMetrics},
 	})
 	if err != nil {
 		return err

@@ -102,6 +102,14 @@
 // would be satisfied latest (the first such rule on a tie, limits in order
 // before the gap): the rule to blame for most of the wait.
 //
+// Reservation.HeldBy names what holds a booked (or refused-late) slot
+// after now: the first of the request's rules, in order, that rules out
+// the instant just before the slot, else its quiet hours, or its
+// NotBefore when the slot is that (held.go). reserve.lua finds it with no
+// command of its own, from the sweep it makes anyway, and answers it in
+// the sixth element of an array reply (a new booking held after now
+// answers an array instead of its slot alone).
+//
 // Entries at or before now - max(longest window, MinGap) are trimmed when a
 // user's set is written (by Reserve, on about one write in eight); they
 // can no longer affect any decision. Time is

@@ -188,10 +188,15 @@ func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
 		}
 	}
 	start := max(now, notAfterMs(q.NotBefore))
-	t, notAfter := search(m.bounds(q.User, sets), quiet, q.Location, now, start, start, notAfterMs(q.NotAfter))
+	bs := m.bounds(q.User, sets)
+	qs, notAfter := window(quiet, q.Location, start, start, notAfterMs(q.NotAfter))
+	t := earliestAll(bs, qs, now, start)
+	heldBy := heldName(sets, quiet, heldCode(bs, qs, now, start, t))
 	if notAfter != 0 && t > notAfter {
 		restore()
-		return reservation(t, now, false, RefusedLate), nil
+		res := reservation(t, now, false, RefusedLate)
+		res.HeldBy = heldBy
+		return res, nil
 	}
 	for _, s := range sets {
 		m.insert(q.User, s, memEntry{at: t, member: q.Member}, now)
@@ -205,7 +210,7 @@ func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
 	}
 	m.wrote(now)
 	res := reservation(t, now, false, "")
-	res.Collapsed = old
+	res.Collapsed, res.HeldBy = old, heldBy
 	return res, nil
 }
 

@@ -387,9 +387,12 @@ func (m *model) reserve(now int64, q request) throttle.Reservation {
 		quietBy = notAfter
 	}
 	t := m.earliest(sets, quiet, q.loc, start, quietBy, -1)
+	heldBy := m.heldBy(sets, quiet, q.loc, now, start, t, quietBy)
 	if by && t > notAfter {
 		putBack()
-		return answer(t, false, throttle.RefusedLate)
+		r := answer(t, false, throttle.RefusedLate)
+		r.HeldBy = heldBy
+		return r
 	}
 	for _, s := range sets {
 		m.sets[s] = append(m.sets[s], entry{q.member, t})
@@ -402,8 +405,33 @@ func (m *model) reserve(now int64, q request) throttle.Reservation {
 		}
 	}
 	r := answer(t, false, "")
-	r.Collapsed = old
+	r.Collapsed, r.HeldBy = old, heldBy
 	return r
+}
+
+// heldBy names what holds slot t searched from start, by its definition
+// (Reservation.HeldBy): nothing at now, send_at at start, else the first
+// rule of sets, in order, that t-1 breaks, else the quiet hours.
+func (m *model) heldBy(sets []string, q quietHours, loc *time.Location, now, start, t, quietBy int64) string {
+	switch {
+	case t <= now:
+		return ""
+	case t == start:
+		return throttle.HeldBySendAt
+	}
+	for _, s := range sets {
+		r := m.rules(s)
+		ts := m.times(s)
+		for j := 0; j <= len(r.n); j++ {
+			if r.violates(ts, t-1, j) {
+				return r.names[j]
+			}
+		}
+	}
+	if q.inBy(t-1, loc, quietBy) {
+		return "quiet " + throttle.Quiet{From: time.Duration(q.from) * time.Millisecond, To: time.Duration(q.to) * time.Millisecond}.String()
+	}
+	return ""
 }
 
 func (m *model) release(now int64, member string) bool {

@@ -165,6 +165,9 @@ func (p Policy) Validate() error {
 
 // validateRules checks one rule set's limits and gap.
 func validateRules(limits []Limit, gap time.Duration) error {
+	if len(limits) >= maxHeldRule { // the gap takes the code after the limits' (held.go)
+		return fmt.Errorf("%w: %d limits: at most %d", ErrInvalidPolicy, len(limits), maxHeldRule-1)
+	}
 	for i, l := range limits {
 		switch {
 		case l.N <= 0:

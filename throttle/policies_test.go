@@ -36,6 +36,7 @@ func testPolicies(t *testing.T, newLimiter newLimiterFunc) {
 	res := func(at, wait int64, refused throttle.Refusal, collapsed string) throttle.Reservation {
 		return throttle.Reservation{At: time.UnixMilli(at), Wait: time.Duration(wait) * time.Millisecond, Refused: refused, Collapsed: collapsed}
 	}
+	held := func(r throttle.Reservation, by string) throttle.Reservation { r.HeldBy = by; return r }
 	cats := map[string]throttle.Category{
 		"marketing": {Limits: []throttle.Limit{{N: 1, Window: 100 * time.Millisecond}}},
 		"social":    {MinGap: 50 * time.Millisecond},
@@ -52,11 +53,11 @@ func testPolicies(t *testing.T, newLimiter newLimiterFunc) {
 	}{
 		{"a category keeps its own rules and the global ones", throttle.Policy{Limits: []throttle.Limit{{N: 2, Window: time.Second}}, Categories: cats}, 0, t0, []policyStep{
 			{0, throttle.Request{Member: "m1", Category: "marketing"}, res(t0, 0, "", ""), false, status{}, "free"},
-			{0, throttle.Request{Member: "m2", Category: "marketing"}, res(t0+100, 100, "", ""), false, status{}, "marketing's 1/100ms"},
-			{0, throttle.Request{Member: "g1"}, res(t0+1000, 1000, "", ""), false, status{}, "the global 2/1s holds m1 and m2"},
+			{0, throttle.Request{Member: "m2", Category: "marketing"}, held(res(t0+100, 100, "", ""), "marketing 1/100ms"), false, status{}, "marketing's 1/100ms"},
+			{0, throttle.Request{Member: "g1"}, held(res(t0+1000, 1000, "", ""), "2/1s"), false, status{}, "the global 2/1s holds m1 and m2"},
 			{0, throttle.Request{Member: "o1", Category: "ops"}, res(t0, 0, "", ""), false, status{}, "global=off: nothing applies"},
 			{0, throttle.Request{Member: "o2", Category: "ops"}, res(t0, 0, "", ""), false, status{}, "still nothing"},
-			{0, throttle.Request{Member: "s1", Category: "social"}, res(t0+1100, 1100, "", ""), false, status{}, "2/1s: no window with m2 and g1"},
+			{0, throttle.Request{Member: "s1", Category: "social"}, held(res(t0+1100, 1100, "", ""), "2/1s"), false, status{}, "2/1s: no window with m2 and g1"},
 			{5, throttle.Request{}, throttle.Reservation{}, true, status{
 				Entries: []entry{{"m1", 0}, {"m2", 100}, {"g1", 1000}, {"s1", 1100}}, Remaining: []int{1}, Next: 2000,
 				Categories: []catStatus{
@@ -69,10 +70,10 @@ func testPolicies(t *testing.T, newLimiter newLimiterFunc) {
 		}},
 		{"quiet hours move a slot to their end in the user's zone", throttle.Policy{MinGap: 10 * time.Millisecond, Quiet: quiet, Categories: cats}, 0, evening, []policyStep{
 			{0, throttle.Request{Member: "a", Location: berlin}, res(evening, 0, "", ""), false, status{}, "21:59:59, not quiet yet"},
-			{1000, throttle.Request{Member: "b", Location: berlin}, res(evening+1000+10*hour, 10*hour, "", ""), false, status{}, "22:00 to 08:00"},
+			{1000, throttle.Request{Member: "b", Location: berlin}, held(res(evening+1000+10*hour, 10*hour, "", ""), "quiet 22:00-08:00"), false, status{}, "22:00 to 08:00"},
 			{1000, throttle.Request{Member: "c", Location: time.UTC}, res(evening+1000, 0, "", ""), false, status{}, "21:00 in UTC"},
-			{1000, throttle.Request{Member: "d", Location: berlin, Category: "night"}, res(evening+1010, 10, "", ""), false, status{}, "a category without quiet hours"},
-			{1000, throttle.Request{Member: "e", Location: berlin, NotAfter: time.UnixMilli(evening + 2*hour)}, res(evening+1000+10*hour+10, 10*hour+10, throttle.RefusedLate, ""), false, status{}, "late: its slot after the night is past NotAfter"},
+			{1000, throttle.Request{Member: "d", Location: berlin, Category: "night"}, held(res(evening+1010, 10, "", ""), "min-gap 10ms"), false, status{}, "a category without quiet hours"},
+			{1000, throttle.Request{Member: "e", Location: berlin, NotAfter: time.UnixMilli(evening + 2*hour)}, held(res(evening+1000+10*hour+10, 10*hour+10, throttle.RefusedLate, ""), "min-gap 10ms"), false, status{}, "late: its slot after the night is past NotAfter"},
 			{2000, throttle.Request{}, throttle.Reservation{}, true, status{
 				// a, c and d are older than the global set's horizon
 				// (marketing's 100 ms).
@@ -85,29 +86,29 @@ func testPolicies(t *testing.T, newLimiter newLimiterFunc) {
 				}}, "status in Berlin"},
 		}},
 		{"not before a send-at", throttle.Policy{MinGap: 10 * time.Millisecond}, 0, t0, []policyStep{
-			{0, throttle.Request{Member: "a", NotBefore: time.UnixMilli(t0 + 500)}, res(t0+500, 500, "", ""), false, status{}, "at send-at"},
+			{0, throttle.Request{Member: "a", NotBefore: time.UnixMilli(t0 + 500)}, held(res(t0+500, 500, "", ""), throttle.HeldBySendAt), false, status{}, "at send-at"},
 			{0, throttle.Request{Member: "b"}, res(t0, 0, "", ""), false, status{}, "now, before it"},
-			{0, throttle.Request{Member: "c", NotBefore: time.UnixMilli(t0 + 495)}, res(t0+510, 510, "", ""), false, status{}, "not within the gap of a"},
+			{0, throttle.Request{Member: "c", NotBefore: time.UnixMilli(t0 + 495)}, held(res(t0+510, 510, "", ""), "min-gap 10ms"), false, status{}, "not within the gap of a"},
 			{600, throttle.Request{Member: "d", NotBefore: time.UnixMilli(t0 + 100)}, res(t0+600, 0, "", ""), false, status{}, "a past send-at is now"},
 		}},
 		{"a newer push with the same collapse key takes the held one's place", throttle.Policy{Limits: []throttle.Limit{{N: 1, Window: time.Second}}}, 100 * time.Millisecond, t0, []policyStep{
 			{0, throttle.Request{Member: "now", CollapseKey: "score"}, res(t0, 0, "", ""), false, status{}, "sent now"},
-			{0, throttle.Request{Member: "old", CollapseKey: "score"}, res(t0+1000, 1000, "", ""), false, status{}, "held for a second"},
-			{10, throttle.Request{Member: "new", CollapseKey: "score"}, res(t0+1000, 990, "", "old"), false, status{}, "takes old's slot"},
+			{0, throttle.Request{Member: "old", CollapseKey: "score"}, held(res(t0+1000, 1000, "", ""), "1/1s"), false, status{}, "held for a second"},
+			{10, throttle.Request{Member: "new", CollapseKey: "score"}, held(res(t0+1000, 990, "", "old"), "1/1s"), false, status{}, "takes old's slot"},
 			{20, throttle.Request{Member: "old", CollapseKey: "score"}, res(t0+20, 0, throttle.RefusedCollapsed, ""), false, status{}, "old is told"},
 			{20, throttle.Request{Member: "new", CollapseKey: "score"}, throttle.Reservation{At: time.UnixMilli(t0 + 1000), Wait: 980 * time.Millisecond, Existing: true}, false, status{}, "new holds it"},
-			{30, throttle.Request{Member: "other", CollapseKey: "news"}, res(t0+2000, 1970, "", ""), false, status{}, "another key collapses nothing"},
-			{30, throttle.Request{Member: "cat", CollapseKey: "score", Category: "c"}, res(t0+3000, 2970, "", ""), false, status{}, "nor another category's"},
-			{950, throttle.Request{Member: "newer", CollapseKey: "score"}, res(t0+4000, 3050, "", ""), false, status{}, "new is within the margin of its slot: on its way"},
-			{960, throttle.Request{Member: "late", CollapseKey: "score", NotAfter: time.UnixMilli(t0 + 2000)}, res(t0+4000, 3040, throttle.RefusedLate, ""), false, status{}, "refused: newer stays"},
-			{970, throttle.Request{Member: "newest", CollapseKey: "score"}, res(t0+4000, 3030, "", "newer"), false, status{}, "newer collapses"},
+			{30, throttle.Request{Member: "other", CollapseKey: "news"}, held(res(t0+2000, 1970, "", ""), "1/1s"), false, status{}, "another key collapses nothing"},
+			{30, throttle.Request{Member: "cat", CollapseKey: "score", Category: "c"}, held(res(t0+3000, 2970, "", ""), "1/1s"), false, status{}, "nor another category's"},
+			{950, throttle.Request{Member: "newer", CollapseKey: "score"}, held(res(t0+4000, 3050, "", ""), "1/1s"), false, status{}, "new is within the margin of its slot: on its way"},
+			{960, throttle.Request{Member: "late", CollapseKey: "score", NotAfter: time.UnixMilli(t0 + 2000)}, held(res(t0+4000, 3040, throttle.RefusedLate, ""), "1/1s"), false, status{}, "refused: newer stays"},
+			{970, throttle.Request{Member: "newest", CollapseKey: "score"}, held(res(t0+4000, 3030, "", "newer"), "1/1s"), false, status{}, "newer collapses"},
 		}},
 		{"the newest accepted push wins whatever books later", throttle.Policy{Limits: []throttle.Limit{{N: 1, Window: time.Second}}}, 100 * time.Millisecond, t0, []policyStep{
 			{0, throttle.Request{Member: "old#0", CollapseKey: "score", Accepted: accepted(10)}, res(t0, 0, "", ""), false, status{}, "old's first attempt is sent now"},
-			{10, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, res(t0+1000, 990, "", ""), false, status{}, "latest is held; old is on its way"},
+			{10, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, held(res(t0+1000, 990, "", ""), "1/1s"), false, status{}, "latest is held; old is on its way"},
 			{20, throttle.Request{Member: "old#1", CollapseKey: "score", Accepted: accepted(10)}, res(t0+20, 0, throttle.RefusedCollapsed, ""), false, status{}, "old's retry is older than latest: collapsed"},
 			{30, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, throttle.Reservation{At: time.UnixMilli(t0 + 1000), Wait: 970 * time.Millisecond, Existing: true}, false, status{}, "latest keeps its slot"},
-			{40, throttle.Request{Member: "tie", CollapseKey: "score", Accepted: accepted(20)}, res(t0+1000, 960, "", "latest"), false, status{}, "accepted at the same instant: the later booking wins"},
+			{40, throttle.Request{Member: "tie", CollapseKey: "score", Accepted: accepted(20)}, held(res(t0+1000, 960, "", "latest"), "1/1s"), false, status{}, "accepted at the same instant: the later booking wins"},
 			{50, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, res(t0+50, 0, throttle.RefusedCollapsed, ""), false, status{}, "latest is told"},
 			{1500, throttle.Request{Member: "old#2", CollapseKey: "score", Accepted: accepted(10)}, res(t0+1500, 0, throttle.RefusedCollapsed, ""), false, status{}, "tie was sent; old is still older"},
 			{2001, throttle.Request{Member: "old#3", CollapseKey: "score", Accepted: accepted(10)}, res(t0+2001, 0, "", ""), false, status{}, "tie's booking left the window: nothing is remembered"},

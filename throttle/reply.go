@@ -59,34 +59,44 @@ func (l *Redis) parseDecision(v any) (Decision, error) {
 }
 
 // parseReservation reads one of reserve.lua's replies, given the call's
-// now: a new booking's slot alone, or an array.
-func parseReservation(v any, now int64) (Reservation, error) {
+// now: a new booking's slot alone, or an array, whose sixth element, when
+// there is one, is the code of what holds the slot (held.go), which it
+// returns beside the Reservation.
+func parseReservation(v any, now int64) (Reservation, int64, error) {
 	if at, ok := v.(int64); ok {
 		if at < now {
-			return Reservation{}, fmt.Errorf("%w: reserve: a new booking at %d, before now %d", ErrUnexpectedReply, at, now)
+			return Reservation{}, 0, fmt.Errorf("%w: reserve: a new booking at %d, before now %d", ErrUnexpectedReply, at, now)
 		}
-		return reservation(at, now, false, ""), nil
+		return reservation(at, now, false, ""), heldNone, nil
 	}
 	a, x, err := ints(v, 3, "reserve")
 	if err != nil {
-		return Reservation{}, err
+		return Reservation{}, 0, err
 	}
-	if len(a) != 5 || (x[1] != 0 && x[1] != 1) {
-		return Reservation{}, fmt.Errorf("%w: reserve: %#v", ErrUnexpectedReply, v)
+	if (len(a) != 5 && len(a) != 6) || (x[1] != 0 && x[1] != 1) {
+		return Reservation{}, 0, fmt.Errorf("%w: reserve: %#v", ErrUnexpectedReply, v)
 	}
 	refused, ok := a[3].(string)
 	collapsed, ok2 := a[4].(string)
+	held := int64(heldNone)
+	if len(a) == 6 {
+		h, isInt := a[5].(int64)
+		if !isInt || x[1] == 1 {
+			return Reservation{}, 0, fmt.Errorf("%w: reserve: held by %#v", ErrUnexpectedReply, a[5])
+		}
+		held = h
+	}
 	switch r := Refusal(refused); {
 	case !ok || !ok2 || (r != "" && r != RefusedFull && r != RefusedLate && r != RefusedCollapsed):
-		return Reservation{}, fmt.Errorf("%w: reserve: refusal %#v, collapsed %#v", ErrUnexpectedReply, a[3], a[4])
+		return Reservation{}, 0, fmt.Errorf("%w: reserve: refusal %#v, collapsed %#v", ErrUnexpectedReply, a[3], a[4])
 	case r != "" && x[1] == 1:
-		return Reservation{}, fmt.Errorf("%w: reserve: an existing booking refused (%s)", ErrUnexpectedReply, r)
+		return Reservation{}, 0, fmt.Errorf("%w: reserve: an existing booking refused (%s)", ErrUnexpectedReply, r)
 	case collapsed != "" && (r != "" || x[1] == 1):
-		return Reservation{}, fmt.Errorf("%w: reserve: collapsed %q on a refused or existing booking", ErrUnexpectedReply, collapsed)
+		return Reservation{}, 0, fmt.Errorf("%w: reserve: collapsed %q on a refused or existing booking", ErrUnexpectedReply, collapsed)
 	}
 	res := reservation(x[0], x[2], x[1] == 1, Refusal(refused))
 	res.Collapsed = collapsed
-	return res, nil
+	return res, held, nil
 }
 
 // parseStatus reads status.lua's reply: now, then each of the user's sets'

@@ -58,13 +58,15 @@ func TestParseRepliesRejectGarbage(t *testing.T) {
 		{"existing refused", []any{int64(1), int64(1), int64(0), "full", ""}},
 		{"existing collapsed another", []any{int64(1), int64(1), int64(0), "", "m"}},
 		{"refused collapsed another", []any{int64(1), int64(0), int64(0), "late", "m"}},
-		{"too long", []any{int64(1), int64(0), int64(0), "", "", int64(0)}},
+		{"too long", []any{int64(1), int64(0), int64(0), "", "", int64(0), int64(0)}},
+		{"held by a string", []any{int64(1), int64(0), int64(0), "", "", "1001"}},
+		{"existing held", []any{int64(1), int64(1), int64(0), "", "", int64(1001)}},
 		{"new booking before now", int64(999)},
 		{"new booking as a string", "1005"},
 	}
 	for _, g := range reservations {
 		t.Run("reservation/"+g.name, func(t *testing.T) {
-			if _, err := parseReservation(g.v, 1000); !errors.Is(err, ErrUnexpectedReply) {
+			if _, _, err := parseReservation(g.v, 1000); !errors.Is(err, ErrUnexpectedReply) {
 				t.Errorf("parseReservation(%#v) error = %v, want ErrUnexpectedReply", g.v, err)
 			}
 		})
@@ -94,14 +96,17 @@ func TestParseRepliesRejectGarbage(t *testing.T) {
 		t.Errorf("parseDecision(valid) = %+v, %v", d, err)
 	}
 	for _, refused := range []Refusal{"", RefusedFull, RefusedLate, RefusedCollapsed} {
-		if r, err := parseReservation([]any{int64(1005), int64(0), int64(1000), string(refused), ""}, 1000); err != nil || r.Refused != refused || r.Wait != 5*time.Millisecond {
+		if r, _, err := parseReservation([]any{int64(1005), int64(0), int64(1000), string(refused), ""}, 1000); err != nil || r.Refused != refused || r.Wait != 5*time.Millisecond {
 			t.Errorf("parseReservation(valid, %q) = %+v, %v", refused, r, err)
 		}
 	}
-	if r, err := parseReservation([]any{int64(1005), int64(0), int64(1000), "", "old"}, 1000); err != nil || r.Collapsed != "old" {
+	if r, _, err := parseReservation([]any{int64(1005), int64(0), int64(1000), "", "old"}, 1000); err != nil || r.Collapsed != "old" {
 		t.Errorf("parseReservation(valid, collapsed) = %+v, %v", r, err)
 	}
-	if r, err := parseReservation(int64(1005), 1000); err != nil || r.Existing || r.Refused != "" || r.Wait != 5*time.Millisecond || r.Now.UnixMilli() != 1000 {
+	if _, held, err := parseReservation([]any{int64(1005), int64(0), int64(1000), "late", "", int64(1002)}, 1000); err != nil || held != 1002 {
+		t.Errorf("parseReservation(valid, held by 1002) = held %d, %v", held, err)
+	}
+	if r, _, err := parseReservation(int64(1005), 1000); err != nil || r.Existing || r.Refused != "" || r.Wait != 5*time.Millisecond || r.Now.UnixMilli() != 1000 {
 		t.Errorf("parseReservation(new booking) = %+v, %v", r, err)
 	}
 	if s, err := l.parseStatus([]any{int64(1000), int64(1), "m", int64(990), int64(1), "s", int64(995)}, nil); err != nil ||

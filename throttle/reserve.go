@@ -87,10 +87,13 @@ func (l *Redis) takeReservations(cmds []*redis.Cmd, parts [][]booking, out []Res
 					fail(b.i, a[j].(error))
 				}
 			default:
-				var perr error
-				if out[b.i], perr = parseReservation(a[j], now); perr != nil {
+				res, held, perr := parseReservation(a[j], now)
+				if perr != nil {
 					fail(b.i, perr)
+					continue
 				}
+				res.HeldBy = heldName(b.sets, b.quietRule, held)
+				out[b.i] = res
 			}
 		}
 	}
@@ -155,8 +158,9 @@ type booking struct {
 	i                   int // the request's index
 	q                   Request
 	sets                []set
-	quiet               []interval
-	notAfter, notBefore int64 // ms, 0 none
+	quietRule           Quiet      // the request's quiet hours, for HeldBy
+	quiet               []interval // quietRule's intervals the search may meet
+	notAfter, notBefore int64      // ms, 0 none
 }
 
 // plan prepares request i. The quiet intervals start a day before the
@@ -171,7 +175,7 @@ func (l *Redis) plan(i int, q Request) (booking, error) {
 	if l.clock != nil {
 		local = l.clock
 	}
-	b := booking{i: i, q: q, sets: sets, notBefore: notAfterMs(q.NotBefore)}
+	b := booking{i: i, q: q, sets: sets, quietRule: quiet, notBefore: notAfterMs(q.NotBefore)}
 	start := max(local().UnixMilli(), b.notBefore)
 	b.quiet, b.notAfter = window(quiet, q.Location, start-dayMs, start, notAfterMs(q.NotAfter))
 	return b, nil

@@ -38,9 +38,12 @@
 --          the slot, 'full' with slot = the earliest entry after now of
 --          the set at the cap, 'late' with slot = the slot it would have
 --          booked, 'collapsed' with slot = now (a newer push replaced the
---          member, or its key names a push accepted after it); or an
---          error reply when the request's calls failed (e.g. WRONGTYPE),
---          which stops no other.
+--          member, or its key names a push accepted after it), and, for a
+--          new booking held after now or a 'late' one, a sixth element:
+--          what holds the slot (held.go's codes: 1000 x set + rule, both
+--          from 1, a set's gap after its limits; -1 its quiet hours; -2
+--          not-before); or an error reply when the request's calls failed
+--          (e.g. WRONGTYPE), which stops no other.
 --          Then, after the last request's, now (ms), which every request
 --          of the call shares. (A new booking, the common reply, is one
 --          integer: a table of five per request cost Redis building it
@@ -195,6 +198,50 @@ local function empty_for(hr, hc, d)
   return false
 end
 
+-- first_above returns the index of the first of the sorted ts above v
+-- (#ts + 1 when none).
+local function first_above(ts, v)
+  local lo, hi = 1, #ts + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if ts[mid] > v then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end
+
+-- held_code is what rules out instant x, the one just before a slot the
+-- sweep found after its start (held.go): the first rule of bounds, in
+-- order, whose ruled-out intervals (sweep's) hold x, else the quiet
+-- intervals (-1). Only entries within a window or the gap of x can: each
+-- rule looks at those alone. Called only for a held booking with entries
+-- after now.
+local function held_code(bounds, x, qs, qe)
+  for b = 1, #bounds do
+    local ts, r = bounds[b].ts, bounds[b].r
+    local m = #ts
+    for i = 1, r.count do
+      local n, w = r.n[i], r.w[i]
+      local j = first_above(ts, x - w) -- ts[j] + w > x
+      while j + n - 1 <= m and ts[j + n - 1] - w < x do
+        if ts[j + n - 1] - ts[j] < w then
+          return b * 1000 + i
+        end
+        j = j + 1
+      end
+    end
+    if r.gap > 0 then
+      local j = first_above(ts, x - r.gap)
+      if j <= m and ts[j] - r.gap < x then
+        return b * 1000 + r.count + 1
+      end
+    end
+  end
+  for k = 1, #qs do
+    if qs[k] <= x and x < qe[k] then return -1 end
+  end
+  return 0
+end
+
 -- newest returns the score of key's newest entry, or nil.
 local function newest(key)
   local e = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
@@ -285,6 +332,11 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
   end
   local t = now
   if not_before and not_before > t then t = not_before end
+  -- by: what holds the slot (held_code's codes; 0 nothing). Where every
+  -- rule's instants form a ray, the rule that moves t last holds it (the
+  -- first in order on a tie), as held_code would find.
+  local start, by = t, 0
+  if t > now then by = -2 end
   local last -- the home set's newest entry, when read
   if fut == 0 then
     -- Every rule's feasible instants are a ray: the latest start wins. A
@@ -304,7 +356,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
       end
       if c >= n then
         local ti = tonumber(redis.call('ZREVRANGE', home, n - 1, n - 1, 'WITHSCORES')[2]) + hr.w[i]
-        if ti > t then t = ti end
+        if ti > t then t, by = ti, 1000 + i end
       end
     end
     local read_last = false
@@ -321,7 +373,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
             c = redis.call('ZCOUNT', key, r.from_s[i], '+inf')
             if c >= n then
               local ti = tonumber(redis.call('ZREVRANGE', key, n - 1, n - 1, 'WITHSCORES')[2]) + w
-              if ti > t then t = ti end
+              if ti > t then t, by = ti, b * 1000 + i end
             end
           end
         end
@@ -333,12 +385,12 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
         if last and last + r.gap > t then
           local lb = last
           if b > 1 then lb = newest(key) end
-          if lb and lb + r.gap > t then t = lb + r.gap end
+          if lb and lb + r.gap > t then t, by = lb + r.gap, b * 1000 + r.count + 1 end
         end
       end
     end
     for k = 1, #qs do
-      if qs[k] <= t and t < qe[k] then t = qe[k] end
+      if qs[k] <= t and t < qe[k] then t, by = qe[k], -1 end
     end
   else
     -- The member may hold one of the bookings after now (a held push
@@ -356,6 +408,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
     end
     last = bounds[1].ts[#bounds[1].ts]
     t = L.sweep(bounds, t, qs, qe, nil)
+    if t > start then by = held_code(bounds, t - 1, qs, qe) end
   end
   if not_after and t > not_after then
     if not looked then
@@ -365,7 +418,7 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
       end
     end
     put_back(keys, old, old_at)
-    return {t, 0, now, 'late', ''}
+    return {t, 0, now, 'late', '', by}
   end
   local trim = (now + tick + (string.byte(member, -1) or 0)) % 8 == 0
   if trim then
@@ -426,7 +479,10 @@ local function reserve(keys, rs, ckey, member, not_after, not_before, category, 
     end
   end
   if old then
-    return {t, 0, now, '', old}
+    return {t, 0, now, '', old, by}
+  end
+  if by ~= 0 then
+    return {t, 0, now, '', '', by}
   end
   return t
 end

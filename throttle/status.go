@@ -15,6 +15,12 @@ func (c *compiled) status(sets map[string][]Entry, now int64, loc *time.Location
 		return out
 	}
 	at := ms(now)
+	heldEntries(sets[""], &c.global, now)
+	for _, name := range c.names {
+		if k := c.cats[name]; k.hasSet() {
+			heldEntries(sets[name], &k.r, now)
+		}
+	}
 	s := Status{Now: at, Entries: sets[""], Remaining: c.global.remaining(ts(""), now), Counts: c.global.counts(ts(""), now), Quiet: c.quiet.Contains(at, loc)}
 	s.NextAllowed = ms(c.next("", ts, now, loc))
 	for _, name := range c.names {
@@ -40,4 +46,27 @@ func (c *compiled) next(cat string, ts func(string) []int64, now int64, loc *tim
 		bs[i] = bound{r: s.r, ts: ts(s.cat)}
 	}
 	return nextOpen(bs, quiet, loc, now)
+}
+
+// heldEntries sets HeldBy on each of es (one set's entries, oldest first)
+// after now: the first of r's rules that rules out the instant just before
+// it among the other entries.
+func heldEntries(es []Entry, r *rules, now int64) {
+	ts := make([]int64, len(es))
+	for k, e := range es {
+		ts[k] = e.At.UnixMilli()
+	}
+	others := make([]int64, 0, len(ts))
+	for k, t := range ts {
+		if t <= now {
+			continue
+		}
+		others = append(append(others[:0], ts[:k]...), ts[k+1:]...)
+		for i := range len(r.n) + 1 {
+			if !r.ok(others, t-1, i) {
+				es[k].HeldBy = r.names[i]
+				break
+			}
+		}
+	}
 }

@@ -130,6 +130,11 @@ func late(atMs, waitMs int64) throttle.Reservation {
 
 var equateEmpty = cmpopts.EquateEmpty()
 
+// heldByAside leaves Reservation.HeldBy out of the step tables' checks:
+// the random traces check it on every booking against the model, and
+// testPolicies names it where a table means to.
+var heldByAside = cmpopts.IgnoreFields(throttle.Reservation{}, "HeldBy")
+
 func foldStatus(s throttle.Status, base int64) status {
 	out := status{Remaining: s.Remaining, Next: s.NextAllowed.UnixMilli() - base, Quiet: s.Quiet, Entries: foldEntries(s.Entries, base)}
 	for _, c := range s.Categories {
@@ -328,7 +333,7 @@ func testSteps(t *testing.T, newLimiter newLimiterFunc) {
 					w.Now = at(s.at)
 					want = w
 				}
-				if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
+				if diff := cmp.Diff(want, got, equateEmpty, heldByAside); diff != "" {
 					t.Fatalf("step %d (%s %s at %d): -want +got:\n%s", i, s.op, s.member, s.at, diff)
 				}
 			}
@@ -452,7 +457,7 @@ func testRefusals(t *testing.T, newLimiter newLimiterFunc) {
 					w.Now = at(s.at)
 					want = w
 				}
-				if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
+				if diff := cmp.Diff(want, got, equateEmpty, heldByAside); diff != "" {
 					t.Fatalf("step %d (%s %s at %d): -want +got:\n%s", i, s.op, s.member, s.at, diff)
 				}
 			}
@@ -515,7 +520,7 @@ func testBatch(t *testing.T, newLimiter newLimiterFunc) {
 		for i := range want {
 			want[i].Now = at(0)
 		}
-		if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
+		if diff := cmp.Diff(want, got, equateEmpty, heldByAside); diff != "" {
 			t.Errorf("-want +got:\n%s", diff)
 		}
 	})
@@ -532,7 +537,7 @@ func testBatch(t *testing.T, newLimiter newLimiterFunc) {
 		for i := range want {
 			want[i].Now = at(0)
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := cmp.Diff(want, got, heldByAside); diff != "" {
 			t.Errorf("-want +got:\n%s", diff)
 		}
 	})
@@ -559,7 +564,7 @@ func testBatch(t *testing.T, newLimiter newLimiterFunc) {
 		for i := range want {
 			want[i].Now = at(0)
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := cmp.Diff(want, got, heldByAside); diff != "" {
 			t.Errorf("-want +got:\n%s", diff)
 		}
 		st, err := l.Status(context.Background(), "u", nil)

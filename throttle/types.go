@@ -84,6 +84,14 @@ type Reservation struct {
 	// Refused is why nothing was booked for a new member; empty when the
 	// member holds the slot At (booked now or, with Existing, before).
 	Refused Refusal
+	// HeldBy names what holds a new booking's slot, or a RefusedLate
+	// one's, after now: the rule that rules out the instant just before
+	// At, as DeniedBy names it ("10/1m", "min-gap 3s", a category's
+	// "marketing 2/1d"; the request's sets in order, limits before the
+	// gap), else its quiet hours ("quiet 22:00-08:00"), or HeldBySendAt
+	// when At is the request's NotBefore. Empty when At is now, and on an
+	// Existing, RefusedFull or RefusedCollapsed answer (held.go).
+	HeldBy string
 	// Collapsed is the member of the held booking this one replaced: the
 	// same user's booking of the same Category and CollapseKey, more than
 	// Options.CollapseMargin ahead, removed by this Reserve. Empty when
@@ -158,6 +166,12 @@ type Held struct {
 type Entry struct {
 	Member string
 	At     time.Time
+	// HeldBy, in a Status, names for an entry after Now the rule of its
+	// set that rules out the instant just before it among the set's other
+	// entries, as Reservation.HeldBy names a rule; empty when none does
+	// (its quiet hours or send_at held it, or the entries that did are
+	// gone), and for an entry at or before Now.
+	HeldBy string
 }
 
 // Status describes one user's state.

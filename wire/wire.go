@@ -206,6 +206,9 @@ type RuleRemaining struct {
 type ThrottleEntry struct {
 	Member string    `json:"member"`
 	At     time.Time `json:"at"`
+	// HeldBy names, for a booking, the rule that holds it (absent when
+	// none of the rules among the other entries does).
+	HeldBy string `json:"held_by,omitempty"`
 }
 
 // ThrottleReset is the answer to DELETE /v1/users/{id}/throttle (the

@@ -170,8 +170,19 @@ func (w *Worker) book(ctx context.Context, a *App, items []bookItem, how bookHow
 		}
 		b.res = nil
 	}
+	for k := range b.res {
+		// A slot at its request's NotBefore is held by the send rate when
+		// the turn the rate granted set that (requestOf).
+		if it := items[k]; b.res[k].HeldBy == throttle.HeldBySendAt && it.paced.After(it.d.Content.NotBefore()) {
+			b.res[k].HeldBy = heldByMaxRate
+		}
+	}
 	return b
 }
+
+// heldByMaxRate names the app's max_rate as what holds a slot (the turn
+// its send rate granted), beside throttle.Reservation.HeldBy's rules.
+const heldByMaxRate = "max_rate"
 
 // foundBooking is the booking of how.found's slots, taken as found at
 // now, when every one of them can be placed on the limiter's clock.

@@ -66,6 +66,9 @@ type planned struct {
 	slot time.Time
 	// wait is slot - now (stepWait, stepDefer).
 	wait time.Duration
+	// heldBy names the limiter's rule that holds the slot
+	// (throttle.Reservation.HeldBy; stepWait, stepDefer, stepExpire).
+	heldBy string
 }
 
 // plan decides what reservation r means at now. mid is the local instant
@@ -82,7 +85,7 @@ func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, delive
 	case throttle.RefusedFull:
 		return planned{step: stepFull}
 	case throttle.RefusedLate:
-		return planned{step: stepExpire}
+		return planned{step: stepExpire, heldBy: r.HeldBy}
 	case throttle.RefusedCollapsed:
 		return planned{step: stepCollapsed}
 	}
@@ -100,16 +103,16 @@ func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, delive
 		return planned{step: stepRebook}
 	}
 	if !deadline.IsZero() && !slot.Before(deadline) {
-		return planned{step: stepExpire}
+		return planned{step: stepExpire, heldBy: r.HeldBy}
 	}
 	wait := slot.Sub(now)
 	switch {
 	case wait <= 0:
 		return planned{step: stepSend, slot: slot}
 	case wait <= maxInlineWait:
-		return planned{step: stepWait, slot: slot, wait: wait}
+		return planned{step: stepWait, slot: slot, wait: wait, heldBy: r.HeldBy}
 	}
-	return planned{step: stepDefer, slot: slot, wait: wait}
+	return planned{step: stepDefer, slot: slot, wait: wait, heldBy: r.HeldBy}
 }
 
 // holder is who routes a plan (routePlan): what it does itself, and what it

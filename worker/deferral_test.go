@@ -262,7 +262,8 @@ func TestSenderLateForSendByCountsLate(t *testing.T) {
 }
 
 // TestDeferralIsLoggedWithItsSlot: at info level, a deferred delivery says
-// for which user and until which slot, so the log shows a user's pacing.
+// for which user, until which slot and held by which rule, so the log
+// shows a user's pacing and why.
 func TestDeferralIsLoggedWithItsSlot(t *testing.T) {
 	var mu sync.Mutex
 	var buf bytes.Buffer
@@ -294,6 +295,9 @@ func TestDeferralIsLoggedWithItsSlot(t *testing.T) {
 		if rec["level"] != "INFO" || rec["user_id"] != "u-pace" || err != nil || rec["wait"] == nil {
 			t.Errorf("deferred line %s: want level INFO, user_id u-pace, an RFC 3339 slot and the wait", line)
 		}
+		if rec["rule"] != "min-gap 3s" {
+			t.Errorf("deferred line %s: rule %v, want min-gap 3s", line, rec["rule"])
+		}
 		if until := time.Until(slot); until > 3*time.Second {
 			t.Errorf("slot %s is %s away, want within the 3 s gap", slot, until)
 		}
@@ -304,3 +308,40 @@ func TestDeferralIsLoggedWithItsSlot(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestExpiryBeforeItsSlotNamesTheRule: a delivery dropped as expired
+// because its earliest slot is past its deadline, which may still be
+// hours ahead, says which rule's slot that is, so an early "expired"
+// explains itself.
+func TestExpiryBeforeItsSlotNamesTheRule(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	logs := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})
+	e := newEnv(t, envOptions{limits: "100/1m", gap: "10s", logs: logs})
+	e.waitDone(e.submit(alertJob("gap-1", "1", apnsRecipient("u-gap", apnsToken("gap")))), 10*time.Second)
+	late := alertJob("gap-2", "2", apnsRecipient("u-gap", apnsToken("gap")))
+	late.TTL = payload.Duration(2 * time.Second)
+	if st := e.waitDone(e.submit(late), 10*time.Second); st.Counts[stateExpired] != 1 {
+		t.Fatalf("counts %v, want the second push expired", st.Counts)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if !strings.Contains(line, "delivery expires before its slot") {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec["user_id"] != "u-gap" || rec["rule"] != "min-gap 10s" || rec["slot"] == nil {
+			t.Errorf("expiry line %s: want user_id u-gap, rule min-gap 10s and the slot", line)
+		}
+		return
+	}
+	t.Errorf("no \"delivery expires before its slot\" line in:\n%s", buf.String())
+}

@@ -192,6 +192,11 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		w.countPlan(app, p, res)
 		switch rt := routePlan(p, byDelivery); rt.move {
 		case moveDrop:
+			if rt.reason == stateExpired && p.heldBy != "" {
+				// Its deadline may be hours ahead: say which rule's slot is past it.
+				w.log.Info("delivery expires before its slot", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID,
+					"slot", res.At.UTC().Format(time.RFC3339Nano), "rule", p.heldBy)
+			}
 			return false, w.drop(ctx, d, st, rt.reason)
 		case moveRebook:
 			return true, w.release(ctx, "late", failureReturned, a.n, d)
@@ -339,9 +344,15 @@ func withDeadline(attrs []any, deadline time.Time) []any {
 	return append(attrs, "deadline", deadline)
 }
 
-// logDeferred says, at info level, that d waits for its booked slot: the
-// line that shows a user's pacing in the log.
+// logDeferred says, at info level, that d waits for its booked slot, and
+// the rule that holds it: the line that shows a user's pacing in the log.
+// A slot booked before (a held push woken) names no rule: the limiter
+// says which only when it books.
 func (w *Worker) logDeferred(d *delivery, p planned) {
-	w.log.Info("delivery deferred until its slot", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID,
-		"slot", p.slot.UTC().Format(time.RFC3339Nano), "wait", p.wait.Round(time.Millisecond))
+	attrs := []any{"delivery", d.member(), "app", d.appName(), "user_id", d.UserID,
+		"slot", p.slot.UTC().Format(time.RFC3339Nano), "wait", p.wait.Round(time.Millisecond)}
+	if p.heldBy != "" {
+		attrs = append(attrs, "rule", p.heldBy)
+	}
+	w.log.Info("delivery deferred until its slot", attrs...)
 }

@@ -428,3 +428,33 @@ func TestPacedHeldRecipientKeepsEveryTurn(t *testing.T) {
 		t.Errorf("the next free turn is %v, want %v: the return asked for turns again", next, second.Add(time.Second/rate))
 	}
 }
+
+// TestPacedBookingIsHeldByMaxRate: a booking whose NotBefore is the turn
+// its app's send rate granted, later than its send_at, is held by
+// max_rate, not by a send_at; one at its own send_at is send_at's.
+func TestPacedBookingIsHeldByMaxRate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{apps: pacedApp(t, "paced", 1, 0), noRun: true})
+	app, ok := e.w.apps.Get("paced")
+	if !ok {
+		t.Fatal("no app paced")
+	}
+	now := time.Now()
+	sendAt := now.Add(time.Hour)
+	turn := now.Add(10 * time.Second)
+	paced := delivery{Job: redistest.Prefix(t) + "p", UserID: "u-paced", Priority: payload.PriorityNormal, AcceptedAt: now,
+		Content: payload.Content{App: "paced"}, Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken("p")}}}
+	scheduled := paced
+	scheduled.Job, scheduled.UserID = redistest.Prefix(t)+"s", "u-sched"
+	scheduled.Content.SendAt = &sendAt
+	b := e.w.book(t.Context(), app, []bookItem{{d: &paced, paced: turn}, {d: &scheduled, paced: turn}}, bookHow{})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	if got := b.res[0].HeldBy; got != heldByMaxRate {
+		t.Errorf("a booking at its paced turn: HeldBy %q, want %q", got, heldByMaxRate)
+	}
+	if got := b.res[1].HeldBy; got != throttle.HeldBySendAt {
+		t.Errorf("a booking at its send_at, after its turn: HeldBy %q, want %q", got, throttle.HeldBySendAt)
+	}
+}

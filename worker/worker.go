@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/semaphore"
 
@@ -134,6 +135,10 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Logger receives the worker's logs (default: discard).
 	Logger *slog.Logger
+	// Metrics are collectors served beside the worker's own on
+	// MetricsHandler: the process's Redis client's (setup's
+	// redismetrics.Hook).
+	Metrics []prometheus.Collector
 	// Clock is the time the worker decides by (default: the system
 	// clock); the limiter keeps its own (clock.go).
 	Clock Clock
@@ -319,6 +324,11 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.client.m = m
 	w.client.apps = apps
 	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger), newConnCollector(apps), apps.reloads, newAppWaitCollector(&w.appWaits, w.now))
+	for _, c := range o.Metrics {
+		if err := m.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("worker: Options.Metrics: %w", err)
+		}
+	}
 	return w, nil
 }
 

@@ -238,7 +238,11 @@ func renderRules(w io.Writer, indent string, now time.Time, loc *time.Location, 
 			if loc != nil {
 				local = "\t" + e.At.In(loc).Format("15:04:05") + " " + loc.String()
 			}
-			fmt.Fprintf(tw, "%s  %s\tin %s%s\t%s\n", indent, e.At.UTC().Format("15:04:05.000"), roundDur(e.At.Sub(now)), local, e.Member)
+			rule := ""
+			if e.HeldBy != "" {
+				rule = "\theld by " + e.HeldBy
+			}
+			fmt.Fprintf(tw, "%s  %s\tin %s%s\t%s%s\n", indent, e.At.UTC().Format("15:04:05.000"), roundDur(e.At.Sub(now)), local, e.Member, rule)
 		}
 		_ = tw.Flush()
 	}

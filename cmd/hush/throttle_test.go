@@ -83,7 +83,8 @@ const statusJSON = `{
       "held": [
         {
           "member": "promo-7/0",
-          "at": "2026-11-22T08:00:00Z"
+          "at": "2026-11-22T08:00:00Z",
+          "held_by": "marketing 2/1d"
         }
       ],
       "entries": [
@@ -147,7 +148,7 @@ category marketing (rules 2/1d,1/4h@1h quiet=21:00-09:00)
     2/1d  1 sent  1 booked  0 more
     1/4h  1 sent  0 booked  0 more
   held (1, each until its slot):
-    08:00:00.000  in 9h19m50s  09:00:00 Europe/Berlin  promo-7/0
+    08:00:00.000  in 9h19m50s  09:00:00 Europe/Berlin  promo-7/0  held by marketing 2/1d
   recent sends and bookings (2, oldest first):
     21:10:00.000  1h30m10s ago          promo-6/0
     08:00:00.000  in 9h19m50s (booked)  promo-7/0

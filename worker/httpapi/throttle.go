@@ -105,7 +105,7 @@ func rulesRemaining(limits []throttle.Limit, remaining []int, counts []throttle.
 func entries(es []throttle.Entry) []wire.ThrottleEntry {
 	out := []wire.ThrottleEntry{}
 	for _, e := range es {
-		out = append(out, wire.ThrottleEntry{Member: e.Member, At: e.At})
+		out = append(out, wire.ThrottleEntry{Member: e.Member, At: e.At, HeldBy: e.HeldBy})
 	}
 	return out
 }
@@ -115,7 +115,7 @@ func held(es []throttle.Entry, now time.Time) []wire.ThrottleEntry {
 	out := []wire.ThrottleEntry{}
 	for _, e := range es {
 		if e.At.After(now) {
-			out = append(out, wire.ThrottleEntry{Member: e.Member, At: e.At})
+			out = append(out, wire.ThrottleEntry{Member: e.Member, At: e.At, HeldBy: e.HeldBy})
 		}
 	}
 	return out
