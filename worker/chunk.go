@@ -291,7 +291,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			} else {
 				handoffs = append(handoffs, handoff{i: i})
 			}
-		case c.expired(now), st.attempts[i] != (attempts{}), slices.ContainsFunc(st.devices[i], func(s string) bool { return s != "" }):
+		case c.expired(now), st.attempts[i].begun(), slices.ContainsFunc(st.devices[i], func(s string) bool { return s != "" }):
 			handoffs = append(handoffs, handoff{i: i}) // its delivery task knows
 		case st.cancelled:
 			cancel = append(cancel, i)

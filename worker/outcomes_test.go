@@ -123,6 +123,36 @@ func TestRetrySendsOnlyToUndeliveredDevices(t *testing.T) {
 	}
 }
 
+// TestRetriesAfterADeliveryGiveTheirBookingsBack: once one device of a
+// recipient has the push, a later attempt refused by the provider reached
+// nobody: its booking goes back, and only the bookings the pushes went out
+// under stay in the user's rules.
+func TestRetriesAfterADeliveryGiveTheirBookingsBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ok, busy := apnsToken("kept-ok"), apnsToken("kept-busy")
+	e.apns.Script(busy, fake.TooMany(0), fake.TooMany(0), fake.OK())
+	st := e.waitDone(e.submit(alertJob("kept", "k", apnsRecipient("u-1", ok, busy))), 30*time.Second)
+	if diff := cmp.Diff(counts(1, 0, 0, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if n := len(requestsFor(e.apns.Requests(), busy)); n != 3 {
+		t.Fatalf("throttled device got %d requests, want 3 (429, 429, OK)", n)
+	}
+	for _, tt := range []struct {
+		member string
+		want   bool
+	}{
+		{"kept/0", true},    // the first device's push, and the first 429
+		{"kept/0#1", false}, // the second 429: nobody reached
+		{"kept/0#2", true},  // the second device's push
+	} {
+		if got := e.hasEntry("u-1", tt.member); got != tt.want {
+			t.Errorf("limiter holds %s: %v, want %v", tt.member, got, tt.want)
+		}
+	}
+}
+
 func TestProviderThrottlingIsNotAFailure(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{maxRetry: 0})

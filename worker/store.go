@@ -112,6 +112,10 @@ func devField(recipient, device int) string {
 	return strconv.Itoa(recipient) + "/" + strconv.Itoa(device)
 }
 
+// pushedField is the device hash field beside a delivered device's state
+// field (devField) that holds the attempt its push went out under.
+func pushedField(field string) string { return field + "/n" }
+
 // The job store is the Redis records of jobs (their keys are listed in
 // doc.go):
 //
@@ -650,15 +654,24 @@ type recipientState struct {
 	readAt    time.Time
 }
 
-// recipient reads recipient i's final state, device states and attempts,
-// and whether the job was cancelled, in one round trip.
+// recipient reads recipient i's final state, device states and attempts
+// (with, for a recipient of several devices, the attempts its delivered
+// devices got the push under), and whether the job was cancelled, in one
+// round trip.
 func (s store) recipient(ctx context.Context, id string, i, devices int) (recipientState, error) {
 	var rc *redis.StringCmd
-	var dc, hc *redis.SliceCmd
+	var dc, hc, uc *redis.SliceCmd
 	readAt := s.now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		rc = p.HGet(ctx, recpKey(id), strconv.Itoa(i))
 		dc = p.HMGet(ctx, devKey(id), appendRecipientFields(nil, i, devices)...)
+		if devices > 1 {
+			fields := make([]string, devices)
+			for d := range devices {
+				fields[d] = pushedField(devField(i, d))
+			}
+			uc = p.HMGet(ctx, devKey(id), fields...)
+		}
 		hc = queueHead(ctx, p, id)
 		return nil
 	})
@@ -676,8 +689,31 @@ func (s store) recipient(ctx context.Context, id string, i, devices int) (recipi
 	if len(vals) != devices+nAttemptFields {
 		return recipientState{}, fmt.Errorf("read state of %s/%d: %d fields for %d devices", id, i, len(vals), devices)
 	}
-	return recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:]),
-		cancelled: cancelled, readAt: readAt}, nil
+	st := recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:]),
+		cancelled: cancelled, readAt: readAt}
+	if uc != nil {
+		st.attempts.pushedUnder = pushedUnder(st.devices, uc.Val())
+	}
+	return st, nil
+}
+
+// pushedUnder reads the attempts delivered devices (states) got the push
+// under (pushedField's values, as HMGET answers them): -1 where none is
+// recorded.
+func pushedUnder(states []string, vals []any) []int {
+	out := make([]int, len(states))
+	for j := range out {
+		out[j] = -1
+		if j >= len(vals) || states[j] != stateDelivered {
+			continue
+		}
+		if s, ok := vals[j].(string); ok {
+			if n, err := strconv.Atoi(s); err == nil {
+				out[j] = n
+			}
+		}
+	}
+	return out
 }
 
 // nextAttempt records that recipient i's attempt a.n ended and another
