@@ -296,6 +296,10 @@ type attempts struct {
 	n int
 	// failures counts attempts that ended in a transient failure.
 	failures int
+	// refusals counts attempts a provider refused: throttled, or failed
+	// transiently. The backoff grows with it, not with n, which counts
+	// attempts whose devices were left late for their slot too.
+	refusals int
 	// throttledSince is when a provider first throttled the delivery (zero:
 	// never).
 	throttledSince time.Time
@@ -417,7 +421,7 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 			return verdict{act: actFail, state: failedOr(delivered),
 				cause: fmt.Errorf("throttled by the provider (%s) for %s, HUSH_MAX_THROTTLED is %s", reason, spent.Round(time.Second), p.maxThrottled)}
 		}
-		delay, past := retryAfterOr(throttled, a.n, now, until, a.throttledSince, p.maxThrottled)
+		delay, past := retryAfterOr(throttled, a.refusals, now, until, a.throttledSince, p.maxThrottled)
 		if past {
 			return verdict{act: actFail, state: failedOr(delivered),
 				cause: fmt.Errorf("throttled by the provider (%s), who asks to wait %s, past HUSH_MAX_THROTTLED (%s)", reason, throttled.RetryAfter, p.maxThrottled)}
@@ -434,7 +438,7 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 			return verdict{act: actFail, state: failedOr(delivered),
 				cause: fmt.Errorf("giving up after %d retries: %w", a.failures, cause)}
 		}
-		delay, _ := retryAfterOr(transient, a.n, now, until, time.Time{}, 0)
+		delay, _ := retryAfterOr(transient, a.refusals, now, until, time.Time{}, 0)
 		return verdict{act: actRetry, transient: true, release: called && released && !carried,
 			delay: delay, cause: cause}
 	case called && !released, carried:
@@ -450,7 +454,8 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 }
 
 // retryAfterOr is the one home of a retry's delay: the provider's
-// Retry-After, else the backoff for attempt n, clamped so the retry runs
+// Retry-After, else the backoff after n refusals (attempts.refusals),
+// clamped so the retry runs
 // no later than until (the delivery's deadline or its records' end,
 // retryUntil), where it ends in its final state (expired) rather than
 // waiting past it. past reports a throttled retry (throttledSince set)

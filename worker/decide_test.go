@@ -175,6 +175,9 @@ func TestJudge(t *testing.T) {
 		{"every token dead: slot back", []string{"", ""}, []*providers.Result{dead, dead}, attempts{}, false, verdict{act: actDone, state: stateTokenInvalid, release: true}, 0},
 		{"recorded earlier, nothing sent now", []string{stateDelivered, stateTokenInvalid}, []*providers.Result{nil, nil}, attempts{}, false, verdict{act: actDone, state: stateDelivered}, 0},
 		{"throttled, nothing delivered: slot back, backoff of attempt 0", []string{""}, []*providers.Result{busy}, attempts{}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
+		{"throttled after attempts left late: the backoff of no refusal", []string{""}, []*providers.Result{busy}, attempts{n: 8}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
+		{"throttled after three refusals: their backoff", []string{""}, []*providers.Result{busy}, attempts{n: 8, refusals: 3}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
+		{"transient after attempts left late: the backoff of no refusal", []string{""}, []*providers.Result{down}, attempts{n: 8}, false, verdict{act: actRetry, transient: true, release: true}, -1},
 		{"throttled with Retry-After", []string{""}, []*providers.Result{busyFor(7 * time.Second)}, attempts{n: 3}, false, verdict{act: actRetry, throttled: true, release: true}, 7 * time.Second},
 		{"throttled beside a delivered device keeps the slot", []string{"", ""}, []*providers.Result{ok, busy}, attempts{}, false, verdict{act: actRetry, throttled: true}, -1},
 		{"throttled past HUSH_MAX_THROTTLED fails", []string{""}, []*providers.Result{busy}, attempts{n: 9, throttledSince: now.Add(-time.Hour)}, false, verdict{act: actFail, state: stateFailed}, 0},
@@ -205,10 +208,10 @@ func TestJudge(t *testing.T) {
 				t.Errorf("judge = %+v, want %+v", got, tt.want)
 			}
 			switch {
-			case tt.delay < 0: // backoff(a.n): full jitter on the upper half
-				lim := min(time.Second<<tt.a.n, 5*time.Minute)
+			case tt.delay < 0: // backoff(a.refusals): full jitter on the upper half
+				lim := min(time.Second<<tt.a.refusals, 5*time.Minute)
 				if got.delay < lim/2 || got.delay > lim {
-					t.Errorf("delay %s, want backoff(%d) in [%s, %s]", got.delay, tt.a.n, lim/2, lim)
+					t.Errorf("delay %s, want backoff(%d) in [%s, %s]", got.delay, tt.a.refusals, lim/2, lim)
 				}
 			case got.delay != tt.delay:
 				t.Errorf("delay %s, want %s", got.delay, tt.delay)
@@ -250,20 +253,21 @@ func TestCarries(t *testing.T) {
 	}
 }
 
-// TestBackoffGrowsWithTheAttempt: hush's own attempt count drives the
-// backoff (Asynq's count stays 0 for retries that are not failures).
-func TestBackoffGrowsWithTheAttempt(t *testing.T) {
+// TestBackoffGrowsWithTheRefusals: hush's own count of provider refusals
+// drives the backoff (Asynq's count stays 0 for retries that are not
+// failures, and attempts left late for their slot are no refusals).
+func TestBackoffGrowsWithTheRefusals(t *testing.T) {
 	busy := &providers.Result{Outcome: providers.Throttled, StatusCode: 429}
 	now := time.Now()
 	var prevMax time.Duration
 	for n := range 10 {
-		v := judge([]string{""}, []*providers.Result{busy}, attempts{n: n}, retryPolicy{maxThrottled: time.Hour}, now, time.Time{}, false)
+		v := judge([]string{""}, []*providers.Result{busy}, attempts{n: 2 * n, refusals: n}, retryPolicy{maxThrottled: time.Hour}, now, time.Time{}, false)
 		lim := min(time.Second<<n, 5*time.Minute)
 		if v.delay < lim/2 || v.delay > lim {
-			t.Errorf("attempt %d: delay %s, want in [%s, %s]", n, v.delay, lim/2, lim)
+			t.Errorf("%d refusals: delay %s, want in [%s, %s]", n, v.delay, lim/2, lim)
 		}
 		if lim < prevMax {
-			t.Errorf("attempt %d: bound %s shrank from %s", n, lim, prevMax)
+			t.Errorf("%d refusals: bound %s shrank from %s", n, lim, prevMax)
 		}
 		prevMax = lim
 	}

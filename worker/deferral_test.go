@@ -261,16 +261,23 @@ func TestSenderLateForSendByCountsLate(t *testing.T) {
 	}
 }
 
-// lateFor is a sender that finds its first late pushes to token late for
-// their SendBy and sends every other push through the real sender.
+// lateFor is a sender that finds the first late[token] pushes to each
+// token late for their SendBy and sends every other push through the real
+// sender.
 type lateFor struct {
 	Sender
-	token string
-	late  atomic.Int32
+	mu   sync.Mutex
+	late map[string]int
 }
 
 func (s *lateFor) Send(ctx context.Context, p providers.Push) providers.Result {
-	if p.Token == s.token && s.late.Add(-1) >= 0 {
+	s.mu.Lock()
+	late := s.late[p.Token] > 0
+	if late {
+		s.late[p.Token]--
+	}
+	s.mu.Unlock()
+	if late {
 		return providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: fmt.Errorf("apns: %w", providers.ErrNotSent)}
 	}
 	return s.Sender.Send(ctx, p)
@@ -285,9 +292,7 @@ func TestLateAfterADeliveryGivesItsBookingBack(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	ok, slow := apnsToken("late-ok"), apnsToken("late-slow")
 	app, _ := e.w.apps.Get(DefaultApp)
-	lf := &lateFor{Sender: app.Senders[payload.APNs], token: slow}
-	lf.late.Store(3)
-	app.Senders[payload.APNs] = lf
+	app.Senders[payload.APNs] = &lateFor{Sender: app.Senders[payload.APNs], late: map[string]int{slow: 3}}
 	e.start()
 	t.Cleanup(e.shutdown)
 	st := e.waitDone(e.submit(alertJob("late-after", "l", apnsRecipient("u-1", ok, slow))), 20*time.Second)

@@ -53,7 +53,7 @@
 //	                      recipient "<i>/a" (attempts made), "<i>/f"
 //	                      (transient failures), "<i>/t" (when a provider
 //	                      first throttled it, Unix ms), "<i>/p" (a paced
-//	                      send time)
+//	                      send time), "<i>/r" (provider refusals)
 //	hush:done:{<tag>}:<width>:<bucket>
 //	                      hash: job id -> a finished job's compact status;
 //	                      a job's three keys above are deleted when it
