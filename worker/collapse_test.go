@@ -1,9 +1,15 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
@@ -105,5 +111,84 @@ func TestCollapseKeysArePerApp(t *testing.T) {
 	}
 	if r, _ := b.book(b.push("shop", "newer", 3*time.Second), 0); r.Collapsed != memberOf("held", 0, 0) {
 		t.Errorf("shop's newer push collapsed %q, want shop's held push", r.Collapsed)
+	}
+}
+
+// collapseInside books through the env's limiter and, the first time a
+// booking of member comes back, runs inside before handing it back: the
+// moment between a push's booking and the write of its held marker.
+type collapseInside struct {
+	*recordingLimiter
+	member string
+	inside func()
+	once   sync.Once
+}
+
+func (l *collapseInside) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([]throttle.Reservation, error) {
+	return l.ReserveBatchWith(ctx, reqs, nil)
+}
+
+func (l *collapseInside) ReserveBatchWith(ctx context.Context, reqs []throttle.Request, queue func(redis.Pipeliner)) ([]throttle.Reservation, error) {
+	rs, err := l.recordingLimiter.ReserveBatchWith(ctx, reqs, queue)
+	if slices.ContainsFunc(reqs, func(r throttle.Request) bool { return r.Member == l.member }) {
+		l.once.Do(l.inside)
+	}
+	return rs, err
+}
+
+// TestCollapsedBeforeItsHeldMarkerEndsAtOnce: a held push that a newer
+// push of its collapse key collapses after its booking and before its held
+// marker is written (so the newer push's wake finds no task to wake) ends
+// collapsed when its run has written the marker, not at its slot a minute
+// later.
+func TestCollapsedBeforeItsHeldMarkerEndsAtOnce(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var logs bytes.Buffer
+	var e *env
+	lim := &collapseInside{member: "c-old/0"}
+	lim.inside = func() {
+		newer := alertJob("c-new", "new", apnsRecipient("u-c", apnsToken("c-new")))
+		newer.CollapseKey = "score"
+		e.submit(newer)
+		// The newer push has booked, collapsed this one and tried to wake
+		// it: no marker names its task yet.
+		waitFor(t, 10*time.Second, "the newer push's wake", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return strings.Contains(logs.String(), "held push collapsed by a newer one")
+		})
+	}
+	e = newEnv(t, envOptions{gap: "1m",
+		logs: writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}),
+		wrap: func(l Limiter) Limiter { lim.recordingLimiter = l.(*recordingLimiter); return lim }})
+	e.waitDone(e.submit(alertJob("c-first", "first", apnsRecipient("u-c", apnsToken("c-first")))), 10*time.Second)
+	old := alertJob("c-old", "old", apnsRecipient("u-c", apnsToken("c-old")))
+	old.CollapseKey = "score"
+	e.submit(old)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "c-old") || strings.Contains(l, "collapse") {
+				t.Log(l)
+			}
+		}
+	})
+	// Its slot is the gap, a minute, after c-first's push: left to its
+	// slot, it would still be pending long after this wait.
+	waitFor(t, 20*time.Second, "c-old collapsed", func() bool {
+		st, err := e.client.Status(t.Context(), "c-old")
+		return err == nil && st.Counts[stateCollapsed] == 1
+	})
+	if got := len(requestsFor(e.apns.Requests(), apnsToken("c-old"))); got != 0 {
+		t.Errorf("the collapsed push was sent %d times", got)
 	}
 }

@@ -202,6 +202,11 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d), d.ttl()); err != nil {
 				return false, err
 			}
+			if w.collapsedSince(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}})[0] {
+				// Collapsed before its marker was written: no wake
+				// reached this running task.
+				return false, w.drop(ctx, d, st, stateCollapsed)
+			}
 			w.logDeferred(d, p)
 			return false, &DeferError{Delay: rt.delay}
 		}
