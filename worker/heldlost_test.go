@@ -22,7 +22,7 @@ import (
 // With after set, the job task's re-run (its start.lua call) waits until
 // after holds (or 20 s): the held task may have run and ended by then.
 type heldCreationLost struct {
-	job   string
+	job    string
 	lost   atomic.Bool
 	after  func() bool
 	waited atomic.Int64 // how long the re-run waited for after
