@@ -13,6 +13,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
 )
 
@@ -190,5 +191,62 @@ func TestCollapsedBeforeItsHeldMarkerEndsAtOnce(t *testing.T) {
 	})
 	if got := len(requestsFor(e.apns.Requests(), apnsToken("c-old"))); got != 0 {
 		t.Errorf("the collapsed push was sent %d times", got)
+	}
+}
+
+// TestRetryCollapsedBeforeItsHoldEndsAtOnce: a delivery task's retry that
+// books a far slot and is collapsed by a newer push before it records
+// itself held (its task, running, cannot be woken) ends collapsed when it
+// has recorded the hold, not at its slot a minute later.
+func TestRetryCollapsedBeforeItsHoldEndsAtOnce(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var logs bytes.Buffer
+	var e *env
+	lim := &collapseInside{member: "r-old/0#1"}
+	lim.inside = func() {
+		newer := alertJob("r-new", "new", apnsRecipient("u-r", apnsToken("r-new")))
+		newer.CollapseKey = "score"
+		e.submit(newer)
+		waitFor(t, 10*time.Second, "the newer push's wake", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return strings.Contains(logs.String(), "held push collapsed by a newer one")
+		})
+	}
+	e = newEnv(t, envOptions{gap: "1m",
+		logs: writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}),
+		wrap: func(l Limiter) Limiter { lim.recordingLimiter = l.(*recordingLimiter); return lim }})
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "r-old") || strings.Contains(l, "collapse") {
+				t.Log(l)
+			}
+		}
+	})
+	// r-old's first attempt is throttled and gives its slot back; r-mid
+	// takes the user's next slot, so r-old's retry books a minute later.
+	oldTok := apnsToken("r-old")
+	e.apns.Script(oldTok, fake.TooMany(0), fake.OK())
+	old := alertJob("r-old", "old", apnsRecipient("u-r", oldTok))
+	old.CollapseKey = "score"
+	e.submit(old)
+	waitFor(t, 10*time.Second, "r-old's 429", func() bool { return len(requestsFor(e.apns.Requests(), oldTok)) == 1 })
+	e.waitDone(e.submit(alertJob("r-mid", "mid", apnsRecipient("u-r", apnsToken("r-mid")))), 10*time.Second)
+	waitFor(t, 20*time.Second, "r-old collapsed", func() bool {
+		st, err := e.client.Status(t.Context(), "r-old")
+		return err == nil && st.Counts[stateCollapsed] == 1
+	})
+	if got := len(requestsFor(e.apns.Requests(), oldTok)); got != 1 {
+		t.Errorf("the collapsed push was sent %d times, want only its first, throttled, attempt", got)
 	}
 }
