@@ -43,7 +43,7 @@ const (
 	// stepFull: the user holds the most bookings allowed: drop.
 	stepFull
 	// stepRebook: an existing booking is late and nothing has reached the
-	// user: give it back and book again under the same member.
+	// user under it: give it back and book again under the same member.
 	stepRebook
 	// stepNext: an existing booking is late and a device has the push
 	// under it (attempts.carries): book under the next attempt's member,
@@ -258,8 +258,9 @@ const (
 	// actRetry: try the devices left again after delay, under the next
 	// attempt's booking.
 	actRetry
-	// actRebook: nothing left for the provider (late for the slot): book
-	// again, same attempt.
+	// actRebook: nothing left for the provider (late for the slot), and
+	// nothing reached the user under this attempt's booking: give it back
+	// and book again, same attempt.
 	actRebook
 	// actFail: the delivery ends with state (failed, or delivered when a
 	// device has it) and reason; its task is archived.
