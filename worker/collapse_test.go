@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -141,56 +142,75 @@ func (l *collapseInside) ReserveBatchWith(ctx context.Context, reqs []throttle.R
 // push of its collapse key collapses after its booking and before its held
 // marker is written (so the newer push's wake finds no task to wake) ends
 // collapsed when its run has written the marker, not at its slot a minute
-// later.
+// later: a job of one recipient (held in a hush:waiting-jobs group) and a
+// fan-out's recipient (held in a hush:held task).
 func TestCollapsedBeforeItsHeldMarkerEndsAtOnce(t *testing.T) {
-	t.Parallel()
-	var mu sync.Mutex
-	var logs bytes.Buffer
-	var e *env
-	lim := &collapseInside{member: "c-old/0"}
-	lim.inside = func() {
-		newer := alertJob("c-new", "new", apnsRecipient("u-c", apnsToken("c-new")))
-		newer.CollapseKey = "score"
-		e.submit(newer)
-		// The newer push has booked, collapsed this one and tried to wake
-		// it: no marker names its task yet.
-		waitFor(t, 10*time.Second, "the newer push's wake", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return strings.Contains(logs.String(), "held push collapsed by a newer one")
-		})
-	}
-	e = newEnv(t, envOptions{gap: "1m",
-		logs: writerFunc(func(p []byte) (int, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			return logs.Write(p)
-		}),
-		wrap: func(l Limiter) Limiter { lim.recordingLimiter = l.(*recordingLimiter); return lim }})
-	e.waitDone(e.submit(alertJob("c-first", "first", apnsRecipient("u-c", apnsToken("c-first")))), 10*time.Second)
-	old := alertJob("c-old", "old", apnsRecipient("u-c", apnsToken("c-old")))
-	old.CollapseKey = "score"
-	e.submit(old)
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, l := range strings.Split(logs.String(), "\n") {
-			if strings.Contains(l, "c-old") || strings.Contains(l, "collapse") {
-				t.Log(l)
+	for _, tc := range []struct {
+		name  string
+		users int // recipients of the held job; the last one is collapsed
+	}{
+		{"job of one recipient", 1},
+		{"fan-out", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var logs bytes.Buffer
+			var e *env
+			id := fmt.Sprintf("c-old%d", tc.users)
+			last := fmt.Sprintf("u-c%d", tc.users-1)
+			lim := &collapseInside{member: fmt.Sprintf("%s/%d", id, tc.users-1)}
+			lim.inside = func() {
+				newer := alertJob(id+"-new", "new", apnsRecipient(last, apnsToken(id+"-new")))
+				newer.CollapseKey = "score"
+				e.submit(newer)
+				// The newer push has booked, collapsed this one and tried
+				// to wake it: no marker names its task yet.
+				waitFor(t, 10*time.Second, "the newer push's wake", func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return strings.Contains(logs.String(), "held push collapsed by a newer one")
+				})
 			}
-		}
-	})
-	// Its slot is the gap, a minute, after c-first's push: left to its
-	// slot, it would still be pending long after this wait.
-	waitFor(t, 20*time.Second, "c-old collapsed", func() bool {
-		st, err := e.client.Status(t.Context(), "c-old")
-		return err == nil && st.Counts[stateCollapsed] == 1
-	})
-	if got := len(requestsFor(e.apns.Requests(), apnsToken("c-old"))); got != 0 {
-		t.Errorf("the collapsed push was sent %d times", got)
+			e = newEnv(t, envOptions{gap: "1m",
+				logs: writerFunc(func(p []byte) (int, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					return logs.Write(p)
+				}),
+				wrap: func(l Limiter) Limiter { lim.recordingLimiter = l.(*recordingLimiter); return lim }})
+			t.Cleanup(func() {
+				if !t.Failed() {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, l := range strings.Split(logs.String(), "\n") {
+					if strings.Contains(l, id) || strings.Contains(l, "collapse") {
+						t.Log(l)
+					}
+				}
+			})
+			var first, held []payload.Recipient
+			for k := range tc.users {
+				u := fmt.Sprintf("u-c%d", k)
+				first = append(first, apnsRecipient(u, apnsToken(id+"-first-"+u)))
+				held = append(held, apnsRecipient(u, apnsToken(id+"-"+u)))
+			}
+			e.waitDone(e.submit(alertJob(id+"-first", "first", first...)), 10*time.Second)
+			old := alertJob(id, "old", held...)
+			old.CollapseKey = "score"
+			e.submit(old)
+			// Its slot is the gap, a minute, after the first push: left
+			// to its slot, it would still be pending long after this wait.
+			waitFor(t, 20*time.Second, id+" collapsed", func() bool {
+				st, err := e.client.Status(t.Context(), id)
+				return err == nil && st.Counts[stateCollapsed] == 1
+			})
+			if got := len(requestsFor(e.apns.Requests(), apnsToken(id+"-"+last))); got != 0 {
+				t.Errorf("the collapsed push was sent %d times", got)
+			}
+		})
 	}
 }
 
