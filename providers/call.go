@@ -62,7 +62,12 @@ func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 //     TCP, TLS, waiting for a stream) is cancelled at SendBy, and a request
 //     whose headers were not written by then gets no body, so no complete
 //     request leaves late. The call then answers an error wrapping
-//     ErrNotSent.
+//     ErrNotSent, and only then: once the headers of a request with a body
+//     were written in time, whatever follows (a transport's retry of it
+//     past SendBy, which is not made or gets no body) answers an error
+//     that does not, since the first request may have reached the
+//     provider. A request without a body is complete with its headers:
+//     Call is for requests with one.
 //   - The answer is handed back as soon as its status is known: a 2xx
 //     body is not read (it is closed, and successBody stands in for it);
 //     another's is read into memory, at most MaxAnswerBody within
@@ -76,15 +81,23 @@ func Call(do func(*http.Request) (*http.Response, error), req *http.Request) (*h
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 			GotConn: func(httptrace.GotConnInfo) {
 				// Also for a transport's retry on another connection,
-				// after the first one's headers were written.
+				// after the first one's headers were written: that retry
+				// is not made either.
 				if time.Now().After(sendBy) {
 					g.state.CompareAndSwap(gateOpen, gateLate)
-					g.cancel(ErrNotSent)
+					g.cancel(errPastSendBy)
 				}
 			},
 			WroteHeaders: func() {
 				if time.Now().After(sendBy) {
-					g.late()
+					// The first headers, late: no body follows. A
+					// retry's, after the first request's in time: its
+					// body is stopped too (gateRetryLate).
+					if !g.state.CompareAndSwap(gateWritten, gateRetryLate) {
+						g.late()
+					} else {
+						g.cancel(errPastSendBy)
+					}
 					return
 				}
 				g.state.CompareAndSwap(gateOpen, gateWritten)
@@ -131,9 +144,15 @@ func Call(do func(*http.Request) (*http.Response, error), req *http.Request) (*h
 // errSlowAnswer cuts the read of an answer's body short.
 var errSlowAnswer = errors.New("answer body not read within its bound")
 
+// errPastSendBy cancels a request at its SendBy and stops its body. It is
+// not ErrNotSent: only Call, knowing the gate, says a request was not sent.
+var errPastSendBy = errors.New("past its SendBy")
+
 // A gate says whether a request may still be written. It opens once, for
 // good: the request's headers were written before SendBy (gateWritten),
-// or SendBy passed first (gateLate), which cancels the request.
+// or SendBy passed first (gateLate), which cancels the request. A
+// transport's retry of a written request whose headers leave after SendBy
+// closes it again (gateRetryLate).
 type gate struct {
 	state  atomic.Int32
 	cancel context.CancelCauseFunc
@@ -143,17 +162,19 @@ const (
 	gateOpen int32 = iota
 	gateWritten
 	gateLate
+	gateRetryLate
 )
 
 // late closes the gate unless the request was written in time.
 func (g *gate) late() {
 	if g.state.CompareAndSwap(gateOpen, gateLate) || g.state.Load() == gateLate {
-		g.cancel(ErrNotSent)
+		g.cancel(errPastSendBy)
 	}
 }
 
-// gatedBody is a request body that gives nothing once its gate is late:
-// a request whose headers left late never completes.
+// gatedBody is a request body that gives nothing unless its gate says the
+// headers were written in time: a request whose headers left late never
+// completes.
 type gatedBody struct {
 	io.ReadCloser
 	g *gate
@@ -161,7 +182,7 @@ type gatedBody struct {
 
 func (b gatedBody) Read(p []byte) (int, error) {
 	if b.g.state.Load() != gateWritten {
-		return 0, ErrNotSent
+		return 0, errPastSendBy
 	}
 	return b.ReadCloser.Read(p)
 }

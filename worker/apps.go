@@ -210,7 +210,7 @@ func appWaitLeft(since, now time.Time, wait time.Duration) time.Duration {
 // missing names: it comes back (a DeferError) until w.appWait has passed
 // since its job's deliveries began to wait, then fails with the reason.
 func (w *Worker) waitForApp(ctx context.Context, d *delivery, st recipientState, missing error) error {
-	if !slices.Contains(st.devices, stateDelivered) {
+	if !st.attempts.carries(st.devices) {
 		// Nothing reached the user under its booking, if it has one (a
 		// chunk booked it): the slot goes back while it waits.
 		if err := w.release(ctx, "app-waiting", failureReturned, st.attempts.n, d); err != nil {

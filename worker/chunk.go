@@ -291,7 +291,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			} else {
 				handoffs = append(handoffs, handoff{i: i})
 			}
-		case c.expired(now), st.attempts[i] != (attempts{}), slices.ContainsFunc(st.devices[i], func(s string) bool { return s != "" }):
+		case c.expired(now), st.attempts[i].begun(), slices.ContainsFunc(st.devices[i], func(s string) bool { return s != "" }):
 			handoffs = append(handoffs, handoff{i: i}) // its delivery task knows
 		case st.cancelled:
 			cancel = append(cancel, i)
@@ -348,12 +348,14 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	// task of its second of waking when this run can group, and a held
 	// task's own recipients are given up to their delivery tasks.
 	var tasks []handoff
+	var holders []heldBy // the recipients held, with their tasks
 	for _, h := range handoffs {
 		switch {
 		case h.deferred && hj != nil && !c.held():
 			id, queue := hj.id(w, c, h.wake.Unix())
 			rec.held(c.index(h.i), heldMark(queue, id))
 			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot, at: h.at, booked: h.booked})
+			holders = append(holders, heldBy{i: h.i, queue: queue, task: id, joined: true})
 			continue
 		case (h.deferred || h.near && hj == nil) && grouping:
 			// A near recipient waits in a held task too: a delivery task
@@ -363,6 +365,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// queues.
 			g := groups.add(w, c, h.i, h.wake.Unix(), h.at, h.booked)
 			rec.held(c.index(h.i), heldMark(g.queue, g.name()))
+			holders = append(holders, heldBy{i: h.i, queue: g.queue, task: g.name()})
 			continue
 		case h.foreign:
 		default:
@@ -418,6 +421,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			return err
 		}
 	}
+	w.wakeCollapsed(ctx, app, c, holders, hj)
 	for _, h := range tasks {
 		d := c.delivery(h.i)
 		d.Failed = h.failed
@@ -426,6 +430,37 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		}
 	}
 	return nil
+}
+
+// heldBy is a recipient (of a chunk, by index) held back, and the task
+// holding it: its queue and id; joined: a hush:waiting-jobs group of hj.
+type heldBy struct {
+	i           int
+	queue, task string
+	joined      bool
+}
+
+// wakeCollapsed wakes the tasks of the recipients of c held back (hs,
+// their markers written, their held tasks created) whose bookings a newer
+// push collapsed before their markers named those tasks (collapsedSince):
+// a held task at once, a hush:waiting-jobs group once hj creates it.
+func (w *Worker) wakeCollapsed(ctx context.Context, app *App, c *chunk, hs []heldBy, hj *heldJobsGroups) {
+	if len(hs) == 0 || c.Content.CollapseKey == "" {
+		return
+	}
+	idx := make([]int, len(hs))
+	for k, h := range hs {
+		idx[k] = h.i
+	}
+	for k, gone := range w.collapsedSince(ctx, app, c.bookItems(idx)) {
+		switch {
+		case gone && hs[k].joined:
+			hj.wakeOnce(hs[k].task)
+		case gone:
+			woken := w.client.wakeHeld(ctx, hs[k].queue, hs[k].task)
+			w.log.Info("held push collapsed before its marker was written", "delivery", memberOf(c.Job, c.index(hs[k].i), 0), "task", hs[k].task, "woken", woken)
+		}
+	}
 }
 
 // cancelled ends recipients idx of c as cancelled: the first-attempt

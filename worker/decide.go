@@ -43,11 +43,11 @@ const (
 	// stepFull: the user holds the most bookings allowed: drop.
 	stepFull
 	// stepRebook: an existing booking is late and nothing has reached the
-	// user: give it back and book again under the same member.
+	// user under it: give it back and book again under the same member.
 	stepRebook
-	// stepNext: an existing booking is late and some device already has the
-	// push (possibly under this booking): book under the next attempt's
-	// member, keeping this one.
+	// stepNext: an existing booking is late and a device has the push
+	// under it (attempts.carries): book under the next attempt's member,
+	// keeping this one.
 	stepNext
 	// stepCollapsed: a newer push for the user with the same collapse key
 	// took this one's place while it was held: drop.
@@ -78,9 +78,9 @@ type planned struct {
 // is when the booking's answer arrived; the limiter read its clock before
 // that, so the slot a push waits for (planned.slot) is answered + r.Wait,
 // never before the limiter's slot (at most the round trip after it).
-// deadline is the delivery's expiry (zero: none); delivered says some
-// device of the recipient already has the push.
-func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, delivered bool) planned {
+// deadline is the delivery's expiry (zero: none); carried says a device
+// of the recipient has the push under this booking (attempts.carries).
+func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, carried bool) planned {
 	switch r.Refused {
 	case throttle.RefusedFull:
 		return planned{step: stepFull}
@@ -95,11 +95,13 @@ func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, delive
 		late = max(late, r.Now.Sub(r.At))
 	}
 	if late > lateRebook {
-		if r.Existing && delivered {
+		if r.Existing && carried {
 			return planned{step: stepNext}
 		}
 		// A new booking only goes late when this process stalled between
-		// booking and now; either way nothing was sent under it yet.
+		// booking and now; either way nothing was sent under it yet (a
+		// device that has the push got it under an earlier attempt's
+		// booking, which stays).
 		return planned{step: stepRebook}
 	}
 	if !deadline.IsZero() && !slot.Before(deadline) {
@@ -259,8 +261,9 @@ const (
 	// actRetry: try the devices left again after delay, under the next
 	// attempt's booking.
 	actRetry
-	// actRebook: nothing left for the provider (late for the slot): book
-	// again, same attempt.
+	// actRebook: nothing left for the provider (late for the slot), and
+	// nothing reached the user under this attempt's booking: give it back
+	// and book again, same attempt.
 	actRebook
 	// actFail: the delivery ends with state (failed, or delivered when a
 	// device has it) and reason; its task is archived.
@@ -297,6 +300,10 @@ type attempts struct {
 	n int
 	// failures counts attempts that ended in a transient failure.
 	failures int
+	// refusals counts attempts a provider refused: throttled, or failed
+	// transiently. The backoff grows with it, not with n, which counts
+	// attempts whose devices were left late for their slot too.
+	refusals int
 	// throttledSince is when a provider first throttled the delivery (zero:
 	// never).
 	throttledSince time.Time
@@ -305,6 +312,37 @@ type attempts struct {
 	// pacedTold: the pacer held that time back (pacedTurn.told).
 	paced     time.Time
 	pacedTold bool
+	// pushedUnder is, per device, the attempt under which its push was
+	// recorded delivered (-1: not recorded; nil: none read). Only the
+	// booking of such an attempt carries a push; a later attempt that
+	// sends nothing gives its own back.
+	pushedUnder []int
+}
+
+// begun reports whether the recipient's records hold any attempt history
+// (a retry, a throttling, a paced turn): its delivery task knows what to
+// make of it.
+func (a attempts) begun() bool {
+	return a.n > 0 || a.failures > 0 || !a.throttledSince.IsZero() || !a.paced.IsZero() || a.pacedTold
+}
+
+// carries reports whether the booking of the current attempt (a.n) may
+// carry a push a device has (states): a device recorded delivered under
+// it, or delivered without a record of its attempt (an older process's
+// record, or a one-device recipient's, which never needs one). Only such
+// a booking is kept when the attempt sends nothing more; every other one
+// goes back, so that bookings of attempts that reached nobody do not pile
+// up in the user's rules.
+func (a attempts) carries(states []string) bool {
+	for j, st := range states {
+		if st != stateDelivered {
+			continue
+		}
+		if j >= len(a.pushedUnder) || a.pushedUnder[j] < 0 || a.pushedUnder[j] >= a.n {
+			return true
+		}
+	}
+	return false
 }
 
 // retryPolicy bounds retries.
@@ -323,8 +361,9 @@ type retryPolicy struct {
 // interrupted says shutdown stopped the attempt.
 func judge(states []string, results []*providers.Result, a attempts, p retryPolicy, now, until time.Time, interrupted bool) verdict {
 	var throttled, transient, permanent *providers.Result
-	delivered, pending, called, unanswered := false, false, false, false
+	delivered, pending, called := false, false, false
 	released := true // every call this attempt was refused by the provider
+	carried := a.carries(states)
 	for j, st := range states {
 		r := results[j]
 		if r != nil && !errors.Is(r.Err, providers.ErrNotSent) {
@@ -347,7 +386,8 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 		pending = true
 		switch {
 		case r == nil || errors.Is(r.Err, providers.ErrNotSent):
-			unanswered = true
+			// Not called (settled before, shutdown, or late for the
+			// slot).
 		case r.Outcome == providers.Throttled:
 			if throttled == nil || r.RetryAfter > throttled.RetryAfter {
 				throttled = r
@@ -365,7 +405,9 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 	}
 	switch {
 	case !pending && delivered:
-		return verdict{act: actDone, state: stateDelivered}
+		// The booking goes back when the push reached the user under
+		// earlier attempts' bookings only.
+		return verdict{act: actDone, state: stateDelivered, release: !carried && (!called || released)}
 	case !pending:
 		// Every token is dead: nothing reached the user.
 		return verdict{act: actDone, state: stateTokenInvalid, release: true}
@@ -383,12 +425,12 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 			return verdict{act: actFail, state: failedOr(delivered),
 				cause: fmt.Errorf("throttled by the provider (%s) for %s, HUSH_MAX_THROTTLED is %s", reason, spent.Round(time.Second), p.maxThrottled)}
 		}
-		delay, past := retryAfterOr(throttled, a.n, now, until, a.throttledSince, p.maxThrottled)
+		delay, past := retryAfterOr(throttled, a.refusals, now, until, a.throttledSince, p.maxThrottled)
 		if past {
 			return verdict{act: actFail, state: failedOr(delivered),
 				cause: fmt.Errorf("throttled by the provider (%s), who asks to wait %s, past HUSH_MAX_THROTTLED (%s)", reason, throttled.RetryAfter, p.maxThrottled)}
 		}
-		return verdict{act: actRetry, throttled: true, release: called && released && !delivered,
+		return verdict{act: actRetry, throttled: true, release: called && released && !carried,
 			delay: delay, cause: errors.New(reason)}
 	case transient != nil:
 		kind := "transient provider failure"
@@ -400,23 +442,24 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 			return verdict{act: actFail, state: failedOr(delivered),
 				cause: fmt.Errorf("giving up after %d retries: %w", a.failures, cause)}
 		}
-		delay, _ := retryAfterOr(transient, a.n, now, until, time.Time{}, 0)
-		return verdict{act: actRetry, transient: true, release: called && released && !delivered,
+		delay, _ := retryAfterOr(transient, a.refusals, now, until, time.Time{}, 0)
+		return verdict{act: actRetry, transient: true, release: called && released && !carried,
 			delay: delay, cause: cause}
-	case unanswered && called:
-		// Some devices were called, the rest were late: the attempt's slot
-		// is spent; the rest go under a new booking at once.
-		return verdict{act: actRetry, cause: errors.New("devices left late for their slot")}
-	case delivered:
-		// Nothing was called, but a device has the push, perhaps under this
-		// attempt's booking: the rest go under a new one.
+	case called && !released, carried:
+		// A device has the push under this attempt's booking (answered
+		// now, or recorded before), the rest were late: the booking is
+		// spent; the rest go under a new one at once.
 		return verdict{act: actRetry, cause: errors.New("devices left late for their slot")}
 	}
+	// Nothing reached the user under this attempt's booking (the devices
+	// left were late, and any that has the push got it under an earlier
+	// attempt's): book again, same attempt.
 	return verdict{act: actRebook}
 }
 
 // retryAfterOr is the one home of a retry's delay: the provider's
-// Retry-After, else the backoff for attempt n, clamped so the retry runs
+// Retry-After, else the backoff after n refusals (attempts.refusals),
+// clamped so the retry runs
 // no later than until (the delivery's deadline or its records' end,
 // retryUntil), where it ends in its final state (expired) rather than
 // waiting past it. past reports a throttled retry (throttledSince set)

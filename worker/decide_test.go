@@ -20,13 +20,13 @@ func TestPlan(t *testing.T) {
 		return throttle.Reservation{At: t0.Add(-age), Existing: true, Now: t0}
 	}
 	tests := []struct {
-		name      string
-		r         throttle.Reservation
-		now       time.Time // local; mid is t0
-		deadline  time.Time
-		delivered bool
-		want      step
-		wantWait  time.Duration
+		name     string
+		r        throttle.Reservation
+		now      time.Time // local; mid is t0
+		deadline time.Time
+		carried  bool // a device has the push under this booking
+		want     step
+		wantWait time.Duration
 	}{
 		{"allowed now", booked(0), t0, time.Time{}, false, stepSend, 0},
 		{"allowed, a little time gone since", booked(0), t0.Add(80 * ms), time.Time{}, false, stepSend, 0},
@@ -40,12 +40,12 @@ func TestPlan(t *testing.T) {
 		{"refused: too many held", throttle.Reservation{Refused: throttle.RefusedFull, Now: t0}, t0, time.Time{}, false, stepFull, 0},
 		{"existing, on time", existing(50 * ms), t0, time.Time{}, false, stepSend, 0},
 		{"existing, late, nothing delivered: rebook", existing(time.Second), t0, time.Time{}, false, stepRebook, 0},
-		{"existing, late, a device has it: next attempt", existing(time.Second), t0, time.Time{}, true, stepNext, 0},
+		{"existing, late, a device has it under this booking: next attempt", existing(time.Second), t0, time.Time{}, true, stepNext, 0},
 		{"existing in the future: wait", throttle.Reservation{At: t0.Add(time.Second), Wait: time.Second, Existing: true, Now: t0}, t0, time.Time{}, false, stepWait, time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan(tt.r, t0, t0, tt.now, tt.deadline, tt.delivered)
+			got := plan(tt.r, t0, t0, tt.now, tt.deadline, tt.carried)
 			if got.step != tt.want || got.wait != tt.wantWait {
 				t.Errorf("plan = %s wait %s, want %s wait %s", got.step, got.wait, tt.want, tt.wantWait)
 			}
@@ -175,6 +175,9 @@ func TestJudge(t *testing.T) {
 		{"every token dead: slot back", []string{"", ""}, []*providers.Result{dead, dead}, attempts{}, false, verdict{act: actDone, state: stateTokenInvalid, release: true}, 0},
 		{"recorded earlier, nothing sent now", []string{stateDelivered, stateTokenInvalid}, []*providers.Result{nil, nil}, attempts{}, false, verdict{act: actDone, state: stateDelivered}, 0},
 		{"throttled, nothing delivered: slot back, backoff of attempt 0", []string{""}, []*providers.Result{busy}, attempts{}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
+		{"throttled after attempts left late: the backoff of no refusal", []string{""}, []*providers.Result{busy}, attempts{n: 8}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
+		{"throttled after three refusals: their backoff", []string{""}, []*providers.Result{busy}, attempts{n: 8, refusals: 3}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
+		{"transient after attempts left late: the backoff of no refusal", []string{""}, []*providers.Result{down}, attempts{n: 8}, false, verdict{act: actRetry, transient: true, release: true}, -1},
 		{"throttled with Retry-After", []string{""}, []*providers.Result{busyFor(7 * time.Second)}, attempts{n: 3}, false, verdict{act: actRetry, throttled: true, release: true}, 7 * time.Second},
 		{"throttled beside a delivered device keeps the slot", []string{"", ""}, []*providers.Result{ok, busy}, attempts{}, false, verdict{act: actRetry, throttled: true}, -1},
 		{"throttled past HUSH_MAX_THROTTLED fails", []string{""}, []*providers.Result{busy}, attempts{n: 9, throttledSince: now.Add(-time.Hour)}, false, verdict{act: actFail, state: stateFailed}, 0},
@@ -184,7 +187,15 @@ func TestJudge(t *testing.T) {
 		{"transient after the last retry, a device has it", []string{stateDelivered, ""}, []*providers.Result{nil, down}, attempts{n: 2, failures: 2}, false, verdict{act: actFail, state: stateDelivered}, 0},
 		{"permanent fails at once", []string{""}, []*providers.Result{bad}, attempts{}, false, verdict{act: actFail, state: stateFailed}, 0},
 		{"late for the slot, nothing called: book again", []string{""}, []*providers.Result{late}, attempts{}, false, verdict{act: actRebook}, 0},
-		{"late for the slot after a delivery: a new attempt at once", []string{stateDelivered, ""}, []*providers.Result{nil, late}, attempts{}, false, verdict{act: actRetry}, 0},
+		{"late for the slot after a delivery under an unrecorded attempt: a new attempt at once", []string{stateDelivered, ""}, []*providers.Result{nil, late}, attempts{}, false, verdict{act: actRetry}, 0},
+		{"late for the slot after a delivery under this attempt: a new attempt at once", []string{stateDelivered, ""}, []*providers.Result{nil, late}, attempts{n: 1, pushedUnder: []int{1, -1}}, false, verdict{act: actRetry}, 0},
+		{"late for the slot after a delivery under an earlier attempt: book again", []string{stateDelivered, ""}, []*providers.Result{nil, late}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actRebook}, 0},
+		{"throttled after a delivery under an earlier attempt: slot back", []string{stateDelivered, ""}, []*providers.Result{nil, busy}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
+		{"throttled after a delivery under this attempt keeps the slot", []string{stateDelivered, ""}, []*providers.Result{nil, busy}, attempts{n: 1, pushedUnder: []int{1, -1}}, false, verdict{act: actRetry, throttled: true}, -1},
+		{"transient after a delivery under an earlier attempt: slot back", []string{stateDelivered, ""}, []*providers.Result{nil, down}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actRetry, transient: true, release: true}, -1},
+		{"dead token after a delivery under an earlier attempt: done, slot back", []string{stateDelivered, ""}, []*providers.Result{nil, dead}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actDone, state: stateDelivered, release: true}, 0},
+		{"dead token after a delivery under this attempt: done, slot kept", []string{stateDelivered, ""}, []*providers.Result{nil, dead}, attempts{n: 1, pushedUnder: []int{1, -1}}, false, verdict{act: actDone, state: stateDelivered}, 0},
+		{"one dead now, one late, after a delivery under an earlier attempt: book again", []string{stateDelivered, "", ""}, []*providers.Result{nil, dead, late}, attempts{n: 1, pushedUnder: []int{0, -1, -1}}, false, verdict{act: actRebook}, 0},
 		{"one delivered now, the other late: a new attempt at once", []string{"", ""}, []*providers.Result{ok, late}, attempts{}, false, verdict{act: actRetry}, 0},
 		{"shutdown before the call", []string{""}, []*providers.Result{nil}, attempts{}, true, verdict{act: actStop}, 0},
 		{"shutdown cut a call short", []string{""}, []*providers.Result{gone}, attempts{}, true, verdict{act: actStop}, 0},
@@ -197,10 +208,10 @@ func TestJudge(t *testing.T) {
 				t.Errorf("judge = %+v, want %+v", got, tt.want)
 			}
 			switch {
-			case tt.delay < 0: // backoff(a.n): full jitter on the upper half
-				lim := min(time.Second<<tt.a.n, 5*time.Minute)
+			case tt.delay < 0: // backoff(a.refusals): full jitter on the upper half
+				lim := min(time.Second<<tt.a.refusals, 5*time.Minute)
 				if got.delay < lim/2 || got.delay > lim {
-					t.Errorf("delay %s, want backoff(%d) in [%s, %s]", got.delay, tt.a.n, lim/2, lim)
+					t.Errorf("delay %s, want backoff(%d) in [%s, %s]", got.delay, tt.a.refusals, lim/2, lim)
 				}
 			case got.delay != tt.delay:
 				t.Errorf("delay %s, want %s", got.delay, tt.delay)
@@ -212,20 +223,51 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-// TestBackoffGrowsWithTheAttempt: hush's own attempt count drives the
-// backoff (Asynq's count stays 0 for retries that are not failures).
-func TestBackoffGrowsWithTheAttempt(t *testing.T) {
+// TestCarries: the booking of the current attempt carries a push only
+// when a device was recorded delivered under it, or delivered without a
+// record of its attempt.
+func TestCarries(t *testing.T) {
+	d := stateDelivered
+	tests := []struct {
+		name   string
+		states []string
+		a      attempts
+		want   bool
+	}{
+		{"nothing delivered", []string{"", stateTokenInvalid}, attempts{n: 2, pushedUnder: []int{-1, -1}}, false},
+		{"delivered under this attempt", []string{d, ""}, attempts{n: 2, pushedUnder: []int{2, -1}}, true},
+		{"delivered under an earlier attempt", []string{d, ""}, attempts{n: 2, pushedUnder: []int{1, -1}}, false},
+		{"delivered under the first attempt, now the third", []string{d, d, ""}, attempts{n: 2, pushedUnder: []int{0, 1, -1}}, false},
+		{"one of two under this attempt", []string{d, d, ""}, attempts{n: 2, pushedUnder: []int{0, 2, -1}}, true},
+		{"delivered, attempt not recorded", []string{d, ""}, attempts{n: 2, pushedUnder: []int{-1, -1}}, true},
+		{"delivered, nothing read", []string{d, ""}, attempts{n: 2}, true},
+		{"a record of an attempt on a device not delivered is no push", []string{"", ""}, attempts{n: 2, pushedUnder: []int{2, -1}}, false},
+		{"recorded under a later attempt than this one", []string{d, ""}, attempts{n: 1, pushedUnder: []int{3, -1}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.a.carries(tt.states); got != tt.want {
+				t.Errorf("carries = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBackoffGrowsWithTheRefusals: hush's own count of provider refusals
+// drives the backoff (Asynq's count stays 0 for retries that are not
+// failures, and attempts left late for their slot are no refusals).
+func TestBackoffGrowsWithTheRefusals(t *testing.T) {
 	busy := &providers.Result{Outcome: providers.Throttled, StatusCode: 429}
 	now := time.Now()
 	var prevMax time.Duration
 	for n := range 10 {
-		v := judge([]string{""}, []*providers.Result{busy}, attempts{n: n}, retryPolicy{maxThrottled: time.Hour}, now, time.Time{}, false)
+		v := judge([]string{""}, []*providers.Result{busy}, attempts{n: 2 * n, refusals: n}, retryPolicy{maxThrottled: time.Hour}, now, time.Time{}, false)
 		lim := min(time.Second<<n, 5*time.Minute)
 		if v.delay < lim/2 || v.delay > lim {
-			t.Errorf("attempt %d: delay %s, want in [%s, %s]", n, v.delay, lim/2, lim)
+			t.Errorf("%d refusals: delay %s, want in [%s, %s]", n, v.delay, lim/2, lim)
 		}
 		if lim < prevMax {
-			t.Errorf("attempt %d: bound %s shrank from %s", n, lim, prevMax)
+			t.Errorf("%d refusals: bound %s shrank from %s", n, lim, prevMax)
 		}
 		prevMax = lim
 	}

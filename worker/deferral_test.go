@@ -261,6 +261,64 @@ func TestSenderLateForSendByCountsLate(t *testing.T) {
 	}
 }
 
+// lateFor is a sender that finds the first late[token] pushes to each
+// token late for their SendBy and sends every other push through the real
+// sender.
+type lateFor struct {
+	Sender
+	mu   sync.Mutex
+	late map[string]int
+}
+
+func (s *lateFor) Send(ctx context.Context, p providers.Push) providers.Result {
+	s.mu.Lock()
+	late := s.late[p.Token] > 0
+	if late {
+		s.late[p.Token]--
+	}
+	s.mu.Unlock()
+	if late {
+		return providers.Result{Outcome: providers.Transient, Reason: "late for its slot", Err: fmt.Errorf("apns: %w", providers.ErrNotSent)}
+	}
+	return s.Sender.Send(ctx, p)
+}
+
+// TestLateAfterADeliveryGivesItsBookingBack: once one device of a
+// recipient has the push, an attempt whose devices are all late for their
+// slot sent nothing: it gives its booking back and books again under the
+// same attempt, so the user's rules hold only the bookings the pushes
+// went out under.
+func TestLateAfterADeliveryGivesItsBookingBack(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	ok, slow := apnsToken("late-ok"), apnsToken("late-slow")
+	app, _ := e.w.apps.Get(DefaultApp)
+	app.Senders[payload.APNs] = &lateFor{Sender: app.Senders[payload.APNs], late: map[string]int{slow: 3}}
+	e.start()
+	t.Cleanup(e.shutdown)
+	st := e.waitDone(e.submit(alertJob("late-after", "l", apnsRecipient("u-1", ok, slow))), 20*time.Second)
+	if st.Counts[stateDelivered] != 1 {
+		t.Errorf("counts %v, want delivered", st.Counts)
+	}
+	if got := len(requestsFor(e.apns.Requests(), slow)); got != 1 {
+		t.Fatalf("late device got %d pushes, want 1", got)
+	}
+	ls, err := e.lim.Status(context.Background(), "u-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []string
+	for _, en := range ls.Entries {
+		held = append(held, en.Member)
+	}
+	slices.Sort(held)
+	// The first device's push went out under the chunk's booking, the
+	// second's under the retry's first attempt, booked again in place
+	// after each late try.
+	if diff := cmp.Diff([]string{"late-after/0", "late-after/0#1"}, held); diff != "" {
+		t.Errorf("the user's bookings (-want +got):\n%s", diff)
+	}
+}
+
 // TestDeferralIsLoggedWithItsSlot: at info level, a deferred delivery says
 // for which user, until which slot and held by which rule, so the log
 // shows a user's pacing and why.

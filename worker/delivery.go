@@ -188,7 +188,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		if res.Collapsed != "" {
 			w.collapsedBy(d, res.Collapsed)
 		}
-		p := plan(res, b.mid, b.answered, w.now(), d.Deadline, slices.Contains(st.devices, stateDelivered))
+		p := plan(res, b.mid, b.answered, w.now(), d.Deadline, a.carries(st.devices))
 		w.countPlan(app, p, res)
 		switch rt := routePlan(p, byDelivery); rt.move {
 		case moveDrop:
@@ -206,6 +206,11 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		case moveDefer:
 			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d), d.ttl()); err != nil {
 				return false, err
+			}
+			if w.collapsedSince(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}})[0] {
+				// Collapsed before its marker was written: no wake
+				// reached this running task.
+				return false, w.drop(ctx, d, st, stateCollapsed)
 			}
 			w.logDeferred(d, p)
 			return false, &DeferError{Delay: rt.delay}
@@ -317,8 +322,14 @@ func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
 func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reason string) error {
 	if slices.Contains(st.devices, stateDelivered) {
 		// A retry for the rest of the devices ran out of time, but the user
-		// got the push on another device: that is a delivery, and its
-		// limiter entry records a real push.
+		// got the push on another device: that is a delivery, and the
+		// limiter entry it went out under records a real push. The
+		// attempt's own booking goes back unless it is that one.
+		if !st.attempts.carries(st.devices) {
+			if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {
+				return err
+			}
+		}
 		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.member(), "user_id", d.UserID}, d.Deadline)...)
 		return w.finish(ctx, d, stateDelivered)
 	}

@@ -47,9 +47,13 @@
 //	                      cancellation can wake it; gone once it is final)
 //	hush:job:{<id>}:r     hash: recipient index -> final state
 //	hush:job:{<id>}:dev   hash: "<recipient>/<device>" -> delivered |
-//	                      token_invalid, and per recipient "<i>/a" (attempts
-//	                      made), "<i>/f" (transient failures), "<i>/t" (when
-//	                      a provider first throttled it, Unix ms)
+//	                      token_invalid, "<recipient>/<device>/n" -> the
+//	                      attempt a delivered device's push went out under
+//	                      (a recipient of several devices), and per
+//	                      recipient "<i>/a" (attempts made), "<i>/f"
+//	                      (transient failures), "<i>/t" (when a provider
+//	                      first throttled it, Unix ms), "<i>/p" (a paced
+//	                      send time), "<i>/r" (provider refusals)
 //	hush:done:{<tag>}:<width>:<bucket>
 //	                      hash: job id -> a finished job's compact status;
 //	                      a job's three keys above are deleted when it

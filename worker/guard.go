@@ -215,6 +215,32 @@ func (w *Worker) collapsedBy(d *delivery, member string) {
 	w.log.Info("held push collapsed by a newer one", "delivery", member, "by", d.member(), "user_id", d.UserID, "woken", woken)
 }
 
+// collapsedSince reports, per recipient just held back (items: each
+// one's booked attempt, all of one job), whether a newer push of its
+// collapse key has collapsed its booking since it was made. A newer push
+// that collapsed it before its held marker was written found no task to
+// wake (wake), so the holder, once the marker is written, looks itself:
+// one booking round trip, which finds each booking or answers it
+// collapsed, and only for a push with a collapse key. A recipient it
+// answers true for is woken (or dropped) by the holder now, rather than at
+// its slot. A failed look leaves them to their slots.
+func (w *Worker) collapsedSince(ctx context.Context, app *App, items []bookItem) []bool {
+	out := make([]bool, len(items))
+	if len(items) == 0 || items[0].d.Content.CollapseKey == "" || w.bypass[items[0].d.Priority] {
+		return out
+	}
+	b := w.book(ctx, app, items, bookHow{})
+	if b.err != nil {
+		w.log.Warn("held pushes not looked up for a collapse since their booking (left to their slots)",
+			"delivery", items[0].d.member(), "deliveries", len(items), "err", b.err)
+		return out
+	}
+	for k, r := range b.res {
+		out[k] = r.Refused == throttle.RefusedCollapsed
+	}
+	return out
+}
+
 func containsString(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {

@@ -52,6 +52,10 @@ type deviceOutcome struct {
 	job   string
 	field string // devField(recipient, device)
 	state string // stateDelivered or stateTokenInvalid
+	// under is the attempt a delivered device's push went out under,
+	// written beside its state (pushedField), for a recipient of several
+	// devices; "": not written.
+	under string
 	ttl   time.Duration
 	event *Event // emitted before the state is written; nil: none
 	// key is the hash written instead of the job's device states (""
@@ -129,6 +133,9 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 		}
 		if o.field != "" {
 			kw.fields = append(kw.fields, o.field, o.state)
+		}
+		if o.under != "" {
+			kw.fields = append(kw.fields, pushedField(o.field), o.under)
 		}
 		kw.deferrals += o.deferrals
 		kw.ttl = max(kw.ttl, o.ttl)

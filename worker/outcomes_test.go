@@ -1,10 +1,14 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,6 +124,89 @@ func TestRetrySendsOnlyToUndeliveredDevices(t *testing.T) {
 	}
 	if n := len(requestsFor(reqs, flaky)); n != 2 {
 		t.Errorf("flaky device got %d requests, want 2 (503, then OK)", n)
+	}
+}
+
+// TestRetriesAfterADeliveryGiveTheirBookingsBack: once one device of a
+// recipient has the push, a later attempt refused by the provider reached
+// nobody: its booking goes back, and only the bookings the pushes went out
+// under stay in the user's rules.
+func TestRetriesAfterADeliveryGiveTheirBookingsBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ok, busy := apnsToken("kept-ok"), apnsToken("kept-busy")
+	e.apns.Script(busy, fake.TooMany(0), fake.TooMany(0), fake.OK())
+	st := e.waitDone(e.submit(alertJob("kept", "k", apnsRecipient("u-1", ok, busy))), 30*time.Second)
+	if diff := cmp.Diff(counts(1, 0, 0, 0), st.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if n := len(requestsFor(e.apns.Requests(), busy)); n != 3 {
+		t.Fatalf("throttled device got %d requests, want 3 (429, 429, OK)", n)
+	}
+	for _, tt := range []struct {
+		member string
+		want   bool
+	}{
+		{"kept/0", true},    // the first device's push, and the first 429
+		{"kept/0#1", false}, // the second 429: nobody reached
+		{"kept/0#2", true},  // the second device's push
+	} {
+		if got := e.hasEntry("u-1", tt.member); got != tt.want {
+			t.Errorf("limiter holds %s: %v, want %v", tt.member, got, tt.want)
+		}
+	}
+}
+
+// TestThrottledBackoffCountsRefusalsOnly: the backoff after a 429
+// without Retry-After grows with the provider's refusals, not with the
+// attempts whose devices were left late for their slot. Here each of four
+// attempts delivers one device and finds the rest late; the fifth device's
+// first answer is a 429, so its retry waits backoff(0), 0.5 to 1 s, not
+// backoff(4).
+func TestThrottledBackoffCountsRefusalsOnly(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	logs := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})
+	e := newEnv(t, envOptions{noRun: true, logs: logs})
+	toks := make([]string, 5)
+	late := map[string]int{}
+	for k := range toks {
+		toks[k] = apnsToken(fmt.Sprintf("refusals-%d", k))
+		late[toks[k]] = k // device k is late for the first k attempts
+	}
+	e.apns.Script(toks[4], fake.TooMany(0), fake.OK())
+	app, _ := e.w.apps.Get(DefaultApp)
+	app.Senders[payload.APNs] = &lateFor{Sender: app.Senders[payload.APNs], late: late}
+	e.start()
+	t.Cleanup(e.shutdown)
+	e.waitDone(e.submit(alertJob("refusals", "r", apnsRecipient("u-1", toks...))), time.Minute)
+	mu.Lock()
+	defer mu.Unlock()
+	var delays []time.Duration
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if !strings.Contains(line, "delivery retried") || !strings.Contains(line, "TooManyRequests") {
+			continue
+		}
+		var rec struct {
+			Attempt int   `json:"attempt"`
+			In      int64 `json:"in"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("throttled retry as attempt %d, in %s", rec.Attempt, time.Duration(rec.In))
+		delays = append(delays, time.Duration(rec.In))
+	}
+	if len(delays) != 1 {
+		t.Fatalf("%d throttled retries logged, want 1", len(delays))
+	}
+	if delays[0] > time.Second {
+		t.Errorf("the first 429's retry waits %s, want backoff(0): at most 1s (the attempts left late are no refusals)", delays[0])
 	}
 }
 

@@ -21,7 +21,8 @@ func (e *DeferError) Error() string { return fmt.Sprintf("deferred by the limite
 
 // ThrottledError is returned when a provider asked hush to slow down. It is
 // not a failure; the task is retried after RetryAfter: the provider's
-// Retry-After, else the backoff for the delivery's attempt count.
+// Retry-After, else the backoff for the provider refusals the delivery
+// met.
 type ThrottledError struct {
 	RetryAfter time.Duration
 	Reason     string

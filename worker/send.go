@@ -120,7 +120,7 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 				fold.pending, counted = true, false
 				return
 			}
-			w.recordAnswer(d, j, r)
+			w.recordAnswer(d, j, attempt, r)
 		})
 	}
 	return calls
@@ -197,14 +197,19 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt 
 	})
 }
 
-// recordAnswer records device j's answer when it settles the device
-// (outcomes.go), with its token_invalid event.
-func (w *Worker) recordAnswer(d *delivery, j int, r providers.Result) {
+// recordAnswer records device j's answer to attempt n when it settles the
+// device (outcomes.go), with its token_invalid event. A delivered device
+// of a recipient of several has n recorded beside it: the booking its
+// push went out under, the one a later attempt keeps (attempts.carries).
+func (w *Worker) recordAnswer(d *delivery, j, n int, r providers.Result) {
 	st := deviceState(r.Outcome)
 	if st == "" {
 		return
 	}
 	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: d.ttl()}
+	if st == stateDelivered && len(d.Devices) > 1 {
+		o.under = strconv.Itoa(n)
+	}
 	if r.Outcome == providers.TokenInvalid {
 		dev := d.Devices[j]
 		w.log.Info("token invalid", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "platform", dev.Platform, "token", providers.TokenEnds(dev.Token), "reason", r.Reason)

@@ -49,7 +49,7 @@
 -- states, then their nread held markers ("h:<i>" in the job record: the
 -- task owning a held recipient, held.go), then per recipient in order its
 -- device states and its attempt
--- fields "<i>/a", "<i>/f", "<i>/t", "<i>/p" (false when none; see
+-- fields "<i>/a", "<i>/f", "<i>/t", "<i>/p", "<i>/r" (false when none; see
 -- appendRecipientFields)}.
 --
 -- The fixed fields are only ever written together, here, so a record with
@@ -118,6 +118,9 @@ end
 -- A job whose task has not run yet (no state, or queued) has sent
 -- nothing: no recipient or device has a state to read.
 local fresh = not head[4] or head[4] == 'queued'
+-- A recipient's attempt fields, after its device states (the Go side's
+-- appendRecipientFields).
+local attempt_fields = {'/a', '/f', '/t', '/p', '/r'}
 local out = {owner, head[2] or '', head[3] or '', '', fresh and '1' or ''}
 if nread == 0 then
   return out
@@ -128,7 +131,7 @@ if fresh then
   -- reply (a single-recipient job's usual case).
   local n = 2 * nread
   for i = 1, nread do
-    n = n + devices[i] + 4
+    n = n + devices[i] + #attempt_fields
   end
   for x = 6, 5 + n do
     out[x] = false
@@ -156,10 +159,9 @@ for i = 0, nread - 1 do
   for d = 0, devices[i + 1] - 1 do
     fields[#fields + 1] = i .. '/' .. d
   end
-  fields[#fields + 1] = i .. '/a'
-  fields[#fields + 1] = i .. '/f'
-  fields[#fields + 1] = i .. '/t'
-  fields[#fields + 1] = i .. '/p'
+  for _, f in ipairs(attempt_fields) do
+    fields[#fields + 1] = i .. f
+  end
 end
 if #fields > 0 then
   local devs = redis.call('HMGET', KEYS[3], unpack(fields))

@@ -112,6 +112,10 @@ func devField(recipient, device int) string {
 	return strconv.Itoa(recipient) + "/" + strconv.Itoa(device)
 }
 
+// pushedField is the device hash field beside a delivered device's state
+// field (devField) that holds the attempt its push went out under.
+func pushedField(field string) string { return field + "/n" }
+
 // The job store is the Redis records of jobs (their keys are listed in
 // doc.go):
 //
@@ -601,8 +605,9 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 // transient failures, "<i>/t" when a provider first throttled it (Unix
 // ms), "<i>/p" the send time a pacer granted its next send (Unix ms on the
 // limiter's clock; with pacedToldMark, a time it was told, not granted;
-// see pace.go).
-const nAttemptFields = 4
+// see pace.go), "<i>/r" attempts a provider refused (throttled, or failed
+// transiently), which the backoff counts.
+const nAttemptFields = 5
 
 // appendRecipientFields appends the device hash fields of recipient i with
 // n devices: its device states, then its attempt fields.
@@ -611,7 +616,7 @@ func appendRecipientFields(fields []string, i, n int) []string {
 		fields = append(fields, devField(i, d))
 	}
 	p := strconv.Itoa(i) + "/"
-	return append(fields, p+"a", p+"f", p+"t", p+"p")
+	return append(fields, p+"a", p+"f", p+"t", p+"p", p+"r")
 }
 
 // attemptsOf reads the attempt fields (as HMGET answers them).
@@ -627,6 +632,7 @@ func attemptsOf(vals []any) attempts {
 	if ms, err := strconv.ParseInt(p, 10, 64); err == nil {
 		a.paced, a.pacedTold = time.UnixMilli(ms), told
 	}
+	a.refusals, _ = strconv.Atoi(s[4])
 	return a
 }
 
@@ -650,15 +656,24 @@ type recipientState struct {
 	readAt    time.Time
 }
 
-// recipient reads recipient i's final state, device states and attempts,
-// and whether the job was cancelled, in one round trip.
+// recipient reads recipient i's final state, device states and attempts
+// (with, for a recipient of several devices, the attempts its delivered
+// devices got the push under), and whether the job was cancelled, in one
+// round trip.
 func (s store) recipient(ctx context.Context, id string, i, devices int) (recipientState, error) {
 	var rc *redis.StringCmd
-	var dc, hc *redis.SliceCmd
+	var dc, hc, uc *redis.SliceCmd
 	readAt := s.now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		rc = p.HGet(ctx, recpKey(id), strconv.Itoa(i))
 		dc = p.HMGet(ctx, devKey(id), appendRecipientFields(nil, i, devices)...)
+		if devices > 1 {
+			fields := make([]string, devices)
+			for d := range devices {
+				fields[d] = pushedField(devField(i, d))
+			}
+			uc = p.HMGet(ctx, devKey(id), fields...)
+		}
 		hc = queueHead(ctx, p, id)
 		return nil
 	})
@@ -676,25 +691,49 @@ func (s store) recipient(ctx context.Context, id string, i, devices int) (recipi
 	if len(vals) != devices+nAttemptFields {
 		return recipientState{}, fmt.Errorf("read state of %s/%d: %d fields for %d devices", id, i, len(vals), devices)
 	}
-	return recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:]),
-		cancelled: cancelled, readAt: readAt}, nil
+	st := recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:]),
+		cancelled: cancelled, readAt: readAt}
+	if uc != nil {
+		st.attempts.pushedUnder = pushedUnder(st.devices, uc.Val())
+	}
+	return st, nil
+}
+
+// pushedUnder reads the attempts delivered devices (states) got the push
+// under (pushedField's values, as HMGET answers them): -1 where none is
+// recorded.
+func pushedUnder(states []string, vals []any) []int {
+	out := make([]int, len(states))
+	for j := range out {
+		out[j] = -1
+		if j >= len(vals) || states[j] != stateDelivered {
+			continue
+		}
+		if s, ok := vals[j].(string); ok {
+			if n, err := strconv.Atoi(s); err == nil {
+				out[j] = n
+			}
+		}
+	}
+	return out
 }
 
 // nextAttempt records that recipient i's attempt a.n ended and another
 // follows (a transient failure when transient; a provider throttling at now
-// when throttled), and returns the new history. It is written under its
+// when throttled; either is a refusal), and returns the new history. It is written under its
 // own context like device outcomes: the next attempt must book a slot of
 // its own even when shutdown cancelled the task.
 func (s store) nextAttempt(ctx context.Context, id string, i int, a attempts, transient, throttled bool, now time.Time, ttl time.Duration) (attempts, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	k, p := devKey(id), strconv.Itoa(i)+"/"
-	var nc, fc *redis.IntCmd
+	var nc, fc, rc *redis.IntCmd
 	var tc *redis.StringCmd
 	err := persist(ctx, func(ctx context.Context) error {
 		_, err := s.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
 			nc = pp.HIncrBy(ctx, k, p+"a", 1)
 			fc = pp.HIncrBy(ctx, k, p+"f", b2i(transient))
+			rc = pp.HIncrBy(ctx, k, p+"r", b2i(transient || throttled))
 			if throttled {
 				pp.HSetNX(ctx, k, p+"t", now.UnixMilli())
 			}
@@ -710,7 +749,7 @@ func (s store) nextAttempt(ctx context.Context, id string, i int, a attempts, tr
 	if err != nil {
 		return a, fmt.Errorf("record the next attempt of %s/%d: %w", id, i, err)
 	}
-	out := attempts{n: int(nc.Val()), failures: int(fc.Val())}
+	out := attempts{n: int(nc.Val()), failures: int(fc.Val()), refusals: int(rc.Val())}
 	if ms, err := strconv.ParseInt(tc.Val(), 10, 64); err == nil {
 		out.throttledSince = time.UnixMilli(ms)
 	}

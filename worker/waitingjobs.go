@@ -100,6 +100,10 @@ type heldJobsGroups struct {
 	scope, token string
 	mu           sync.Mutex
 	tasks        map[string]*heldJobs
+	// collapsed are the groups (by id) to wake once created: a member's
+	// booking was collapsed before its marker named the group
+	// (wakeCollapsed).
+	collapsed map[string]bool
 }
 
 func newHeldJobsGroups(scope string) *heldJobsGroups {
@@ -183,8 +187,22 @@ func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) err
 		if err != nil {
 			return err
 		}
+		if g.collapsed[id] {
+			woken := w.client.wakeHeld(ctx, h.queue, id)
+			w.log.Info("held jobs woken for a push collapsed before its marker was written", "task", id, "woken", woken)
+		}
 	}
 	return nil
+}
+
+// wakeOnce has group id woken once enqueue has created it.
+func (g *heldJobsGroups) wakeOnce(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.collapsed == nil {
+		g.collapsed = map[string]bool{}
+	}
+	g.collapsed[id] = true
 }
 
 // finish creates the tasks of g once its run's jobs are done (errs, one

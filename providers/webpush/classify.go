@@ -95,13 +95,16 @@ func answerReason(body io.Reader) string {
 // classifyError classifies a request that got no answer. The error is
 // rewrapped without its *url.Error, which would print the whole endpoint.
 func classifyError(ctx context.Context, origin string, err error) providers.Result {
+	notSent := errors.Is(err, providers.ErrNotSent)
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
 	r := providers.Result{Outcome: providers.Transient, Reason: "network", Err: fmt.Errorf("webpush: post to %s: %w", origin, err)}
 	switch {
-	case errors.Is(err, providers.ErrNotSent):
+	case notSent:
+		// providers.Call's word, kept around the *url.Error's cause.
 		r.Reason = "late for its slot"
+		r.Err = fmt.Errorf("webpush: post to %s: %w: %w", origin, providers.ErrNotSent, err)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		r.Reason = "timeout"
 	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
