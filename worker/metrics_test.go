@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hushpush/hush/internal/redismetrics"
 )
 
 // TestOperationsListsEveryMetric: docs/operations.md's metrics table has
-// one row per hush_ metric the worker registers, with its labels, and no
+// one row per hush_ metric the worker (and hush serve beside it) registers, with its labels, and no
 // row for a metric it does not: an operator building dashboards and
 // alerts from the table finds every series /metrics serves.
 func TestOperationsListsEveryMetric(t *testing.T) {
@@ -20,6 +22,9 @@ func TestOperationsListsEveryMetric(t *testing.T) {
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
 		e.w.m.reg.Describe(ch)
+		// hush serve registers the Redis client's metrics beside the
+		// worker's (Options.Metrics, setup/serve.go).
+		redismetrics.New().Describe(ch)
 		close(ch)
 	}()
 	descRE := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
