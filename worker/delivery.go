@@ -116,11 +116,19 @@ func (w *Worker) deliveryTask(ctx context.Context, t *asynq.Task) error {
 	if err := d.check(); err != nil {
 		return fmt.Errorf("invalid delivery payload: %w: %w", err, asynq.SkipRetry)
 	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	first := -1 // the attempt the run found first
 	for range maxLoops {
 		st, err := w.store.recipient(ctx, d.Job, d.Index, len(d.Devices))
 		if err != nil {
 			return err
 		}
+		if first < 0 {
+			first = st.attempts.n
+		}
+		// Only the attempt an earlier run may have ended in is unsettled:
+		// one this run went on to is its own.
+		st.attempts.unsettled = st.attempts.n == first && afterUnsettled(retried, st.attempts.failures)
 		if st.final != "" {
 			return nil // settled by an earlier run
 		}
