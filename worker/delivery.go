@@ -48,6 +48,11 @@ type delivery struct {
 	// Failed, set by a chunk, is the reason of a failure that ends the
 	// delivery: the task records it and is archived with it.
 	Failed string `json:"failed,omitempty"`
+	// Unsettled, set by a chunk, says the run handing the recipient over
+	// found its first booking made by an earlier run that may have ended
+	// during its provider call (afterUnsettled): the first attempt is
+	// unsettled (attempts.unsettled).
+	Unsettled bool `json:"unsettled,omitempty"`
 }
 
 // appName is the app of the delivery's job as it names it, for metrics,
@@ -128,7 +133,8 @@ func (w *Worker) deliveryTask(ctx context.Context, t *asynq.Task) error {
 		}
 		// Only the attempt an earlier run may have ended in is unsettled:
 		// one this run went on to is its own.
-		st.attempts.unsettled = st.attempts.n == first && afterUnsettled(retried, st.attempts.failures)
+		st.attempts.unsettled = st.attempts.n == first && afterUnsettled(retried, st.attempts.failures) ||
+			st.attempts.n == 0 && d.Unsettled
 		if st.final != "" {
 			return nil // settled by an earlier run
 		}
