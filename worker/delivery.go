@@ -330,8 +330,9 @@ func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
 // passed, or its earliest slot is after it), stateThrottleFull (the user
 // holds the most bookings allowed), stateCollapsed (a newer push with its
 // collapse key took its place) or stateCancelled (its job was
-// cancelled). It gives the attempt's booking back. A device that already has the push
-// makes it a delivery. The dropped event is appended before the state is
+// cancelled). It gives the attempt's booking back, unless the attempt is
+// unsettled (its push may have gone out at that slot). A device that
+// already has the push makes it a delivery. The dropped event is appended before the state is
 // recorded, so it is never lost (a re-run may emit it twice).
 func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reason string) error {
 	if slices.Contains(st.devices, stateDelivered) {
@@ -347,8 +348,10 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.member(), "user_id", d.UserID}, d.Deadline)...)
 		return w.finish(ctx, d, stateDelivered)
 	}
-	if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {
-		return err
+	if !st.attempts.unsettled {
+		if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {
+			return err
+		}
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
