@@ -332,8 +332,9 @@ func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
 // collapse key took its place) or stateCancelled (its job was
 // cancelled). It gives the attempt's booking back, unless the attempt is
 // unsettled (its push may have gone out at that slot). A device that
-// already has the push makes it a delivery. The dropped event is appended before the state is
-// recorded, so it is never lost (a re-run may emit it twice).
+// already has the push makes it a delivery. The dropped event is appended
+// before the state is recorded, so it is never lost (a re-run may emit it
+// twice).
 func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reason string) error {
 	if slices.Contains(st.devices, stateDelivered) {
 		// A retry for the rest of the devices ran out of time, but the user
