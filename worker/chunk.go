@@ -213,6 +213,8 @@ type handoff struct {
 	// foreign: a held task's recipient that its marker gives to its
 	// delivery task already: the task is created again, the marker kept.
 	foreign bool
+	// unsettled: see delivery.
+	unsettled bool
 	// slot: a deferred recipient's booked instant (local clock); at: the
 	// same on the limiter's clock (its reservation's At); booked: the
 	// limiter's instant of that booking (its reservation's Now).
@@ -425,6 +427,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	for _, h := range tasks {
 		d := c.delivery(h.i)
 		d.Failed = h.failed
+		d.Unsettled = h.unsettled
 		if err := w.enqueueDelivery(ctx, &d, h.delay); err != nil {
 			return err
 		}
@@ -567,21 +570,26 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 			return nil, fmt.Errorf("limiter reserve for %s: %w", c.name(), err)
 		}
+		// A booking an earlier run of the chunk made may carry a push when
+		// that run may have ended during its provider call (Asynq counts
+		// every failed run of a chunk, and hush decides none of them).
+		retried, _ := asynq.GetRetryCount(ctx)
 		for k, i := range idx {
 			r := res[k]
 			by := byWave
 			if c.held() {
 				by = byHeld
 			}
+			unsettled := r.Existing && afterUnsettled(retried, 0)
 			if !plansItself(r, by) {
-				handoffs = append(handoffs, handoff{i: i})
+				handoffs = append(handoffs, handoff{i: i, unsettled: unsettled})
 				continue
 			}
 			d := c.delivery(i)
 			if r.Collapsed != "" {
 				w.collapsedBy(&d, r.Collapsed)
 			}
-			pl := plan(r, booked.mid, booked.answered, w.now(), c.Deadline, false)
+			pl := plan(r, booked.mid, booked.answered, w.now(), c.Deadline, unsettled)
 			w.countPlan(app, pl, r)
 			rt := routePlan(pl, by)
 			if rt.deferred {
@@ -600,7 +608,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 				// groups), else in its delivery task, in place.
 				handoffs = append(handoffs, handoff{i: i, near: true, wake: w.now(), slot: pl.slot, at: r.At, booked: r.Now})
 			default:
-				handoffs = append(handoffs, handoff{i: i, delay: rt.delay})
+				handoffs = append(handoffs, handoff{i: i, delay: rt.delay, unsettled: unsettled})
 			}
 		}
 	}

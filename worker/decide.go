@@ -45,9 +45,9 @@ const (
 	// stepRebook: an existing booking is late and nothing has reached the
 	// user under it: give it back and book again under the same member.
 	stepRebook
-	// stepNext: an existing booking is late and a device has the push
-	// under it (attempts.carries): book under the next attempt's member,
-	// keeping this one.
+	// stepNext: an existing booking is late and a device has, or may have,
+	// the push under it (attempts.carries): book under the next attempt's
+	// member, keeping this one.
 	stepNext
 	// stepCollapsed: a newer push for the user with the same collapse key
 	// took this one's place while it was held: drop.
@@ -79,7 +79,8 @@ type planned struct {
 // that, so the slot a push waits for (planned.slot) is answered + r.Wait,
 // never before the limiter's slot (at most the round trip after it).
 // deadline is the delivery's expiry (zero: none); carried says a device
-// of the recipient has the push under this booking (attempts.carries).
+// of the recipient has, or may have, the push under this booking
+// (attempts.carries): a late one is kept then (stepNext).
 func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, carried bool) planned {
 	switch r.Refused {
 	case throttle.RefusedFull:
@@ -317,7 +318,21 @@ type attempts struct {
 	// booking of such an attempt carries a push; a later attempt that
 	// sends nothing gives its own back.
 	pushedUnder []int
+	// unsettled: a run of the current attempt may have ended during its
+	// provider call without recording the answer (afterUnsettled), so
+	// its booking may carry a push.
+	unsettled bool
 }
+
+// afterUnsettled reports whether a delivery task's run may follow a run
+// that ended during a provider call without recording its answer: Asynq
+// counts more failed runs of the task (retried, asynq.GetRetryCount) than
+// the transient failures hush recorded for the recipient (failures), and
+// each retry hush decides itself records one. A run Asynq counts beyond
+// them ended otherwise: its lease expired (its process was killed or
+// stalled) or it failed on its own records. Hush's other hand-backs (a
+// deferral, a provider's throttling, shutdown) are no failures to Asynq.
+func afterUnsettled(retried, failures int) bool { return retried > failures }
 
 // begun reports whether the recipient's records hold any attempt history
 // (a retry, a throttling, a paced turn): its delivery task knows what to
@@ -332,8 +347,12 @@ func (a attempts) begun() bool {
 // record, or a one-device recipient's, which never needs one). Only such
 // a booking is kept when the attempt sends nothing more; every other one
 // goes back, so that bookings of attempts that reached nobody do not pile
-// up in the user's rules.
+// up in the user's rules. An unsettled attempt's booking may carry one
+// too: the push may have gone out at its slot with nothing recorded.
 func (a attempts) carries(states []string) bool {
+	if a.unsettled {
+		return true
+	}
 	for j, st := range states {
 		if st != stateDelivered {
 			continue

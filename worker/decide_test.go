@@ -243,6 +243,7 @@ func TestCarries(t *testing.T) {
 		{"delivered, nothing read", []string{d, ""}, attempts{n: 2}, true},
 		{"a record of an attempt on a device not delivered is no push", []string{"", ""}, attempts{n: 2, pushedUnder: []int{2, -1}}, false},
 		{"recorded under a later attempt than this one", []string{d, ""}, attempts{n: 1, pushedUnder: []int{3, -1}}, true},
+		{"nothing recorded, the attempt unsettled", []string{"", ""}, attempts{n: 1, unsettled: true}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,6 +251,28 @@ func TestCarries(t *testing.T) {
 				t.Errorf("carries = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAfterUnsettled: a run follows one that may have ended mid-call only
+// when Asynq counts a failed run that is not one of hush's own retries
+// (each records a transient failure).
+func TestAfterUnsettled(t *testing.T) {
+	tests := []struct {
+		retried, failures int
+		want              bool
+	}{
+		{0, 0, false},
+		{1, 1, false}, // one retry hush decided
+		{2, 2, false},
+		{0, 3, false}, // failures recorded before this task (a chunk's)
+		{1, 0, true},  // a lease expired, or a run failed on its records
+		{3, 2, true},
+	}
+	for _, tt := range tests {
+		if got := afterUnsettled(tt.retried, tt.failures); got != tt.want {
+			t.Errorf("afterUnsettled(%d, %d) = %v, want %v", tt.retried, tt.failures, got, tt.want)
+		}
 	}
 }
 

@@ -48,6 +48,11 @@ type delivery struct {
 	// Failed, set by a chunk, is the reason of a failure that ends the
 	// delivery: the task records it and is archived with it.
 	Failed string `json:"failed,omitempty"`
+	// Unsettled, set by a chunk, says the run handing the recipient over
+	// found its first booking made by an earlier run that may have ended
+	// during its provider call (afterUnsettled): the first attempt is
+	// unsettled (attempts.unsettled).
+	Unsettled bool `json:"unsettled,omitempty"`
 }
 
 // appName is the app of the delivery's job as it names it, for metrics,
@@ -116,11 +121,20 @@ func (w *Worker) deliveryTask(ctx context.Context, t *asynq.Task) error {
 	if err := d.check(); err != nil {
 		return fmt.Errorf("invalid delivery payload: %w: %w", err, asynq.SkipRetry)
 	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	first := -1 // the attempt the run found first
 	for range maxLoops {
 		st, err := w.store.recipient(ctx, d.Job, d.Index, len(d.Devices))
 		if err != nil {
 			return err
 		}
+		if first < 0 {
+			first = st.attempts.n
+		}
+		// Only the attempt an earlier run may have ended in is unsettled:
+		// one this run went on to is its own.
+		st.attempts.unsettled = st.attempts.n == first && afterUnsettled(retried, st.attempts.failures) ||
+			st.attempts.n == 0 && d.Unsettled
 		if st.final != "" {
 			return nil // settled by an earlier run
 		}
@@ -316,9 +330,11 @@ func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
 // passed, or its earliest slot is after it), stateThrottleFull (the user
 // holds the most bookings allowed), stateCollapsed (a newer push with its
 // collapse key took its place) or stateCancelled (its job was
-// cancelled). It gives the attempt's booking back. A device that already has the push
-// makes it a delivery. The dropped event is appended before the state is
-// recorded, so it is never lost (a re-run may emit it twice).
+// cancelled). It gives the attempt's booking back, unless the attempt is
+// unsettled (its push may have gone out at that slot). A device that
+// already has the push makes it a delivery. The dropped event is appended
+// before the state is recorded, so it is never lost (a re-run may emit it
+// twice).
 func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reason string) error {
 	if slices.Contains(st.devices, stateDelivered) {
 		// A retry for the rest of the devices ran out of time, but the user
@@ -333,8 +349,10 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.member(), "user_id", d.UserID}, d.Deadline)...)
 		return w.finish(ctx, d, stateDelivered)
 	}
-	if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {
-		return err
+	if !st.attempts.unsettled {
+		if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {
+			return err
+		}
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
