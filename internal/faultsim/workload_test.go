@@ -65,20 +65,21 @@ type scenario struct {
 	// lateNode is the node that does not know appLate until its reload
 	// (-1: every node knows it from the start).
 	lateNode int
-	// scripts are the fakes' answers per token, beyond OK.
-	scripts map[string][]fake.Answer
+	// scripts are the fakes' answers per token, beyond OK; dead are the
+	// tokens that answer Unregistered, retryAfter those whose 429 carries
+	// a Retry-After.
+	scripts    map[string][]fake.Answer
+	dead       map[string]bool
+	retryAfter map[string]time.Duration
 }
-
-// Tolerance of the rules as measured at the provider (docs/delivery.md
-// section 8).
-const tolerance = 250 * time.Millisecond
 
 // newScenario draws a scenario from seed for a run of span, starting at
 // start, with nodes workers.
 func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, maxSkew time.Duration, kb knownBroken) *scenario {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
-	sc := &scenario{seed: seed, maxRate: float64(4 + rng.IntN(5)), scripts: map[string][]fake.Answer{}, lateNode: -1}
+	sc := &scenario{seed: seed, maxRate: float64(4 + rng.IntN(5)), scripts: map[string][]fake.Answer{}, lateNode: -1,
+		dead: map[string]bool{}, retryAfter: map[string]time.Duration{}}
 
 	// Short windows, so that the rules bite within the run.
 	global, _ := throttle.ParseLimits(fmt.Sprintf("%d/2s", 2+rng.IntN(2)))
@@ -93,7 +94,9 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	q := sc.quiet
 	sc.policy = throttle.Policy{
 		Limits: global,
-		MinGap: dur(100*time.Millisecond, 400*time.Millisecond).Truncate(time.Millisecond),
+		// Gaps well above the 250 ms tolerance, so that a push early by
+		// half its gap breaks the check.
+		MinGap: dur(minGapLo, minGapHi).Truncate(time.Millisecond),
 		Categories: map[string]throttle.Category{
 			"promo": {Limits: promo},
 			"night": {Quiet: &q},
@@ -137,13 +140,16 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			case r == 0:
 				sc.scripts[tok] = []fake.Answer{fake.TooMany(0), fake.OK()}
 			case r == 1 && pl == payload.FCM:
-				sc.scripts[tok] = []fake.Answer{fake.TooMany(time.Second), fake.OK()}
+				ra := dur(retryAfterLo, retryAfterHi).Truncate(time.Second)
+				sc.scripts[tok] = []fake.Answer{fake.TooMany(ra), fake.OK()}
+				sc.retryAfter[tok] = ra
 			case r == 2 && !(rated && pl == payload.FCM):
 				// The FCM SDK retries a 503 itself, unpaced: not for a
 				// rated app, whose rate check counts every request.
 				sc.scripts[tok] = []fake.Answer{fake.Status(503), fake.OK()}
 			case r == 3:
 				sc.scripts[tok] = []fake.Answer{fake.Unregistered()}
+				sc.dead[tok] = true
 			case r == 4:
 				sc.scripts[tok] = []fake.Answer{fake.OK().WithLatency(dur(200*time.Millisecond, 800*time.Millisecond)), fake.OK()}
 			}
@@ -152,6 +158,15 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	}
 	for i := range 10 {
 		sc.users = append(sc.users, mkUser("u", i, i < 3, false))
+	}
+	// One plain user's first device is always an FCM token throttled
+	// with a Retry-After, so that every seed checks it.
+	if u := sc.users[3]; true {
+		tok := fmt.Sprintf("%su03throttled", seedTag(seed))
+		ra := dur(retryAfterLo, retryAfterHi).Truncate(time.Second)
+		u.devices[0] = payload.Device{Platform: payload.FCM, Token: tok}
+		sc.scripts[tok] = []fake.Answer{fake.TooMany(ra), fake.OK()}
+		sc.retryAfter[tok] = ra
 	}
 	const rated = 20 // waves of recipients with slots of their own
 	for i := range rated {
@@ -271,6 +286,18 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	slices.SortStableFunc(sc.faults, func(a, b fault) int { return int(a.at - b.at) })
 	return sc
 }
+
+// The workload's drawn bounds.
+const (
+	// minGapLo and minGapHi bound the global minimum gap: above twice the
+	// rules' tolerance, so that a gap half kept is caught.
+	minGapLo, minGapHi = 600 * time.Millisecond, 900 * time.Millisecond
+	// retryAfterLo and retryAfterHi bound a throttling token's
+	// Retry-After (whole seconds): above hush's own second of margin
+	// (worker retryWake) and its first backoff, so that a retry that
+	// ignores the Retry-After is caught.
+	retryAfterLo, retryAfterHi = 3 * time.Second, 4 * time.Second
+)
 
 func recipient(u *user) payload.Recipient {
 	return payload.Recipient{UserID: u.id, Devices: slices.Clone(u.devices)}

@@ -110,8 +110,21 @@ func (c skewClock) Now() time.Time { return time.Now().Add(c.skew) }
 
 // call is a provider call a node has under way.
 type call struct {
-	token  string
+	key    callKey
 	cancel context.CancelFunc
+}
+
+// callKey is one job's push to one device: what a kill may send twice.
+type callKey struct{ job, token string }
+
+// callOf is p's job and device (the workload's pushes carry their job's
+// id in their data, "j").
+func callOf(p providers.Push) callKey {
+	k := callKey{token: p.Token}
+	if p.Content != nil {
+		k.job = p.Content.Data["j"]
+	}
+	return k
 }
 
 // node is one hush serve process: a Worker on a Redis client of its own,
@@ -132,8 +145,8 @@ type node struct {
 	mu       sync.Mutex
 	calls    map[int]call
 	next     int
-	recent   map[string]time.Time // token: when its last call ended
-	atRisk   map[string]bool      // tokens a kill may have sent twice
+	recent   map[callKey]time.Time // when each push's last call ended
+	atRisk   map[callKey]bool      // pushes a kill may have sent twice
 	killedAt time.Time
 }
 
@@ -153,12 +166,12 @@ func (s killSender) Send(ctx context.Context, p providers.Push) providers.Result
 	s.n.mu.Lock()
 	k := s.n.next
 	s.n.next++
-	s.n.calls[k] = call{token: p.Token, cancel: cancel}
+	s.n.calls[k] = call{key: callOf(p), cancel: cancel}
 	s.n.mu.Unlock()
 	r := s.next.Send(ctx, p)
 	s.n.mu.Lock()
 	delete(s.n.calls, k)
-	s.n.recent[p.Token] = time.Now()
+	s.n.recent[callOf(p)] = time.Now()
 	s.n.mu.Unlock()
 	if s.n.hook.dead.Load() {
 		return providers.Result{Outcome: providers.Transient, Reason: "killed", Err: errKilled}
@@ -180,12 +193,12 @@ func (n *node) kill() {
 	n.mu.Lock()
 	n.killedAt = time.Now()
 	for _, c := range n.calls {
-		n.atRisk[c.token] = true
+		n.atRisk[c.key] = true
 		c.cancel()
 	}
-	for tok, at := range n.recent {
+	for k, at := range n.recent {
 		if n.killedAt.Sub(at) <= recordWindow {
-			n.atRisk[tok] = true
+			n.atRisk[k] = true
 		}
 	}
 	n.mu.Unlock()
@@ -265,7 +278,7 @@ func (s *sim) startNode(id int, knowsLate bool) *node {
 	h := &faultHook{rng: rand.New(rand.NewPCG(s.seed, uint64(id)<<32|uint64(s.gen)))}
 	rdb := s.world.client(h)
 	n := &node{id: id, gen: s.gen, skew: s.sc.skews[id], hook: h, rdb: rdb, done: make(chan struct{}),
-		calls: map[int]call{}, recent: map[string]time.Time{}, atRisk: map[string]bool{}}
+		calls: map[int]call{}, recent: map[callKey]time.Time{}, atRisk: map[callKey]bool{}}
 	s.gen++
 	lim, err := throttle.NewRedis(rdb, s.sc.policy, throttle.Options{CollapseMargin: worker.CollapseMargin})
 	if err != nil {
