@@ -109,6 +109,9 @@ func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, delive
 	case wait <= maxInlineWait:
 		return planned{step: stepWait, slot: slot, wait: wait}
 	}
+	if mutant("fullOnDefer") {
+		return planned{step: stepFull}
+	}
 	return planned{step: stepDefer, slot: slot, wait: wait}
 }
 
@@ -421,7 +424,7 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 // from throttledSince, before until: the delivery fails now instead.
 func retryAfterOr(r *providers.Result, n int, now, until, throttledSince time.Time, maxThrottled time.Duration) (delay time.Duration, past bool) {
 	delay = r.RetryAfter
-	if delay <= 0 {
+	if delay <= 0 || mutant("retryAfterIgnored") {
 		delay = backoff(n)
 	}
 	at := now.Add(delay)
@@ -452,6 +455,9 @@ func retryUntil(retained, deadline time.Time) time.Time {
 func deviceState(o providers.Outcome) string {
 	switch o {
 	case providers.Delivered:
+		if mutant("countsLost") {
+			return stateTokenInvalid
+		}
 		return stateDelivered
 	case providers.TokenInvalid:
 		return stateTokenInvalid

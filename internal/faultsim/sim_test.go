@@ -161,12 +161,19 @@ func (s *sim) logf(format string, args ...any) {
 	}
 }
 
+// runSeed runs seed and fails t with every broken promise.
 func runSeed(t *testing.T, seed uint64, kb knownBroken, cluster bool) {
+	simulate(t, seed, kb, cluster, false)
+}
+
+// simulate runs seed and returns the broken promises; unless quiet, it
+// also fails t with them, the run's event log and the replay command.
+func simulate(t *testing.T, seed uint64, kb knownBroken, cluster, quiet bool) []failure {
 	t.Logf("seed %d (replay: %s)", seed, replay(seed, cluster))
 	w := startWorld(t, cluster)
 	// The run starts once the nodes are up; absolute times (quiet hours)
 	// are drawn against that start.
-	s := &sim{t: t, seed: seed, kb: kb, world: w, start: time.Now().Add(setupAllowance), jobs: map[string]*jobRun{}}
+	s := &sim{t: t, seed: seed, kb: kb, world: w, start: time.Now().Add(setupAllowance), jobs: map[string]*jobRun{}, quiet: quiet}
 	s.sc = newScenario(seed, s.start, *flagDuration, *flagNodes, *flagSkew, kb)
 	s.fa, s.ff, s.senders = startFakes(t)
 	for tok, as := range s.sc.scripts {
@@ -207,6 +214,7 @@ func runSeed(t *testing.T, seed uint64, kb knownBroken, cluster bool) {
 		t.Errorf("seed %d broke %d promise(s):\n%sreplay: %s -sim.v",
 			seed, len(s.failures), b.String(), replay(seed, cluster))
 	}
+	return s.failures
 }
 
 func (s *sim) current() []*node {
