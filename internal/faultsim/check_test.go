@@ -33,8 +33,11 @@ const (
 	expiryTolerance = loopback
 	cancelTolerance = loopback
 	// retryAfterTolerance: a throttled delivery is "retried after the
-	// provider's Retry-After" (docs/delivery.md section 5, throttled):
-	// counted from the answer, less the wire's time.
+	// provider's Retry-After" (docs/delivery.md section 5, throttled),
+	// counted from the answer, less the wire's time. The retry's time is
+	// read on one worker's clock and may be waited for on another's, so
+	// checkRetryAfter adds the run's spread of clock skews (at most twice
+	// the 300 ms section 8 assumes of each clock).
 	retryAfterTolerance = loopback
 	// pushSpan: arrivals of one job to one user this close together are
 	// one push ("A push is one delivery attempt, sent to all of the
@@ -429,11 +432,15 @@ func checkMaxRate(h *history) []failure {
 // passed since the answer.
 func checkRetryAfter(h *history) []failure {
 	var out []failure
+	tol := retryAfterTolerance
+	if len(h.skews) > 0 {
+		tol += slices.Max(h.skews) - slices.Min(h.skews)
+	}
 	last := map[callKey]arrival{}
 	for _, a := range h.arrivals {
 		k := callKey{a.job, a.token}
 		if prev, ok := last[k]; ok && prev.status == 429 && !prev.answered.IsZero() && !h.excused[k] {
-			if ra := h.retryAfter[a.token]; ra > 0 && a.at.Before(prev.answered.Add(ra-retryAfterTolerance)) {
+			if ra := h.retryAfter[a.token]; ra > 0 && a.at.Before(prev.answered.Add(ra-tol)) {
 				out = append(out, fail("retry-after", traceOf(prev, a), "job %s asked device %s again %s after a 429 with Retry-After %s", a.job, short(a.token), a.at.Sub(prev.answered), ra))
 			}
 		}

@@ -200,6 +200,12 @@ func TestChecks(t *testing.T) {
 			arrive(answeredWith("a", "u", "t-u", 0, 429), pushed("a", "u", "t-u", 3000)), 0},
 		{"retry-after: early", checkRetryAfter, newHistory().job("a", nil, recipients("u")).with(func(h *history) { h.retryAfter["t-u"] = 3 * time.Second }).
 			arrive(answeredWith("a", "u", "t-u", 0, 429), pushed("a", "u", "t-u", 2000)), 1},
+		{"retry-after: within the workers' clock spread", checkRetryAfter, newHistory().job("a", nil, recipients("u")).with(func(h *history) {
+			h.retryAfter["t-u"], h.skews = 3*time.Second, []time.Duration{-300 * time.Millisecond, 300 * time.Millisecond}
+		}).arrive(answeredWith("a", "u", "t-u", 0, 429), pushed("a", "u", "t-u", 2500)), 0},
+		{"retry-after: beyond the workers' clock spread", checkRetryAfter, newHistory().job("a", nil, recipients("u")).with(func(h *history) {
+			h.retryAfter["t-u"], h.skews = 3*time.Second, []time.Duration{-300 * time.Millisecond, 300 * time.Millisecond}
+		}).arrive(answeredWith("a", "u", "t-u", 0, 429), pushed("a", "u", "t-u", 2300)), 1},
 		{"retry-after: another job may come sooner", checkRetryAfter, newHistory().job("a", nil, recipients("u")).job("b", nil, recipients("u")).with(func(h *history) { h.retryAfter["t-u"] = 3 * time.Second }).
 			arrive(answeredWith("a", "u", "t-u", 0, 429), pushed("b", "u", "t-u", 1000)), 0},
 
