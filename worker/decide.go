@@ -109,9 +109,6 @@ func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, delive
 	case wait <= maxInlineWait:
 		return planned{step: stepWait, slot: slot, wait: wait}
 	}
-	if mutant("fullOnDefer") {
-		return planned{step: stepFull}
-	}
 	return planned{step: stepDefer, slot: slot, wait: wait}
 }
 

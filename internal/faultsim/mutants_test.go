@@ -20,7 +20,7 @@ var mutants = []struct {
 	seeds []uint64
 	why   string
 }{
-	{"fullOnDefer", "never-lost", []uint64{1}, "a booking whose slot is far ends throttle_full instead of waiting for it"},
+	{"pendingCapOne", "never-lost", []uint64{1}, "the default cap on a user's held bookings is 1, not 100: held pushes end throttle_full"},
 	{"countsLost", "counts-equal-arrivals", []uint64{1}, "a provider's 200 is recorded as a dead token"},
 	{"resendSettled", "never-twice", []uint64{1}, "a retry sends to every device again, the delivered ones too"},
 	{"expiryLate", "never-after-expiry", []uint64{1}, "deliveries expire 2 s after expires_at"},
