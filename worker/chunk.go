@@ -109,14 +109,10 @@ func (c *chunk) ttl() time.Duration {
 func (c *chunk) expired(t time.Time) bool { return !c.Deadline.IsZero() && !t.Before(c.Deadline) }
 
 func chunkOf(job *payload.Job, from int) *chunk {
-	c := &chunk{
+	return &chunk{
 		Job: job.ID, From: from, Recipients: job.Recipients[from:min(from+chunkSize, len(job.Recipients))],
 		Content: job.Content, Priority: job.Priority.Effective(), Deadline: job.Deadline(), AcceptedAt: job.AcceptedAt,
 	}
-	if mutant("expiryLate") && !c.Deadline.IsZero() {
-		c.Deadline = c.Deadline.Add(2 * time.Second)
-	}
-	return c
 }
 
 func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) error {

@@ -492,9 +492,6 @@ func queueCancelled(ctx context.Context, p redis.Pipeliner, id string) *redis.St
 
 // isCancelled reads a queueCancelled answer.
 func isCancelled(c *redis.StringCmd) (bool, error) {
-	if mutant("cancelIgnored") {
-		return false, nil
-	}
 	switch err := c.Err(); {
 	case errors.Is(err, redis.Nil):
 		return false, nil
