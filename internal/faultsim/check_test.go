@@ -134,19 +134,25 @@ func checkNeverLost(h *history) []failure {
 // in this run: delivered any; token_invalid those whose every device is
 // dead; expired only with a deadline; collapsed only with a collapse key;
 // cancelled only when a cancellation was sent; throttle_full only when a
-// user could hold the pending cap of bookings; failed never (the
-// workload's refusals are transient and answered once, within
-// HUSH_MAX_RETRY).
+// user could hold the pending cap of bookings; failed (or expired) only
+// for recipients whose live devices answer what ends a delivery (an
+// absurd Retry-After), never else (the workload's other refusals are
+// transient and answered once, within HUSH_MAX_RETRY).
 func allowedStates(h *history, jr *jobRun) map[string]int {
 	j := jr.spec.job
 	all := len(j.Recipients)
 	a := map[string]int{"delivered": all}
 	for _, r := range j.Recipients {
-		dead := len(r.Devices) > 0
+		live, ending := false, false
 		for _, d := range r.Devices {
-			dead = dead && h.dead[d.Token]
+			live = live || !h.dead[d.Token] && !h.ending[d.Token]
+			ending = ending || h.ending[d.Token]
 		}
-		if dead {
+		switch {
+		case live:
+		case ending:
+			a["failed"]++
+		default:
 			a["token_invalid"]++
 		}
 	}
@@ -406,7 +412,7 @@ func rateBound(r float64) int { return int(r) + 1 + int(math.Ceil(2*r*rateJitter
 func checkMaxRate(h *history) []failure {
 	var out []failure
 	bound := rateBound(h.maxRate)
-	for _, pl := range []payload.Platform{payload.APNs, payload.FCM} {
+	for _, pl := range []payload.Platform{payload.APNs, payload.FCM, payload.WebPush} {
 		var as []arrival
 		for _, a := range h.arrivals {
 			if jr := h.jobs[a.job]; a.platform == pl && jr != nil && jr.spec.job.App == appRated {
@@ -455,7 +461,7 @@ func checkRetryAfter(h *history) []failure {
 func checkUnknownApp(h *history) []failure {
 	var out []failure
 	for _, id := range sortedKeys(h.status) {
-		if jr := h.jobs[id]; jr != nil && jr.spec.job.App == appLate && h.status[id].Counts["failed"] > 0 {
+		if jr := h.jobs[id]; jr != nil && jr.spec.job.App == appLate && h.status[id].Counts["failed"] > allowedStates(h, jr)["failed"] {
 			out = append(out, fail("unknown-app", nil, "job %s of app %s ended failed while a worker had not loaded the app: %v", id, appLate, h.status[id].Counts))
 		}
 	}

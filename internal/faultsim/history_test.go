@@ -78,6 +78,9 @@ type history struct {
 	// whose 429 carries a Retry-After, and how long.
 	dead       map[string]bool
 	retryAfter map[string]time.Duration
+	// ending are the tokens whose answer ends a delivery with no other
+	// live device (failed, or expired at its deadline).
+	ending map[string]bool
 	// pendingCap: some user could hold the limiter's pending cap of
 	// bookings, so throttle_full is a state the run allows.
 	pendingCap bool
@@ -135,21 +138,27 @@ func (s *sim) arrivals() []arrival {
 	add := func(rs []fake.Request, pl payload.Platform) {
 		for _, r := range rs {
 			var body struct {
-				J       string `json:"j"`
+				J       string            `json:"j"`
+				Data    map[string]string `json:"data"` // Web Push
 				Message struct {
 					Data map[string]string `json:"data"`
 				} `json:"message"`
 			}
 			_ = json.Unmarshal(r.Body, &body)
 			j := body.J
-			if pl == payload.FCM {
+			switch pl {
+			case payload.FCM:
 				j = body.Message.Data["j"]
+			case payload.WebPush:
+				j = body.Data["j"]
 			}
 			out = append(out, arrival{job: j, user: owner[r.Token], token: r.Token, platform: pl, at: r.At, status: r.Status, answered: r.Answered})
 		}
 	}
-	add(s.fa.Requests(), payload.APNs)
-	add(s.ff.Requests(), payload.FCM)
+	add(s.fakes.apns.Requests(), payload.APNs)
+	add(s.fakes.fcm.Requests(), payload.FCM)
+	add(s.fakes.webpush.Requests(), payload.WebPush)
+	add(s.fakes.hostile.Requests(), payload.WebPush)
 	slices.SortFunc(out, func(a, b arrival) int { return a.at.Compare(b.at) })
 	return out
 }
@@ -193,7 +202,7 @@ func (s *sim) history(rdb redis.UniversalClient) *history {
 	for _, n := range perUser {
 		h.pendingCap = h.pendingCap || n >= throttle.DefaultMaxPending
 	}
-	h.dead, h.retryAfter = s.sc.dead, s.sc.retryAfter
+	h.dead, h.retryAfter, h.ending = s.sc.dead, s.sc.retryAfter, s.sc.ending
 	h.keys = s.keys(rdb)
 	return h
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
-	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/worker"
 )
 
@@ -118,8 +117,7 @@ type sim struct {
 	world *world
 	start time.Time
 
-	fa      *fake.APNs
-	ff      *fake.FCM
+	fakes   fakes
 	senders senders
 	obs     *worker.Client // reads statuses on a clean connection and clock
 
@@ -175,10 +173,21 @@ func simulate(t *testing.T, seed uint64, kb knownBroken, cluster, quiet bool) []
 	// are drawn against that start.
 	s := &sim{t: t, seed: seed, kb: kb, world: w, start: time.Now().Add(setupAllowance), jobs: map[string]*jobRun{}, quiet: quiet}
 	s.sc = newScenario(seed, s.start, *flagDuration, *flagNodes, *flagSkew, kb)
-	s.fa, s.ff, s.senders = startFakes(t)
+	s.fakes, s.senders = startFakes(t)
+	err := s.sc.subscribe(func(hostile bool) (string, error) {
+		if hostile {
+			return s.fakes.hostile.Subscribe(s.fakes.vapidPublic)
+		}
+		return s.fakes.webpush.Subscribe(s.fakes.vapidPublic)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for tok, as := range s.sc.scripts {
-		s.fa.Script(tok, as...)
-		s.ff.Script(tok, as...)
+		s.fakes.apns.Script(tok, as...)
+		s.fakes.fcm.Script(tok, as...)
+		s.fakes.webpush.Script(tok, as...)
+		s.fakes.hostile.Script(tok, as...)
 	}
 	obsRdb := w.client(nil)
 	t.Cleanup(func() { _ = obsRdb.Close() })

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hushpush/hush/payload"
@@ -71,6 +72,68 @@ type scenario struct {
 	scripts    map[string][]fake.Answer
 	dead       map[string]bool
 	retryAfter map[string]time.Duration
+	// ending are the tokens whose answer ends a delivery that has no
+	// other device: failed, or expired at its deadline.
+	ending map[string]bool
+}
+
+// Web Push tokens are subscriptions a fake push service makes; the
+// scenario draws placeholders for them (scenario.subscribe).
+const (
+	webPushPlaceholder = "webpush:"
+	webPushHostile     = "hostile-"
+)
+
+// subscribe replaces every Web Push placeholder token of sc with a
+// subscription from sub (given the placeholder, hostile or not), in the
+// users, the jobs and the answer scripts.
+func (sc *scenario) subscribe(sub func(hostile bool) (string, error)) error {
+	real := map[string]string{}
+	swap := func(ds []payload.Device) error {
+		for k, d := range ds {
+			if d.Platform != payload.WebPush {
+				continue
+			}
+			if _, ok := real[d.Token]; !ok {
+				tok, err := sub(strings.HasPrefix(d.Token, webPushHostile))
+				if err != nil {
+					return err
+				}
+				real[d.Token] = tok
+			}
+			ds[k].Token = real[d.Token]
+		}
+		return nil
+	}
+	for _, u := range append(slices.Clone(sc.users), sc.rated...) {
+		if err := swap(u.devices); err != nil {
+			return err
+		}
+	}
+	for _, js := range sc.jobs {
+		for _, r := range js.job.Recipients {
+			if err := swap(r.Devices); err != nil {
+				return err
+			}
+		}
+	}
+	for from, to := range real {
+		if as, ok := sc.scripts[from]; ok {
+			sc.scripts[to] = as
+			delete(sc.scripts, from)
+		}
+		for _, m := range []map[string]bool{sc.dead, sc.ending} {
+			if m[from] {
+				m[to] = true
+				delete(m, from)
+			}
+		}
+		if ra, ok := sc.retryAfter[from]; ok {
+			sc.retryAfter[to] = ra
+			delete(sc.retryAfter, from)
+		}
+	}
+	return nil
 }
 
 // newScenario draws a scenario from seed for a run of span, starting at
@@ -79,7 +142,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
 	sc := &scenario{seed: seed, maxRate: float64(4 + rng.IntN(5)), scripts: map[string][]fake.Answer{}, lateNode: -1,
-		dead: map[string]bool{}, retryAfter: map[string]time.Duration{}}
+		dead: map[string]bool{}, retryAfter: map[string]time.Duration{}, ending: map[string]bool{}}
 
 	// Short windows, so that the rules bite within the run.
 	global, _ := throttle.ParseLimits(fmt.Sprintf("%d/2s", 2+rng.IntN(2)))
@@ -122,18 +185,36 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 		u := &user{id: fmt.Sprintf("%s-%d", prefix, i), collapse: collapse}
 		for d := range 1 + rng.IntN(2) {
 			pl := payload.APNs
-			if rng.IntN(3) == 0 {
+			switch rng.IntN(4) {
+			case 0:
 				pl = payload.FCM
+			case 1:
+				pl = payload.WebPush
 			}
 			tok := fmt.Sprintf("%s%s%02dd%d", seedTag(seed), prefix, i, d)
-			if pl == payload.APNs {
+			switch pl {
+			case payload.APNs:
 				tok = apnsToken(tok)
+			case payload.WebPush:
+				// A placeholder until the run subscribes at a fake push
+				// service (scenario.subscribe); one in three at the
+				// hostile one, slow to dial and to shake hands.
+				tok = webPushPlaceholder + tok
+				if rng.IntN(3) == 0 {
+					tok = webPushHostile + tok
+				}
 			}
 			u.devices = append(u.devices, payload.Device{Platform: pl, Token: tok})
 			// A collapse user's second device answers 503 first: an
 			// older push's retry must not collapse the newer one.
+			// It answers 503 to every other request, so that older
+			// pushes' retries keep meeting newer pushes of their key.
 			if collapse && d == 1 {
-				sc.scripts[tok] = []fake.Answer{fake.Status(503), fake.OK()}
+				var as []fake.Answer
+				for range 12 {
+					as = append(as, fake.Status(503), fake.OK())
+				}
+				sc.scripts[tok] = append(as, fake.OK())
 				continue
 			}
 			switch r := rng.IntN(20); {
@@ -152,6 +233,25 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 				sc.dead[tok] = true
 			case r == 4:
 				sc.scripts[tok] = []fake.Answer{fake.OK().WithLatency(dur(200*time.Millisecond, 800*time.Millisecond)), fake.OK()}
+			case r == 5 && pl == payload.WebPush:
+				// A push service that never ends its answers' bodies:
+				// hush reads no 2xx body, and a bounded part of an error's.
+				sc.scripts[tok] = []fake.Answer{fake.Status(500).WithEndlessBody(), fake.OK().WithEndlessBody()}
+			case r == 6 && pl == payload.WebPush && !rated:
+				// A subscriber's push service that refuses the key for its
+				// subscription: that subscription ends, nothing else.
+				sc.scripts[tok] = []fake.Answer{fake.Status(403)}
+				sc.dead[tok] = true
+			case r == 7 && pl == payload.WebPush && !rated:
+				// An absurd Retry-After (ten years): the delivery ends
+				// (failed, or expired at its deadline), it is not
+				// scheduled past it.
+				sc.scripts[tok] = []fake.Answer{fake.TooMany(0).WithRetryAfterHeader("315360000")}
+				sc.ending[tok] = true
+			case r == 8 && pl == payload.WebPush:
+				ra := dur(retryAfterLo, retryAfterHi).Truncate(time.Second)
+				sc.scripts[tok] = []fake.Answer{fake.TooMany(ra), fake.OK()}
+				sc.retryAfter[tok] = ra
 			}
 		}
 		return u
@@ -243,6 +343,21 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			js.cancelAfter = dur(50*time.Millisecond, 2*time.Second)
 			// A repeated cancel answered on another node's clock.
 			js.cancelTwice = rng.IntN(2) == 0
+		}
+		sc.jobs = append(sc.jobs, js)
+	}
+	// Night pushes submitted inside the quiet hours, so that every seed
+	// holds some back.
+	for k := range 3 {
+		from := qs.Sub(start)
+		js := &jobSpec{at: dur(from, from+qe.Sub(qs))}
+		j := &js.job
+		j.ID = fmt.Sprintf("%s-n%d", seedTag(seed), k)
+		j.App, j.Category, j.Priority = appPlain, "night", payload.PriorityNormal
+		j.Alert = &payload.Alert{Title: "t", Body: j.ID}
+		j.Data = map[string]string{"j": j.ID}
+		for _, p := range rng.Perm(len(sc.users) - 3)[:2] {
+			j.Recipients = append(j.Recipients, recipient(sc.users[3+p]))
 		}
 		sc.jobs = append(sc.jobs, js)
 	}

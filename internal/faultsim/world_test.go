@@ -5,6 +5,9 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/hushpush/hush/providers/apns"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/providers/fcm"
+	"github.com/hushpush/hush/providers/webpush"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
 )
@@ -218,10 +222,62 @@ func (n *node) shutdown(timeout time.Duration) bool {
 
 // senders are the real SDK senders pointed at the fakes.
 type senders struct {
-	apns, fcm worker.Sender
+	apns, fcm, webpush worker.Sender
 }
 
-func startFakes(t *testing.T) (*fake.APNs, *fake.FCM, senders) {
+// fakes are the run's fake providers: APNs, FCM, and two Web Push
+// services, one of them hostile (slow to dial and to shake hands).
+type fakes struct {
+	apns             *fake.APNs
+	fcm              *fake.FCM
+	webpush, hostile *fake.WebPush
+	vapidPublic      string // the key the subscriptions are made for
+}
+
+// hostileDelay is how long the hostile Web Push service holds each new
+// connection's dial and its TLS handshake.
+const hostileDelay = 150 * time.Millisecond
+
+func startFakes(t *testing.T) (fakes, senders) {
+	t.Helper()
+	fa, ff, ss := startSDKFakes(t)
+	f := fakes{apns: fa, fcm: ff}
+	dir := t.TempDir()
+	var ca []byte
+	for _, o := range []fake.WebPushOptions{{}, {DialDelay: hostileDelay, TLSDelay: hostileDelay}} {
+		fw, err := fake.StartWebPushWith(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(fw.Close)
+		ca = append(ca, fw.CAPEM()...)
+		if f.webpush == nil {
+			f.webpush = fw
+		} else {
+			f.hostile = fw
+		}
+	}
+	caFile := filepath.Join(dir, "webpush-cas.pem")
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fakes listen on 127.0.0.1: the egress policy's test setting
+	// lets the real sender dial them.
+	ws, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:sim@example.com", CAFile: caFile,
+		Egress: webpush.Egress{Origins: []string{webpush.OriginsPublic}, PrivateNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ws.Close)
+	ss.webpush, f.vapidPublic = ws, key.PublicKey()
+	return f, ss
+}
+
+func startSDKFakes(t *testing.T) (*fake.APNs, *fake.FCM, senders) {
 	t.Helper()
 	fa, err := fake.StartAPNs()
 	if err != nil {
@@ -263,7 +319,7 @@ func startFakes(t *testing.T) (*fake.APNs, *fake.FCM, senders) {
 func appSet(sc *scenario, lim worker.Limiter, ss map[payload.Platform]worker.Sender, late bool) []worker.App {
 	apps := []worker.App{
 		{Name: appPlain, Senders: ss, Limiter: lim, Policy: sc.policy},
-		{Name: appRated, Senders: ss, Limiter: lim, Policy: sc.policy, MaxRate: map[payload.Platform]float64{payload.APNs: sc.maxRate, payload.FCM: sc.maxRate}},
+		{Name: appRated, Senders: ss, Limiter: lim, Policy: sc.policy, MaxRate: map[payload.Platform]float64{payload.APNs: sc.maxRate, payload.FCM: sc.maxRate, payload.WebPush: sc.maxRate}},
 	}
 	if late {
 		apps = append(apps, worker.App{Name: appLate, Senders: ss, Limiter: lim, Policy: sc.policy})
@@ -288,7 +344,8 @@ func (s *sim) startNode(id int, knowsLate bool) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss := map[payload.Platform]worker.Sender{payload.APNs: killSender{s.senders.apns, n}, payload.FCM: killSender{s.senders.fcm, n}}
+	ss := map[payload.Platform]worker.Sender{payload.APNs: killSender{s.senders.apns, n}, payload.FCM: killSender{s.senders.fcm, n},
+		payload.WebPush: killSender{s.senders.webpush, n}}
 	n.lim, n.ss = lim, ss
 	if n.apps, err = worker.NewApps(appSet(s.sc, lim, ss, knowsLate)...); err != nil {
 		t.Fatal(err)
