@@ -212,6 +212,8 @@ func simulate(t *testing.T, seed uint64, kb knownBroken, cluster, quiet bool) []
 		}
 	}
 	s.failures = s.check(obsRdb)
+	t.Logf("seed %d: %d jobs, requests: APNs %d, FCM %d, Web Push %d (%d at the hostile service)", seed, len(s.sc.jobs),
+		len(s.fakes.apns.Requests()), len(s.fakes.fcm.Requests()), len(s.fakes.webpush.Requests())+len(s.fakes.hostile.Requests()), len(s.fakes.hostile.Requests()))
 	if len(s.failures) > 0 && !s.quiet {
 		for _, l := range s.log {
 			t.Log(l)

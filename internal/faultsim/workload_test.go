@@ -268,6 +268,9 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 		sc.scripts[tok] = []fake.Answer{fake.TooMany(ra), fake.OK()}
 		sc.retryAfter[tok] = ra
 	}
+	// And another's first device is a subscription at the hostile push
+	// service.
+	sc.users[4].devices[0] = payload.Device{Platform: payload.WebPush, Token: webPushHostile + webPushPlaceholder + seedTag(seed) + "u04hostile"}
 	const rated = 20 // waves of recipients with slots of their own
 	for i := range rated {
 		sc.rated = append(sc.rated, mkUser("r", i, false, true))
