@@ -215,9 +215,11 @@ var keyPrefixes = []string{throttle.DefaultPrefix, throttle.DefaultPacerPrefix, 
 // master, with its size and TTL.
 func (s *sim) keys(rdb redis.UniversalClient) []keyInfo {
 	var out []keyInfo
-	owner := map[string]string{}
-	for _, u := range append(slices.Clone(s.sc.users), s.sc.rated...) {
-		owner[throttle.DefaultPrefix+"{"+u.id+"}"] = u.id
+	owner := map[string]string{} // a user's limiter key, under each scope
+	for _, l := range s.all[0].lims {
+		for _, u := range append(slices.Clone(s.sc.users), s.sc.rated...) {
+			owner[l.Key(u.id)] = u.id
+		}
 	}
 	ctx := context.Background()
 	err := eachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {

@@ -23,7 +23,7 @@ import (
 
 var (
 	flagSeed     = flag.Uint64("seed", 0, "run this one seed (0: the CI seeds, or -sim.seeds random ones)")
-	flagSeeds    = flag.Int("sim.seeds", 2, "how many seeds to run when -seed is not given")
+	flagSeeds    = flag.Int("sim.seeds", 0, "how many seeds to run when -seed is not given (0: the CI seeds, ciSeeds)")
 	flagRandom   = flag.Bool("sim.random", false, "draw the seeds at random instead of 1..sim.seeds")
 	flagDuration = flag.Duration("sim.duration", 4*time.Second, "how long each seed submits jobs and injects faults")
 	flagNodes    = flag.Int("sim.nodes", 3, "worker processes per seed")
@@ -33,6 +33,11 @@ var (
 	flagDrain    = flag.Duration("sim.drain", time.Minute, "how long the jobs may take to finish after the workload")
 	flagCluster  = flag.Bool("sim.cluster", false, "run TestSimulation's seeds on a 3-master Redis Cluster")
 )
+
+// ciSeeds are the seeds CI runs on one node: between them they catch
+// every mutant of the mutation self-test (mutants_test.go), within the CI
+// step's few minutes.
+var ciSeeds = []uint64{1, 2}
 
 // TestSimulation runs the chosen seeds (-seed, -sim.seeds, -sim.random)
 // on one redis-server, or on a Redis Cluster under -sim.cluster.
@@ -47,13 +52,15 @@ func TestSimulation(t *testing.T) {
 	case *flagSeed != 0:
 		seeds = []uint64{*flagSeed}
 	case *flagRandom:
-		for range *flagSeeds {
+		for range max(*flagSeeds, 1) {
 			seeds = append(seeds, rand.Uint64()%1_000_000+1)
 		}
-	default:
+	case *flagSeeds > 0:
 		for i := range *flagSeeds {
 			seeds = append(seeds, uint64(i+1))
 		}
+	default:
+		seeds = ciSeeds
 	}
 	for _, seed := range seeds {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
@@ -202,6 +209,7 @@ func simulate(t *testing.T, seed uint64, kb knownBroken, cluster, quiet bool) []
 
 	if late := time.Since(s.start); late > 0 {
 		s.logf("setup took %s longer than allowed: the quiet hours come early in the run", late)
+		t.Logf("setup took %s longer than allowed", late)
 	}
 	s.drive()
 	s.drain(obsRdb)
@@ -284,8 +292,17 @@ func sortEvents[E any](evs []E, at func(E) time.Duration) {
 	}
 }
 
-// submit enqueues js through a live node, again through another when the
-// answer is an error (the job id makes that idempotent).
+// submitTries is how many times a submission is made before the workload
+// gives up on it, submitPause the pause between tries: a backend retries
+// a submission answered with an error (the job id makes that
+// idempotent), so that the workload lands under the Redis faults too.
+const (
+	submitTries = 8
+	submitPause = 20 * time.Millisecond
+)
+
+// submit enqueues js through a live node, again through the next one when
+// the answer is an error.
 func (s *sim) submit(js *jobSpec, wg *sync.WaitGroup) {
 	jr := &jobRun{spec: js}
 	s.mu.Lock()
@@ -301,7 +318,10 @@ func (s *sim) submit(js *jobSpec, wg *sync.WaitGroup) {
 		js.job.ExpiresAt = &t
 	}
 	jr.firstTry = time.Now()
-	for try := range 3 {
+	for try := range submitTries {
+		if try > 0 {
+			time.Sleep(submitPause) // the simulation's own pacing
+		}
 		n := s.live(js.seq + try)
 		if n == nil {
 			break
@@ -412,7 +432,7 @@ func (s *sim) inject(f fault, wg *sync.WaitGroup) {
 			s.logf("redis faults off on node %d", n.id)
 		}()
 	case "reload":
-		if err := n.apps.Swap(appSet(s.sc, n.lim, n.ss, true)...); err != nil {
+		if err := n.apps.Swap(appSet(s.sc, n.lims, n.ss, true)...); err != nil {
 			s.t.Error(err)
 		}
 		s.logf("node %d reloads its apps: now knows %s", n.id, appLate)

@@ -150,7 +150,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	// Quiet hours of a few seconds, starting a little into the run, on
 	// the UTC wall clock (recipients without a zone are in UTC).
 	qs := start.Add(dur(span/4, span/2)).UTC()
-	qe := qs.Add(dur(time.Second, 3*time.Second))
+	qe := qs.Add(dur(2*time.Second, 4*time.Second))
 	day := time.Date(qs.Year(), qs.Month(), qs.Day(), 0, 0, 0, 0, time.UTC)
 	sc.quiet = throttle.Quiet{From: qs.Sub(day).Truncate(time.Millisecond), To: qe.Sub(day).Truncate(time.Millisecond)}
 	sc.quietAt = day
@@ -353,7 +353,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	// holds some back.
 	for k := range 3 {
 		from := qs.Sub(start)
-		js := &jobSpec{at: dur(from, from+qe.Sub(qs))}
+		js := &jobSpec{at: dur(from, from+qe.Sub(qs)/2)}
 		j := &js.job
 		j.ID = fmt.Sprintf("%s-n%d", seedTag(seed), k)
 		j.App, j.Category, j.Priority = appPlain, "night", payload.PriorityNormal

@@ -141,7 +141,7 @@ type node struct {
 	rdb  redis.UniversalClient
 	w    *worker.Worker
 	apps *worker.Apps
-	lim  worker.Limiter
+	lims map[string]*throttle.Redis // by scope
 	ss   map[payload.Platform]worker.Sender
 	stop context.CancelFunc
 	done chan struct{}
@@ -314,15 +314,38 @@ func startSDKFakes(t *testing.T) (*fake.APNs, *fake.FCM, senders) {
 	return fa, ff, senders{apns: as, fcm: fs}
 }
 
+// The limiters' scopes, as production scopes apps (setup/apps.go): the
+// plain and late apps are one throttle_group, sharing each user's budget
+// under the group's scope; the rated app has a scope of its own.
+const (
+	scopeMain  = "main"
+	scopeRated = "rated"
+)
+
+// scopedLimiters are a node's limiters, one per scope, with the options
+// production gives them: the scope, the default pending cap, the collapse
+// margin the worker needs.
+func scopedLimiters(rdb redis.UniversalClient, p throttle.Policy) (map[string]*throttle.Redis, error) {
+	out := map[string]*throttle.Redis{}
+	for _, scope := range []string{scopeMain, scopeRated} {
+		l, err := throttle.NewRedis(rdb, p, throttle.Options{Scope: scope, CollapseMargin: worker.CollapseMargin})
+		if err != nil {
+			return nil, err
+		}
+		out[scope] = l
+	}
+	return out, nil
+}
+
 // appSet builds a node's apps over its limiter and senders; late is
 // whether it knows the app the workload adds mid-run.
-func appSet(sc *scenario, lim worker.Limiter, ss map[payload.Platform]worker.Sender, late bool) []worker.App {
+func appSet(sc *scenario, lims map[string]*throttle.Redis, ss map[payload.Platform]worker.Sender, late bool) []worker.App {
 	apps := []worker.App{
-		{Name: appPlain, Senders: ss, Limiter: lim, Policy: sc.policy},
-		{Name: appRated, Senders: ss, Limiter: lim, Policy: sc.policy, MaxRate: map[payload.Platform]float64{payload.APNs: sc.maxRate, payload.FCM: sc.maxRate, payload.WebPush: sc.maxRate}},
+		{Name: appPlain, Senders: ss, Limiter: lims[scopeMain], Policy: sc.policy},
+		{Name: appRated, Senders: ss, Limiter: lims[scopeRated], Policy: sc.policy, MaxRate: map[payload.Platform]float64{payload.APNs: sc.maxRate, payload.FCM: sc.maxRate, payload.WebPush: sc.maxRate}},
 	}
 	if late {
-		apps = append(apps, worker.App{Name: appLate, Senders: ss, Limiter: lim, Policy: sc.policy})
+		apps = append(apps, worker.App{Name: appLate, Senders: ss, Limiter: lims[scopeMain], Policy: sc.policy})
 	}
 	return apps
 }
@@ -336,7 +359,7 @@ func (s *sim) startNode(id int, knowsLate bool) *node {
 	n := &node{id: id, gen: s.gen, skew: s.sc.skews[id], hook: h, rdb: rdb, done: make(chan struct{}),
 		calls: map[int]call{}, recent: map[callKey]time.Time{}, atRisk: map[callKey]bool{}}
 	s.gen++
-	lim, err := throttle.NewRedis(rdb, s.sc.policy, throttle.Options{CollapseMargin: worker.CollapseMargin})
+	lims, err := scopedLimiters(rdb, s.sc.policy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,8 +369,8 @@ func (s *sim) startNode(id int, knowsLate bool) *node {
 	}
 	ss := map[payload.Platform]worker.Sender{payload.APNs: killSender{s.senders.apns, n}, payload.FCM: killSender{s.senders.fcm, n},
 		payload.WebPush: killSender{s.senders.webpush, n}}
-	n.lim, n.ss = lim, ss
-	if n.apps, err = worker.NewApps(appSet(s.sc, lim, ss, knowsLate)...); err != nil {
+	n.lims, n.ss = lims, ss
+	if n.apps, err = worker.NewApps(appSet(s.sc, lims, ss, knowsLate)...); err != nil {
 		t.Fatal(err)
 	}
 	n.w, err = worker.New(rdb, worker.Options{
