@@ -150,6 +150,8 @@
 //     is asked again 1.6 s later, under Redis faults (a failed write after
 //     the answer hands the task to Asynq's own backoff, which knows no
 //     Retry-After).
+//   - never-lost under -race (HUSH_SIM_RACE=1, seeds 1 and 2), not yet
+//     diagnosed.
 //
 
 // # Running and replaying

@@ -290,16 +290,20 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 		sendAt := func(lo, hi time.Duration) { js.sendAtIn = dur(lo, hi) }
 		expires := func(lo, hi time.Duration) { js.expiresIn = dur(lo, hi) }
 		switch k := rng.IntN(10); {
-		case k < 2: // collapse: one collapse user, a key, often after another
+		case k < 3: // collapse: one collapse user, a key, often after another
 			u := sc.users[rng.IntN(3)]
 			j.Recipients = []payload.Recipient{recipient(u)}
-			j.CollapseKey = fmt.Sprintf("k%d", rng.IntN(2))
+			// Mostly one key, so that a user's pushes meet.
+			j.CollapseKey = "k0"
+			if rng.IntN(4) == 0 {
+				j.CollapseKey = "k1"
+			}
 			// Held beyond worker.CollapseMargin, so that a newer push
 			// with its key collapses it.
 			if rng.IntN(2) == 0 {
 				sendAt(worker.CollapseMargin+time.Second, worker.CollapseMargin+3*time.Second)
 			}
-		case k < 4: // the rated app: a fan-out paced by max_rate
+		case k < 5: // the rated app: a fan-out paced by max_rate
 			j.App = appRated
 			// Long paced queues (issue 39 items 1 and 5): every rated user.
 			perm := rng.Perm(len(sc.rated))
@@ -346,6 +350,19 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			js.cancelAfter = dur(50*time.Millisecond, 2*time.Second)
 			// A repeated cancel answered on another node's clock.
 			js.cancelTwice = rng.IntN(2) == 0
+		}
+		sc.jobs = append(sc.jobs, js)
+	}
+	// Every seed has a rated fan-out.
+	if !slices.ContainsFunc(sc.jobs, func(js *jobSpec) bool { return js.job.App == appRated }) {
+		js := &jobSpec{at: span / 2}
+		j := &js.job
+		j.ID = fmt.Sprintf("%s-r", seedTag(seed))
+		j.App, j.Priority = appRated, payload.PriorityNormal
+		j.Alert = &payload.Alert{Title: "t", Body: j.ID}
+		j.Data = map[string]string{"j": j.ID}
+		for _, p := range rng.Perm(len(sc.rated)) {
+			j.Recipients = append(j.Recipients, recipient(sc.rated[p]))
 		}
 		sc.jobs = append(sc.jobs, js)
 	}

@@ -379,6 +379,7 @@ func (s *sim) startNode(id int, knowsLate bool) *node {
 		Policy:          s.sc.policy,
 		Concurrency:     8,
 		MaxRetry:        3,
+		MaxThrottled:    time.Hour, // HUSH_MAX_THROTTLED's default
 		Bypass:          []payload.Priority{payload.PriorityCritical},
 		ShutdownTimeout: 2 * time.Second,
 		Clock:           skewClock{n.skew},
