@@ -342,7 +342,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			} else if rng.IntN(4) == 0 {
 				j.Priority = payload.PriorityHigh
 			}
-			if rng.IntN(5) == 0 {
+			if rng.IntN(3) == 0 {
 				j.App = appLate
 			}
 		}
@@ -412,7 +412,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	for _, js := range sc.jobs {
 		if js.cancelAfter > 0 {
 			for k := range nodes {
-				sc.faults = append(sc.faults, fault{at: js.at + js.cancelAfter, kind: "redis", node: k, span: 4 * time.Second})
+				sc.faults = append(sc.faults, fault{at: js.at + js.cancelAfter, kind: "redis", node: k, span: cancelFaultSpan})
 			}
 		}
 	}
@@ -424,6 +424,11 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 
 // The workload's drawn bounds.
 const (
+	// cancelFaultSpan is how long Redis fails on every node from each
+	// cancellation: through its call and its first tries, not the whole
+	// run (the workload's other pushes would then mostly wait out retries,
+	// and the rules' and quiet hours' checks see little).
+	cancelFaultSpan = 1500 * time.Millisecond
 	// minGapLo and minGapHi bound the global minimum gap: above twice the
 	// rules' tolerance, so that a gap half kept is caught.
 	minGapLo, minGapHi = 600 * time.Millisecond, 900 * time.Millisecond
