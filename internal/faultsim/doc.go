@@ -143,10 +143,11 @@
 // not the simulation's, each with a seed that shows it; the defects
 // branch addresses them (the CI seeds, ciSeeds, pass without them):
 //
-//   - never-lost (seed 3): a recipient of a rated job is still waiting for
-//     a retry when the drain ends: a provider's 429 without Retry-After
-//     backs off by the delivery's attempt count, which counts its attempts
-//     left late for their slot too.
+//   - never-lost (seeds 1 and 3): a recipient is still waiting for a retry
+//     when the drain ends (seed 1: a collapse user's Web Push device
+//     refused with 503 waits 4m15s after its second retry): the backoff
+//     counts the delivery's attempts, its attempts left late for their
+//     slot too, not its provider refusals.
 //   - retry-after (seed 3): a delivery throttled with a Retry-After of 3 s
 //     is asked again 1.6 s later, under Redis faults (a failed write after
 //     the answer hands the task to Asynq's own backoff, which knows no
