@@ -141,7 +141,7 @@
 //
 // Failures the default workload meets on today's code are hush defects,
 // not the simulation's, each with a seed that shows it; the defects
-// branch addresses them (the CI seeds, ciSeeds, pass without them):
+// branch addresses them (CI seed 1 meets the first):
 //
 //   - never-lost (seeds 1 and 3): a recipient is still waiting for a retry
 //     when the drain ends (seed 1: a collapse user's Web Push device
