@@ -28,7 +28,7 @@ var mutants = []struct {
 	{"sendAtEarly", "never-early/send_at", []uint64{1}, "bookings are made from 1 s before send_at"},
 	{"capWindowHalf", "never-early/cap", []uint64{1}, "the limiter counts each rule's window as half as long"},
 	{"gapHalf", "never-early/gap", []uint64{1}, "the limiter keeps half the minimum gap"},
-	{"quietOff", "never-early/quiet", []uint64{5}, "the limiter forgets quiet hours"},
+	{"quietOff", "never-early/quiet", []uint64{1, 5}, "the limiter forgets quiet hours"},
 	{"rateDouble", "never-early/max_rate", []uint64{1}, "the pacer paces at twice max_rate"},
 	{"retryAfterIgnored", "retry-after", []uint64{1}, "a throttled retry waits the backoff, not the Retry-After"},
 	{"collapseByBooking", "collapse", []uint64{1}, "collapse orders pushes by booking time, not accepted_at"},
