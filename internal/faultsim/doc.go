@@ -141,7 +141,7 @@
 //
 // Failures the default workload meets on today's code are hush defects,
 // not the simulation's, each with a seed that shows it; the defects
-// branch addresses them (CI seed 1 meets the first):
+// branch addresses them (CI seeds 1 and 5 meet the first two):
 //
 //   - never-lost (seeds 1 and 3): a recipient is still waiting for a retry
 //     when the drain ends (seed 1: a collapse user's Web Push device
@@ -151,7 +151,9 @@
 //   - retry-after (seed 3): a delivery throttled with a Retry-After of 3 s
 //     is asked again 1.6 s later, under Redis faults (a failed write after
 //     the answer hands the task to Asynq's own backoff, which knows no
-//     Retry-After).
+//     Retry-After). Seed 5: an FCM token answering 429 with a
+//     Retry-After of 3 s is asked again 38 ms later (a job with send_at;
+//     whether the FCM SDK or hush retries is not yet diagnosed).
 //   - never-lost (seed 2): rated jobs keep a recipient pending past the
 //     drain, with every delivery slot of a worker active; the pending
 //     recipients are the rated users whose Web Push subscriptions answer
