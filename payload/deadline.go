@@ -8,6 +8,8 @@ import "time"
 func (j *Job) Deadline() time.Time {
 	ttl := time.Duration(j.TTL)
 	switch {
+	case j.ExpiresAt != nil && mutant("expiryLate"):
+		return j.ExpiresAt.Add(2 * time.Second)
 	case j.ExpiresAt != nil:
 		return *j.ExpiresAt
 	case ttl <= 0:

@@ -58,6 +58,9 @@ func checkOptions(o Options) error {
 func pendingCap(o Options) int {
 	switch o.MaxPending {
 	case 0:
+		if mutant("pendingCapOne") {
+			return 1
+		}
 		return DefaultMaxPending
 	case NoMaxPending:
 		return 0

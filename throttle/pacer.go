@@ -145,6 +145,7 @@ func (p *Pacer) Key(name string) string { return p.prefix + "{" + name + "}" }
 // Now is zero marks a request that failed, and err joins one error per
 // failed request.
 func (p *Pacer) Pace(ctx context.Context, reqs []PaceRequest) ([]Pace, error) {
+	reqs = mutantPace(reqs)
 	intervals, err := checkPaceRequests(reqs)
 	if err != nil {
 		return nil, err

@@ -56,6 +56,7 @@ type Redis struct {
 // NewRedis returns a limiter for p on rdb (a *redis.Client, a
 // *redis.ClusterClient or any redis.UniversalClient). The caller owns rdb.
 func NewRedis(rdb rediser, p Policy, o Options) (*Redis, error) {
+	p = mutantPolicy(p)
 	c, err := compile(p)
 	if err != nil {
 		return nil, err

@@ -46,6 +46,9 @@ func (l *Redis) ReserveBatchWith(ctx context.Context, reqs []Request, queue func
 		}
 	}
 	again := l.takeReservations(l.pipeline(ctx, queue, l.scripts.reserve, calls), parts, out, fail)
+	if mutant("noTTL") {
+		mutantPersist(ctx, l.rdb, calls)
+	}
 	// Requests of a node's call whose keys that node did not serve (the
 	// client's slot map was behind a resharding) were not booked there:
 	// each is booked on its own, where the cluster client's redirections

@@ -223,6 +223,9 @@ func (w *Worker) waitForApp(ctx context.Context, d *delivery, st recipientState,
 	}
 	now := w.now()
 	left := appWaitLeft(since, now, w.appWait)
+	if mutant("appWaitNone") {
+		left = 0
+	}
 	if left <= 0 {
 		w.appWaits.done(d.appName(), d.member())
 		return w.fail(ctx, d, failedOr(slices.Contains(st.devices, stateDelivered)),

@@ -362,6 +362,9 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 	// call those reads allowed has started by then, whatever the clock of
 	// the process that cancelled first.
 	answerAt := c.now().Add(cancelGrace)
+	if mutant("cancelNoGrace") {
+		answerAt = c.now()
+	}
 	if errors.Is(err, ErrNotFound) {
 		// The job finished and retired since the status was read.
 		st, err = c.store.status(ctx, id)

@@ -486,7 +486,7 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 // from throttledSince, before until: the delivery fails now instead.
 func retryAfterOr(r *providers.Result, n int, now, until, throttledSince time.Time, maxThrottled time.Duration) (delay time.Duration, past bool) {
 	delay = r.RetryAfter
-	if delay <= 0 {
+	if delay <= 0 || mutant("retryAfterIgnored") {
 		delay = backoff(n)
 	}
 	at := now.Add(delay)
@@ -517,6 +517,9 @@ func retryUntil(retained, deadline time.Time) time.Time {
 func deviceState(o providers.Outcome) string {
 	switch o {
 	case providers.Delivered:
+		if mutant("countsLost") {
+			return stateTokenInvalid
+		}
 		return stateDelivered
 	case providers.TokenInvalid:
 		return stateTokenInvalid

@@ -119,6 +119,12 @@ func (w *Worker) requestOf(a *App, d *delivery, n int, paced time.Time) throttle
 	q := throttle.Request{User: d.UserID, Member: memberOf(d.Job, d.Index, n), NotAfter: notAfter,
 		NotBefore: d.Content.NotBefore(), CollapseKey: collapseKeyOf(a.Name, d.Content.CollapseKey), Accepted: d.AcceptedAt,
 		Location: w.location(d.Timezone)}
+	if mutant("sendAtEarly") && !q.NotBefore.IsZero() {
+		q.NotBefore = q.NotBefore.Add(-time.Second)
+	}
+	if mutant("collapseByBooking") {
+		q.Accepted = w.now()
+	}
 	if paced.After(q.NotBefore) {
 		q.NotBefore = paced // the app's send rate granted no earlier send
 	}

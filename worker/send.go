@@ -70,6 +70,9 @@ func (t sendTimes) forDevice(j int, notBefore, deadline time.Time) (at, by time.
 // when the call would leave after its time; nil when shutdown began
 // before it. after runs when the last of d's calls ends.
 func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states []string, attempt int, when sendTimes, results []*providers.Result, fold *foldedAnswer, after func()) []func() {
+	if mutant("resendSettled") {
+		states = make([]string, len(states))
+	}
 	pending := 0
 	for _, st := range states {
 		if st == "" {

@@ -1,141 +1,211 @@
 package faultsim
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
-	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
 )
-
-// arrival is one request a fake provider got.
-type arrival struct {
-	job      string
-	user     string
-	token    string
-	platform payload.Platform
-	at       time.Time
-	status   int
-}
-
-func (a arrival) delivered() bool { return a.status == http.StatusOK }
 
 // finalStates are the final states (docs/delivery.md section 7, which
 // docs' tests check against worker.FinalStates).
 var finalStates = worker.FinalStates()
 
-// Tolerances of the promises measured at the fake providers.
+// The tolerances of the checks, each the one the docs state.
 const (
-	// expiryTolerance: a request that left before the deadline reaches
-	// the fake on loopback within this.
-	expiryTolerance = 25 * time.Millisecond
-	// cancelTolerance: the same for a request that left before a
-	// cancellation's answer.
-	cancelTolerance = 25 * time.Millisecond
+	// tolerance: the rules, quiet hours and send_at hold as measured at
+	// the provider "with 250 ms of tolerance for clock and network
+	// jitter" (docs/delivery.md section 8, "The rules hold").
+	tolerance = 250 * time.Millisecond
+	// loopback: a request that left before an instant (a deadline, a
+	// cancellation's answer) reaches the fake on loopback within this.
+	// The docs promise no request after expires_at (section 4) and none
+	// after a cancellation's answer (section 8, "A cancelled job sends
+	// nothing after the cancellation's answer"): no tolerance of their
+	// own, only the wire's.
+	loopback = 25 * time.Millisecond
+	// expiryTolerance and cancelTolerance are loopback for those promises.
+	expiryTolerance = loopback
+	cancelTolerance = loopback
+	// retryAfterTolerance: a throttled delivery is "retried after the
+	// provider's Retry-After" (docs/delivery.md section 5, throttled),
+	// counted from the answer, less the wire's time. The retry's time is
+	// read on one worker's clock and may be waited for on another's, so
+	// checkRetryAfter adds the run's spread of clock skews (at most twice
+	// the 300 ms section 8 assumes of each clock).
+	retryAfterTolerance = loopback
 	// pushSpan: arrivals of one job to one user this close together are
-	// one push (one delivery attempt to all of the user's devices).
+	// one push ("A push is one delivery attempt, sent to all of the
+	// user's devices at once", section 8): its devices' calls leave
+	// together, within the 100 ms a call may leave after its slot.
 	pushSpan = 150 * time.Millisecond
+	// rateJitter: a rated app's sends per second stay within R + 1 +
+	// ceil(2 R rateJitter) (docs/configuration.md, "Send rates").
+	rateJitter = 0.025
 )
 
-// arrivals reads both fakes' logs.
-func (s *sim) arrivals() []arrival {
-	owner := map[string]string{}
-	for _, u := range append(slices.Clone(s.sc.users), s.sc.rated...) {
-		for _, d := range u.devices {
-			owner[d.Token] = u.id
-		}
+// memoryBound is the most a user's limiter keys may hold after a run: a
+// few windows' entries at these rates.
+const memoryBound = 4096
+
+// checks are every check of a history, in the order they report.
+var checks = []struct {
+	name string
+	fn   func(*history) []failure
+}{
+	{"never-lost", checkNeverLost},
+	{"counts-equal-arrivals", checkCounts},
+	{"never-twice", checkNeverTwice},
+	{"never-after-expiry", checkExpiry},
+	{"nothing-after-cancel", checkCancel},
+	{"never-early/send_at", checkSendAt},
+	{"never-early", checkRulesHold},
+	{"never-early/max_rate", checkMaxRate},
+	{"retry-after", checkRetryAfter},
+	{"collapse", checkCollapse},
+	{"unknown-app", checkUnknownApp},
+	{"memory", checkMemory},
+}
+
+// check verifies every promise from the run's history and returns the
+// broken ones.
+func (s *sim) check(rdb redis.UniversalClient) []failure {
+	h := s.history(rdb)
+	var out []failure
+	for _, c := range checks {
+		out = append(out, c.fn(h)...)
 	}
-	var out []arrival
-	add := func(rs []fake.Request, pl payload.Platform) {
-		for _, r := range rs {
-			var body struct {
-				J       string `json:"j"`
-				Message struct {
-					Data map[string]string `json:"data"`
-				} `json:"message"`
-			}
-			_ = json.Unmarshal(r.Body, &body)
-			j := body.J
-			if pl == payload.FCM {
-				j = body.Message.Data["j"]
-			}
-			out = append(out, arrival{job: j, user: owner[r.Token], token: r.Token, platform: pl, at: r.At, status: r.Status})
-		}
-	}
-	add(s.fa.Requests(), payload.APNs)
-	add(s.ff.Requests(), payload.FCM)
-	slices.SortFunc(out, func(a, b arrival) int { return a.at.Compare(b.at) })
 	return out
 }
 
-// check verifies every promise from the arrival log and the job statuses,
-// and returns the broken ones, each naming its check.
-func (s *sim) check(rdb redis.UniversalClient) []string {
-	var v []string
-	bad := func(check, format string, args ...any) {
-		v = append(v, fmt.Sprintf("[%s] ", check)+fmt.Sprintf(format, args...))
-	}
-	arr := s.arrivals()
-	atRisk := map[string]bool{}
-	for _, n := range s.all {
-		n.mu.Lock()
-		for tok := range n.atRisk {
-			atRisk[tok] = true
-		}
-		n.mu.Unlock()
-	}
-	byJob := map[string][]arrival{}
-	for _, a := range arr {
-		byJob[a.job] = append(byJob[a.job], a)
-	}
-
-	// Statuses: never lost, only documented final states, counts equal
-	// arrivals.
-	status := map[string]worker.JobStatus{}
-	for _, jr := range s.jobList() {
-		id := jr.spec.job.ID
+// checkNeverLost: every accepted job ends with every recipient in a
+// final state, and in one the run allows (allowedStates): no accepted
+// delivery is lost (docs/delivery.md section 8), and none ends in a state
+// nothing in the run could cause.
+func checkNeverLost(h *history) []failure {
+	var out []failure
+	byJob := h.byJob()
+	for _, id := range sortedKeys(h.jobs) {
+		jr := h.jobs[id]
 		if !jr.tried {
 			continue
 		}
-		st, err := s.obs.Status(context.Background(), id)
-		if errors.Is(err, worker.ErrNotFound) {
+		if h.unknown[id] {
 			if jr.accepted {
-				bad("never-lost", "job %s was accepted but is unknown", id)
+				out = append(out, fail("never-lost", nil, "job %s was accepted but is unknown", id))
 			} else if len(byJob[id]) > 0 {
-				bad("never-lost", "job %s was refused but reached %d devices", id, len(byJob[id]))
+				out = append(out, fail("never-lost", traceOf(byJob[id]...), "job %s was refused but reached %d devices", id, len(byJob[id])))
 			}
 			continue
 		}
-		if err != nil {
-			bad("never-lost", "job %s: status: %v", id, err)
+		if err := h.statusErr[id]; err != nil {
+			out = append(out, fail("never-lost", nil, "job %s: status: %v", id, err))
 			continue
 		}
-		status[id] = st
+		st, ok := h.status[id]
+		if !ok {
+			continue
+		}
 		if !final(st) {
-			bad("never-lost", "job %s is not final: %v", id, st.Counts)
+			out = append(out, fail("never-lost", traceOf(byJob[id]...), "job %s is not final: %v", id, st.Counts))
 			continue
 		}
-		for k, n := range st.Counts {
-			if n > 0 && k != "pending" && !slices.Contains(finalStates, k) {
-				bad("never-lost", "job %s: %d recipients in undocumented state %q", id, n, k)
+		allowed := allowedStates(h, jr)
+		for _, k := range sortedKeys(st.Counts) {
+			n := st.Counts[k]
+			switch {
+			case n == 0 || k == "pending":
+			case !slices.Contains(finalStates, k):
+				out = append(out, fail("never-lost", nil, "job %s: %d recipients in undocumented state %q", id, n, k))
+			case n > allowed[k]:
+				out = append(out, fail("never-lost", traceOf(byJob[id]...), "job %s: %d recipients ended %s, the run allows %d (%s): %v", id, n, k, allowed[k], why(k), st.Counts))
 			}
+		}
+	}
+	return out
+}
+
+// allowedStates is how many recipients of jr may end in each final state
+// in this run: delivered any; token_invalid those whose every device is
+// dead; expired only with a deadline; collapsed only with a collapse key;
+// cancelled only when a cancellation was sent; throttle_full only when a
+// user could hold the pending cap of bookings; failed (or expired) only
+// for recipients whose live devices answer what ends a delivery (an
+// absurd Retry-After), never else (the workload's other refusals are
+// transient and answered once, within HUSH_MAX_RETRY).
+func allowedStates(h *history, jr *jobRun) map[string]int {
+	j := jr.spec.job
+	all := len(j.Recipients)
+	a := map[string]int{"delivered": all}
+	for _, r := range j.Recipients {
+		live, ending := false, false
+		for _, d := range r.Devices {
+			live = live || !h.dead[d.Token] && !h.ending[d.Token]
+			ending = ending || h.ending[d.Token]
+		}
+		switch {
+		case live:
+		case ending:
+			a["failed"]++
+		default:
+			a["token_invalid"]++
+		}
+	}
+	if !j.Deadline().IsZero() || jr.spec.expiresIn > 0 {
+		a["expired"] = all
+	}
+	if j.CollapseKey != "" {
+		a["collapsed"] = all
+	}
+	if jr.cancelTried {
+		a["cancelled"] = all
+	}
+	if h.pendingCap {
+		a["throttle_full"] = all
+	}
+	return a
+}
+
+func why(state string) string {
+	switch state {
+	case "token_invalid":
+		return "recipients whose every device is dead"
+	case "expired":
+		return "the job has no deadline"
+	case "collapsed":
+		return "the job has no collapse key"
+	case "cancelled":
+		return "no cancellation was sent"
+	case "throttle_full":
+		return "no user holds the pending cap of bookings"
+	}
+	return "no workload answer fails a delivery for good"
+}
+
+// checkCounts: a job's delivered count is the number of its recipients
+// the providers pushed to, give or take recipients whose push was excused
+// (a kill may have lost its answer, or sent it again).
+func checkCounts(h *history) []failure {
+	var out []failure
+	byJob := h.byJob()
+	for _, id := range sortedKeys(h.status) {
+		st := h.status[id]
+		if !final(st) {
+			continue
 		}
 		sent, risky := map[string]bool{}, map[string]bool{}
+		var trace []arrival
 		for _, a := range byJob[id] {
 			if a.delivered() {
 				sent[a.user] = true
+				trace = append(trace, a)
 			}
-			if atRisk[a.token] {
+			if h.excused[callKey{a.job, a.token}] {
 				risky[a.user] = true
 			}
 		}
@@ -146,54 +216,101 @@ func (s *sim) check(rdb redis.UniversalClient) []string {
 			}
 		}
 		if d := st.Counts["delivered"]; d < lo || d > hi {
-			bad("counts-equal-arrivals", "job %s: %d delivered in its status, %d recipients reached at the providers (%d of them at risk from a kill): %v", id, d, len(sent), len(sent)-lo, st.Counts)
+			out = append(out, fail("counts-equal-arrivals", traceOf(trace...), "job %s: %d delivered in its status, %d recipients reached at the providers (%d of them excused by a kill): %v", id, d, len(sent), len(sent)-lo, st.Counts))
 		}
 	}
+	return out
+}
 
-	// Never twice.
-	seen := map[[2]string]int{}
-	for _, a := range arr {
-		if a.delivered() {
-			seen[[2]string{a.job, a.token}]++
+// checkNeverTwice: no device gets a job twice, except a push (that job,
+// that device) whose call was in flight at a kill or answered within
+// recordWindow before it (docs/delivery.md section 9).
+func checkNeverTwice(h *history) []failure {
+	var out []failure
+	seen := map[callKey][]arrival{}
+	var order []callKey
+	for _, a := range h.arrivals {
+		if !a.delivered() {
+			continue
+		}
+		k := callKey{a.job, a.token}
+		if seen[k] == nil {
+			order = append(order, k)
+		}
+		seen[k] = append(seen[k], a)
+	}
+	for _, k := range order {
+		if as := seen[k]; len(as) > 1 && !h.excused[k] {
+			out = append(out, fail("never-twice", traceOf(as...), "job %s reached device %s %d times, with no kill while that push was in flight", k.job, short(k.token), len(as)))
 		}
 	}
-	for k, n := range seen {
-		if n > 1 && !atRisk[k[1]] {
-			bad("never-twice", "job %s reached device %s %d times, with no kill while it was in flight", k[0], short(k[1]), n)
-		}
-	}
+	return out
+}
 
-	// Never after expiry, nothing after a cancel's answer, never before
-	// send_at.
-	for _, jr := range s.jobList() {
-		j := jr.spec.job
-		for _, a := range byJob[j.ID] {
-			if j.ExpiresAt != nil && a.at.After(j.ExpiresAt.Add(expiryTolerance)) {
-				bad("never-after-expiry", "job %s reached %s at %s, %s after its expires_at", j.ID, a.user, a.at.Format("15:04:05.000"), a.at.Sub(*j.ExpiresAt))
-			}
-			if !jr.cancelled.IsZero() && a.at.After(jr.cancelled.Add(cancelTolerance)) {
-				bad("nothing-after-cancel", "job %s reached %s %s after its cancellation was answered", j.ID, a.user, a.at.Sub(jr.cancelled))
-			}
-			if j.SendAt != nil && a.delivered() && a.at.Before(j.SendAt.Add(-tolerance)) {
-				bad("never-early/send_at", "job %s reached %s %s before its send_at", j.ID, a.user, j.SendAt.Sub(a.at))
-			}
+// checkExpiry: no request reaches a provider after its job's expires_at.
+func checkExpiry(h *history) []failure {
+	var out []failure
+	for _, a := range h.arrivals {
+		jr := h.jobs[a.job]
+		if jr == nil || jr.spec.job.ExpiresAt == nil {
+			continue
+		}
+		if exp := *jr.spec.job.ExpiresAt; a.at.After(exp.Add(expiryTolerance)) {
+			out = append(out, fail("never-after-expiry", traceOf(a), "job %s reached %s %s after its expires_at %s", a.job, a.user, a.at.Sub(exp), exp.Format("15:04:05.000")))
 		}
 	}
+	return out
+}
 
-	// Never early: the rules, per user, over the pushes they received.
-	type push struct {
-		at       time.Time
-		job      string
-		category string
+// checkCancel: nothing reaches a provider after a cancellation's answer.
+func checkCancel(h *history) []failure {
+	var out []failure
+	for _, a := range h.arrivals {
+		jr := h.jobs[a.job]
+		if jr == nil || jr.cancelled.IsZero() {
+			continue
+		}
+		if a.at.After(jr.cancelled.Add(cancelTolerance)) {
+			out = append(out, fail("nothing-after-cancel", traceOf(a), "job %s reached %s %s after its cancellation was answered at %s", a.job, a.user, a.at.Sub(jr.cancelled), jr.cancelled.Format("15:04:05.000")))
+		}
 	}
-	pushes := map[string][]push{}
-	for _, jr := range s.jobList() {
-		j := jr.spec.job
-		if j.Priority == payload.PriorityCritical { // bypass: outside the rules
+	return out
+}
+
+// checkSendAt: no push is delivered before its job's send_at.
+func checkSendAt(h *history) []failure {
+	var out []failure
+	for _, a := range h.arrivals {
+		jr := h.jobs[a.job]
+		if jr == nil || jr.spec.job.SendAt == nil || !a.delivered() {
+			continue
+		}
+		if at := *jr.spec.job.SendAt; a.at.Before(at.Add(-tolerance)) {
+			out = append(out, fail("never-early/send_at", traceOf(a), "job %s reached %s %s before its send_at %s", a.job, a.user, at.Sub(a.at), at.Format("15:04:05.000")))
+		}
+	}
+	return out
+}
+
+// push is one push to a user: its first delivered arrival.
+type push struct {
+	arrival
+	category string
+}
+
+// pushesOf is each user's pushes under the rules (bypass priorities are
+// outside them), in time order: a job's arrivals to a user within
+// pushSpan of its first are one push.
+func pushesOf(h *history) map[string][]push {
+	out := map[string][]push{}
+	byJob := h.byJob()
+	for _, id := range sortedKeys(h.jobs) {
+		j := h.jobs[id].spec.job
+		if j.Priority == payload.PriorityCritical {
 			continue
 		}
 		last := map[string]time.Time{}
-		for _, a := range byJob[j.ID] {
+		for _, a := range byJob[id] {
 			if !a.delivered() {
 				continue
 			}
@@ -201,165 +318,178 @@ func (s *sim) check(rdb redis.UniversalClient) []string {
 				continue
 			}
 			last[a.user] = a.at
-			pushes[a.user] = append(pushes[a.user], push{at: a.at, job: j.ID, category: j.Category})
+			out[a.user] = append(out[a.user], push{arrival: a, category: j.Category})
 		}
 	}
-	p := s.sc.policy
-	qs, qe := s.sc.quietAt.Add(s.sc.quiet.From), s.sc.quietAt.Add(s.sc.quiet.To)
-	for u, ps := range pushes {
+	for _, ps := range out {
 		slices.SortFunc(ps, func(a, b push) int { return a.at.Compare(b.at) })
-		var global []time.Time
-		cats := map[string][]time.Time{}
-		for _, x := range ps {
-			c := p.Categories[x.category]
-			if !c.SkipGlobal {
-				global = append(global, x.at)
+	}
+	return out
+}
+
+// checkRulesHold: per user, the caps and the gap of the global rules and
+// of each category, and the night category's quiet hours, hold within
+// tolerance.
+func checkRulesHold(h *history) []failure {
+	var out []failure
+	p := h.policy
+	pushes := pushesOf(h)
+	for _, u := range sortedKeys(pushes) {
+		var global []push
+		cats := map[string][]push{}
+		for _, x := range pushes[u] {
+			if !p.Categories[x.category].SkipGlobal {
+				global = append(global, x)
 			}
 			if x.category != "" {
-				cats[x.category] = append(cats[x.category], x.at)
-			}
-			if x.category == "night" && !x.at.Before(qs.Add(tolerance)) && x.at.Before(qe.Add(-tolerance)) {
-				bad("never-early/quiet", "user %s got job %s at %s, inside quiet hours %s-%s", u, x.job, x.at.UTC().Format("15:04:05.000"), qs.Format("15:04:05.000"), qe.Format("15:04:05.000"))
+				cats[x.category] = append(cats[x.category], x)
 			}
 		}
-		checkRules(u, "global", global, p.Limits, p.MinGap, bad)
-		for name, ts := range cats {
+		out = append(out, checkQuiet(u, cats["night"], h.quietFrom, h.quietTo)...)
+		out = append(out, checkCaps(u, "global", global, p.Limits)...)
+		out = append(out, checkGap(u, "global", global, p.MinGap)...)
+		for _, name := range sortedKeys(cats) {
 			c := p.Categories[name]
-			checkRules(u, name, ts, c.Limits, c.MinGap, bad)
+			out = append(out, checkCaps(u, name, cats[name], c.Limits)...)
+			out = append(out, checkGap(u, name, cats[name], c.MinGap)...)
 		}
 	}
+	return out
+}
 
-	// The max_rate bound, per platform of the rated app, over every
-	// request (docs/configuration.md "Send rates").
-	r := s.sc.maxRate
-	bound := int(r) + 1 + int(math.Ceil(2*r*0.025))
-	for _, pl := range []payload.Platform{payload.APNs, payload.FCM} {
-		var ts []time.Time
-		for _, a := range arr {
-			if a.platform == pl && s.jobs[a.job] != nil && s.jobs[a.job].spec.job.App == appRated {
-				ts = append(ts, a.at)
-			}
-		}
-		for i := range ts {
-			n := 0
-			for k := i; k < len(ts) && ts[k].Sub(ts[i]) < time.Second; k++ {
-				n++
-			}
-			if n > bound {
-				bad("never-early/max_rate", "app %s: %d sends to %s within one second from %s (max_rate %.0f/s, bound %d)", appRated, n, pl, ts[i].Format("15:04:05.000"), r, bound)
+// checkCaps: in every rolling window W, at most N pushes (rule N/W).
+func checkCaps(user, scope string, ps []push, limits []throttle.Limit) []failure {
+	var out []failure
+	for _, l := range limits {
+		for i := 0; i+l.N < len(ps); i++ {
+			if d := ps[i+l.N].at.Sub(ps[i].at); d < l.Window-tolerance {
+				out = append(out, fail("never-early/cap", traceOf(arrivalsOf(ps[i:i+l.N+1])...), "user %s: %d %s pushes within %s (rule %d/%s)", user, l.N+1, scope, d, l.N, l.Window))
 				break
 			}
 		}
 	}
-
-	// Collapse: newest wins, a collapsed push is never sent. A push is
-	// judged by what hush recorded of it, as hush orders it: every job it
-	// knows (a submission whose answer was lost may still have been
-	// accepted, and then books and collapses like any other), by the
-	// accepted_at of its status.
-	type group struct{ app, category, user, key string }
-	groups := map[group][]collapsePush{}
-	for _, jr := range s.jobList() {
-		j := jr.spec.job
-		st, known := status[j.ID]
-		if j.CollapseKey == "" || !known {
-			continue
-		}
-		if st.Counts["collapsed"] > 0 {
-			for _, a := range byJob[j.ID] {
-				if a.delivered() {
-					bad("collapse", "job %s ended collapsed but reached %s", j.ID, a.user)
-				}
-			}
-		}
-		// accepted_at is the accepting worker's clock during one of the
-		// job's submissions, truncated to the millisecond: else it would
-		// not order the key's pushes as they were accepted.
-		lo := jr.firstTry.Add(slices.Min(s.sc.skews)).Truncate(time.Millisecond)
-		hi := jr.lastTry.Add(slices.Max(s.sc.skews))
-		if st.AcceptedAt.Before(lo) || st.AcceptedAt.After(hi) {
-			bad("collapse", "job %s was accepted at %s, outside its submissions (%s to %s on the workers' clocks)",
-				j.ID, st.AcceptedAt.Format("15:04:05.000"), lo.Format("15:04:05.000"), hi.Format("15:04:05.000"))
-		}
-		s.logf("collapse push %s (user %s, key %s): accepted_at %s, answered accepted %v, counts %v",
-			j.ID, j.Recipients[0].UserID, j.CollapseKey, st.AcceptedAt.Format("15:04:05.000"), jr.accepted, st.Counts)
-		g := group{j.App, j.Category, j.Recipients[0].UserID, j.CollapseKey}
-		groups[g] = append(groups[g], collapsePush{job: j.ID, accepted: st.AcceptedAt, collapsed: st.Counts["collapsed"] > 0})
-	}
-	for g, ps := range groups {
-		for _, p := range wronglyCollapsed(ps) {
-			bad("collapse", "job %s, the newest push of user %s with collapse key %s (accepted at %s), ended collapsed",
-				p.job, g.user, g.key, p.accepted.Format("15:04:05.000"))
-		}
-	}
-
-	// An app a worker has not loaded yet is waited for, not failed
-	// (issue 39 item 8): every worker knows appLate by the end, and the
-	// workload's answers never fail a delivery for good.
-	for _, jr := range s.jobList() {
-		if jr.spec.job.App == appLate && status[jr.spec.job.ID].Counts["failed"] > 0 {
-			bad("unknown-app", "job %s of app %s ended failed while a worker had not loaded the app: %v", jr.spec.job.ID, appLate, status[jr.spec.job.ID].Counts)
-		}
-	}
-
-	v = append(v, s.checkMemory(rdb)...)
-	return v
+	return out
 }
 
-// checkRules checks one user's push times against limits and a gap.
-func checkRules(user, scope string, ts []time.Time, limits []throttle.Limit, gap time.Duration, bad func(string, string, ...any)) {
-	for _, l := range limits {
-		for i := 0; i+l.N < len(ts); i++ {
-			if d := ts[i+l.N].Sub(ts[i]); d < l.Window-tolerance {
-				bad("never-early/cap", "user %s: %d %s pushes within %s (rule %d/%s)", user, l.N+1, scope, d, l.N, l.Window)
-			}
+// checkGap: two consecutive pushes are at least the minimum gap apart.
+func checkGap(user, scope string, ps []push, gap time.Duration) []failure {
+	var out []failure
+	for i := 0; gap > 0 && i+1 < len(ps); i++ {
+		if d := ps[i+1].at.Sub(ps[i].at); d < gap-tolerance {
+			out = append(out, fail("never-early/gap", traceOf(ps[i].arrival, ps[i+1].arrival), "user %s: two %s pushes %s apart (gap %s)", user, scope, d, gap))
+			break
 		}
 	}
-	for i := 0; gap > 0 && i+1 < len(ts); i++ {
-		if d := ts[i+1].Sub(ts[i]); d < gap-tolerance {
-			bad("never-early/gap", "user %s: two %s pushes %s apart (gap %s)", user, scope, d, gap)
-		}
-	}
+	return out
 }
 
-// checkMemory checks that, once the windows have passed, a user's limiter
-// keys hold little: the bookings still to come, and no more.
-func (s *sim) checkMemory(rdb redis.UniversalClient) []string {
-	var v []string
-	ctx := context.Background()
-	for _, u := range append(slices.Clone(s.sc.users), s.sc.rated...) {
-		// A user's keys share a hash tag, so one master holds them all;
-		// every master is searched, so the check needs no slot map.
-		var keys []string
-		total := int64(0)
-		err := eachMaster(ctx, rdb, func(ctx context.Context, m *redis.Client) error {
-			ks, err := m.Keys(ctx, throttle.DefaultPrefix+"{"+u.id+"}*").Result()
-			if err != nil {
-				return err
-			}
-			keys = append(keys, ks...)
-			for _, k := range ks {
-				if n, err := m.MemoryUsage(ctx, k).Result(); err == nil {
-					total += n
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			v = append(v, fmt.Sprintf("[memory] user %s: %v", u.id, err))
-			continue
-		}
-		// A handful of entries of the last windows and their hashes.
-		if total > memoryBound {
-			v = append(v, fmt.Sprintf("[memory] user %s: %d bytes in %d limiter keys after the run, bound %d", u.id, total, len(keys), memoryBound))
+// checkQuiet: no push of the night category leaves inside its quiet
+// hours.
+func checkQuiet(user string, ps []push, from, to time.Time) []failure {
+	var out []failure
+	for _, x := range ps {
+		if !x.at.Before(from.Add(tolerance)) && x.at.Before(to.Add(-tolerance)) {
+			out = append(out, fail("never-early/quiet", traceOf(x.arrival), "user %s got job %s at %s, inside quiet hours %s-%s", user, x.job, x.at.UTC().Format("15:04:05.000"), from.Format("15:04:05.000"), to.Format("15:04:05.000")))
 		}
 	}
-	return v
+	return out
 }
 
-// memoryBound is the most a user's limiter keys may hold after a run: a
-// few windows' entries at these rates.
-const memoryBound = 4096
+func arrivalsOf(ps []push) []arrival {
+	out := make([]arrival, len(ps))
+	for i, p := range ps {
+		out[i] = p.arrival
+	}
+	return out
+}
+
+// rateBound is the most requests of an app at max_rate r one second may
+// see (docs/configuration.md "Send rates").
+func rateBound(r float64) int { return int(r) + 1 + int(math.Ceil(2*r*rateJitter)) }
+
+// checkMaxRate: the rated app's requests per platform in any second stay
+// within rateBound.
+func checkMaxRate(h *history) []failure {
+	var out []failure
+	bound := rateBound(h.maxRate)
+	for _, pl := range []payload.Platform{payload.APNs, payload.FCM, payload.WebPush} {
+		var as []arrival
+		for _, a := range h.arrivals {
+			if jr := h.jobs[a.job]; a.platform == pl && jr != nil && jr.spec.job.App == appRated {
+				as = append(as, a)
+			}
+		}
+		for i := range as {
+			k := i
+			for k < len(as) && as[k].at.Sub(as[i].at) < time.Second {
+				k++
+			}
+			if k-i > bound {
+				out = append(out, fail("never-early/max_rate", traceOf(as[i:k]...), "app %s: %d sends to %s within one second from %s (max_rate %.0f/s, bound %d)", appRated, k-i, pl, as[i].at.Format("15:04:05.000"), h.maxRate, bound))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// checkRetryAfter: after a 429 with a Retry-After, the same push (job and
+// device) is not asked of the provider again before the Retry-After has
+// passed since the answer.
+func checkRetryAfter(h *history) []failure {
+	var out []failure
+	tol := retryAfterTolerance
+	if len(h.skews) > 0 {
+		tol += slices.Max(h.skews) - slices.Min(h.skews)
+	}
+	last := map[callKey]arrival{}
+	for _, a := range h.arrivals {
+		k := callKey{a.job, a.token}
+		if prev, ok := last[k]; ok && prev.status == 429 && !prev.answered.IsZero() && !h.excused[k] {
+			if ra := h.retryAfter[a.token]; ra > 0 && a.at.Before(prev.answered.Add(ra-tol)) {
+				out = append(out, fail("retry-after", traceOf(prev, a), "job %s asked device %s again %s after a 429 with Retry-After %s", a.job, short(a.token), a.at.Sub(prev.answered), ra))
+			}
+		}
+		last[k] = a
+	}
+	return out
+}
+
+// checkUnknownApp: a job of an app a worker has not loaded yet is waited
+// for, not failed (every worker knows appLate by the end, and the
+// workload's answers never fail a delivery for good).
+func checkUnknownApp(h *history) []failure {
+	var out []failure
+	for _, id := range sortedKeys(h.status) {
+		if jr := h.jobs[id]; jr != nil && jr.spec.job.App == appLate && h.status[id].Counts["failed"] > allowedStates(h, jr)["failed"] {
+			out = append(out, fail("unknown-app", nil, "job %s of app %s ended failed while a worker had not loaded the app: %v", id, appLate, h.status[id].Counts))
+		}
+	}
+	return out
+}
+
+// checkMemory: after the run, every key of the limiter, the pacer and the
+// job store has an expiry, and a user's limiter keys hold at most
+// memoryBound bytes.
+func checkMemory(h *history) []failure {
+	var out []failure
+	bytes, n := map[string]int64{}, map[string]int{}
+	for _, k := range h.keys {
+		if k.ttl < 0 {
+			out = append(out, fail("memory", nil, "key %s has no expiry", k.key))
+		}
+		if k.user != "" {
+			bytes[k.user] += k.bytes
+			n[k.user]++
+		}
+	}
+	for _, u := range sortedKeys(bytes) {
+		if bytes[u] > memoryBound {
+			out = append(out, fail("memory", nil, "user %s: %d bytes in %d limiter keys after the run, bound %d", u, bytes[u], n[u], memoryBound))
+		}
+	}
+	return out
+}
 
 // short is a token's head, enough to tell the simulation's apart; a log
 // never carries a whole device token.
@@ -370,35 +500,11 @@ func short(tok string) string {
 	return tok
 }
 
-// collapsePush is one push of a collapse key as hush recorded it.
-type collapsePush struct {
-	job      string
-	accepted time.Time // its status's accepted_at
-	// collapsed: a recipient of it ended collapsed.
-	collapsed bool
-}
-
-// wronglyCollapsed returns the pushes of one collapse key (one user, app
-// and category) that ended collapsed though no other push of the key was
-// accepted at or after them. The newest accepted push wins
-// (docs/delivery.md): newer is a later accepted_at, in whole
-// milliseconds, and two pushes of one millisecond are ordered by their
-// bookings, so either of them may be the one collapsed.
-func wronglyCollapsed(ps []collapsePush) []collapsePush {
-	var out []collapsePush
-	for i, p := range ps {
-		if !p.collapsed {
-			continue
-		}
-		newer := false
-		for k, o := range ps {
-			if k != i && !o.accepted.Before(p.accepted) {
-				newer = true
-			}
-		}
-		if !newer {
-			out = append(out, p)
-		}
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
 	}
-	return out
+	slices.Sort(ks)
+	return ks
 }

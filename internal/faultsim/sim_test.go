@@ -18,13 +18,12 @@ import (
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
-	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/worker"
 )
 
 var (
 	flagSeed     = flag.Uint64("seed", 0, "run this one seed (0: the CI seeds, or -sim.seeds random ones)")
-	flagSeeds    = flag.Int("sim.seeds", 2, "how many seeds to run when -seed is not given")
+	flagSeeds    = flag.Int("sim.seeds", 0, "how many seeds to run when -seed is not given (0: the CI seeds, ciSeeds)")
 	flagRandom   = flag.Bool("sim.random", false, "draw the seeds at random instead of 1..sim.seeds")
 	flagDuration = flag.Duration("sim.duration", 4*time.Second, "how long each seed submits jobs and injects faults")
 	flagNodes    = flag.Int("sim.nodes", 3, "worker processes per seed")
@@ -34,6 +33,11 @@ var (
 	flagDrain    = flag.Duration("sim.drain", time.Minute, "how long the jobs may take to finish after the workload")
 	flagCluster  = flag.Bool("sim.cluster", false, "run TestSimulation's seeds on a 3-master Redis Cluster")
 )
+
+// ciSeeds are the seeds CI runs on one node: between them they catch
+// every mutant of the mutation self-test (mutants_test.go), within the CI
+// step's few minutes.
+var ciSeeds = []uint64{1, 4, 5}
 
 // TestSimulation runs the chosen seeds (-seed, -sim.seeds, -sim.random)
 // on one redis-server, or on a Redis Cluster under -sim.cluster.
@@ -48,13 +52,15 @@ func TestSimulation(t *testing.T) {
 	case *flagSeed != 0:
 		seeds = []uint64{*flagSeed}
 	case *flagRandom:
-		for range *flagSeeds {
+		for range max(*flagSeeds, 1) {
 			seeds = append(seeds, rand.Uint64()%1_000_000+1)
 		}
-	default:
+	case *flagSeeds > 0:
 		for i := range *flagSeeds {
 			seeds = append(seeds, uint64(i+1))
 		}
+	default:
+		seeds = ciSeeds
 	}
 	for _, seed := range seeds {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
@@ -118,10 +124,14 @@ type sim struct {
 	world *world
 	start time.Time
 
-	fa      *fake.APNs
-	ff      *fake.FCM
+	fakes   fakes
 	senders senders
 	obs     *worker.Client // reads statuses on a clean connection and clock
+
+	// failures are the broken promises the checks found; quiet leaves
+	// them to the caller (the mutation self-test) instead of failing.
+	failures []failure
+	quiet    bool
 
 	mu    sync.Mutex
 	gen   int
@@ -140,8 +150,10 @@ type jobRun struct {
 	// firstTry and lastTry are when the first submission began and the
 	// last one was answered (accepted or not).
 	firstTry, lastTry time.Time
-	// cancelled is when a cancellation was answered (zero: none was).
-	cancelled time.Time
+	// cancelled is when a cancellation was answered (zero: none was);
+	// cancelTried says one was sent.
+	cancelled   time.Time
+	cancelTried bool
 }
 
 func (s *sim) logf(format string, args ...any) {
@@ -154,17 +166,35 @@ func (s *sim) logf(format string, args ...any) {
 	}
 }
 
+// runSeed runs seed and fails t with every broken promise.
 func runSeed(t *testing.T, seed uint64, kb knownBroken, cluster bool) {
+	simulate(t, seed, kb, cluster, false)
+}
+
+// simulate runs seed and returns the broken promises; unless quiet, it
+// also fails t with them, the run's event log and the replay command.
+func simulate(t *testing.T, seed uint64, kb knownBroken, cluster, quiet bool) []failure {
 	t.Logf("seed %d (replay: %s)", seed, replay(seed, cluster))
 	w := startWorld(t, cluster)
 	// The run starts once the nodes are up; absolute times (quiet hours)
 	// are drawn against that start.
-	s := &sim{t: t, seed: seed, kb: kb, world: w, start: time.Now().Add(setupAllowance), jobs: map[string]*jobRun{}}
+	s := &sim{t: t, seed: seed, kb: kb, world: w, start: time.Now().Add(setupAllowance), jobs: map[string]*jobRun{}, quiet: quiet}
 	s.sc = newScenario(seed, s.start, *flagDuration, *flagNodes, *flagSkew, kb)
-	s.fa, s.ff, s.senders = startFakes(t)
+	s.fakes, s.senders = startFakes(t)
+	err := s.sc.subscribe(func(hostile bool) (string, error) {
+		if hostile {
+			return s.fakes.hostile.Subscribe(s.fakes.vapidPublic)
+		}
+		return s.fakes.webpush.Subscribe(s.fakes.vapidPublic)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for tok, as := range s.sc.scripts {
-		s.fa.Script(tok, as...)
-		s.ff.Script(tok, as...)
+		s.fakes.apns.Script(tok, as...)
+		s.fakes.fcm.Script(tok, as...)
+		s.fakes.webpush.Script(tok, as...)
+		s.fakes.hostile.Script(tok, as...)
 	}
 	obsRdb := w.client(nil)
 	t.Cleanup(func() { _ = obsRdb.Close() })
@@ -179,6 +209,7 @@ func runSeed(t *testing.T, seed uint64, kb knownBroken, cluster bool) {
 
 	if late := time.Since(s.start); late > 0 {
 		s.logf("setup took %s longer than allowed: the quiet hours come early in the run", late)
+		t.Logf("setup took %s longer than allowed", late)
 	}
 	s.drive()
 	s.drain(obsRdb)
@@ -188,14 +219,21 @@ func runSeed(t *testing.T, seed uint64, kb knownBroken, cluster bool) {
 			n.shutdown(10 * time.Second)
 		}
 	}
-	violations := s.check(obsRdb)
-	if len(violations) > 0 {
+	s.failures = s.check(obsRdb)
+	t.Logf("seed %d: %d jobs, requests: APNs %d, FCM %d, Web Push %d (%d at the hostile service)", seed, len(s.sc.jobs),
+		len(s.fakes.apns.Requests()), len(s.fakes.fcm.Requests()), len(s.fakes.webpush.Requests())+len(s.fakes.hostile.Requests()), len(s.fakes.hostile.Requests()))
+	if len(s.failures) > 0 && !s.quiet {
 		for _, l := range s.log {
 			t.Log(l)
 		}
-		t.Errorf("seed %d broke %d promise(s):\n%s\nreplay: %s -sim.v",
-			seed, len(violations), strings.Join(violations, "\n"), replay(seed, cluster))
+		var b strings.Builder
+		for _, f := range s.failures {
+			b.WriteString(f.String() + "\n")
+		}
+		t.Errorf("seed %d broke %d promise(s):\n%sreplay: %s -sim.v",
+			seed, len(s.failures), b.String(), replay(seed, cluster))
 	}
+	return s.failures
 }
 
 func (s *sim) current() []*node {
@@ -254,8 +292,17 @@ func sortEvents[E any](evs []E, at func(E) time.Duration) {
 	}
 }
 
-// submit enqueues js through a live node, again through another when the
-// answer is an error (the job id makes that idempotent).
+// submitTries is how many times a submission is made before the workload
+// gives up on it, submitPause the pause between tries: a backend retries
+// a submission answered with an error (the job id makes that
+// idempotent), so that the workload lands under the Redis faults too.
+const (
+	submitTries = 8
+	submitPause = 20 * time.Millisecond
+)
+
+// submit enqueues js through a live node, again through the next one when
+// the answer is an error.
 func (s *sim) submit(js *jobSpec, wg *sync.WaitGroup) {
 	jr := &jobRun{spec: js}
 	s.mu.Lock()
@@ -271,7 +318,10 @@ func (s *sim) submit(js *jobSpec, wg *sync.WaitGroup) {
 		js.job.ExpiresAt = &t
 	}
 	jr.firstTry = time.Now()
-	for try := range 3 {
+	for try := range submitTries {
+		if try > 0 {
+			time.Sleep(submitPause) // the simulation's own pacing
+		}
 		n := s.live(js.seq + try)
 		if n == nil {
 			break
@@ -303,17 +353,41 @@ func (s *sim) submit(js *jobSpec, wg *sync.WaitGroup) {
 	}
 }
 
+// cancelTries is how many times a cancellation is sent before the
+// workload gives up on it, cancelPause the pause between tries: a backend
+// retries a cancellation answered with an error, as it retries a
+// submission.
+const (
+	cancelTries = 8
+	cancelPause = 500 * time.Millisecond
+)
+
+// cancel cancels jr's job through a live node, again through the next one
+// while the answer is an error.
 func (s *sim) cancel(jr *jobRun, pick int) {
-	n := s.live(pick)
-	if n == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	res, err := n.w.Client().Cancel(ctx, jr.spec.job.ID)
-	if err != nil {
+	var res worker.CancelResult
+	var n *node
+	for try := range cancelTries {
+		if try > 0 {
+			time.Sleep(cancelPause) // the simulation's own pacing
+		}
+		if n = s.live(pick + try); n == nil {
+			return
+		}
+		s.mu.Lock()
+		jr.cancelTried = true
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		r, err := n.w.Client().Cancel(ctx, jr.spec.job.ID)
+		cancel()
+		if err == nil {
+			res = r
+			break
+		}
 		s.logf("cancel %s via node %d: %v", jr.spec.job.ID, n.id, err)
-		return
+		if try == cancelTries-1 {
+			return
+		}
 	}
 	s.mu.Lock()
 	if jr.cancelled.IsZero() {
@@ -358,7 +432,7 @@ func (s *sim) inject(f fault, wg *sync.WaitGroup) {
 			s.logf("redis faults off on node %d", n.id)
 		}()
 	case "reload":
-		if err := n.apps.Swap(appSet(s.sc, n.lim, n.ss, true)...); err != nil {
+		if err := n.apps.Swap(appSet(s.sc, n.lims, n.ss, true)...); err != nil {
 			s.t.Error(err)
 		}
 		s.logf("node %d reloads its apps: now knows %s", n.id, appLate)

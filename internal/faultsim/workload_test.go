@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hushpush/hush/payload"
@@ -65,20 +66,83 @@ type scenario struct {
 	// lateNode is the node that does not know appLate until its reload
 	// (-1: every node knows it from the start).
 	lateNode int
-	// scripts are the fakes' answers per token, beyond OK.
-	scripts map[string][]fake.Answer
+	// scripts are the fakes' answers per token, beyond OK; dead are the
+	// tokens that answer Unregistered, retryAfter those whose 429 carries
+	// a Retry-After.
+	scripts    map[string][]fake.Answer
+	dead       map[string]bool
+	retryAfter map[string]time.Duration
+	// ending are the tokens whose answer ends a delivery that has no
+	// other device: failed, or expired at its deadline.
+	ending map[string]bool
 }
 
-// Tolerance of the rules as measured at the provider (docs/delivery.md
-// section 8).
-const tolerance = 250 * time.Millisecond
+// Web Push tokens are subscriptions a fake push service makes; the
+// scenario draws placeholders for them (scenario.subscribe).
+const (
+	webPushPlaceholder = "webpush:"
+	webPushHostile     = "hostile-"
+)
+
+// subscribe replaces every Web Push placeholder token of sc with a
+// subscription from sub (given the placeholder, hostile or not), in the
+// users, the jobs and the answer scripts.
+func (sc *scenario) subscribe(sub func(hostile bool) (string, error)) error {
+	real := map[string]string{}
+	swap := func(ds []payload.Device) error {
+		for k, d := range ds {
+			if d.Platform != payload.WebPush {
+				continue
+			}
+			if _, ok := real[d.Token]; !ok {
+				tok, err := sub(strings.HasPrefix(d.Token, webPushHostile))
+				if err != nil {
+					return err
+				}
+				real[d.Token] = tok
+			}
+			ds[k].Token = real[d.Token]
+		}
+		return nil
+	}
+	for _, u := range append(slices.Clone(sc.users), sc.rated...) {
+		if err := swap(u.devices); err != nil {
+			return err
+		}
+	}
+	for _, js := range sc.jobs {
+		for _, r := range js.job.Recipients {
+			if err := swap(r.Devices); err != nil {
+				return err
+			}
+		}
+	}
+	for from, to := range real {
+		if as, ok := sc.scripts[from]; ok {
+			sc.scripts[to] = as
+			delete(sc.scripts, from)
+		}
+		for _, m := range []map[string]bool{sc.dead, sc.ending} {
+			if m[from] {
+				m[to] = true
+				delete(m, from)
+			}
+		}
+		if ra, ok := sc.retryAfter[from]; ok {
+			sc.retryAfter[to] = ra
+			delete(sc.retryAfter, from)
+		}
+	}
+	return nil
+}
 
 // newScenario draws a scenario from seed for a run of span, starting at
 // start, with nodes workers.
 func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, maxSkew time.Duration, kb knownBroken) *scenario {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
-	sc := &scenario{seed: seed, maxRate: float64(4 + rng.IntN(5)), scripts: map[string][]fake.Answer{}, lateNode: -1}
+	sc := &scenario{seed: seed, maxRate: float64(4 + rng.IntN(5)), scripts: map[string][]fake.Answer{}, lateNode: -1,
+		dead: map[string]bool{}, retryAfter: map[string]time.Duration{}, ending: map[string]bool{}}
 
 	// Short windows, so that the rules bite within the run.
 	global, _ := throttle.ParseLimits(fmt.Sprintf("%d/2s", 2+rng.IntN(2)))
@@ -86,14 +150,16 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	// Quiet hours of a few seconds, starting a little into the run, on
 	// the UTC wall clock (recipients without a zone are in UTC).
 	qs := start.Add(dur(span/4, span/2)).UTC()
-	qe := qs.Add(dur(time.Second, 3*time.Second))
+	qe := qs.Add(dur(2*time.Second, 4*time.Second))
 	day := time.Date(qs.Year(), qs.Month(), qs.Day(), 0, 0, 0, 0, time.UTC)
 	sc.quiet = throttle.Quiet{From: qs.Sub(day).Truncate(time.Millisecond), To: qe.Sub(day).Truncate(time.Millisecond)}
 	sc.quietAt = day
 	q := sc.quiet
 	sc.policy = throttle.Policy{
 		Limits: global,
-		MinGap: dur(100*time.Millisecond, 400*time.Millisecond).Truncate(time.Millisecond),
+		// Gaps well above the 250 ms tolerance, so that a push early by
+		// half its gap breaks the check.
+		MinGap: dur(minGapLo, minGapHi).Truncate(time.Millisecond),
 		Categories: map[string]throttle.Category{
 			"promo": {Limits: promo},
 			"night": {Quiet: &q},
@@ -119,33 +185,73 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 		u := &user{id: fmt.Sprintf("%s-%d", prefix, i), collapse: collapse}
 		for d := range 1 + rng.IntN(2) {
 			pl := payload.APNs
-			if rng.IntN(3) == 0 {
+			switch rng.IntN(4) {
+			case 0:
 				pl = payload.FCM
+			case 1:
+				pl = payload.WebPush
 			}
 			tok := fmt.Sprintf("%s%s%02dd%d", seedTag(seed), prefix, i, d)
-			if pl == payload.APNs {
+			switch pl {
+			case payload.APNs:
 				tok = apnsToken(tok)
+			case payload.WebPush:
+				// A placeholder until the run subscribes at a fake push
+				// service (scenario.subscribe); one in three at the
+				// hostile one, slow to dial and to shake hands.
+				tok = webPushPlaceholder + tok
+				if rng.IntN(3) == 0 {
+					tok = webPushHostile + tok
+				}
 			}
 			u.devices = append(u.devices, payload.Device{Platform: pl, Token: tok})
 			// A collapse user's second device answers 503 first: an
 			// older push's retry must not collapse the newer one.
+			// It answers 503 to every other request, so that older
+			// pushes' retries keep meeting newer pushes of their key.
 			if collapse && d == 1 {
-				sc.scripts[tok] = []fake.Answer{fake.Status(503), fake.OK()}
+				var as []fake.Answer
+				for range 12 {
+					as = append(as, fake.Status(503), fake.OK())
+				}
+				sc.scripts[tok] = append(as, fake.OK())
 				continue
 			}
 			switch r := rng.IntN(20); {
 			case r == 0:
 				sc.scripts[tok] = []fake.Answer{fake.TooMany(0), fake.OK()}
 			case r == 1 && pl == payload.FCM:
-				sc.scripts[tok] = []fake.Answer{fake.TooMany(time.Second), fake.OK()}
+				ra := dur(retryAfterLo, retryAfterHi).Truncate(time.Second)
+				sc.scripts[tok] = []fake.Answer{fake.TooMany(ra), fake.OK()}
+				sc.retryAfter[tok] = ra
 			case r == 2 && !(rated && pl == payload.FCM):
 				// The FCM SDK retries a 503 itself, unpaced: not for a
 				// rated app, whose rate check counts every request.
 				sc.scripts[tok] = []fake.Answer{fake.Status(503), fake.OK()}
 			case r == 3:
 				sc.scripts[tok] = []fake.Answer{fake.Unregistered()}
+				sc.dead[tok] = true
 			case r == 4:
 				sc.scripts[tok] = []fake.Answer{fake.OK().WithLatency(dur(200*time.Millisecond, 800*time.Millisecond)), fake.OK()}
+			case r == 5 && pl == payload.WebPush:
+				// A push service that never ends its answers' bodies:
+				// hush reads no 2xx body, and a bounded part of an error's.
+				sc.scripts[tok] = []fake.Answer{fake.Status(500).WithEndlessBody(), fake.OK().WithEndlessBody()}
+			case r == 6 && pl == payload.WebPush && !rated:
+				// A subscriber's push service that refuses the key for its
+				// subscription: that subscription ends, nothing else.
+				sc.scripts[tok] = []fake.Answer{fake.Status(403)}
+				sc.dead[tok] = true
+			case r == 7 && pl == payload.WebPush && !rated:
+				// An absurd Retry-After (ten years): the delivery ends
+				// (failed, or expired at its deadline), it is not
+				// scheduled past it.
+				sc.scripts[tok] = []fake.Answer{fake.TooMany(0).WithRetryAfterHeader("315360000")}
+				sc.ending[tok] = true
+			case r == 8 && pl == payload.WebPush:
+				ra := dur(retryAfterLo, retryAfterHi).Truncate(time.Second)
+				sc.scripts[tok] = []fake.Answer{fake.TooMany(ra), fake.OK()}
+				sc.retryAfter[tok] = ra
 			}
 		}
 		return u
@@ -153,6 +259,18 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	for i := range 10 {
 		sc.users = append(sc.users, mkUser("u", i, i < 3, false))
 	}
+	// One plain user's first device is always an FCM token throttled
+	// with a Retry-After, so that every seed checks it.
+	if u := sc.users[3]; true {
+		tok := fmt.Sprintf("%su03throttled", seedTag(seed))
+		ra := dur(retryAfterLo, retryAfterHi).Truncate(time.Second)
+		u.devices[0] = payload.Device{Platform: payload.FCM, Token: tok}
+		sc.scripts[tok] = []fake.Answer{fake.TooMany(ra), fake.OK()}
+		sc.retryAfter[tok] = ra
+	}
+	// And another's first device is a subscription at the hostile push
+	// service.
+	sc.users[4].devices[0] = payload.Device{Platform: payload.WebPush, Token: webPushHostile + webPushPlaceholder + seedTag(seed) + "u04hostile"}
 	const rated = 20 // waves of recipients with slots of their own
 	for i := range rated {
 		sc.rated = append(sc.rated, mkUser("r", i, false, true))
@@ -172,16 +290,20 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 		sendAt := func(lo, hi time.Duration) { js.sendAtIn = dur(lo, hi) }
 		expires := func(lo, hi time.Duration) { js.expiresIn = dur(lo, hi) }
 		switch k := rng.IntN(10); {
-		case k < 2: // collapse: one collapse user, a key, often after another
+		case k < 3: // collapse: one collapse user, a key, often after another
 			u := sc.users[rng.IntN(3)]
 			j.Recipients = []payload.Recipient{recipient(u)}
-			j.CollapseKey = fmt.Sprintf("k%d", rng.IntN(2))
+			// Mostly one key, so that a user's pushes meet.
+			j.CollapseKey = "k0"
+			if rng.IntN(4) == 0 {
+				j.CollapseKey = "k1"
+			}
 			// Held beyond worker.CollapseMargin, so that a newer push
 			// with its key collapses it.
 			if rng.IntN(2) == 0 {
 				sendAt(worker.CollapseMargin+time.Second, worker.CollapseMargin+3*time.Second)
 			}
-		case k < 4: // the rated app: a fan-out paced by max_rate
+		case k < 5: // the rated app: a fan-out paced by max_rate
 			j.App = appRated
 			// Long paced queues (issue 39 items 1 and 5): every rated user.
 			perm := rng.Perm(len(sc.rated))
@@ -220,7 +342,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			} else if rng.IntN(4) == 0 {
 				j.Priority = payload.PriorityHigh
 			}
-			if rng.IntN(5) == 0 {
+			if rng.IntN(3) == 0 {
 				j.App = appLate
 			}
 		}
@@ -228,6 +350,34 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 			js.cancelAfter = dur(50*time.Millisecond, 2*time.Second)
 			// A repeated cancel answered on another node's clock.
 			js.cancelTwice = rng.IntN(2) == 0
+		}
+		sc.jobs = append(sc.jobs, js)
+	}
+	// Every seed has a rated fan-out.
+	if !slices.ContainsFunc(sc.jobs, func(js *jobSpec) bool { return js.job.App == appRated }) {
+		js := &jobSpec{at: span / 2}
+		j := &js.job
+		j.ID = fmt.Sprintf("%s-r", seedTag(seed))
+		j.App, j.Priority = appRated, payload.PriorityNormal
+		j.Alert = &payload.Alert{Title: "t", Body: j.ID}
+		j.Data = map[string]string{"j": j.ID}
+		for _, p := range rng.Perm(len(sc.rated)) {
+			j.Recipients = append(j.Recipients, recipient(sc.rated[p]))
+		}
+		sc.jobs = append(sc.jobs, js)
+	}
+	// Night pushes submitted inside the quiet hours, so that every seed
+	// holds some back.
+	for k := range 3 {
+		from := qs.Sub(start)
+		js := &jobSpec{at: dur(from, from+qe.Sub(qs)/2)}
+		j := &js.job
+		j.ID = fmt.Sprintf("%s-n%d", seedTag(seed), k)
+		j.App, j.Category, j.Priority = appPlain, "night", payload.PriorityNormal
+		j.Alert = &payload.Alert{Title: "t", Body: j.ID}
+		j.Data = map[string]string{"j": j.ID}
+		for _, p := range rng.Perm(len(sc.users) - 3)[:2] {
+			j.Recipients = append(j.Recipients, recipient(sc.users[3+p]))
 		}
 		sc.jobs = append(sc.jobs, js)
 	}
@@ -262,7 +412,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	for _, js := range sc.jobs {
 		if js.cancelAfter > 0 {
 			for k := range nodes {
-				sc.faults = append(sc.faults, fault{at: js.at + js.cancelAfter, kind: "redis", node: k, span: 4 * time.Second})
+				sc.faults = append(sc.faults, fault{at: js.at + js.cancelAfter, kind: "redis", node: k, span: cancelFaultSpan})
 			}
 		}
 	}
@@ -271,6 +421,23 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	slices.SortStableFunc(sc.faults, func(a, b fault) int { return int(a.at - b.at) })
 	return sc
 }
+
+// The workload's drawn bounds.
+const (
+	// cancelFaultSpan is how long Redis fails on every node from each
+	// cancellation: through its call and its first tries, not the whole
+	// run (the workload's other pushes would then mostly wait out retries,
+	// and the rules' and quiet hours' checks see little).
+	cancelFaultSpan = 1500 * time.Millisecond
+	// minGapLo and minGapHi bound the global minimum gap: above twice the
+	// rules' tolerance, so that a gap half kept is caught.
+	minGapLo, minGapHi = 600 * time.Millisecond, 900 * time.Millisecond
+	// retryAfterLo and retryAfterHi bound a throttling token's
+	// Retry-After (whole seconds): above hush's own second of margin
+	// (worker retryWake) and its first backoff, so that a retry that
+	// ignores the Retry-After is caught.
+	retryAfterLo, retryAfterHi = 3 * time.Second, 4 * time.Second
+)
 
 func recipient(u *user) payload.Recipient {
 	return payload.Recipient{UserID: u.id, Devices: slices.Clone(u.devices)}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/hushpush/hush/providers/apns"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/providers/fcm"
+	"github.com/hushpush/hush/providers/webpush"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
 )
@@ -110,8 +114,21 @@ func (c skewClock) Now() time.Time { return time.Now().Add(c.skew) }
 
 // call is a provider call a node has under way.
 type call struct {
-	token  string
+	key    callKey
 	cancel context.CancelFunc
+}
+
+// callKey is one job's push to one device: what a kill may send twice.
+type callKey struct{ job, token string }
+
+// callOf is p's job and device (the workload's pushes carry their job's
+// id in their data, "j").
+func callOf(p providers.Push) callKey {
+	k := callKey{token: p.Token}
+	if p.Content != nil {
+		k.job = p.Content.Data["j"]
+	}
+	return k
 }
 
 // node is one hush serve process: a Worker on a Redis client of its own,
@@ -124,7 +141,7 @@ type node struct {
 	rdb  redis.UniversalClient
 	w    *worker.Worker
 	apps *worker.Apps
-	lim  worker.Limiter
+	lims map[string]*throttle.Redis // by scope
 	ss   map[payload.Platform]worker.Sender
 	stop context.CancelFunc
 	done chan struct{}
@@ -132,8 +149,8 @@ type node struct {
 	mu       sync.Mutex
 	calls    map[int]call
 	next     int
-	recent   map[string]time.Time // token: when its last call ended
-	atRisk   map[string]bool      // tokens a kill may have sent twice
+	recent   map[callKey]time.Time // when each push's last call ended
+	atRisk   map[callKey]bool      // pushes a kill may have sent twice
 	killedAt time.Time
 }
 
@@ -153,12 +170,12 @@ func (s killSender) Send(ctx context.Context, p providers.Push) providers.Result
 	s.n.mu.Lock()
 	k := s.n.next
 	s.n.next++
-	s.n.calls[k] = call{token: p.Token, cancel: cancel}
+	s.n.calls[k] = call{key: callOf(p), cancel: cancel}
 	s.n.mu.Unlock()
 	r := s.next.Send(ctx, p)
 	s.n.mu.Lock()
 	delete(s.n.calls, k)
-	s.n.recent[p.Token] = time.Now()
+	s.n.recent[callOf(p)] = time.Now()
 	s.n.mu.Unlock()
 	if s.n.hook.dead.Load() {
 		return providers.Result{Outcome: providers.Transient, Reason: "killed", Err: errKilled}
@@ -180,12 +197,12 @@ func (n *node) kill() {
 	n.mu.Lock()
 	n.killedAt = time.Now()
 	for _, c := range n.calls {
-		n.atRisk[c.token] = true
+		n.atRisk[c.key] = true
 		c.cancel()
 	}
-	for tok, at := range n.recent {
+	for k, at := range n.recent {
 		if n.killedAt.Sub(at) <= recordWindow {
-			n.atRisk[tok] = true
+			n.atRisk[k] = true
 		}
 	}
 	n.mu.Unlock()
@@ -205,10 +222,62 @@ func (n *node) shutdown(timeout time.Duration) bool {
 
 // senders are the real SDK senders pointed at the fakes.
 type senders struct {
-	apns, fcm worker.Sender
+	apns, fcm, webpush worker.Sender
 }
 
-func startFakes(t *testing.T) (*fake.APNs, *fake.FCM, senders) {
+// fakes are the run's fake providers: APNs, FCM, and two Web Push
+// services, one of them hostile (slow to dial and to shake hands).
+type fakes struct {
+	apns             *fake.APNs
+	fcm              *fake.FCM
+	webpush, hostile *fake.WebPush
+	vapidPublic      string // the key the subscriptions are made for
+}
+
+// hostileDelay is how long the hostile Web Push service holds each new
+// connection's dial and its TLS handshake.
+const hostileDelay = 150 * time.Millisecond
+
+func startFakes(t *testing.T) (fakes, senders) {
+	t.Helper()
+	fa, ff, ss := startSDKFakes(t)
+	f := fakes{apns: fa, fcm: ff}
+	dir := t.TempDir()
+	var ca []byte
+	for _, o := range []fake.WebPushOptions{{}, {DialDelay: hostileDelay, TLSDelay: hostileDelay}} {
+		fw, err := fake.StartWebPushWith(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(fw.Close)
+		ca = append(ca, fw.CAPEM()...)
+		if f.webpush == nil {
+			f.webpush = fw
+		} else {
+			f.hostile = fw
+		}
+	}
+	caFile := filepath.Join(dir, "webpush-cas.pem")
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fakes listen on 127.0.0.1: the egress policy's test setting
+	// lets the real sender dial them.
+	ws, err := webpush.New(webpush.Config{PrivateKey: key.PrivateKey(), Subject: "mailto:sim@example.com", CAFile: caFile,
+		Egress: webpush.Egress{Origins: []string{webpush.OriginsPublic}, PrivateNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ws.Close)
+	ss.webpush, f.vapidPublic = ws, key.PublicKey()
+	return f, ss
+}
+
+func startSDKFakes(t *testing.T) (*fake.APNs, *fake.FCM, senders) {
 	t.Helper()
 	fa, err := fake.StartAPNs()
 	if err != nil {
@@ -245,15 +314,38 @@ func startFakes(t *testing.T) (*fake.APNs, *fake.FCM, senders) {
 	return fa, ff, senders{apns: as, fcm: fs}
 }
 
+// The limiters' scopes, as production scopes apps (setup/apps.go): the
+// plain and late apps are one throttle_group, sharing each user's budget
+// under the group's scope; the rated app has a scope of its own.
+const (
+	scopeMain  = "main"
+	scopeRated = "rated"
+)
+
+// scopedLimiters are a node's limiters, one per scope, with the options
+// production gives them: the scope, the default pending cap, the collapse
+// margin the worker needs.
+func scopedLimiters(rdb redis.UniversalClient, p throttle.Policy) (map[string]*throttle.Redis, error) {
+	out := map[string]*throttle.Redis{}
+	for _, scope := range []string{scopeMain, scopeRated} {
+		l, err := throttle.NewRedis(rdb, p, throttle.Options{Scope: scope, CollapseMargin: worker.CollapseMargin})
+		if err != nil {
+			return nil, err
+		}
+		out[scope] = l
+	}
+	return out, nil
+}
+
 // appSet builds a node's apps over its limiter and senders; late is
 // whether it knows the app the workload adds mid-run.
-func appSet(sc *scenario, lim worker.Limiter, ss map[payload.Platform]worker.Sender, late bool) []worker.App {
+func appSet(sc *scenario, lims map[string]*throttle.Redis, ss map[payload.Platform]worker.Sender, late bool) []worker.App {
 	apps := []worker.App{
-		{Name: appPlain, Senders: ss, Limiter: lim, Policy: sc.policy},
-		{Name: appRated, Senders: ss, Limiter: lim, Policy: sc.policy, MaxRate: map[payload.Platform]float64{payload.APNs: sc.maxRate, payload.FCM: sc.maxRate}},
+		{Name: appPlain, Senders: ss, Limiter: lims[scopeMain], Policy: sc.policy},
+		{Name: appRated, Senders: ss, Limiter: lims[scopeRated], Policy: sc.policy, MaxRate: map[payload.Platform]float64{payload.APNs: sc.maxRate, payload.FCM: sc.maxRate, payload.WebPush: sc.maxRate}},
 	}
 	if late {
-		apps = append(apps, worker.App{Name: appLate, Senders: ss, Limiter: lim, Policy: sc.policy})
+		apps = append(apps, worker.App{Name: appLate, Senders: ss, Limiter: lims[scopeMain], Policy: sc.policy})
 	}
 	return apps
 }
@@ -265,9 +357,9 @@ func (s *sim) startNode(id int, knowsLate bool) *node {
 	h := &faultHook{rng: rand.New(rand.NewPCG(s.seed, uint64(id)<<32|uint64(s.gen)))}
 	rdb := s.world.client(h)
 	n := &node{id: id, gen: s.gen, skew: s.sc.skews[id], hook: h, rdb: rdb, done: make(chan struct{}),
-		calls: map[int]call{}, recent: map[string]time.Time{}, atRisk: map[string]bool{}}
+		calls: map[int]call{}, recent: map[callKey]time.Time{}, atRisk: map[callKey]bool{}}
 	s.gen++
-	lim, err := throttle.NewRedis(rdb, s.sc.policy, throttle.Options{CollapseMargin: worker.CollapseMargin})
+	lims, err := scopedLimiters(rdb, s.sc.policy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,9 +367,10 @@ func (s *sim) startNode(id int, knowsLate bool) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss := map[payload.Platform]worker.Sender{payload.APNs: killSender{s.senders.apns, n}, payload.FCM: killSender{s.senders.fcm, n}}
-	n.lim, n.ss = lim, ss
-	if n.apps, err = worker.NewApps(appSet(s.sc, lim, ss, knowsLate)...); err != nil {
+	ss := map[payload.Platform]worker.Sender{payload.APNs: killSender{s.senders.apns, n}, payload.FCM: killSender{s.senders.fcm, n},
+		payload.WebPush: killSender{s.senders.webpush, n}}
+	n.lims, n.ss = lims, ss
+	if n.apps, err = worker.NewApps(appSet(s.sc, lims, ss, knowsLate)...); err != nil {
 		t.Fatal(err)
 	}
 	n.w, err = worker.New(rdb, worker.Options{
@@ -286,6 +379,7 @@ func (s *sim) startNode(id int, knowsLate bool) *node {
 		Policy:          s.sc.policy,
 		Concurrency:     8,
 		MaxRetry:        3,
+		MaxThrottled:    time.Hour, // HUSH_MAX_THROTTLED's default
 		Bypass:          []payload.Priority{payload.PriorityCritical},
 		ShutdownTimeout: 2 * time.Second,
 		Clock:           skewClock{n.skew},
