@@ -279,6 +279,11 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 func (w *Worker) carryOut(ctx context.Context, d *delivery, a attempts, v verdict) error {
 	final, n, err := w.after(ctx, d, a, v)
 	switch {
+	case err != nil && v.act == actRetry:
+		// The retry's record failed: the task still waits the verdict's
+		// delay (a provider's Retry-After holds), and its re-run repeats
+		// this attempt.
+		return retryResult(next{delay: v.delay, throttled: v.throttled, cause: fmt.Errorf("%v (recording the retry failed: %w)", v.cause, err)})
 	case err != nil:
 		return err
 	case n.failed != "":
@@ -288,6 +293,12 @@ func (w *Worker) carryOut(ctx context.Context, d *delivery, a attempts, v verdic
 	case n.stop:
 		return fmt.Errorf("delivery %s interrupted: %w", d.member(), context.Canceled)
 	}
+	return retryResult(n)
+}
+
+// retryResult is the task's result for a retry after n.delay: a
+// provider's throttling does not count as a failure, any other retry does.
+func retryResult(n next) error {
 	if n.throttled {
 		return &ThrottledError{RetryAfter: n.delay, Reason: n.cause.Error()}
 	}

@@ -42,3 +42,18 @@ func TestRetryPolicy(t *testing.T) {
 		t.Errorf("backoff(30) = %s, want capped at 5m (at least half of it)", d)
 	}
 }
+
+// TestRetryResultWaitsTheDelay: a retry's task result makes Asynq wait at
+// least its delay, throttled or not, also when recording the retry failed
+// (carryOut), so a provider's Retry-After holds.
+func TestRetryResultWaitsTheDelay(t *testing.T) {
+	for _, throttled := range []bool{true, false} {
+		err := retryResult(next{delay: 3 * time.Second, throttled: throttled, cause: errors.New("429 (recording the retry failed: redis down)")})
+		if got := retryDelay(0, err, nil); got < 3*time.Second {
+			t.Errorf("throttled %v: Asynq waits %s, want at least the 3 s delay", throttled, got)
+		}
+		if isFailure(err) == throttled {
+			t.Errorf("throttled %v: isFailure %v", throttled, isFailure(err))
+		}
+	}
+}

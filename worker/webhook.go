@@ -295,7 +295,10 @@ func (d *webhookDelivery) retryDue(ctx context.Context) {
 	if d.disabled.Load() {
 		return
 	}
-	ok, err := d.rdb.SetNX(ctx, d.keys.retrier, d.consumer, 3*webhookTimeout).Result()
+	// The lease outlasts one pass (its POSTs' timeout) and a few polls,
+	// so a process that dies holding it delays the retries that long.
+	lease := webhookTimeout + 3*d.poll
+	ok, err := d.rdb.SetNX(ctx, d.keys.retrier, d.consumer, lease).Result()
 	if err != nil {
 		return
 	}
@@ -303,7 +306,7 @@ func (d *webhookDelivery) retryDue(ctx context.Context) {
 		if holder, _ := d.rdb.Get(ctx, d.keys.retrier).Result(); holder != d.consumer {
 			return
 		}
-		d.rdb.PExpire(ctx, d.keys.retrier, 3*webhookTimeout)
+		d.rdb.PExpire(ctx, d.keys.retrier, lease)
 	}
 	ids, err := d.rdb.ZRangeByScore(ctx, d.keys.due, &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(d.now().UnixMilli(), 10), Count: webhookConcurrency}).Result()
 	if err != nil || len(ids) == 0 {
@@ -361,7 +364,7 @@ func (d *webhookDelivery) attempt(ctx context.Context, id string, r *webhookRetr
 		d.disable(wctx, "the endpoint answered 410 Gone", now)
 		return d.book(wctx, id, r, now) == nil
 	}
-	if r.Attempts > len(d.retries) {
+	if r.Attempts > len(d.retries) || mutant("webhookNoRetry") {
 		d.m.webhookPosts.WithLabelValues("given_up").Inc()
 		d.log.Warn("webhook: event given up after its last attempt", "event", r.ID, "attempts", r.Attempts, "last", why)
 		return d.forget(wctx, id) == nil

@@ -70,6 +70,7 @@ var checks = []struct {
 	{"collapse", checkCollapse},
 	{"unknown-app", checkUnknownApp},
 	{"memory", checkMemory},
+	{"webhook", checkWebhook},
 }
 
 // check verifies every promise from the run's history and returns the

@@ -112,6 +112,14 @@
 //   - memory: after the run every key of the limiter, the pacer and the
 //     job store has an expiry, and a user's limiter keys hold at most
 //     memoryBound bytes.
+//   - webhook: every event hush:events holds reached the webhook with a
+//     2xx at least once, and every POST verifies (Standard Webhooks
+//     signature), names an event hush wrote and carries it as written
+//     (docs/events.md, "Delivery"). Every node posts to one receiver
+//     that refuses a share of the first and second POSTs of each event
+//     (500, or 503 with a Retry-After), with a short retry schedule
+//     (hookRetries) and killed nodes' events claimed after
+//     hookClaimAfter; the run waits up to hookSettle after the drain.
 //
 // # The mutation self-test
 //
@@ -139,29 +147,24 @@
 //
 // # Open defects
 //
-// Failures the default workload meets on today's code are hush defects,
-// not the simulation's, each with a seed that shows it; the defects
-// branch addresses them (CI seeds 1 and 5 meet the first two):
+// Failures the simulation has shown on hush, each with a seed; those
+// fixed are in CHANGELOG.md. Still open:
 //
-//   - never-lost (seeds 1 and 3): a recipient is still waiting for a retry
-//     when the drain ends (seed 1: a collapse user's Web Push device
-//     refused with 503 waits 4m15s after its second retry): the backoff
-//     counts the delivery's attempts, its attempts left late for their
-//     slot too, not its provider refusals.
-//   - retry-after (seed 3): a delivery throttled with a Retry-After of 3 s
-//     is asked again 1.6 s later, under Redis faults (a failed write after
-//     the answer hands the task to Asynq's own backoff, which knows no
-//     Retry-After). Seed 5: an FCM token answering 429 with a
-//     Retry-After of 3 s is asked again 38 ms later (a job with send_at;
-//     whether the FCM SDK or hush retries is not yet diagnosed).
+//   - retry-after (seed 5): an FCM token answering 429 with a Retry-After
+//     of 3 s is asked again 38 ms later (a job with send_at); whether the
+//     FCM SDK or hush makes that request is not yet diagnosed. (A failed
+//     write of a throttled retry's record no longer hands the task to
+//     Asynq's own backoff: seed 1 and seed 3 met that.)
 //   - never-lost (seed 2): rated jobs keep a recipient pending past the
 //     drain, with every delivery slot of a worker active; the pending
 //     recipients are the rated users whose Web Push subscriptions answer
 //     201 with an endless body. Not yet diagnosed further.
-//   - never-lost under -race (HUSH_SIM_RACE=1, seeds 1 and 2), not yet
-//     diagnosed.
+//   - webhook (seed 3, once in six runs): an event waits for its retry
+//     past the settle with the retrier lease held; not reproduced since
+//     the lease was shortened, not diagnosed.
+//   - never-lost under -race (HUSH_SIM_RACE=1): seed 1 passed once after
+//     the backoff fix; not run since.
 //
-
 // # Running and replaying
 //
 // .ci/run runs it in a step of its own, without the race detector (its

@@ -58,6 +58,10 @@ type keyInfo struct {
 // a history that must pass or fail.
 type history struct {
 	arrivals []arrival // sorted by at
+	// events are the events hush:events holds, by id, as written;
+	// hookPosts every POST the webhook receiver got.
+	events    map[string]string
+	hookPosts []hookPost
 	jobs     map[string]*jobRun
 	// status is every tried job hush knows; unknown the tried jobs it
 	// answers ErrNotFound for; statusErr the rest.
@@ -204,6 +208,7 @@ func (s *sim) history(rdb redis.UniversalClient) *history {
 	}
 	h.dead, h.retryAfter, h.ending = s.sc.dead, s.sc.retryAfter, s.sc.ending
 	h.keys = s.keys(rdb)
+	h.events, h.hookPosts = streamEvents(rdb), s.hook.got()
 	return h
 }
 

@@ -34,6 +34,7 @@ var mutants = []struct {
 	{"collapseByBooking", "collapse", []uint64{1}, "collapse orders pushes by booking time, not accepted_at"},
 	{"appWaitNone", "unknown-app", []uint64{1}, "a delivery of an app a worker has not loaded fails at once"},
 	{"noTTL", "memory", []uint64{1}, "the limiter's keys lose their expiry"},
+	{"webhookNoRetry", "webhook", []uint64{1}, "a webhook POST that fails is given up instead of retried"},
 }
 
 // TestMutants runs the simulation once per mutant at its seeds and

@@ -126,6 +126,7 @@ type sim struct {
 
 	fakes   fakes
 	senders senders
+	hook    *hookReceiver // the webhook endpoint of every node
 	obs     *worker.Client // reads statuses on a clean connection and clock
 
 	// failures are the broken promises the checks found; quiet leaves
@@ -181,6 +182,7 @@ func simulate(t *testing.T, seed uint64, kb knownBroken, cluster, quiet bool) []
 	s := &sim{t: t, seed: seed, kb: kb, world: w, start: time.Now().Add(setupAllowance), jobs: map[string]*jobRun{}, quiet: quiet}
 	s.sc = newScenario(seed, s.start, *flagDuration, *flagNodes, *flagSkew, kb)
 	s.fakes, s.senders = startFakes(t)
+	s.hook = startHookReceiver(t, seed)
 	err := s.sc.subscribe(func(hostile bool) (string, error) {
 		if hostile {
 			return s.fakes.hostile.Subscribe(s.fakes.vapidPublic)
@@ -213,6 +215,7 @@ func simulate(t *testing.T, seed uint64, kb knownBroken, cluster, quiet bool) []
 	}
 	s.drive()
 	s.drain(obsRdb)
+	s.settleWebhook(obsRdb)
 	s.logKeys(obsRdb)
 	for _, n := range s.current() {
 		if !n.hook.dead.Load() {

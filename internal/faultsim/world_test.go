@@ -373,7 +373,7 @@ func (s *sim) startNode(id int, knowsLate bool) *node {
 	if n.apps, err = worker.NewApps(appSet(s.sc, lims, ss, knowsLate)...); err != nil {
 		t.Fatal(err)
 	}
-	n.w, err = worker.New(rdb, worker.Options{
+	opts := worker.Options{
 		Apps:            n.apps,
 		Pacer:           pacer,
 		Policy:          s.sc.policy,
@@ -383,7 +383,9 @@ func (s *sim) startNode(id int, knowsLate bool) *node {
 		Bypass:          []payload.Priority{payload.PriorityCritical},
 		ShutdownTimeout: 2 * time.Second,
 		Clock:           skewClock{n.skew},
-	})
+	}
+	s.hook.hookOptions(&opts)
+	n.w, err = worker.New(rdb, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
