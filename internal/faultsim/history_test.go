@@ -62,7 +62,7 @@ type history struct {
 	// hookPosts every POST the webhook receiver got.
 	events    map[string]string
 	hookPosts []hookPost
-	jobs     map[string]*jobRun
+	jobs      map[string]*jobRun
 	// status is every tried job hush knows; unknown the tried jobs it
 	// answers ErrNotFound for; statusErr the rest.
 	status    map[string]worker.JobStatus

@@ -126,7 +126,7 @@ type sim struct {
 
 	fakes   fakes
 	senders senders
-	hook    *hookReceiver // the webhook endpoint of every node
+	hook    *hookReceiver  // the webhook endpoint of every node
 	obs     *worker.Client // reads statuses on a clean connection and clock
 
 	// failures are the broken promises the checks found; quiet leaves

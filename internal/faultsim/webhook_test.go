@@ -209,4 +209,3 @@ func TestCheckWebhook(t *testing.T) {
 		})
 	}
 }
-
