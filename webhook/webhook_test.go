@@ -3,11 +3,12 @@ package webhook
 import (
 	"errors"
 	"net/http"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hushpush/hush/internal/testkit"
 )
 
 // The Standard Webhooks libraries' own test vector
@@ -115,18 +116,5 @@ func TestParseSecrets(t *testing.T) {
 // TestImportsOnlyStdlib: the package needs nothing beyond the standard
 // library, as doc.go promises a backend that verifies with it.
 func TestImportsOnlyStdlib(t *testing.T) {
-	const self = "github.com/hushpush/hush/webhook"
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	for _, dep := range deps {
-		if dep != self {
-			t.Errorf("webhook depends on %s; it may import only the standard library", dep)
-		}
-	}
-	if len(deps) == 0 {
-		t.Errorf("go list -deps did not list the package itself")
-	}
+	testkit.OnlyImports(t, "github.com/hushpush/hush/webhook")
 }

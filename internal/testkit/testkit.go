@@ -5,6 +5,8 @@ package testkit
 
 import (
 	"bytes"
+	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -111,4 +113,25 @@ func APNsRecipient(user string, tokens ...string) payload.Recipient {
 		r.Devices = append(r.Devices, payload.Device{Platform: payload.APNs, Token: tok})
 	}
 	return r
+}
+
+// OnlyImports fails t unless the package in the working directory, with
+// everything it imports transitively, needs nothing beyond the standard
+// library and allowed (the package itself first): what a package whose
+// doc.go promises backends a light dependency checks.
+func OnlyImports(t *testing.T, allowed ...string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	for _, dep := range deps {
+		if !slices.Contains(allowed, dep) {
+			t.Errorf("%s depends on %s; it may import only the standard library and %v", allowed[0], dep, allowed[1:])
+		}
+	}
+	if !slices.Contains(deps, allowed[0]) {
+		t.Errorf("go list -deps did not list the package itself: %q", deps)
+	}
 }
