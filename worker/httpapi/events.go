@@ -57,8 +57,7 @@ func (a *server) getEvents(rw http.ResponseWriter, r *http.Request) {
 // getWebhook answers the webhook's state (GET /v1/webhook), for a token
 // of every app: the endpoint is the deployment's.
 func (a *server) getWebhook(rw http.ResponseWriter, r *http.Request) {
-	if g := grantOf(r); g.limited() {
-		forbid(rw, g, "the webhook")
+	if !allApps(rw, r, "the webhook") {
 		return
 	}
 	st, err := a.jobs.WebhookStatus(r.Context())
@@ -73,8 +72,7 @@ func (a *server) getWebhook(rw http.ResponseWriter, r *http.Request) {
 // enableWebhook enables a disabled webhook (POST /v1/webhook:enable) and
 // answers its state.
 func (a *server) enableWebhook(rw http.ResponseWriter, r *http.Request) {
-	if g := grantOf(r); g.limited() {
-		forbid(rw, g, "the webhook")
+	if !allApps(rw, r, "the webhook") {
 		return
 	}
 	if err := a.jobs.EnableWebhook(r.Context()); err != nil {
@@ -83,4 +81,15 @@ func (a *server) enableWebhook(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.getWebhook(rw, r)
+}
+
+// allApps reports whether r's token acts for every app, and answers 403
+// naming what when it does not: the deployment's own settings are not any
+// one app's.
+func allApps(rw http.ResponseWriter, r *http.Request, what string) bool {
+	if g := grantOf(r); g.limited() {
+		forbid(rw, g, what)
+		return false
+	}
+	return true
 }
