@@ -144,6 +144,12 @@ type HeldState struct {
 	// WakesAt is when a hush:held task wakes, about a second before the
 	// earliest of its recipients' slots; zero for a hush:delivery task.
 	WakesAt time.Time `json:"wakes_at,omitzero"`
+	// Slot is the instant the limiter booked for the delivery, and
+	// HeldBy the rule that holds it there (throttle.Entry.HeldBy: "10/1m",
+	// "min-gap 3s", "marketing 2/1d", quiet hours, "send_at"), when
+	// Worker.ExplainHeld found the booking; zero and "" otherwise.
+	Slot   time.Time `json:"slot,omitzero"`
+	HeldBy string    `json:"held_by,omitempty"`
 }
 
 // Recipients reads a page of job id's recipients: those of indices

@@ -77,6 +77,21 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 		t.Errorf("devices (-want +got):\n%s", diff)
 	}
 
+	t.Run("held slot and rule", func(t *testing.T) {
+		p, err := e.client.Recipients(ctx, id, RecipientsQuery{State: RecipientHeld})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := e.w.ExplainHeld(ctx, &p)
+		if err != nil || n != 1 {
+			t.Fatalf("ExplainHeld: %d looked up, %v", n, err)
+		}
+		h := p.Items[0].Held
+		slot, ok := e.lim.slot(memberOf(id, 3, 0))
+		if !ok || !h.Slot.Equal(slot) || h.HeldBy != "1/1h" {
+			t.Errorf("held: slot %v held by %q, want the booked %v (%v) held by 1/1h", h.Slot, h.HeldBy, slot, ok)
+		}
+	})
 	t.Run("paged", func(t *testing.T) {
 		var got []RecipientState
 		var cursors []string
