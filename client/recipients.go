@@ -64,12 +64,17 @@ type DeviceOutcome struct {
 }
 
 // HeldRecipient is where a held recipient's delivery waits: the Asynq
-// queue and task that will send it and, for a hush:held task, when it
-// wakes (about a second before the earliest of its recipients' slots).
+// queue and task that will send it, for a hush:held task when it wakes
+// (about a second before the earliest of its recipients' slots), and the
+// slot the limiter booked with the rule that holds it there ("10/1m",
+// "marketing 2/1d", "quiet 22:00-08:00", "send_at"), for the first 20
+// held recipients of a page whose booking the server found.
 type HeldRecipient struct {
 	Queue   string    `json:"queue"`
 	Task    string    `json:"task"`
 	WakesAt time.Time `json:"wakes_at,omitzero"`
+	Slot    time.Time `json:"slot,omitzero"`
+	HeldBy  string    `json:"held_by,omitempty"`
 }
 
 // recipientsFields are the fields a page of recipients always has.

@@ -42,9 +42,12 @@ What happened to this push? Prints the recipients of the job ID (the id
 hush send printed) by index, their place in the job's recipients from 0,
 one a line: the index, the state, the devices with a recorded state (their
 place in the recipient's devices, and delivered or token_invalid) and, for
-a held recipient, the task that will send it and when that task wakes
-(about a second before the earliest slot it holds). It reads them through
-the API (GET /v1/notifications/{id}/recipients).
+a held recipient, the slot the limiter booked and the rule that holds it
+there (as 'hush throttle status' names it: held by 1/1h, marketing 2/1d,
+quiet 22:00-08:00, send_at), then the task that will send it and when that
+task wakes. The server looks the slot up for the first 20 held recipients
+of each page it reads (--state held --limit 20 has each one's). It reads
+them through the API (GET /v1/notifications/{id}/recipients).
 
 States: a final state (delivered, expired, token_invalid, failed,
 throttle_full, collapsed, cancelled), held (waiting for the slot the
@@ -55,9 +58,7 @@ every recipient has a final state, the job's per-recipient records are
 deleted and only its counts are kept (for HUSH_JOB_RETENTION, 24 h by
 default): hush recipients then prints the counts. hush keeps no user id,
 device token or failure reason with a job's states: match an index with
-the job you sent, find a failure's reason in the logs, and a held
-recipient's rule with 'hush throttle status USER' (held by RULE, beside
-the member ID/INDEX).
+the job you sent, and find a failure's reason in the logs.
 
 hush recipients asks the server page by page until it has printed --limit
 recipients in --state or reached the last one, then prints "more:" and the
@@ -171,9 +172,17 @@ func recipientLine(r client.RecipientOutcome) string {
 		more = append(more, strconv.Itoa(r.Attempts)+" attempts before")
 	}
 	if h := r.Held; h != nil {
-		s := "held by task " + h.Task + " in " + h.Queue
+		s := ""
+		if !h.Slot.IsZero() {
+			s = "slot " + h.Slot.UTC().Format("2006-01-02T15:04:05.000Z") + " (in " + roundDur(time.Until(h.Slot)).String() + ")"
+			if h.HeldBy != "" {
+				s += " held by " + h.HeldBy
+			}
+			s += "; "
+		}
+		s += "task " + h.Task + " in " + h.Queue
 		if !h.WakesAt.IsZero() {
-			s += ", wakes " + h.WakesAt.UTC().Format(time.RFC3339) + " (in " + roundDur(time.Until(h.WakesAt)).String() + ")"
+			s += ", wakes " + h.WakesAt.UTC().Format(time.RFC3339)
 		}
 		more = append(more, s)
 	}

@@ -93,7 +93,7 @@ func TestRecipients(t *testing.T) {
 		`^#0  delivered      device 0 delivered, device 1 delivered$`,
 		`^#1  token_invalid  device 0 token_invalid$`,
 		`^#2  failed$`,
-		`^#3  held           \s+held by task \S+ in \S+(, wakes \S+ \(in (59m|1h)\S*\))?$`,
+		`^#3  held           \s+slot \S+ \(in (59m|1h)\S*\) held by 1/1h; task \S+ in \S+(, wakes \S+)?$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[i]) {
 			t.Errorf("line %d: %q, want it to match %s", i, lines[i], want)

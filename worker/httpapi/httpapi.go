@@ -65,6 +65,9 @@ type Worker interface {
 	// DefaultApp), or an error to show the caller.
 	App(name string) (*worker.App, error)
 	ResetThrottle(ctx context.Context, admin worker.ThrottleAdmin, user string) error
+	// ExplainHeld adds their booked slot and rule to a page's first held
+	// recipients.
+	ExplainHeld(ctx context.Context, p *worker.RecipientsPage) (int, error)
 	// DefaultLocation is the zone quiet hours are read in without
 	// ?timezone=.
 	DefaultLocation() *time.Location

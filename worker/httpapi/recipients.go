@@ -43,6 +43,11 @@ func (a *server) getRecipients(rw http.ResponseWriter, r *http.Request) {
 		a.log.Error("job recipients read failed", "err", err)
 		writeError(rw, http.StatusServiceUnavailable, "could not read the job's recipients, try again")
 	default:
+		// The records' answer stands when the bookings cannot be read:
+		// the held recipients then lack their slot and rule.
+		if _, err := a.w.ExplainHeld(r.Context(), &page); err != nil {
+			a.log.Warn("held recipients' bookings not read", "job", page.ID, "err", err)
+		}
 		writeJSON(rw, http.StatusOK, page)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
@@ -84,9 +85,21 @@ func TestRecipientsRoute(t *testing.T) {
 		t.Errorf("cursors (-want +got):\n%s", diff)
 	}
 
+	// Every page, a held recipient's booking included, is a RecipientsPage.
+	api := loadOpenAPI(t)
+	schema := api.model.Components.Schemas.GetOrZero("RecipientsPage").Schema()
+	for _, q := range []string{"", "?state=held"} {
+		_, b := send(t, srv, "GET", base+q, "", "")
+		if ok, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(schema, b); !ok {
+			t.Errorf("GET %s: %s is not a RecipientsPage:%s", base+q, b, describe(errs))
+		}
+	}
 	p := recipientsPage(t, srv, base+"?state=held")
 	if len(p.Items) != 1 || p.Items[0].Index != 3 || p.Items[0].Held == nil || p.Items[0].Held.Queue == "" {
-		t.Errorf("held: %+v, want recipient 3 with its task", p.Items)
+		t.Fatalf("held: %+v, want recipient 3 with its task", p.Items)
+	}
+	if h := p.Items[0].Held; h.HeldBy != "1/1h" || h.Slot.Before(time.Now().Add(59*time.Minute)) || h.Slot.After(time.Now().Add(time.Hour)) {
+		t.Errorf("held recipient: slot %v held by %q, want about an hour from now, held by 1/1h", h.Slot, h.HeldBy)
 	}
 	p = recipientsPage(t, srv, base+"?state=delivered")
 	want := []worker.RecipientState{{Index: 0, State: "delivered", Devices: []worker.DeviceState{{Device: 0, State: "delivered"}, {Device: 1, State: "delivered"}}}}
