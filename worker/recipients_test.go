@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/providers/fake"
 )
@@ -201,5 +202,59 @@ func TestRecipientsQueryProblems(t *testing.T) {
 	}
 	if _, err := e.client.Recipients(ctx, "no-such-job", RecipientsQuery{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown job: %v, want ErrNotFound", err)
+	}
+}
+
+// countingHook counts the round trips and commands a client sends.
+type countingHook struct{ trips, cmds int }
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.trips++
+		h.cmds++
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.trips++
+		h.cmds += len(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRecipientsPageCost: a page of a job of 100,000 recipients reads its
+// page alone, in one round trip of a fixed number of commands.
+func TestRecipientsPageCost(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	ctx := context.Background()
+	const id = "big"
+	if err := e.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 100000, "h:50999", "held-normal wait:big/509/1796301542").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HSet(ctx, recpKey(id), "50000", stateDelivered, "49999", stateFailed, "51000", stateFailed).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := &countingHook{}
+	e.rdb.AddHook(h)
+	// The first read may open a connection, whose handshake is counted.
+	if _, err := e.client.Recipients(ctx, id, RecipientsQuery{}); err != nil {
+		t.Fatal(err)
+	}
+	*h = countingHook{}
+	p, err := e.client.Recipients(ctx, id, RecipientsQuery{Cursor: "50000", Limit: MaxRecipientsLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// MULTI, the record's HMGET, the states' and the devices', the done
+	// buckets' HGETs, EXEC.
+	if want := 2 + 3 + doneLookups; h.trips != 1 || h.cmds != want {
+		t.Errorf("a page: %d round trips, %d commands; want 1, %d", h.trips, h.cmds, want)
+	}
+	if len(p.Items) != 1000 || p.Items[0].State != stateDelivered || p.Items[999].State != RecipientHeld || p.Items[1].State != RecipientPending || p.Next != "51000" {
+		t.Errorf("page from 50000: %d items, first %s, second %s, last %s, next %q", len(p.Items), p.Items[0].State, p.Items[1].State, p.Items[999].State, p.Next)
 	}
 }
