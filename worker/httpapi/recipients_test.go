@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +93,11 @@ func TestRecipientsRoute(t *testing.T) {
 		_, b := send(t, srv, "GET", base+q, "", "")
 		if ok, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(schema, b); !ok {
 			t.Errorf("GET %s: %s is not a RecipientsPage:%s", base+q, b, describe(errs))
+		}
+		for _, tok := range []string{dead, bad, apnsToken("ok-0"), apnsToken("busy-1")} {
+			if strings.Contains(string(b), tok) || strings.Contains(string(b), tok[:12]) {
+				t.Errorf("GET %s shows a device token: %s", base+q, b)
+			}
 		}
 	}
 	p := recipientsPage(t, srv, base+"?state=held")
