@@ -28,6 +28,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run the worker, the HTTP API, /healthz, /readyz and /metrics", runServe, noFlags("serve"), nil},
 		{"send", "submit a notification job to a running hush", runSend, flagsOf(sendFlagSet), nil},
+		{"recipients", "what happened to a job's pushes: each recipient's state, devices and held slot, filtered by state", runRecipients, flagsOf(recipientsFlagSet), nil},
 		{"cancel", "cancel a job: drop its pushes not yet sent, say what was delivered", runCancel, flagsOf(cancelFlagSet), nil},
 		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle, flagsOf(throttleFlagSet), throttleCommands},
 		{"events", "print the events hush emitted (dead tokens, dropped pushes), filtered by job, user, type or app", runEvents, flagsOf(eventsFlagSet), nil},

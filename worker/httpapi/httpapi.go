@@ -46,6 +46,10 @@ type Jobs interface {
 	// Status and Cancel wrap worker.ErrNotFound for an unknown id.
 	Status(ctx context.Context, id string) (wire.JobStatus, error)
 	Cancel(ctx context.Context, id string) (wire.CancelResult, error)
+	// Recipients reads a page of a job's recipients; a
+	// *worker.QueryError names a bad field, worker.ErrNotFound an
+	// unknown id.
+	Recipients(ctx context.Context, id string, q worker.RecipientsQuery) (worker.RecipientsPage, error)
 	// Events reads a page of hush:events; a *worker.QueryError names a
 	// bad field.
 	Events(ctx context.Context, q worker.EventsQuery) (wire.EventsPage, error)
@@ -61,6 +65,9 @@ type Worker interface {
 	// DefaultApp), or an error to show the caller.
 	App(name string) (*worker.App, error)
 	ResetThrottle(ctx context.Context, admin worker.ThrottleAdmin, user string) error
+	// ExplainHeld adds their booked slot and rule to a page's first held
+	// recipients.
+	ExplainHeld(ctx context.Context, p *worker.RecipientsPage) (int, error)
 	// DefaultLocation is the zone quiet hours are read in without
 	// ?timezone=.
 	DefaultLocation() *time.Location
@@ -139,6 +146,7 @@ func (a *server) routes() []route {
 		{http.MethodPost, "/v1/notifications:batch", true, a.postNotificationBatch},
 		{http.MethodGet, "/v1/notifications/{id}", true, a.getNotification},
 		{http.MethodDelete, "/v1/notifications/{id}", true, a.deleteNotification},
+		{http.MethodGet, "/v1/notifications/{id}/recipients", true, a.getRecipients},
 		{http.MethodGet, "/v1/users/{id}/throttle", true, a.getThrottle},
 		{http.MethodDelete, "/v1/users/{id}/throttle", true, a.deleteThrottle},
 		{http.MethodGet, "/v1/events", true, a.getEvents},

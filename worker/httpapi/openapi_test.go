@@ -172,6 +172,7 @@ func TestOpenAPIContract(t *testing.T) {
 	const batch = "POST /v1/notifications:batch"
 	const submit, status, cancel, getThrottle, resetThrottle = "POST /v1/notifications", "GET /v1/notifications/{id}",
 		"DELETE /v1/notifications/{id}", "GET /v1/users/{id}/throttle", "DELETE /v1/users/{id}/throttle"
+	const recipients = "GET /v1/notifications/{id}/recipients"
 	const jobPath, userPath = "/v1/notifications/" + id, "/v1/users/u-c/throttle"
 	const laterID = "contract-later"
 	const laterPath = "/v1/notifications/" + laterID
@@ -313,6 +314,20 @@ func TestOpenAPIContract(t *testing.T) {
 		{name: "cancel without token", srv: main, op: cancel, path: jobPath, status: 401},
 		{name: "cancel, redis down", srv: down, op: cancel, path: jobPath, token: token, status: 503, requestValid: true},
 
+		{
+			name: "recipients of a finished job", srv: main, op: recipients, path: jobPath + "/recipients?state=delivered&limit=10", token: token, status: 200, requestValid: true,
+			check: func(t *testing.T, body []byte) {
+				if got := fieldsOf(t, body, "retired", "items"); got["retired"] != true {
+					t.Errorf("recipients of a done job: %s, want retired", body)
+				}
+			},
+		},
+		{name: "recipients, unknown state", srv: main, op: recipients, path: jobPath + "/recipients?state=lost", token: token, status: 400, check: wantMessagePart("state: want one of")},
+		{name: "recipients, limit too large", srv: main, op: recipients, path: jobPath + "/recipients?limit=5000", token: token, status: 400, check: wantMessagePart("limit: want 1 to 1000")},
+		{name: "recipients, bad cursor", srv: main, op: recipients, path: jobPath + "/recipients?cursor=x", token: token, status: 400, check: wantMessagePart("cursor: want the next_cursor")},
+		{name: "recipients of an unknown job", srv: main, op: recipients, path: "/v1/notifications/nope/recipients", token: token, status: 404, requestValid: true},
+		{name: "recipients without token", srv: main, op: recipients, path: jobPath + "/recipients", status: 401},
+		{name: "recipients, redis down", srv: down, op: recipients, path: jobPath + "/recipients", token: token, status: 503, requestValid: true},
 		{name: "throttle status", srv: main, op: getThrottle, path: userPath, token: token, status: 200, requestValid: true},
 		{
 			name: "throttle status in a time zone", srv: main, op: getThrottle, path: userPath + "?timezone=Europe/Berlin", token: token, status: 200, requestValid: true,
@@ -384,6 +399,7 @@ func TestOpenAPIContract(t *testing.T) {
 		},
 		{name: "status of another app's job", srv: two.srv, op: status, path: "/v1/notifications/c-1", token: shopToken, status: 403, requestValid: true},
 		{name: "cancel of another app's job", srv: two.srv, op: cancel, path: "/v1/notifications/c-1", token: shopToken, status: 403, requestValid: true},
+		{name: "recipients of another app's job", srv: two.srv, op: recipients, path: "/v1/notifications/c-1/recipients", token: shopToken, status: 403, requestValid: true},
 		{name: "throttle status of another app", srv: two.srv, op: getThrottle, path: "/v1/users/u-1/throttle?app=courier", token: shopToken, status: 403, requestValid: true},
 		{name: "throttle reset of another app", srv: two.srv, op: resetThrottle, path: "/v1/users/u-1/throttle?app=courier", token: shopToken, status: 403, requestValid: true},
 		{name: "events of another app", srv: two.srv, op: "GET /v1/events", path: "/v1/events?app=courier", token: shopToken, status: 403, requestValid: true},
@@ -669,4 +685,18 @@ func redisDownWorker(t *testing.T) *worker.Worker {
 	}
 	srv.Stop()
 	return w
+}
+
+// wantMessagePart checks that an error answer's message holds part.
+func wantMessagePart(part string) func(t *testing.T, body []byte) {
+	return func(t *testing.T, body []byte) {
+		t.Helper()
+		var env wire.ErrorBody
+		if err := json.Unmarshal(body, &env); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(env.Error.Message, part) {
+			t.Errorf("message %q, want it to hold %q", env.Error.Message, part)
+		}
+	}
 }

@@ -1,0 +1,264 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/payload"
+)
+
+// "What happened to this push?": a job's recipients and devices as its
+// records hold them (Client.Recipients, GET
+// /v1/notifications/{id}/recipients). Nothing is written for it: a page is
+// read from the job's three keys (store.go, doc.go), which say per
+// recipient index its final state (:r), per device its state when it is
+// delivered or token_invalid (:dev "<i>/<d>"), the attempts made
+// (:dev "<i>/a"), and for a held recipient the task that owns it (the job
+// record's "h:<i>", heldMark). The records name no user or device token,
+// so neither is answered; a failed recipient's reason is not recorded
+// (its hush:delivery task is archived with it).
+//
+// What is answerable when: while the job is live (accepted and not
+// finished) every recipient, as far as its deliveries have come; once the
+// job finishes (fanned out, every recipient final) its records are retired
+// at once (retire.go) and only the counts per state remain, for
+// HUSH_JOB_RETENTION: the page then says Retired and lists no one.
+
+// Bounds of a read of a job's recipients.
+const (
+	// DefaultRecipientsLimit is the recipients a page reads when the query
+	// names no limit.
+	DefaultRecipientsLimit = 100
+	// MaxRecipientsLimit is the most recipients one page reads.
+	MaxRecipientsLimit = 1000
+)
+
+// Recipient states besides the final ones (FinalStates) that a page
+// reports and a query may select.
+const (
+	// RecipientHeld: no final state; its delivery waits for the slot the
+	// limiter booked (RecipientState.Held says where).
+	RecipientHeld = "held"
+	// RecipientPending: no final state and not held: not yet delivered,
+	// or being retried.
+	RecipientPending = "pending"
+)
+
+// RecipientStates are the states RecipientsQuery.State may name: the
+// final ones, then RecipientHeld and RecipientPending.
+func RecipientStates() []string {
+	return append(FinalStates(), RecipientHeld, RecipientPending)
+}
+
+// RecipientsQuery selects a page of a job's recipients, by index.
+type RecipientsQuery struct {
+	// State, when set, is the one state listed (RecipientStates).
+	State string
+	// Cursor is an earlier page's Next: the first recipient index this
+	// page reads ("": 0).
+	Cursor string
+	// Limit is how many recipients (by index) the page reads, matching
+	// State or not (0: DefaultRecipientsLimit; at most
+	// MaxRecipientsLimit).
+	Limit int
+}
+
+// check reports the query's first problem and returns its first index.
+func (q *RecipientsQuery) check() (int, error) {
+	if q.State != "" && !slices.Contains(RecipientStates(), q.State) {
+		return 0, &QueryError{"state", "want one of " + strings.Join(RecipientStates(), ", ") + ", got " + strconv.Quote(q.State)}
+	}
+	if q.Limit < 0 || q.Limit > MaxRecipientsLimit {
+		return 0, &QueryError{"limit", fmt.Sprintf("want 1 to %d, got %d", MaxRecipientsLimit, q.Limit)}
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultRecipientsLimit
+	}
+	if q.Cursor == "" {
+		return 0, nil
+	}
+	from, err := strconv.Atoi(q.Cursor)
+	if err != nil || from < 0 || strconv.Itoa(from) != q.Cursor {
+		return 0, &QueryError{"cursor", fmt.Sprintf("want the next_cursor of an earlier page (such as 100), got %.40q", q.Cursor)}
+	}
+	return from, nil
+}
+
+// RecipientsPage is one page of a job's recipients.
+type RecipientsPage struct {
+	ID string `json:"id"`
+	// App is the job's app ("" for a record without one).
+	App string `json:"app,omitempty"`
+	// State is the job's (JobStatus.State), Recipients its recipient
+	// count.
+	State      string `json:"state"`
+	Recipients int    `json:"recipients"`
+	// Retired: the job finished and its per-recipient records are gone;
+	// Counts (then set) is what remains of them, and Items is empty.
+	Retired bool           `json:"retired"`
+	Counts  map[string]int `json:"counts,omitempty"`
+	// Items are the recipients read that match the query, by index.
+	Items []RecipientState `json:"items"`
+	// Next is the cursor of the next page; "" after the last recipient.
+	// A page with a State reads Limit recipients and lists those that
+	// match, so it may be short, or empty, with a Next.
+	Next string `json:"next_cursor,omitempty"`
+}
+
+// RecipientState is what a job's records say of one recipient.
+type RecipientState struct {
+	Index int `json:"index"`
+	// State is its final state, RecipientHeld or RecipientPending.
+	State string `json:"state"`
+	// Devices are its devices with a recorded state (delivered,
+	// token_invalid), by index in the recipient's devices. A device that
+	// is not listed has not been answered, or failed, or was never sent
+	// to.
+	Devices []DeviceState `json:"devices,omitempty"`
+	// Attempts are the delivery attempts made before the current one.
+	Attempts int `json:"attempts,omitempty"`
+	// Held, for a held recipient, is the task that owns its delivery.
+	Held *HeldState `json:"held,omitempty"`
+}
+
+// DeviceState is one device's recorded state.
+type DeviceState struct {
+	Device int    `json:"device"`
+	State  string `json:"state"`
+}
+
+// HeldState is where a held recipient's delivery waits.
+type HeldState struct {
+	// Queue and Task are the Asynq queue and task id that will send it:
+	// a hush:held task ("wait:<job>/<chunk>/<second>") or the recipient's
+	// own hush:delivery task ("delivery:<job>/<index>").
+	Queue string `json:"queue"`
+	Task  string `json:"task"`
+	// WakesAt is when a hush:held task wakes, about a second before the
+	// earliest of its recipients' slots; zero for a hush:delivery task.
+	WakesAt time.Time `json:"wakes_at,omitzero"`
+	// Slot is the instant the limiter booked for the delivery, and
+	// HeldBy the rule that holds it there (throttle.Entry.HeldBy: "10/1m",
+	// "min-gap 3s", "marketing 2/1d", quiet hours, "send_at"), when
+	// Worker.ExplainHeld found the booking; zero and "" otherwise.
+	Slot   time.Time `json:"slot,omitzero"`
+	HeldBy string    `json:"held_by,omitempty"`
+}
+
+// Recipients reads a page of job id's recipients: those of indices
+// [cursor, cursor+limit) in State (any, when empty). It reads at most
+// MaxRecipientsLimit recipients in one round trip. A *QueryError names a
+// bad field; an unknown job wraps ErrNotFound.
+func (c *Client) Recipients(ctx context.Context, id string, q RecipientsQuery) (RecipientsPage, error) {
+	return c.store.recipients(ctx, id, q)
+}
+
+// recipientHead are the job record's fields a page reads before its held
+// markers.
+var recipientHead = []string{"queue", "state", "recipients", "app", fieldCancelled}
+
+func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (RecipientsPage, error) {
+	from, err := q.check()
+	if err != nil {
+		return RecipientsPage{}, err
+	}
+	n := q.Limit
+	fields := slices.Clone(recipientHead)
+	names := make([]string, n)
+	devs := make([]string, 0, n*(payload.MaxDevices+1))
+	for k := range n {
+		i := from + k
+		names[k] = strconv.Itoa(i)
+		fields = append(fields, heldPrefix+names[k])
+		for d := range payload.MaxDevices {
+			devs = append(devs, devField(i, d))
+		}
+		devs = append(devs, names[k]+"/a")
+	}
+	var hc, rc, dc *redis.SliceCmd
+	var done []*redis.StringCmd
+	// One transaction: retire.lua deletes the records at once, and a read
+	// between its writes would see some keys and not others.
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		hc = p.HMGet(ctx, jobKey(id), fields...)
+		rc = p.HMGet(ctx, recpKey(id), names...)
+		dc = p.HMGet(ctx, devKey(id), devs...)
+		done = queueRetired(ctx, p, s.done, id, s.now())
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return RecipientsPage{}, fmt.Errorf("read recipients of job %s: %w", id, err)
+	}
+	head := strs(hc.Val())
+	if len(head) != len(fields) {
+		return RecipientsPage{}, fmt.Errorf("job record %s: %d fields for %d", id, len(head), len(fields))
+	}
+	if head[0] == "" {
+		if v := retiredOf(done); v != "" {
+			st, err := compactStatus(id, v)
+			if err != nil {
+				return RecipientsPage{}, err
+			}
+			return RecipientsPage{ID: id, App: st.App, State: st.State, Recipients: st.Recipients, Retired: true,
+				Counts: st.Counts, Items: []RecipientState{}}, nil
+		}
+		return RecipientsPage{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	page := RecipientsPage{ID: id, App: head[3], State: head[1], Items: []RecipientState{}}
+	page.Recipients, _ = strconv.Atoi(head[2])
+	if head[4] != "" {
+		page.State = jobCancelled
+	}
+	finals, dv := strs(rc.Val()), strs(dc.Val())
+	if len(finals) != n || len(dv) != len(devs) {
+		return RecipientsPage{}, fmt.Errorf("recipients of job %s: unexpected reply", id)
+	}
+	marks := head[len(recipientHead):]
+	end := min(from+n, page.Recipients)
+	for k := range max(end-from, 0) {
+		r := recipientOf(id, from+k, finals[k], marks[k], dv[k*(payload.MaxDevices+1):(k+1)*(payload.MaxDevices+1)])
+		if q.State == "" || r.State == q.State {
+			page.Items = append(page.Items, r)
+		}
+	}
+	if end < page.Recipients {
+		page.Next = strconv.Itoa(end)
+	}
+	return page, nil
+}
+
+// recipientOf is recipient i of job id from its final state, its held
+// marker and its device fields (payload.MaxDevices device states, then
+// its attempts).
+func recipientOf(id string, i int, final, mark string, dev []string) RecipientState {
+	r := RecipientState{Index: i, State: final}
+	for d, st := range dev[:payload.MaxDevices] {
+		if st != "" {
+			r.Devices = append(r.Devices, DeviceState{Device: d, State: st})
+		}
+	}
+	r.Attempts, _ = strconv.Atoi(dev[payload.MaxDevices])
+	switch {
+	case final != "":
+	case mark != "":
+		r.State = RecipientHeld
+		queue, task := parseHeldMark(mark)
+		h := &HeldState{Queue: queue, Task: task}
+		if task == "" {
+			h.Task = deliveryTaskID(id, i)
+		} else if _, _, wake, _, ok := parseHeldTaskID(task); ok {
+			h.WakesAt = time.Unix(wake, 0).UTC()
+		}
+		r.Held = h
+	default:
+		r.State = RecipientPending
+	}
+	return r
+}

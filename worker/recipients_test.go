@@ -1,0 +1,260 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/providers/fake"
+)
+
+// recipientsJob runs, on a worker limiting each user to 1 push an hour, a
+// job whose recipients end delivered (two devices), token_invalid, failed,
+// held (its user had a push this hour) and delivered, and returns its id
+// once only the held one is left.
+func recipientsJob(t *testing.T, e *env) string {
+	t.Helper()
+	e.apns.Script(apnsToken("dead"), fake.Unregistered())
+	e.apns.Script(apnsToken("bad"), fake.APNsReason(400, "BadTopic"))
+	first := e.submit(alertJob("rcp-first", "first", apnsRecipient("u-busy", apnsToken("busy-0"))))
+	e.waitDone(first, 10*time.Second)
+	id := e.submit(alertJob("rcp-job", "hello",
+		apnsRecipient("u-ok", apnsToken("ok-0"), apnsToken("ok-1")),
+		apnsRecipient("u-dead", apnsToken("dead")),
+		apnsRecipient("u-fail", apnsToken("bad")),
+		apnsRecipient("u-busy", apnsToken("busy-1")),
+		apnsRecipient("u-ok2", apnsToken("ok2-0"))))
+	waitFor(t, 10*time.Second, "four recipients final and one held", func() bool {
+		st, err := e.client.Status(context.Background(), id)
+		return err == nil && st.Counts["pending"] == 1 && st.Counts["delivered"] == 2 &&
+			st.Counts["token_invalid"] == 1 && st.Counts["failed"] == 1 && st.Deferrals > 0
+	})
+	return id
+}
+
+// TestRecipientsOfALiveJob: a live job's page lists each recipient's final
+// state, its devices' recorded states and, for the held one, the task
+// holding it; it pages by cursor and filters by state; once the job
+// finishes (the held recipient cancelled), only the counts remain.
+func TestRecipientsOfALiveJob(t *testing.T) {
+	e := newEnv(t, envOptions{limits: "1/1h"})
+	id := recipientsJob(t, e)
+	ctx := context.Background()
+
+	all, err := e.client.Recipients(ctx, id, RecipientsQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Items) != 5 || all.Items[3].Held == nil {
+		t.Fatalf("page: %+v", all)
+	}
+	held := all.Items[3].Held
+	if !strings.HasPrefix(held.Task, "wait:"+id+"/0/") && held.Task != deliveryTaskID(id, 3) || held.Queue == "" {
+		t.Errorf("held recipient's task: %+v", held)
+	}
+	if !held.WakesAt.IsZero() && (held.WakesAt.Before(time.Now().Add(50*time.Minute)) || held.WakesAt.After(time.Now().Add(61*time.Minute))) {
+		t.Errorf("held recipient wakes at %v, want about an hour from now", held.WakesAt)
+	}
+	want := RecipientsPage{ID: id, App: all.App, State: jobFannedOut, Recipients: 5, Items: []RecipientState{
+		{Index: 0, State: stateDelivered, Devices: []DeviceState{{0, stateDelivered}, {1, stateDelivered}}},
+		{Index: 1, State: stateTokenInvalid, Devices: []DeviceState{{0, stateTokenInvalid}}},
+		{Index: 2, State: stateFailed},
+		{Index: 3, State: RecipientHeld, Held: held},
+		{Index: 4, State: stateDelivered},
+	}}
+	// A one-device recipient's delivered state may be folded into its
+	// record call, which writes no device state when nothing else does.
+	ignoreDevices := cmpopts.IgnoreFields(RecipientState{}, "Devices", "Attempts")
+	if diff := cmp.Diff(want, all, ignoreDevices); diff != "" {
+		t.Errorf("page (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want.Items[:2], all.Items[:2], cmpopts.IgnoreFields(RecipientState{}, "Attempts")); diff != "" {
+		t.Errorf("devices (-want +got):\n%s", diff)
+	}
+
+	t.Run("held slot and rule", func(t *testing.T) {
+		p, err := e.client.Recipients(ctx, id, RecipientsQuery{State: RecipientHeld})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := e.w.ExplainHeld(ctx, &p)
+		if err != nil || n != 1 {
+			t.Fatalf("ExplainHeld: %d looked up, %v", n, err)
+		}
+		h := p.Items[0].Held
+		slot, ok := e.lim.slot(memberOf(id, 3, 0))
+		if !ok || !h.Slot.Equal(slot) || h.HeldBy != "1/1h" {
+			t.Errorf("held: slot %v held by %q, want the booked %v (%v) held by 1/1h", h.Slot, h.HeldBy, slot, ok)
+		}
+	})
+	t.Run("paged", func(t *testing.T) {
+		var got []RecipientState
+		var cursors []string
+		q := RecipientsQuery{Limit: 2}
+		for {
+			p, err := e.client.Recipients(ctx, id, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, p.Items...)
+			if p.Next == "" {
+				break
+			}
+			cursors = append(cursors, p.Next)
+			q.Cursor = p.Next
+		}
+		if diff := cmp.Diff([]string{"2", "4"}, cursors); diff != "" {
+			t.Errorf("cursors (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(all.Items, got); diff != "" {
+			t.Errorf("pages together (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("filtered", func(t *testing.T) {
+		for _, tc := range []struct {
+			state string
+			want  []int
+		}{
+			{stateDelivered, []int{0, 4}},
+			{stateFailed, []int{2}},
+			{stateTokenInvalid, []int{1}},
+			{RecipientHeld, []int{3}},
+			{RecipientPending, nil},
+			{stateCancelled, nil},
+		} {
+			t.Run(tc.state, func(t *testing.T) {
+				p, err := e.client.Recipients(ctx, id, RecipientsQuery{State: tc.state})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []int
+				for _, r := range p.Items {
+					got = append(got, r.Index)
+					if r.State != tc.state {
+						t.Errorf("recipient %d is %s, listed under %s", r.Index, r.State, tc.state)
+					}
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("indices (-want +got):\n%s", diff)
+				}
+			})
+		}
+		// A filtered page reads Limit recipients and may be short.
+		p, err := e.client.Recipients(ctx, id, RecipientsQuery{State: stateDelivered, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Items) != 1 || p.Next != "3" {
+			t.Errorf("delivered, limit 3: %d items, next %q; want 1, \"3\"", len(p.Items), p.Next)
+		}
+	})
+	t.Run("retired", func(t *testing.T) {
+		if _, err := e.client.Cancel(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the job retired", func() bool {
+			p, err := e.client.Recipients(ctx, id, RecipientsQuery{})
+			return err == nil && p.Retired
+		})
+		p, err := e.client.Recipients(ctx, id, RecipientsQuery{State: stateFailed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := RecipientsPage{ID: id, App: all.App, State: jobCancelled, Recipients: 5, Retired: true, Items: []RecipientState{},
+			Counts: map[string]int{"pending": 0, stateDelivered: 2, stateTokenInvalid: 1, stateFailed: 1, stateCancelled: 1,
+				stateExpired: 0, stateThrottleFull: 0, stateCollapsed: 0}}
+		if diff := cmp.Diff(want, p); diff != "" {
+			t.Errorf("retired page (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestRecipientsQueryProblems: a bad state, limit or cursor is a
+// *QueryError naming it; an unknown job wraps ErrNotFound.
+func TestRecipientsQueryProblems(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		q     RecipientsQuery
+		field string
+	}{
+		{"unknown state", RecipientsQuery{State: "lost"}, "state"},
+		{"limit too big", RecipientsQuery{Limit: MaxRecipientsLimit + 1}, "limit"},
+		{"negative limit", RecipientsQuery{Limit: -1}, "limit"},
+		{"cursor not a number", RecipientsQuery{Cursor: "abc"}, "cursor"},
+		{"negative cursor", RecipientsQuery{Cursor: "-1"}, "cursor"},
+		{"cursor with a sign", RecipientsQuery{Cursor: "+5"}, "cursor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.client.Recipients(ctx, "no-such-job", tc.q)
+			qe, ok := errors.AsType[*QueryError](err)
+			if !ok || qe.Field != tc.field {
+				t.Errorf("error %v, want a QueryError naming %s", err, tc.field)
+			}
+		})
+	}
+	if _, err := e.client.Recipients(ctx, "no-such-job", RecipientsQuery{}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown job: %v, want ErrNotFound", err)
+	}
+}
+
+// countingHook counts the round trips and commands a client sends.
+type countingHook struct{ trips, cmds int }
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.trips++
+		h.cmds++
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.trips++
+		h.cmds += len(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRecipientsPageCost: a page of a job of 100,000 recipients reads its
+// page alone, in one round trip of a fixed number of commands.
+func TestRecipientsPageCost(t *testing.T) {
+	e := newEnv(t, envOptions{noRun: true})
+	ctx := context.Background()
+	const id = "big"
+	if err := e.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 100000, "h:50999", "held-normal wait:big/509/1796301542").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HSet(ctx, recpKey(id), "50000", stateDelivered, "49999", stateFailed, "51000", stateFailed).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := &countingHook{}
+	e.rdb.AddHook(h)
+	// The first read may open a connection, whose handshake is counted.
+	if _, err := e.client.Recipients(ctx, id, RecipientsQuery{}); err != nil {
+		t.Fatal(err)
+	}
+	*h = countingHook{}
+	p, err := e.client.Recipients(ctx, id, RecipientsQuery{Cursor: "50000", Limit: MaxRecipientsLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// MULTI, the record's HMGET, the states' and the devices', the done
+	// buckets' HGETs, EXEC.
+	if want := 2 + 3 + doneLookups; h.trips != 1 || h.cmds != want {
+		t.Errorf("a page: %d round trips, %d commands; want 1, %d", h.trips, h.cmds, want)
+	}
+	if len(p.Items) != 1000 || p.Items[0].State != stateDelivered || p.Items[999].State != RecipientHeld || p.Items[1].State != RecipientPending || p.Next != "51000" {
+		t.Errorf("page from 50000: %d items, first %s, second %s, last %s, next %q", len(p.Items), p.Items[0].State, p.Items[1].State, p.Items[999].State, p.Next)
+	}
+}
