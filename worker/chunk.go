@@ -82,6 +82,12 @@ func (c *chunk) name() string {
 // back, woken together (held.go).
 func (c *chunk) held() bool { return c.Wake != 0 }
 
+// about names c's i-th recipient for the event of its final state: its
+// job, app, user and the time at.
+func (c *chunk) about(i int, at time.Time) Event {
+	return Event{Job: c.Job, App: appNameOf(&c.Content), UserID: c.Recipients[i].UserID, At: at.UTC()}
+}
+
 // index is the job's recipient index of c's i-th recipient.
 func (c *chunk) index(i int) int {
 	if c.Indices != nil {
@@ -289,7 +295,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// Every device settled: judge needs no retry bound.
 			v := judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, time.Time{}, false)
 			if v.act == actDone && !v.release {
-				rec.final(c.index(i), v.state)
+				rec.final(c.index(i), v.state, c.about(i, now))
 			} else {
 				handoffs = append(handoffs, handoff{i: i})
 			}
@@ -468,24 +474,16 @@ func (w *Worker) wakeCollapsed(ctx context.Context, app *App, c *chunk, hs []hel
 
 // cancelled ends recipients idx of c as cancelled: the first-attempt
 // bookings of those an earlier run of the chunk left held are given back,
-// their dropped events are appended (at least once, like drop's), then rec
-// records them.
+// then rec records them (and their dropped events).
 func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkRecord) {
 	if len(idx) == 0 {
 		return
 	}
 	// A re-run cancelling them must not leave their slots taken.
 	_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(w.markedHeld(ctx, c, idx))...)
-	evs := make([]Event, len(idx))
-	at := w.now().UTC()
-	for k, i := range idx {
-		evs[k] = Event{Type: EventDropped, Reason: stateCancelled, Job: c.Job, App: appNameOf(&c.Content), UserID: c.Recipients[i].UserID, At: at}
-		rec.final(c.index(i), stateCancelled)
-	}
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	if err := persist(ectx, func(ctx context.Context) error { return w.events.emitAll(ctx, evs) }); err != nil {
-		w.log.Warn("events lost", "job", c.Job, "events", len(evs), "err", err)
+	at := w.now()
+	for _, i := range idx {
+		rec.final(c.index(i), stateCancelled, c.about(i, at))
 	}
 	w.log.Info("deliveries dropped: job cancelled", "job", c.Job, "deliveries", len(idx))
 }
@@ -713,7 +711,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		case n.failed != "":
 			handoffs = append(handoffs, handoff{i: i, failed: n.failed})
 		case final != "":
-			rec.final(c.index(i), final)
+			rec.final(c.index(i), final, c.about(i, w.now()))
 		case n.stop:
 			// Shutdown: the chunk's re-run hands it over.
 		case v.act == actRebook:

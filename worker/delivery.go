@@ -59,6 +59,12 @@ type delivery struct {
 // events and logs.
 func (d *delivery) appName() string { return appNameOf(&d.Content) }
 
+// about names d for the event of its final state: its job, app, user and
+// the time at, with reason for a failure.
+func (d *delivery) about(at time.Time, reason string) Event {
+	return Event{Job: d.Job, App: d.appName(), UserID: d.UserID, Reason: reason, At: at.UTC()}
+}
+
 // appNameOf is the app a job's content names (DefaultApp when empty: a
 // job accepted before apps, or by a standalone Client).
 func appNameOf(c *payload.Content) string {
@@ -289,7 +295,7 @@ func (w *Worker) carryOut(ctx context.Context, d *delivery, a attempts, v verdic
 	case n.failed != "":
 		return w.fail(ctx, d, final, n.failed)
 	case final != "":
-		return w.finish(ctx, d, final)
+		return w.finish(ctx, d, final, "")
 	case n.stop:
 		return fmt.Errorf("delivery %s interrupted: %w", d.member(), context.Canceled)
 	}
@@ -307,7 +313,7 @@ func retryResult(n next) error {
 
 // fail records d's final state and archives its task with reason.
 func (w *Worker) fail(ctx context.Context, d *delivery, state, reason string) error {
-	if err := w.finish(ctx, d, state); err != nil {
+	if err := w.finish(ctx, d, state, reason); err != nil {
 		return err
 	}
 	return fmt.Errorf("%s: %w", reason, asynq.SkipRetry)
@@ -358,21 +364,15 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 			}
 		}
 		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.member(), "user_id", d.UserID}, d.Deadline)...)
-		return w.finish(ctx, d, stateDelivered)
+		return w.finish(ctx, d, stateDelivered, "")
 	}
 	if !st.attempts.unsettled {
 		if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {
 			return err
 		}
 	}
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	ev := Event{Type: EventDropped, Reason: reason, Job: d.Job, App: d.appName(), UserID: d.UserID, At: w.now().UTC()}
-	if err := persist(ectx, func(ctx context.Context) error { return w.events.emit(ctx, ev) }); err != nil {
-		w.log.Warn("event lost", "err", err)
-	}
 	w.log.Info("delivery dropped", withDeadline([]any{"reason", reason, "delivery", d.member(), "app", d.appName(), "user_id", d.UserID}, d.Deadline)...)
-	return w.finish(ctx, d, reason)
+	return w.finish(ctx, d, reason, "")
 }
 
 // withDeadline is attrs with a delivery's deadline when it has one: a job

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -17,14 +18,17 @@ import (
 // EventsStream is the Redis stream events are appended to.
 const EventsStream = "hush:events"
 
-// Event types.
+// Event types: one per device whose token is dead, and one per recipient's
+// final state, but token_invalid, whose events are its devices'.
 const (
+	EventDelivered    = "delivered"
+	EventFailed       = "failed"
 	EventTokenInvalid = "token_invalid"
 	EventDropped      = "dropped"
 )
 
 // eventTypes are the Event* types, in the order docs/events.md lists them.
-var eventTypes = []string{EventTokenInvalid, EventDropped}
+var eventTypes = []string{EventDelivered, EventFailed, EventTokenInvalid, EventDropped}
 
 // IsEventType reports whether t is an event type hush emits.
 func IsEventType(t string) bool { return slices.Contains(eventTypes, t) }
@@ -62,6 +66,44 @@ func (ev *events) emit(ctx context.Context, e Event) error {
 		return fmt.Errorf("append %s event to %s: %w", e.Type, EventsStream, err)
 	}
 	return nil
+}
+
+// finalEvent is the event of a recipient's final state, about naming the
+// job, app, user, time and, for a failure, the reason: delivered, failed,
+// or dropped with the state as its reason (expired, throttle_full,
+// collapsed, cancelled). A recipient ending token_invalid has none: its
+// devices' events report it.
+func finalEvent(state string, about Event) (Event, bool) {
+	switch state {
+	case stateTokenInvalid:
+		return Event{}, false
+	case stateDelivered:
+		about.Type, about.Reason = EventDelivered, ""
+	case stateFailed:
+		about.Type = EventFailed
+		if about.Reason == "" {
+			about.Reason = "failed"
+		}
+		about.Reason = clip(about.Reason, maxEventReason)
+	default:
+		about.Type, about.Reason = EventDropped, state
+	}
+	return about, true
+}
+
+// maxEventReason bounds the bytes of a failed event's reason: a provider's
+// error text is not hush's to trust.
+const maxEventReason = 256
+
+// clip is s cut to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // encodeEvent names e by its eventID, when it has none, and encodes it: the

@@ -25,7 +25,7 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 		t.Helper()
 		rec := &chunkRecord{folded: &foldedAnswer{pending: true,
 			o: deviceOutcome{job: c.Job, field: devField(recipient, 0), state: stateDelivered, ttl: c.ttl()}}}
-		rec.final(recipient, final)
+		rec.final(recipient, final, Event{})
 		if _, err := s.record(ctx, c, rec); err != nil {
 			t.Fatal(err)
 		}

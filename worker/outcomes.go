@@ -106,13 +106,7 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 			evs = append(evs, *o.event)
 		}
 	}
-	if len(evs) > 0 {
-		if err := persist(ctx, func(ctx context.Context) error { return r.events.emitAll(ctx, evs) }); err != nil {
-			// The states are still written: a state lost would re-send a
-			// push; an event lost is counted (hush_events_dropped_total).
-			r.events.m.eventsDropped.WithLabelValues("stream").Add(float64(len(evs)))
-		}
-	}
+	r.events.emitOrCount(ctx, evs)
 	type keyWrite struct {
 		fields    []any
 		deferrals int
@@ -165,6 +159,20 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 // drain writes the outcomes waiting and waits for every write under way,
 // or for ctx to end.
 func (r *recorder) drain(ctx context.Context) error { return r.group.Drain(ctx) }
+
+// emitOrCount appends es (persist: while Redis cannot be reached, until
+// ctx ends), before the outcomes they report are written. When it fails,
+// the outcomes are written all the same, since an outcome lost would
+// re-send a push, and the events lost are counted
+// (hush_events_dropped_total). ev nil or es empty: nothing.
+func (ev *events) emitOrCount(ctx context.Context, es []Event) {
+	if ev == nil || len(es) == 0 {
+		return
+	}
+	if err := persist(ctx, func(ctx context.Context) error { return ev.emitAll(ctx, es) }); err != nil {
+		ev.m.eventsDropped.WithLabelValues("stream").Add(float64(len(es)))
+	}
+}
 
 // emitAll appends events to the stream in one round trip.
 func (ev *events) emitAll(ctx context.Context, es []Event) error {

@@ -64,7 +64,10 @@ func TestExpiredDeliveryIsDroppedAndGivesItsSlotBack(t *testing.T) {
 	if n := len(requestsFor(e.apns.Requests(), apnsToken("late"))); n != 0 {
 		t.Errorf("the expired delivery was sent %d times", n)
 	}
-	want := []Event{{Type: EventDropped, Reason: "expired", Job: "late", App: DefaultApp, UserID: "u-1"}}
+	want := []Event{
+		{Type: EventDelivered, Job: "first", App: DefaultApp, UserID: "u-1"},
+		{Type: EventDropped, Reason: "expired", Job: "late", App: DefaultApp, UserID: "u-1"},
+	}
 	if diff := cmp.Diff(want, e.events(), cmpopts.IgnoreFields(Event{}, "At")); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -375,5 +378,44 @@ func TestExpiryAfterAPartialDelivery(t *testing.T) {
 	}
 	if evs := e.events(); len(evs) != 0 {
 		t.Errorf("events %v, want none", evs)
+	}
+}
+
+// TestEveryFinalStateHasItsEvent: each recipient's final state is reported
+// by one event (delivered, failed with its reason, dropped with the state
+// as reason), a dead token by its device's token_invalid, in a fan-out
+// job's chunk as in a single push's delivery task.
+func TestEveryFinalStateHasItsEvent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{maxRetry: 1})
+	ok, bad, dead, single := apnsToken("ok"), apnsToken("bad"), apnsToken("dead"), apnsToken("single")
+	e.apns.Script(bad, fake.APNsReason(http.StatusBadRequest, "BadTopic"))
+	e.apns.Script(dead, fake.Unregistered())
+	fan := e.waitDone(e.submit(alertJob("fan", "f", apnsRecipient("u-ok", ok), apnsRecipient("u-bad", bad), apnsRecipient("u-dead", dead))), 20*time.Second)
+	if diff := cmp.Diff(counts(1, 0, 1, 1), fan.Counts); diff != "" {
+		t.Errorf("fan-out counts (-want +got):\n%s", diff)
+	}
+	e.waitDone(e.submit(alertJob("one", "o", apnsRecipient("u-one", single))), 20*time.Second)
+
+	var got []Event
+	for _, ev := range e.events() {
+		if ev.Type == EventFailed && ev.Reason == "" {
+			t.Errorf("failed event without a reason: %+v", ev)
+		}
+		ev.Reason = strings.TrimSpace(ev.Reason)
+		if ev.Type == EventFailed {
+			ev.Reason = "<reason>"
+		}
+		got = append(got, ev)
+	}
+	want := []Event{
+		{Type: EventDelivered, Job: "fan", App: DefaultApp, UserID: "u-ok"},
+		{Type: EventFailed, Reason: "<reason>", Job: "fan", App: DefaultApp, UserID: "u-bad"},
+		{Type: EventTokenInvalid, Platform: string(payload.APNs), Token: dead, Reason: "Unregistered", Job: "fan", App: DefaultApp, UserID: "u-dead"},
+		{Type: EventDelivered, Job: "one", App: DefaultApp, UserID: "u-one"},
+	}
+	sortEvents := cmpopts.SortSlices(func(a, b Event) bool { return a.Job+a.UserID+a.Type < b.Job+b.UserID+b.Type })
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Event{}, "At"), sortEvents); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

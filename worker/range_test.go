@@ -80,7 +80,7 @@ func TestRecordRangeNeverCountsARecipientTwice(t *testing.T) {
 
 	j = newRangeJob(t, s, prefix+"finalize")
 	j.want(j.record("0", 1), []int64{1}, 1, "a fresh range")
-	if _, err := s.finalize(j.ctx, j.id, 150, stateDelivered, time.Hour); err != nil {
+	if _, err := s.finalize(j.ctx, j.id, 150, stateDelivered, Event{}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	j.want(j.record("1", 150, 151), []int64{0, 1}, 3, "a delivery task's finalize recorded 150")

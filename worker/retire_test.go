@@ -391,8 +391,8 @@ func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
 		}
 		ch := &chunk{Job: id, AcceptedAt: r.AcceptedAt}
 		rec := &chunkRecord{}
-		rec.final(0, stateDelivered)
-		rec.final(1, stateExpired)
+		rec.final(0, stateDelivered, Event{})
+		rec.final(1, stateExpired, Event{})
 		if _, err := s.record(ctx, ch, rec); err != nil {
 			t.Fatalf("id %q: %v", id, err)
 		}
@@ -444,7 +444,7 @@ func TestFinishedByTellsBatchesApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &chunkRecord{}
-	rec.final(0, stateDelivered)
+	rec.final(0, stateDelivered, Event{})
 	if _, err := s.record(ctx, &chunk{Job: id, AcceptedAt: at}, rec); err != nil {
 		t.Fatal(err)
 	}

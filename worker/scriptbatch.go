@@ -20,28 +20,36 @@ import (
 // (persist) as it would a call of its own. A call whose script the server
 // does not know (NOSCRIPT: a restarted or new server) runs again alone
 // with the script's source. On Redis Cluster the pipeline splits by node.
+//
+// The events of a batch's calls (the outcomes' events, store.write) are
+// appended to hush:events in one pipeline before the calls run: the batch
+// costs one round trip more, whatever the number of calls and events.
 type scriptBatcher struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
+	events *events // nil: calls carry no events
 	group  *groupcommit.Group[scriptCall, *redis.Cmd]
 }
 
-// scriptCall is one call's keys and arguments.
+// scriptCall is one call's keys and arguments, and the events to append
+// before it runs.
 type scriptCall struct {
-	keys []string
-	args []any
+	keys   []string
+	args   []any
+	events []Event
 }
 
-func newScriptBatcher(rdb redis.UniversalClient, script *redis.Script, linger time.Duration) *scriptBatcher {
-	b := &scriptBatcher{rdb: rdb, script: script}
+func newScriptBatcher(rdb redis.UniversalClient, script *redis.Script, ev *events, linger time.Duration) *scriptBatcher {
+	b := &scriptBatcher{rdb: rdb, script: script, events: ev}
 	b.group = groupcommit.New(b.runAll, groupcommit.Options{Linger: linger, Timeout: recordTimeout})
 	return b
 }
 
-// run runs the script with keys and args in the next batch and returns its
-// answer, or ctx's error when ctx ends first (the call may still run).
-func (b *scriptBatcher) run(ctx context.Context, keys []string, args ...any) *redis.Cmd {
-	cmd, err := b.group.Do(ctx, scriptCall{keys: keys, args: args})
+// run runs the script with keys and args in the next batch, after evs are
+// appended, and returns its answer, or ctx's error when ctx ends first
+// (the call may still run).
+func (b *scriptBatcher) run(ctx context.Context, keys []string, evs []Event, args ...any) *redis.Cmd {
+	cmd, err := b.group.Do(ctx, scriptCall{keys: keys, args: args, events: evs})
 	if err != nil {
 		cmd = redis.NewCmd(ctx)
 		cmd.SetErr(err)
@@ -49,8 +57,14 @@ func (b *scriptBatcher) run(ctx context.Context, keys []string, args ...any) *re
 	return cmd
 }
 
-// runAll runs calls in one pipeline and answers each.
+// runAll appends the calls' events, then runs the calls in one pipeline
+// and answers each.
 func (b *scriptBatcher) runAll(ctx context.Context, calls []scriptCall) ([]*redis.Cmd, error) {
+	var evs []Event
+	for _, c := range calls {
+		evs = append(evs, c.events...)
+	}
+	b.events.emitOrCount(ctx, evs)
 	cmds := make([]*redis.Cmd, len(calls))
 	// A failed pipeline sets its error on every call; each caller sees it.
 	_, _ = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

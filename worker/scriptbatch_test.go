@@ -45,7 +45,7 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 	rdb.AddHook(count)
 	s := newStore(rdb, time.Hour)
 	// A long linger: every call below joins the first batch.
-	s.records = newScriptBatcher(rdb, recordScript, 300*time.Millisecond)
+	s.records = newScriptBatcher(rdb, recordScript, nil, 300*time.Millisecond)
 
 	const jobs = 30
 	chunks := make([]*chunk, jobs)
@@ -79,7 +79,7 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 		for i, c := range chunks {
 			wg.Go(func() {
 				rec := &chunkRecord{}
-				rec.final(0, stateDelivered)
+				rec.final(0, stateDelivered, Event{})
 				answers[i].got, answers[i].err = s.record(ctx, c, rec)
 			})
 		}
@@ -120,7 +120,7 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 	// A caller whose context ends stops waiting.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.records.run(cctx, jobKeys("gone"), "1").Err(); err != context.Canceled {
+	if err := s.records.run(cctx, jobKeys("gone"), nil, "1").Err(); err != context.Canceled {
 		t.Errorf("a cancelled caller got %v, want context.Canceled", err)
 	}
 }

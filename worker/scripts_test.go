@@ -221,8 +221,8 @@ func TestStoreRecordScript(t *testing.T) {
 	s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFanning, "recipients", 4)
 
 	rec := &chunkRecord{deferrals: 2}
-	rec.final(0, stateDelivered)
-	rec.final(1, stateFailed)
+	rec.final(0, stateDelivered, Event{})
+	rec.final(1, stateFailed, Event{})
 	rec.held(2, "normal.1")
 	got, err := s.record(ctx, c, rec)
 	if err != nil {
@@ -239,8 +239,8 @@ func TestStoreRecordScript(t *testing.T) {
 	// that read.
 	rec = &chunkRecord{deferrals: 1}
 	rec.held(3, "normal.2")
-	rec.final(1, stateExpired)
-	rec.final(2, stateDelivered)
+	rec.final(1, stateExpired, Event{})
+	rec.final(2, stateDelivered, Event{})
 	if got, err = s.record(ctx, c, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestStoreFinalizeScript(t *testing.T) {
 		"accepted_at", "2026-11-25T10:00:00Z", "h:0", "normal")
 
 	for range 2 { // the second call records nothing
-		if _, err := s.finalize(ctx, id, 0, stateDelivered, time.Hour); err != nil {
+		if _, err := s.finalize(ctx, id, 0, stateDelivered, Event{}, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -298,7 +298,7 @@ func TestStoreFinalizeScript(t *testing.T) {
 		}
 	}
 
-	recorded, err := s.finalize(ctx, id, 1, stateExpired, time.Hour)
+	recorded, err := s.finalize(ctx, id, 1, stateExpired, Event{}, time.Hour)
 	if err != nil || !recorded {
 		t.Fatalf("recipient 1: recorded %v, err %v", recorded, err)
 	}
@@ -328,8 +328,8 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 		"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 2, "h:1", "normal")
 
 	rec := &chunkRecord{deferrals: 1}
-	rec.final(0, stateDelivered)
-	rec.final(0, stateFailed) // the same recipient again: not counted
+	rec.final(0, stateDelivered, Event{})
+	rec.final(0, stateFailed, Event{}) // the same recipient again: not counted
 	rec.held(1, "normal.2")
 	got, err := s.record(ctx, c, rec)
 	if err != nil {
@@ -344,9 +344,9 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 	}
 
 	rec = &chunkRecord{deferrals: 4}
-	rec.final(0, stateExpired) // already final
-	rec.final(1, stateDelivered)
-	rec.final(2, stateTokenInvalid)
+	rec.final(0, stateExpired, Event{}) // already final
+	rec.final(1, stateDelivered, Event{})
+	rec.final(2, stateTokenInvalid, Event{})
 	if got, err = s.record(ctx, c, rec); err != nil {
 		t.Fatal(err)
 	}

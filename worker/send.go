@@ -300,12 +300,12 @@ func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) 
 	return "", next{delay: v.delay, throttled: v.throttled, cause: v.cause}, nil
 }
 
-// finish records d's final state once, under a context shutdown does not
-// cancel.
-func (w *Worker) finish(ctx context.Context, d *delivery, state string) error {
+// finish records d's final state once, and its event (reason: a
+// failure's), under a context shutdown does not cancel.
+func (w *Worker) finish(ctx context.Context, d *delivery, state, reason string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, d.ttl())
+	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, d.about(w.now(), reason), d.ttl())
 	if err != nil {
 		return err
 	}

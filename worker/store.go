@@ -282,8 +282,11 @@ type store struct {
 	// held, when set (a Worker's store), writes held markers and
 	// deferrals alone in the group commits of device outcomes (writeHeld);
 	// nil: record.lua writes them.
-	held  *recorder
-	clock func() time.Time // nil: time.Now (Options.Clock)
+	held *recorder
+	// events appends the final states' events of record.lua calls made
+	// without a batcher (the batcher appends its own); nil: none.
+	events *events
+	clock  func() time.Time // nil: time.Now (Options.Clock)
 }
 
 func newStore(rdb redis.UniversalClient, retention time.Duration) store {
@@ -414,10 +417,11 @@ func (s store) exists(ctx context.Context, id string) (bool, error) {
 }
 
 // finalize records a recipient's final state once (a record call of one
-// entry); it reports whether this call recorded it.
-func (s store) finalize(ctx context.Context, id string, recipient int, state string, ttl time.Duration) (bool, error) {
+// entry), about naming it for its event; it reports whether this call
+// recorded it.
+func (s store) finalize(ctx context.Context, id string, recipient int, state string, about Event, ttl time.Duration) (bool, error) {
 	var r chunkRecord
-	r.final(recipient, state)
+	r.final(recipient, state, about)
 	out, err := s.write(ctx, id, ttl, "", &r)
 	if err != nil {
 		return false, fmt.Errorf("record %s/%d as %s: %w", id, recipient, state, err)

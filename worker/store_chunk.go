@@ -367,10 +367,18 @@ type chunkRecord struct {
 	// folded is a device answer the record call writes too (record.lua's
 	// dev_field), nil or not pending for none.
 	folded *foldedAnswer
+	// events are the final states' events (finalEvent), appended before
+	// the states are written (write).
+	events []Event
 }
 
-func (r *chunkRecord) final(recipient int, state string) {
+// final records recipient's final state, about naming its job, app, user
+// and time (and a failure's reason) for its event.
+func (r *chunkRecord) final(recipient int, state string, about Event) {
 	r.entries = append(r.entries, recipient, state, "")
+	if e, ok := finalEvent(state, about); ok {
+		r.events = append(r.events, e)
+	}
 }
 
 // held records that recipient's delivery task waits on queue.
@@ -392,7 +400,11 @@ func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, er
 }
 
 // write is the one writer of recipients' outcomes: every final state, held
-// marker and deferral of job id is written here, in one of two ways.
+// marker and deferral of job id is written here, in one of two ways. The
+// final states' events are appended to hush:events first, in the same
+// group commit (scriptBatcher): a process that dies between the two
+// writes them again on its re-run, with the same ids, so an event is
+// never lost.
 // Held markers and deferrals alone (no final state, no folded answer) are
 // plain commands in the group commits of device outcomes (writeHeld);
 // everything else is a record.lua call, group committed when the store has
@@ -418,8 +430,9 @@ func (s store) write(ctx context.Context, id string, ttl time.Duration, rng stri
 	err := persist(ctx, func(ctx context.Context) error {
 		var err error
 		if s.records != nil {
-			vals, err = s.records.run(ctx, keys, args...).Int64Slice()
+			vals, err = s.records.run(ctx, keys, r.events, args...).Int64Slice()
 		} else {
+			s.events.emitOrCount(ctx, r.events)
 			vals, err = recordScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		}
 		return err
