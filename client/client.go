@@ -241,7 +241,7 @@ func (c *Client) ResetUserThrottleOf(ctx context.Context, app, user string) erro
 // match.
 type EventsQuery struct {
 	// App, Type, Job and User, when set, are the events' app, type
-	// (token_invalid, dropped), job and user.
+	// (delivered, failed, token_invalid, dropped), job and user.
 	App, Type, Job, User string
 	// Before reads the events older than this cursor, newest first; After
 	// the events newer than it, oldest first. Neither: the newest first.

@@ -86,6 +86,9 @@ func finalEvent(state string, about Event) (Event, bool) {
 		}
 		about.Reason = clip(about.Reason, maxEventReason)
 	default:
+		if mutant("eventCancelledLost") && state == stateCancelled {
+			return Event{}, false
+		}
 		about.Type, about.Reason = EventDropped, state
 	}
 	return about, true

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -177,17 +178,37 @@ func (ev *events) emitOrCount(ctx context.Context, es []Event) {
 // emitAll appends events to the stream in one round trip.
 func (ev *events) emitAll(ctx context.Context, es []Event) error {
 	_, err := ev.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, e := range es {
-			b, err := encodeEvent(&e)
-			if err != nil {
-				return fmt.Errorf("encode %s event: %w", e.Type, err)
-			}
-			p.XAdd(ctx, &redis.XAddArgs{Stream: EventsStream, MaxLen: ev.maxLen, Approx: true, Values: []any{"type", e.Type, "event", b}})
-		}
-		return nil
+		_, err := ev.queueAll(ctx, p, es)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("append %d events to %s: %w", len(es), EventsStream, err)
 	}
 	return nil
+}
+
+// queueAll queues the appends of es on p.
+func (ev *events) queueAll(ctx context.Context, p redis.Pipeliner, es []Event) ([]*redis.StringCmd, error) {
+	cmds := make([]*redis.StringCmd, 0, len(es))
+	for _, e := range es {
+		b, err := encodeEvent(&e)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s event: %w", e.Type, err)
+		}
+		cmds = append(cmds, p.XAdd(ctx, &redis.XAddArgs{Stream: EventsStream, MaxLen: ev.maxLen, Approx: true, Values: []any{"type", e.Type, "event", b}}))
+	}
+	return cmds, nil
+}
+
+// countFailed counts the appends of cmds that Redis refused (a reply
+// error) as events lost: the outcomes after them in their pipeline were
+// written all the same. An append the connection lost fails its outcomes'
+// writes too, which are tried again, events and all.
+func (ev *events) countFailed(cmds []*redis.StringCmd) {
+	for _, c := range cmds {
+		var reply redis.Error
+		if errors.As(c.Err(), &reply) {
+			ev.m.eventsDropped.WithLabelValues("stream").Inc()
+		}
+	}
 }

@@ -376,8 +376,9 @@ func TestExpiryAfterAPartialDelivery(t *testing.T) {
 	if n := len(requestsFor(e.apns.Requests(), ok)); n != 1 {
 		t.Errorf("delivered device got %d requests, want 1", n)
 	}
-	if evs := e.events(); len(evs) != 0 {
-		t.Errorf("events %v, want none", evs)
+	want := []Event{{Type: EventDelivered, Job: "partial", App: DefaultApp, UserID: "u-1"}}
+	if diff := cmp.Diff(want, e.events(), cmpopts.IgnoreFields(Event{}, "At")); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
 

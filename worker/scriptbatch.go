@@ -22,8 +22,12 @@ import (
 // with the script's source. On Redis Cluster the pipeline splits by node.
 //
 // The events of a batch's calls (the outcomes' events, store.write) are
-// appended to hush:events in one pipeline before the calls run: the batch
-// costs one round trip more, whatever the number of calls and events.
+// appended to hush:events before the calls run. On one Redis node they
+// lead the calls' own pipeline: Redis runs a connection's commands in
+// order, so no call runs before its events are appended, and the batch
+// costs no round trip more. On a Cluster, which splits a pipeline by node
+// and runs the parts concurrently, they are a pipeline of their own, one
+// round trip before the calls'.
 type scriptBatcher struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
@@ -64,15 +68,26 @@ func (b *scriptBatcher) runAll(ctx context.Context, calls []scriptCall) ([]*redi
 	for _, c := range calls {
 		evs = append(evs, c.events...)
 	}
-	b.events.emitOrCount(ctx, evs)
+	_, oneNode := b.rdb.(*redis.Client)
+	if !oneNode {
+		b.events.emitOrCount(ctx, evs)
+	}
 	cmds := make([]*redis.Cmd, len(calls))
-	// A failed pipeline sets its error on every call; each caller sees it.
+	var appends []*redis.StringCmd
+	// A failed pipeline sets its error on every call; each caller sees it
+	// and tries its call again, events and all.
 	_, _ = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if oneNode && b.events != nil && len(evs) > 0 {
+			appends, _ = b.events.queueAll(ctx, p, evs)
+		}
 		for i, c := range calls {
 			cmds[i] = b.script.EvalSha(ctx, p, c.keys, c.args...)
 		}
 		return nil
 	})
+	if b.events != nil {
+		b.events.countFailed(appends)
+	}
 	for i, c := range calls {
 		if err := cmds[i].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			cmds[i] = b.script.Run(ctx, b.rdb, c.keys, c.args...)

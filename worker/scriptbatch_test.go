@@ -3,11 +3,13 @@ package worker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
@@ -23,7 +25,7 @@ func (p *pipelineCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (p *pipelineCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cs []redis.Cmder) error {
-		if cs[0].Name() == "evalsha" {
+		if slices.ContainsFunc(cs, func(c redis.Cmder) bool { return c.Name() == "evalsha" }) {
 			p.pipelines.Add(1)
 		}
 		return next(ctx, cs)
@@ -133,5 +135,68 @@ func errorsUnwrapAll(err error) error {
 			return err
 		}
 		err = u.Unwrap()
+	}
+}
+
+// TestRecordEventsLeadTheirStates: on one node the events of a batch's
+// record calls lead the calls in their one pipeline, so a final state is
+// never written before its event; when Redis refuses the appends the
+// states are written all the same and the events counted lost.
+func TestRecordEventsLeadTheirStates(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := t.Context()
+	count := &pipelineCount{}
+	rdb.AddHook(count)
+	m := newMetrics()
+	s := newStore(rdb, time.Hour)
+	s.records = newScriptBatcher(rdb, recordScript, &events{rdb: rdb, maxLen: 1000, m: m}, 300*time.Millisecond)
+
+	run := func(prefix string) []error {
+		const jobs = 5
+		errs := make([]error, jobs)
+		var wg sync.WaitGroup
+		for i := range jobs {
+			c := &chunk{Job: fmt.Sprintf("%s-%d", prefix, i), AcceptedAt: time.Now()}
+			if _, err := s.create(ctx, recordInfo{ID: c.Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}, jobQueued); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				rec := &chunkRecord{}
+				rec.final(0, stateDelivered, Event{Job: c.Job, App: DefaultApp, UserID: "u", At: time.Now()})
+				_, errs[i] = s.record(ctx, c, rec)
+			})
+		}
+		wg.Wait()
+		return errs
+	}
+
+	before := count.pipelines.Load()
+	for i, err := range run("lead") {
+		if err != nil {
+			t.Errorf("job %d: %v", i, err)
+		}
+	}
+	if n := count.pipelines.Load() - before; n != 1 {
+		t.Errorf("%d pipelines, want 1: the events and the calls share one round trip", n)
+	}
+	if n := rdb.XLen(ctx, EventsStream).Val(); n != 5 {
+		t.Errorf("the stream holds %d events, want 5", n)
+	}
+
+	rdb.Del(ctx, EventsStream)
+	rdb.Set(ctx, EventsStream, "not a stream", 0)
+	for i, err := range run("refused") {
+		if err != nil {
+			t.Errorf("job %d with its event refused: %v; want its state written", i, err)
+		}
+	}
+	for i := range 5 {
+		if st, _ := s.status(ctx, fmt.Sprintf("refused-%d", i)); st.Counts[stateDelivered] != 1 {
+			t.Errorf("job refused-%d: counts %v, want its delivery recorded", i, st.Counts)
+		}
+	}
+	if n := testutil.ToFloat64(m.eventsDropped.WithLabelValues("stream")); n != 5 {
+		t.Errorf("hush_events_dropped_total{sink=\"stream\"} %v, want 5", n)
 	}
 }

@@ -30,7 +30,7 @@ func eventsFlagSet(f *eventsFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("events", flag.ContinueOnError)
 	fs.StringVar(&f.server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
 	fs.StringVar(&f.app, "app", "", "only this `APP`'s events")
-	fs.StringVar(&f.typ, "type", "", "only events of this `TYPE`: token_invalid or dropped")
+	fs.StringVar(&f.typ, "type", "", "only events of this `TYPE`: delivered, failed, token_invalid or dropped")
 	fs.StringVar(&f.job, "job", "", "only this job `ID`'s events")
 	fs.StringVar(&f.user, "user", "", "only this `USER`'s events")
 	fs.StringVar(&f.before, "before", "", "only events older than this `CURSOR` (a line's last column, or --json's cursor)")
@@ -47,9 +47,10 @@ const eventsHelp = `Usage:
   hush events [--job ID] [--user USER] [--type TYPE] [--app APP] [--limit N]
               [--before CURSOR | --after CURSOR] [--follow] [--json] [--server URL]
 
-Prints the events hush emitted (docs/events.md): a device token a provider
-said is dead (token_invalid), a delivery dropped without a send (dropped:
-expired, throttle_full, collapsed or cancelled). It reads them through the
+Prints the events hush emitted (docs/events.md): each recipient's final
+state (delivered; failed, with the reason; dropped without a send: expired,
+throttle_full, collapsed or cancelled) and each device token a provider
+said is dead (token_invalid). It reads them through the
 API (GET /v1/events), so it needs no access to hush's Redis and reads the
 right one in the quickstart. Newest first, one a line: the time, the type,
 the app, the job, the user, the device (its platform and the token's ends)

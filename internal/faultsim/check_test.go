@@ -71,6 +71,7 @@ var checks = []struct {
 	{"unknown-app", checkUnknownApp},
 	{"memory", checkMemory},
 	{"webhook", checkWebhook},
+	{"events", checkEvents},
 }
 
 // check verifies every promise from the run's history and returns the

@@ -35,6 +35,7 @@ var mutants = []struct {
 	{"appWaitNone", "unknown-app", []uint64{1}, "a delivery of an app a worker has not loaded fails at once"},
 	{"noTTL", "memory", []uint64{1}, "the limiter's keys lose their expiry"},
 	{"webhookNoRetry", "webhook", []uint64{1}, "a webhook POST that fails is given up instead of retried"},
+	{"eventCancelledLost", "events", []uint64{1}, "a cancelled recipient's event is not written"},
 }
 
 // TestMutants runs the simulation once per mutant at its seeds and
