@@ -70,7 +70,7 @@ func TestEvents(t *testing.T) {
 		{[]string{"--before", first, "--after", first}, 2, "give --before or --after, not both"},
 		{[]string{"--follow", "--after", first}, 2, "--follow starts from the newest events"},
 		{[]string{"u-42"}, 2, `takes no arguments, got "u-42"`},
-		{[]string{"--type", "delivered"}, 1, `type: want one of token_invalid, dropped, got "delivered"`},
+		{[]string{"--type", "sent"}, 1, `type: want one of delivered, failed, token_invalid, dropped, got "sent"`},
 	} {
 		_, stderr, code := runCmd(t, append([]string{"events", "--server", url}, tt.args...)...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {

@@ -166,7 +166,7 @@ func TestEventsRefusesBadQueries(t *testing.T) {
 		{"before=yesterday", `before: want a cursor of an earlier page (such as 1764547200000-0), got "yesterday"`},
 		{"after=1-0-0", "after: want a cursor"},
 		{"before=1-0&after=2-0", "after: give before or after, not both"},
-		{"type=delivered", `type: want one of token_invalid, dropped, got "delivered"`},
+		{"type=sent", `type: want one of delivered, failed, token_invalid, dropped, got "sent"`},
 	} {
 		a := call(t, srv, "GET", "/v1/events?"+tt.query, "", "")
 		if msg := errorMessage(t, a); a.Status != 400 || !strings.Contains(msg, tt.want) {
