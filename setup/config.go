@@ -83,6 +83,7 @@ type Config struct {
 	MaxBodyBytes  int64  `split_words:"true" desc:"largest accepted POST /v1/notifications (or :batch) body in bytes"`
 	WebhookURL    string `split_words:"true" desc:"optional: events are also POSTed here as JSON, signed by the Standard Webhooks specification (needs HUSH_WEBHOOK_SECRET)"`
 	WebhookSecret string `split_words:"true" desc:"the whsec_ secrets that sign each webhook POST, comma separated (during a rotation, the old and the new: each adds a signature); hush webhook secret makes one"`
+	WebhookTypes  string `split_words:"true" desc:"optional: the event types POSTed to HUSH_WEBHOOK_URL, comma separated (delivered, failed, token_invalid, dropped); empty: every type (the hush:events stream and GET /v1/events hold every type whatever it says)"`
 	EventsMaxlen  int64  `split_words:"true" desc:"approximate cap of the hush:events stream"`
 
 	AppWait         time.Duration `split_words:"true" desc:"how long a delivery waits for its app, or the app's sender for its platform, when the process running it lacks them (an apps file rolled out process by process) before it fails"`
@@ -199,6 +200,7 @@ func (c Config) Validate() error {
 		}
 	}
 	add(errOf(c.webhookSecrets()))
+	add(errOf(c.webhookTypes()))
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		add(&KeyError{Key: "HUSH_LOG_LEVEL", Err: err})
 	}
@@ -254,6 +256,26 @@ func (c *Config) webhookSecrets() ([]webhook.Secret, error) {
 		return nil, &KeyError{Key: "HUSH_WEBHOOK_SECRET", Err: err}
 	}
 	return s, nil
+}
+
+// webhookTypes are HUSH_WEBHOOK_TYPES's event types, nil for every type;
+// refused without HUSH_WEBHOOK_URL, where nothing would use them.
+func (c *Config) webhookTypes() ([]string, error) {
+	if strings.TrimSpace(c.WebhookTypes) == "" {
+		return nil, nil
+	}
+	if c.WebhookURL == "" {
+		return nil, keyErr("HUSH_WEBHOOK_TYPES", "only used with HUSH_WEBHOOK_URL")
+	}
+	var ts []string
+	for t := range strings.SplitSeq(c.WebhookTypes, ",") {
+		t = strings.TrimSpace(t)
+		if !worker.IsEventType(t) {
+			return nil, keyErr("HUSH_WEBHOOK_TYPES", "want each of %s, got %q", worker.EventTypesText(), t)
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
 }
 
 func checkAPIToken(token string) error {

@@ -158,6 +158,38 @@ func TestLoadConfigWebhookSecret(t *testing.T) {
 	}
 }
 
+// TestLoadConfigWebhookTypes: HUSH_WEBHOOK_TYPES takes event types only,
+// and only with HUSH_WEBHOOK_URL.
+func TestLoadConfigWebhookTypes(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	for _, tt := range []struct {
+		url, types, want string
+	}{
+		{"https://backend.example/hooks", "token_invalid, failed", ""},
+		{"https://backend.example/hooks", "", ""},
+		{"https://backend.example/hooks", "token_invalid,sent", `HUSH_WEBHOOK_TYPES: want each of delivered, failed, token_invalid, dropped, got "sent"`},
+		{"", "failed", "HUSH_WEBHOOK_TYPES: only used with HUSH_WEBHOOK_URL"},
+	} {
+		clearEnv(t)
+		t.Setenv("HUSH_WEBHOOK_URL", tt.url)
+		if tt.url != "" {
+			t.Setenv("HUSH_WEBHOOK_SECRET", secret)
+		}
+		t.Setenv("HUSH_WEBHOOK_TYPES", tt.types)
+		c, err := LoadConfig()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("types %q: %v", tt.types, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("types %q: %v, want %q", tt.types, err, tt.want)
+		case tt.want == "" && tt.types != "":
+			if ts, _ := c.webhookTypes(); len(ts) != 2 {
+				t.Errorf("types %q: %v, want two", tt.types, ts)
+			}
+		}
+	}
+}
+
 // TestLoadConfigRefusesOutOfBounds: every numeric key has bounds, and a
 // value past them is refused at start with the key, the value and the
 // range, before it can cost memory or overflow.

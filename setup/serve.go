@@ -72,6 +72,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 	if err != nil {
 		return err
 	}
+	webhookTypes, err := cfg.webhookTypes()
+	if err != nil {
+		return err
+	}
 	webhookSecrets, err := cfg.webhookSecrets()
 	if err != nil {
 		return err
@@ -112,6 +116,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, hup <-chan os.Sign
 		Bypass:          cfg.bypass(),
 		WebhookURL:      cfg.WebhookURL,
 		WebhookSecrets:  webhookSecrets,
+		WebhookTypes:    webhookTypes,
 		EventsMaxLen:    cfg.EventsMaxlen,
 		AppWait:         cfg.AppWait,
 		Eviction:        cfg.eviction(),

@@ -53,6 +53,7 @@ type envOptions struct {
 	wrap            func(Limiter) Limiter
 	webhookURL      string
 	webhookRetries  []time.Duration // Options.WebhookRetries
+	webhookTypes    []string        // Options.WebhookTypes
 	shards          int             // HUSH_DELIVERY_SHARDS
 	maxThrottled    time.Duration
 	webpush         fake.WebPushOptions // a hostile push service
@@ -130,6 +131,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		WebhookURL:      o.webhookURL,
 		WebhookSecrets:  testWebhookSecrets(o.webhookURL),
 		WebhookRetries:  o.webhookRetries,
+		WebhookTypes:    o.webhookTypes,
 		DefaultLocation: o.location,
 		JobRetention:    o.retention,
 		Logger:          testLogger(t),

@@ -122,6 +122,20 @@ type webhookDelivery struct {
 	// disabled is the endpoint's disabled key as last read, or set by this
 	// process's own disable.
 	disabled atomic.Bool
+	// types are the event types the endpoint receives; nil: every type.
+	types map[string]bool
+}
+
+// typeSet is ts as a set, nil for none (every type).
+func typeSet(ts []string) map[string]bool {
+	if len(ts) == 0 {
+		return nil
+	}
+	set := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		set[t] = true
+	}
+	return set
 }
 
 func newWebhookDelivery(rdb redis.UniversalClient, url string, secrets []webhook.Secret, retries []time.Duration, log *slog.Logger, m *metrics) *webhookDelivery {
@@ -270,6 +284,10 @@ func (d *webhookDelivery) first(ctx context.Context, msg redis.XMessage) {
 		// Not an event this build wrote (an older build's, without an
 		// id, or another writer's): nothing a receiver could check.
 		d.rdb.XAck(ctx, EventsStream, webhookGroup, msg.ID)
+		return
+	}
+	if d.types != nil && !d.types[e.Type] {
+		d.rdb.XAck(ctx, EventsStream, webhookGroup, msg.ID) // not a type it receives
 		return
 	}
 	r := webhookRetry{ID: e.ID, Body: body}

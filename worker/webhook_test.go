@@ -99,6 +99,23 @@ func TestWebhookRetriesUntilAnswered(t *testing.T) {
 	}
 }
 
+// TestWebhookPostsOnlyItsTypes: an endpoint given types receives only
+// events of those; the stream holds the others all the same.
+func TestWebhookPostsOnlyItsTypes(t *testing.T) {
+	r := startReceiver(t, 200)
+	e := newEnv(t, envOptions{webhookURL: r.srv.URL, webhookTypes: []string{EventTokenInvalid}})
+	e.waitDone(e.submit(alertJob("fine", "f", apnsRecipient("u-fine", apnsToken("fine")))), 10*time.Second)
+	id := e.deadToken("dead")
+	waitFor(t, 15*time.Second, "the token_invalid POST", func() bool { return len(r.got()) >= 1 })
+	time.Sleep(500 * time.Millisecond) // more polls, which must post nothing
+	if ps := r.got(); len(ps) != 1 || ps[0].id != id {
+		t.Errorf("POSTs %v, want the token_invalid event %s alone", ps, id)
+	}
+	if evs := e.events(); len(evs) != 2 || evs[0].Type != EventDelivered {
+		t.Errorf("the stream holds %v, want the delivered event and the token_invalid one", evs)
+	}
+}
+
 // TestWebhookGivesUp: an event whose every attempt fails is given up after
 // the schedule's last one; a later event failing past the whole schedule
 // disables the endpoint, and enabling it posts the events waiting.

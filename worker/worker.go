@@ -103,6 +103,9 @@ type Options struct {
 	// so a receiver rotating its secret accepts either. New refuses a
 	// WebhookURL without them.
 	WebhookSecrets []webhook.Secret
+	// WebhookTypes are the event types POSTed to WebhookURL (IsEventType);
+	// empty: every type. The stream holds every event whatever they are.
+	WebhookTypes []string
 	// WebhookRetries are the waits between a failed webhook POST and its
 	// next attempt (default DefaultWebhookRetries).
 	WebhookRetries []time.Duration
@@ -268,6 +271,11 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 			return nil, err
 		}
 	}
+	for _, t := range o.WebhookTypes {
+		if !IsEventType(t) {
+			return nil, fmt.Errorf("worker: Options.WebhookTypes: want each of %s, got %q", EventTypesText(), t)
+		}
+	}
 	if o.WebhookURL != "" && len(o.WebhookSecrets) == 0 {
 		return nil, errors.New("worker: Options.WebhookURL needs Options.WebhookSecrets: hush signs every webhook POST")
 	}
@@ -317,6 +325,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.store.held = w.rec
 	if o.WebhookURL != "" {
 		w.webhook = newWebhookDelivery(rdb, o.WebhookURL, o.WebhookSecrets, o.WebhookRetries, o.Logger, m)
+		w.webhook.types = typeSet(o.WebhookTypes)
 		if o.WebhookClaimAfter > 0 {
 			w.webhook.claimIdle = o.WebhookClaimAfter
 		}
