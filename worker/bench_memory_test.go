@@ -108,7 +108,7 @@ func (bb *pipelineBench) keyMemory(b *testing.B) keyKinds {
 // and what is retained once the limiter's keys are gone (they are per user
 // and expire with their windows, so a steady state of finished jobs does
 // not keep them; the benchmark deletes them to measure without waiting).
-func (bb *pipelineBench) memoryPerJob(b *testing.B, jobs int, base int64) (all, retained float64) {
+func (bb *pipelineBench) memoryPerJob(b *testing.B, jobs int, base int64) (all, retained, perEvent float64) {
 	used := bb.usedMemory(b)
 	kinds := bb.keyMemory(b)
 	var parts []string
@@ -117,11 +117,18 @@ func (bb *pipelineBench) memoryPerJob(b *testing.B, jobs int, base int64) (all, 
 		parts = append(parts, fmt.Sprintf("%s %.0f B (%d keys)", k, float64(v.bytes)/float64(jobs), v.keys))
 	}
 	all = float64(used-base) / float64(jobs)
+	// The events stream is capped (HUSH_EVENTS_MAXLEN), not kept per job:
+	// its bytes per event are their own figure.
+	ctx := context.Background()
+	if n := bb.rdb.XLen(ctx, EventsStream).Val(); n > 0 {
+		perEvent = float64(bb.rdb.MemoryUsage(ctx, EventsStream, 0).Val()) / float64(n)
+	}
 	bb.deleteKeys(b, "hush:throttle:*")
+	bb.deleteKeys(b, EventsStream)
 	retained = float64(bb.usedMemory(b)-base) / float64(jobs)
-	b.Logf("Redis memory after the run settled, per job (%d jobs): used_memory %.0f B, %.0f B without the limiter's keys; keys: %s",
-		jobs, all, retained, strings.Join(parts, ", "))
-	return all, retained
+	b.Logf("Redis memory after the run settled, per job (%d jobs): used_memory %.0f B, %.0f B without the limiter's keys and the events stream (%.0f B per event); keys: %s",
+		jobs, all, retained, perEvent, strings.Join(parts, ", "))
+	return all, retained, perEvent
 }
 
 // deleteKeys deletes the keys matching pattern.

@@ -163,9 +163,10 @@ type benchResult struct {
 	lags       []time.Duration // sorted; empty when not measured
 	submit     time.Duration   // enqueueing the jobs beforehand
 	// memPerJob is used_memory's growth per job once the run settled,
-	// retainedPerJob the same without the limiter's keys
+	// retainedPerJob the same without the limiter's keys and the events
+	// stream, and streamPerEvent the stream's bytes per event it holds
 	// (bench_memory_test.go); 0: not measured.
-	memPerJob, retainedPerJob float64
+	memPerJob, retainedPerJob, streamPerEvent float64
 }
 
 func (r benchResult) rate() float64 { return float64(r.deliveries) / r.elapsed.Seconds() }
@@ -195,6 +196,7 @@ func (r benchResult) report(b *testing.B, baseline float64) {
 	if r.memPerJob > 0 {
 		b.ReportMetric(r.memPerJob, "redis-B/job")
 		b.ReportMetric(r.retainedPerJob, "retained-B/job")
+		b.ReportMetric(r.streamPerEvent, "stream-B/event")
 	}
 }
 
@@ -482,7 +484,7 @@ func (bb *pipelineBench) hush(b *testing.B, p throttle.Policy, jobs, size, users
 		b.Logf("late for their slots: %d pushes found late before their calls, %d at their calls (%.1f per 1,000 deliveries)",
 			rebooked, counterTotal(b, w.m.lateSends, nil), float64(rebooked+counterTotal(b, w.m.lateSends, nil))*1000/float64(n))
 	}
-	r.memPerJob, r.retainedPerJob = bb.memoryPerJob(b, jobs, base)
+	r.memPerJob, r.retainedPerJob, r.streamPerEvent = bb.memoryPerJob(b, jobs, base)
 	for _, req := range bb.apns.Requests() {
 		from := m.start
 		if p.MinGap > 0 {
