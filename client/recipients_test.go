@@ -26,12 +26,12 @@ func TestRecipients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ID != "rc-1" || p.Recipients != 3 || p.Retired || len(p.Items) != 2 || p.Items[1].Index != 1 || p.Items[1].State != "pending" || p.NextCursor != "2" {
+	if p.ID != "rc-1" || p.Recipients != 3 || p.Retired || len(p.Items) != 2 || p.Items[1].Index != 1 || p.Items[1].State != "pending" || p.Next != "2" {
 		t.Errorf("first page: %+v, want recipients 0 and 1 pending and next cursor 2", p)
 	}
 	sameJSON(t, last.get(), p)
-	p, err = c.Recipients(t.Context(), "rc-1", client.RecipientsQuery{Cursor: p.NextCursor, State: "pending"})
-	if err != nil || len(p.Items) != 1 || p.Items[0].Index != 2 || p.NextCursor != "" {
+	p, err = c.Recipients(t.Context(), "rc-1", client.RecipientsQuery{Cursor: p.Next, State: "pending"})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Index != 2 || p.Next != "" {
 		t.Errorf("second page: %+v, %v; want recipient 2 and no next cursor", p, err)
 	}
 	_, err = c.Recipients(t.Context(), "rc-1", client.RecipientsQuery{State: "lost"})

@@ -62,8 +62,8 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 		t.Errorf("held recipient wakes at %v, want about an hour from now", held.WakesAt)
 	}
 	want := RecipientsPage{ID: id, App: all.App, State: jobFannedOut, Recipients: 5, Items: []RecipientState{
-		{Index: 0, State: stateDelivered, Devices: []DeviceState{{0, stateDelivered}, {1, stateDelivered}}},
-		{Index: 1, State: stateTokenInvalid, Devices: []DeviceState{{0, stateTokenInvalid}}},
+		{Index: 0, State: stateDelivered, Devices: []DeviceState{{Device: 0, State: stateDelivered}, {Device: 1, State: stateDelivered}}},
+		{Index: 1, State: stateTokenInvalid, Devices: []DeviceState{{Device: 0, State: stateTokenInvalid}}},
 		{Index: 2, State: stateFailed},
 		{Index: 3, State: RecipientHeld, Held: held},
 		{Index: 4, State: stateDelivered},

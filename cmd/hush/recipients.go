@@ -130,7 +130,7 @@ func runRecipients(ctx context.Context, args []string, stdout, _ io.Writer) erro
 			}
 		}
 		printed += len(items)
-		next := p.NextCursor
+		next := p.Next
 		if len(items) < len(p.Items) {
 			next = strconv.Itoa(items[len(items)-1].Index + 1)
 		}
@@ -160,7 +160,7 @@ func runRecipients(ctx context.Context, args []string, stdout, _ io.Writer) erro
 
 // recipientLine is one recipient as hush recipients prints it, its
 // columns split by tabs.
-func recipientLine(r client.RecipientOutcome) string {
+func recipientLine(r client.RecipientState) string {
 	cols := []string{"#" + strconv.Itoa(r.Index), r.State}
 	var devs []string
 	for _, d := range r.Devices {
