@@ -1,11 +1,9 @@
 package worker
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -47,25 +45,6 @@ type events struct {
 	rdb    redis.UniversalClient
 	maxLen int64
 	m      *metrics
-}
-
-// emit appends e to the stream (capped) and returns the write's error.
-func (ev *events) emit(ctx context.Context, e Event) error {
-	b, err := encodeEvent(&e)
-	if err != nil {
-		return fmt.Errorf("encode %s event: %w", e.Type, err)
-	}
-	err = ev.rdb.XAdd(ctx, &redis.XAddArgs{
-		Stream: EventsStream,
-		MaxLen: ev.maxLen,
-		Approx: true,
-		Values: []any{"type", e.Type, "event", b},
-	}).Err()
-	if err != nil {
-		ev.m.eventsDropped.WithLabelValues("stream").Inc()
-		return fmt.Errorf("append %s event to %s: %w", e.Type, EventsStream, err)
-	}
-	return nil
 }
 
 // finalEvent is the event of a recipient's final state, about naming the
