@@ -28,7 +28,8 @@ type Memory struct {
 
 	mu     sync.Mutex
 	users  map[string]*memUser
-	seq    uint64 // makes Allow's members unique
+	prefs  map[string]Preferences // PutPreferences's, by user
+	seq    uint64                 // makes Allow's members unique
 	writes int
 }
 
@@ -76,7 +77,7 @@ func NewMemory(p Policy, o Options) (*Memory, error) {
 		clock = time.Now
 	}
 	return &Memory{policy: copyPolicy(p), c: c, clock: clock, maxPending: pendingCap(o),
-		margin: o.CollapseMargin.Milliseconds(), users: map[string]*memUser{}}, nil
+		margin: o.CollapseMargin.Milliseconds(), users: map[string]*memUser{}, prefs: map[string]Preferences{}}, nil
 }
 
 // Policy returns the policy the limiter enforces.

@@ -1,0 +1,171 @@
+package throttle_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/throttle"
+)
+
+// prefsLimiter is a limiter that keeps users' preferences.
+type prefsLimiter interface {
+	limiter
+	PutPreferences(ctx context.Context, user string, p throttle.Preferences) error
+	GetPreferences(ctx context.Context, user string) (throttle.Preferences, error)
+	DeleteUser(ctx context.Context, user string) error
+}
+
+var (
+	_ prefsLimiter = (*throttle.Redis)(nil)
+	_ prefsLimiter = (*throttle.Memory)(nil)
+)
+
+func TestPreferences(t *testing.T) {
+	t.Parallel()
+	for name, newLimiter := range map[string]newLimiterFunc{"memory": newMemoryLimiter, "redis": redisLimiters(redistest.Client(t))} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			t.Run("RoundTrip", func(t *testing.T) { testPreferencesRoundTrip(t, newLimiter) })
+			t.Run("Bound", func(t *testing.T) { testPreferencesBound(t, newLimiter) })
+			t.Run("DeleteUser", func(t *testing.T) { testDeleteUser(t, newLimiter) })
+		})
+	}
+}
+
+func cmpPrefs(a, b throttle.Preferences) bool {
+	return cmp.Equal(a.OptOut, b.OptOut) && a.Quiet == b.Quiet && a.Location.String() == b.Location.String() && (a.Location == nil) == (b.Location == nil)
+}
+
+func testPreferencesRoundTrip(t *testing.T, newLimiter newLimiterFunc) {
+	ctx := context.Background()
+	l := newLimiter(t, mustPolicy(t, "5/1m", ""), throttle.Options{}).(prefsLimiter)
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip(err)
+	}
+	tests := []struct {
+		name     string
+		put, get throttle.Preferences
+	}{
+		{"none", throttle.Preferences{}, throttle.Preferences{}},
+		{"opt-outs sorted, deduplicated", throttle.Preferences{OptOut: []string{"promo", "digest", "promo"}},
+			throttle.Preferences{OptOut: []string{"digest", "promo"}}},
+		{"everything", throttle.Preferences{OptOut: []string{"promo"}, Quiet: throttle.Quiet{From: 22 * time.Hour, To: 7 * time.Hour}, Location: berlin},
+			throttle.Preferences{OptOut: []string{"promo"}, Quiet: throttle.Quiet{From: 22 * time.Hour, To: 7 * time.Hour}, Location: berlin}},
+		{"a zone alone", throttle.Preferences{Location: berlin}, throttle.Preferences{Location: berlin}},
+		{"empty again", throttle.Preferences{}, throttle.Preferences{}},
+	}
+	for _, tt := range tests {
+		if err := l.PutPreferences(ctx, "u", tt.put); err != nil {
+			t.Fatalf("%s: PutPreferences: %v", tt.name, err)
+		}
+		got, err := l.GetPreferences(ctx, "u")
+		if err != nil {
+			t.Fatalf("%s: GetPreferences: %v", tt.name, err)
+		}
+		if !cmpPrefs(tt.get, got) {
+			t.Errorf("%s: GetPreferences = %+v, want %+v", tt.name, got, tt.get)
+		}
+	}
+	if got, err := l.GetPreferences(ctx, "nobody"); err != nil || !cmpPrefs(throttle.Preferences{}, got) {
+		t.Errorf("GetPreferences(nobody) = %+v, %v; want none", got, err)
+	}
+}
+
+func testPreferencesBound(t *testing.T, newLimiter newLimiterFunc) {
+	ctx := context.Background()
+	l := newLimiter(t, mustPolicy(t, "5/1m", ""), throttle.Options{}).(prefsLimiter)
+	many := make([]string, throttle.MaxOptOuts+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("c%d", i)
+	}
+	tests := []struct {
+		name  string
+		p     throttle.Preferences
+		field string // "" accepted
+	}{
+		{"at the bound", throttle.Preferences{OptOut: many[:throttle.MaxOptOuts]}, ""},
+		{"over the bound", throttle.Preferences{OptOut: many}, "OptOut"},
+		{"not a category name", throttle.Preferences{OptOut: []string{"Promo:x"}}, "OptOut"},
+		{"a category name too long", throttle.Preferences{OptOut: []string{string(make([]byte, throttle.MaxCategoryLen+1))}}, "OptOut"},
+		{"quiet hours past a day", throttle.Preferences{Quiet: throttle.Quiet{From: 25 * time.Hour}}, "Quiet"},
+		{"the local zone", throttle.Preferences{Location: time.Local}, "Location"},
+		{"a zone without a name", throttle.Preferences{Location: time.FixedZone("", 3600)}, "Location"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := l.PutPreferences(ctx, "u", tt.p)
+			var pe *throttle.PreferencesError
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("PutPreferences = %v, want accepted", err)
+			case tt.field != "" && !errors.As(err, &pe):
+				t.Errorf("PutPreferences = %v, want a *PreferencesError for %s", err, tt.field)
+			case tt.field != "" && pe.Field != tt.field:
+				t.Errorf("PutPreferences names %q, want %q (%v)", pe.Field, tt.field, err)
+			}
+		})
+	}
+}
+
+func testDeleteUser(t *testing.T, newLimiter newLimiterFunc) {
+	ctx := context.Background()
+	at := time.UnixMilli(1_700_000_000_000)
+	p := mustPolicy(t, "1/1m", "")
+	p.Categories = map[string]throttle.Category{"promo": {Limits: []throttle.Limit{{N: 1, Window: time.Hour}}}}
+	l := newLimiter(t, p, throttle.Options{Clock: func() time.Time { return at }}).(prefsLimiter)
+	if err := l.PutPreferences(ctx, "u", throttle.Preferences{OptOut: []string{"news"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "a", Category: "promo", CollapseKey: "k"}, {User: "u", Member: "b"}, {User: "v", Member: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeleteUser(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.GetPreferences(ctx, "u"); err != nil || !cmpPrefs(throttle.Preferences{}, got) {
+		t.Errorf("GetPreferences after DeleteUser = %+v, %v; want none", got, err)
+	}
+	st, err := l.Status(ctx, "u", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Entries) != 0 || len(st.Categories[0].Entries) != 0 {
+		t.Errorf("Status after DeleteUser = %+v, want no entries", st)
+	}
+	if st, _ := l.Status(ctx, "v", nil); len(st.Entries) != 1 {
+		t.Errorf("another user's entries = %+v, want its one booking kept", st.Entries)
+	}
+}
+
+// DeleteUser leaves no key of the user in Redis.
+func TestRedisDeleteUserLeavesNoKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Client(t)
+	p := mustPolicy(t, "1/1m", "1s")
+	p.Categories = map[string]throttle.Category{"promo": {Limits: []throttle.Limit{{N: 1, Window: time.Hour}}}}
+	l := redisLimiters(rdb)(t, p, throttle.Options{Scope: "app"}).(*throttle.Redis)
+	if err := l.PutPreferences(ctx, "u", throttle.Preferences{OptOut: []string{"news"}, Quiet: throttle.Quiet{From: time.Hour, To: 2 * time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "a", Category: "promo", CollapseKey: "k"}, {User: "u", Member: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeleteUser(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := rdb.Keys(ctx, l.Key("u")+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 0 {
+		t.Errorf("keys left after DeleteUser: %q", keys)
+	}
+}
