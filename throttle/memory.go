@@ -143,6 +143,13 @@ func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock().UnixMilli()
+	if m.c.optOutable(q) && m.prefs[q.User].OptsOut(q.Category) {
+		// Opted out: no budget used, and a held booking is given back.
+		for _, s := range sets {
+			m.remove(q.User, s.cat, q.Member)
+		}
+		return reservation(now, now, false, RefusedOptedOut), nil
+	}
 	for _, s := range sets {
 		m.trim(q.User, s, now)
 	}

@@ -169,3 +169,124 @@ func TestRedisDeleteUserLeavesNoKey(t *testing.T) {
 		t.Errorf("keys left after DeleteUser: %q", keys)
 	}
 }
+
+func TestOptOut(t *testing.T) {
+	t.Parallel()
+	for name, newLimiter := range map[string]newLimiterFunc{"memory": newMemoryLimiter, "redis": redisLimiters(redistest.Client(t))} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testOptOut(t, newLimiter)
+		})
+	}
+}
+
+func testOptOut(t *testing.T, newLimiter newLimiterFunc) {
+	ctx := context.Background()
+	p := mustPolicy(t, "1/1h", "")
+	p.Categories = map[string]throttle.Category{
+		"promo":    {Limits: []throttle.Limit{{N: 5, Window: time.Hour}}},
+		"news":     {},                 // no set of its own: booked in the global set
+		"solo":     {SkipGlobal: true}, // no rule at all
+		"security": {Required: true},
+	}
+	tests := []struct {
+		name   string
+		optOut []string
+		req    throttle.Request
+		want   throttle.Refusal
+		booked bool // whether the request used budget
+	}{
+		{"no preferences", nil, throttle.Request{Category: "promo"}, "", true},
+		{"another category opted out", []string{"news"}, throttle.Request{Category: "promo"}, "", true},
+		{"opted out, own set", []string{"promo"}, throttle.Request{Category: "promo"}, throttle.RefusedOptedOut, false},
+		{"opted out, global set only", []string{"news"}, throttle.Request{Category: "news"}, throttle.RefusedOptedOut, false},
+		{"opted out, no set", []string{"solo"}, throttle.Request{Category: "solo"}, throttle.RefusedOptedOut, false},
+		{"opted out with a collapse key", []string{"promo"}, throttle.Request{Category: "promo", CollapseKey: "k"}, throttle.RefusedOptedOut, false},
+		{"opted out, critical", []string{"promo"}, throttle.Request{Category: "promo", Critical: true}, "", true},
+		{"required category", []string{"security"}, throttle.Request{Category: "security"}, "", true},
+		{"no category is never opted out", []string{"promo"}, throttle.Request{}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at := time.UnixMilli(1_700_000_000_000)
+			l := newLimiter(t, p, throttle.Options{Clock: func() time.Time { return at }}).(prefsLimiter)
+			if err := l.PutPreferences(ctx, "u", throttle.Preferences{OptOut: tt.optOut}); err != nil {
+				t.Fatal(err)
+			}
+			q := tt.req
+			q.User, q.Member = "u", "m1"
+			rs, err := l.ReserveBatch(ctx, []throttle.Request{q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs[0].Refused != tt.want || (tt.want != "" && !rs[0].At.Equal(at)) {
+				t.Errorf("Reserve = %+v, want refused %q at now", rs[0], tt.want)
+			}
+			// The budget: an uncategorized booking after it waits only when
+			// the first used the global 1/1h (solo skips the global rules).
+			r2, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "m2"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			usedGlobal := tt.booked && q.Category != "solo"
+			if got := r2[0].Wait > 0; got != usedGlobal {
+				t.Errorf("next booking's wait = %v; want a wait: %v", r2[0].Wait, usedGlobal)
+			}
+			st, err := l.Status(ctx, "u", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range st.Categories {
+				for _, e := range c.Entries {
+					if e.Member == "m1" && !tt.booked {
+						t.Errorf("category %s holds m1 %+v, want nothing booked", c.Name, e)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A held booking whose category the user opts out of afterwards is
+// refused when it wakes to check its slot, and its booking is given back.
+func TestOptOutHeld(t *testing.T) {
+	t.Parallel()
+	for name, newLimiter := range map[string]newLimiterFunc{"memory": newMemoryLimiter, "redis": redisLimiters(redistest.Client(t))} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			p := mustPolicy(t, "1/1h", "")
+			p.Categories = map[string]throttle.Category{"promo": {Limits: []throttle.Limit{{N: 5, Window: time.Hour}}}}
+			at := time.UnixMilli(1_700_000_000_000)
+			l := newLimiter(t, p, throttle.Options{Clock: func() time.Time { return at }}).(prefsLimiter)
+			rs, err := l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "a", Category: "promo"}, {User: "u", Member: "b", Category: "promo"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs[1].Refused != "" || rs[1].Wait != time.Hour {
+				t.Fatalf("b = %+v, want held an hour", rs[1])
+			}
+			if err := l.PutPreferences(ctx, "u", throttle.Preferences{OptOut: []string{"promo"}}); err != nil {
+				t.Fatal(err)
+			}
+			rs, err = l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "b", Category: "promo"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs[0].Refused != throttle.RefusedOptedOut || rs[0].Existing {
+				t.Errorf("b woken = %+v, want RefusedOptedOut", rs[0])
+			}
+			if found, err := l.Release(ctx, "u", "b"); err != nil || found {
+				t.Errorf("Release(b) = %v, %v; want its booking already given back", found, err)
+			}
+			// Opted back in, b books again, in the hole b left.
+			if err := l.PutPreferences(ctx, "u", throttle.Preferences{}); err != nil {
+				t.Fatal(err)
+			}
+			rs, err = l.ReserveBatch(ctx, []throttle.Request{{User: "u", Member: "b", Category: "promo"}})
+			if err != nil || rs[0].Refused != "" || rs[0].Existing || rs[0].Wait != time.Hour {
+				t.Errorf("b after opting back in = %+v, %v; want a new booking an hour ahead", rs, err)
+			}
+		})
+	}
+}
