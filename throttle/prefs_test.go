@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -288,5 +289,89 @@ func TestOptOutHeld(t *testing.T) {
 				t.Errorf("b after opting back in = %+v, %v; want a new booking an hour ahead", rs, err)
 			}
 		})
+	}
+}
+
+// What preferences cost a booking, counted by a private Redis (trims left
+// out): the opt-out check is one HEXISTS in the booking's own script call,
+// for a booking of a category a user may opt out of, whether the user has
+// preferences or not; a booking without a category, of a Required
+// category or Critical runs none. An opted-out booking runs HEXISTS and a
+// ZREM per set, nothing else. Every booking is one script call, one round
+// trip.
+func TestRedisPreferencesCommands(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	if !srv.Real() {
+		t.Skip("needs a real redis-server for INFO commandstats")
+	}
+	ctx := context.Background()
+	rdb := srv.Client(t)
+	hook := &countingHook{}
+	rdb.AddHook(hook)
+	clock := newFakeClock()
+	p := mustPolicy(t, "10/1m", "")
+	p.Categories = map[string]throttle.Category{
+		"promo":    {Limits: []throttle.Limit{{N: 5, Window: time.Hour}}},
+		"security": {Required: true},
+	}
+	l, err := throttle.NewRedis(rdb, p, throttle.Options{Clock: clock.Now, MaxPending: throttle.NoMaxPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PutPreferences(ctx, "picky", throttle.Preferences{OptOut: []string{"news"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PutPreferences(ctx, "out", throttle.Preferences{OptOut: []string{"promo"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The script loaded (a first EVALSHA answers NOSCRIPT, then EVAL).
+	if _, err := l.Reserve(ctx, "warm", "m"); err != nil {
+		t.Fatal(err)
+	}
+	ignored := func(name string) bool {
+		return name == "info" || name == "hello" || name == "evalsha" || name == "eval" || name == "zremrangebyscore" ||
+			strings.HasPrefix(name, "client|") || strings.HasPrefix(name, "script|")
+	}
+	tests := []struct {
+		name string
+		q    throttle.Request
+		want map[string]int64
+	}{
+		{"no category", throttle.Request{User: "plain"}, map[string]int64{"zcount": 1, "zadd": 1, "pexpire": 1}},
+		{"a category, no preferences", throttle.Request{User: "fresh", Category: "promo"}, map[string]int64{"hexists": 1, "zcount": 2, "zadd": 2, "pexpire": 2}},
+		{"a category, other opt-outs", throttle.Request{User: "picky", Category: "promo"}, map[string]int64{"hexists": 1, "zcount": 2, "zadd": 2, "pexpire": 2}},
+		{"a category, critical", throttle.Request{User: "fresh2", Category: "promo", Critical: true}, map[string]int64{"zcount": 2, "zadd": 2, "pexpire": 2}},
+		{"a required category", throttle.Request{User: "fresh3", Category: "security"}, map[string]int64{"zcount": 1, "zadd": 1, "pexpire": 1}},
+		{"opted out", throttle.Request{User: "out", Category: "promo"}, map[string]int64{"hexists": 1, "zrem": 2}},
+	}
+	for _, tt := range tests {
+		clock.Set(0)
+		before, err := commandCalls(ctx, rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scripts := hook.cmds.Load() + hook.pipelined.Load()
+		q := tt.q
+		q.Member = "m"
+		if _, err := l.ReserveBatch(ctx, []throttle.Request{q}); err != nil {
+			t.Fatal(err)
+		}
+		if n := hook.cmds.Load() + hook.pipelined.Load() - scripts; n != 1 {
+			t.Errorf("%s: %d script calls, want 1", tt.name, n)
+		}
+		after, err := commandCalls(ctx, rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := map[string]int64{}
+		for name, c := range after {
+			if d := c - before[name]; d > 0 && !ignored(name) {
+				ran[name] = d
+			}
+		}
+		if d := cmp.Diff(tt.want, ran); d != "" {
+			t.Errorf("%s: commands (-want +got):\n%s", tt.name, d)
+		}
 	}
 }
