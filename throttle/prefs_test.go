@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -373,5 +375,103 @@ func TestRedisPreferencesCommands(t *testing.T) {
 		if d := cmp.Diff(tt.want, ran); d != "" {
 			t.Errorf("%s: commands (-want +got):\n%s", tt.name, d)
 		}
+	}
+}
+
+// Random traces of bookings, releases and preference changes, replayed on
+// the Redis limiter and the memory limiter side by side: every answer
+// agrees. The seed is in the subtest's name, so a failure replays.
+func TestRandomPreferenceTraces(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	p := mustPolicy(t, "3/1m", "1s")
+	p.Categories = map[string]throttle.Category{
+		"promo":    {Limits: []throttle.Limit{{N: 2, Window: 10 * time.Minute}}},
+		"news":     {},
+		"solo":     {Limits: []throttle.Limit{{N: 1, Window: 5 * time.Minute}}, SkipGlobal: true},
+		"security": {Required: true},
+	}
+	cats := []string{"", "promo", "news", "solo", "security"}
+	// The traces must keep opting out: count the refusals they meet.
+	var optedOut, held atomic.Int64
+	t.Cleanup(func() {
+		t.Logf("%d opted-out and %d held answers", optedOut.Load(), held.Load())
+		if optedOut.Load() < 30 || held.Load() < 30 {
+			t.Errorf("%d opted-out and %d held answers in all traces, want at least 30 of each", optedOut.Load(), held.Load())
+		}
+	})
+	for seed := range uint64(30) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(seed, 0x9ef5))
+			clock := newFakeClock()
+			o := throttle.Options{Clock: clock.Now, MaxPending: []int{throttle.NoMaxPending, 3}[rng.IntN(2)], CollapseMargin: time.Second}
+			mem := newMemoryLimiter(t, p, o).(prefsLimiter)
+			red := redisLimiters(rdb)(t, p, o).(prefsLimiter)
+			now := int64(0)
+			var log []string
+			for i := range 150 {
+				now += []int64{0, 0, 500, 1000, 20_000, 90_000}[rng.IntN(6)]
+				clock.Set(now)
+				var want, got any
+				var werr, gerr error
+				switch k := rng.IntN(10); {
+				case k < 6:
+					var reqs []throttle.Request
+					for range 1 + rng.IntN(3) {
+						// A member is one push: its category and priority are its own.
+						j := rng.IntN(12)
+						q := throttle.Request{User: "u", Member: fmt.Sprint("m", j), Category: cats[j%len(cats)], Critical: j >= 10}
+						if rng.IntN(3) == 0 {
+							q.CollapseKey = "k"
+							q.Accepted = clock.Now()
+						}
+						if rng.IntN(4) == 0 {
+							q.NotAfter = clock.Now().Add(time.Duration(rng.IntN(120)) * time.Second)
+						}
+						reqs = append(reqs, q)
+					}
+					log = append(log, fmt.Sprintf("+%d reserve %+v", now, reqs))
+					want, werr = mem.ReserveBatch(ctx, reqs)
+					got, gerr = red.ReserveBatch(ctx, reqs)
+				case k < 7:
+					m := fmt.Sprint("m", rng.IntN(12))
+					log = append(log, fmt.Sprintf("+%d release %s", now, m))
+					want, werr = mem.Release(ctx, "u", m)
+					got, gerr = red.Release(ctx, "u", m)
+				case k < 9:
+					var out []string
+					for _, c := range cats[1:] {
+						if rng.IntN(2) == 0 {
+							out = append(out, c)
+						}
+					}
+					log = append(log, fmt.Sprintf("+%d opt out of %q", now, out))
+					werr = mem.PutPreferences(ctx, "u", throttle.Preferences{OptOut: out})
+					gerr = red.PutPreferences(ctx, "u", throttle.Preferences{OptOut: out})
+				default:
+					log = append(log, fmt.Sprintf("+%d status", now))
+					want, werr = mem.Status(ctx, "u", nil)
+					got, gerr = red.Status(ctx, "u", nil)
+				}
+				if werr != nil || gerr != nil {
+					t.Fatalf("op %d: memory %v, redis %v\n%s", i, werr, gerr, strings.Join(log, "\n"))
+				}
+				if rs, ok := got.([]throttle.Reservation); ok {
+					for _, r := range rs {
+						switch {
+						case r.Refused == throttle.RefusedOptedOut:
+							optedOut.Add(1)
+						case r.Refused == "" && r.Wait > 0:
+							held.Add(1)
+						}
+					}
+				}
+				if d := cmp.Diff(want, got, equateEmpty); d != "" {
+					t.Fatalf("op %d: -memory +redis:\n%s\ntrace:\n%s", i, d, strings.Join(log, "\n"))
+				}
+			}
+		})
 	}
 }
