@@ -136,6 +136,13 @@
 //	              newest accepted member booked with it, "x:<member>" ->
 //	              the member that replaced it, each "<until ms>
 //	              <accepted ms> <member>" (reserve.lua's header)
+//	K:p           hash of the user's Preferences (prefs.go): "o:<cat>"
+//	              -> "1" per opt-out, "quiet" -> "<from ms> <to ms>",
+//	              "zone" -> a zone name; no TTL. reserve.lua asks HEXISTS
+//	              of it for a booking whose category may be opted out of
+//	              (not Required, the request not Critical): one command,
+//	              in the same call, and a RefusedOptedOut answer takes the
+//	              member out of the request's sets.
 //
 // No two users of any scopes share a tag: a scoped tag starts with its
 // scope, which its first ":" ends; a plain id is neither empty nor starts
@@ -143,7 +150,7 @@
 // unscoped ids' tags start with ":". An id may hold "}" or ":", yet a key
 // names one set of one tag: category names have no ":" or "}", so read
 // from its end a key ends in "}" (K), "}:k" (the hash) or ":c:" and a
-// category. Scopes are apps' and throttle groups' names alike: apps that
+// category (or "}:p", the preferences hash). Scopes are apps' and throttle groups' names alike: apps that
 // share a group share its scope, and the caller keeps an app outside a
 // group from having the group's name. The braces are a hash tag: a tag is
 // never empty nor starts with "}", and Options.Prefix has no braces, so
