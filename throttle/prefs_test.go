@@ -175,7 +175,7 @@ func TestRedisDeleteUserLeavesNoKey(t *testing.T) {
 
 func TestOptOut(t *testing.T) {
 	t.Parallel()
-	for name, newLimiter := range map[string]newLimiterFunc{"memory": newMemoryLimiter, "redis": redisLimiters(redistest.Client(t))} {
+	for name, newLimiter := range map[string]newLimiterFunc{"memory": newMemoryLimiter, "redis": redisLimiters(redistest.Client(t)), "cluster": redisLimiters(oneNodeCluster(t))} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			testOptOut(t, newLimiter)
@@ -254,7 +254,7 @@ func testOptOut(t *testing.T, newLimiter newLimiterFunc) {
 // refused when it wakes to check its slot, and its booking is given back.
 func TestOptOutHeld(t *testing.T) {
 	t.Parallel()
-	for name, newLimiter := range map[string]newLimiterFunc{"memory": newMemoryLimiter, "redis": redisLimiters(redistest.Client(t))} {
+	for name, newLimiter := range map[string]newLimiterFunc{"memory": newMemoryLimiter, "redis": redisLimiters(redistest.Client(t)), "cluster": redisLimiters(oneNodeCluster(t))} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -383,7 +383,7 @@ func TestRedisPreferencesCommands(t *testing.T) {
 // agrees. The seed is in the subtest's name, so a failure replays.
 func TestRandomPreferenceTraces(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.Client(t)
+	rdb, cc := redistest.Client(t), oneNodeCluster(t)
 	p := mustPolicy(t, "3/1m", "1s")
 	p.Categories = map[string]throttle.Category{
 		"promo":    {Limits: []throttle.Limit{{N: 2, Window: 10 * time.Minute}}},
@@ -409,6 +409,9 @@ func TestRandomPreferenceTraces(t *testing.T) {
 			o := throttle.Options{Clock: clock.Now, MaxPending: []int{throttle.NoMaxPending, 3}[rng.IntN(2)], CollapseMargin: time.Second}
 			mem := newMemoryLimiter(t, p, o).(prefsLimiter)
 			red := redisLimiters(rdb)(t, p, o).(prefsLimiter)
+			if seed%2 == 1 { // the cluster's node form
+				red = redisLimiters(cc)(t, p, o).(prefsLimiter)
+			}
 			now := int64(0)
 			var log []string
 			for i := range 150 {
