@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/throttle"
@@ -477,4 +479,16 @@ func TestRandomPreferenceTraces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The embedded development Redis (miniredis, gopher-lua) refuses opted-out
+// bookings the same way.
+func TestMiniredisOptOut(t *testing.T) {
+	t.Parallel()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	testOptOut(t, redisLimiters(rdb))
+	testPreferencesRoundTrip(t, redisLimiters(rdb))
+	testDeleteUser(t, redisLimiters(rdb))
 }
