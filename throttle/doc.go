@@ -63,6 +63,10 @@
 //	K:k           hash of collapse records: "k:<cat>:<key>" -> the
 //	              newest accepted member booked with it, "x:<member>" ->
 //	              the member that replaced it (reserve.lua's header)
+//	K:p           hash of the user's Preferences (prefs.go): "o:<cat>"
+//	              -> "1" per opt-out, "quiet", "zone"; no TTL. reserve.lua
+//	              asks HEXISTS of it for a booking whose category may be
+//	              opted out of, in the same call (RefusedOptedOut)
 //
 // A set's TTL covers its newest entry plus its horizon. The pacer's key,
 // Options.Prefix (DefaultPacerPrefix, "hush:rate:") + "{" + name + "}", is

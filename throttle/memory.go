@@ -28,7 +28,8 @@ type Memory struct {
 
 	mu     sync.Mutex
 	users  map[string]*memUser
-	seq    uint64 // makes Allow's members unique
+	prefs  map[string]Preferences // PutPreferences's, by user
+	seq    uint64                 // makes Allow's members unique
 	writes int
 }
 
@@ -76,7 +77,7 @@ func NewMemory(p Policy, o Options) (*Memory, error) {
 		clock = time.Now
 	}
 	return &Memory{policy: copyPolicy(p), c: c, clock: clock, maxPending: pendingCap(o),
-		margin: o.CollapseMargin.Milliseconds(), users: map[string]*memUser{}}, nil
+		margin: o.CollapseMargin.Milliseconds(), users: map[string]*memUser{}, prefs: map[string]Preferences{}}, nil
 }
 
 // Policy returns the policy the limiter enforces.
@@ -142,6 +143,13 @@ func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock().UnixMilli()
+	if m.c.optOutable(q) && m.prefs[q.User].OptsOut(q.Category) {
+		// Opted out: no budget used, and a held booking is given back.
+		for _, s := range sets {
+			m.remove(q.User, s.cat, q.Member)
+		}
+		return reservation(now, now, false, RefusedOptedOut), nil
+	}
 	for _, s := range sets {
 		m.trim(q.User, s, now)
 	}

@@ -44,6 +44,7 @@ type category struct {
 	// its own.
 	own        bool
 	skipGlobal bool
+	required   bool  // Category.Required: never opted out
 	quiet      Quiet // its quiet hours: its own or the policy's
 }
 
@@ -62,7 +63,7 @@ func compile(p Policy) (compiled, error) {
 	for _, name := range slices.Sorted(maps.Keys(p.Categories)) {
 		pc := p.Categories[name]
 		k := &category{name: name, r: newRuleSet(pc.Limits, pc.MinGap, name+" "), own: len(pc.Limits) > 0 || pc.MinGap > 0,
-			skipGlobal: pc.SkipGlobal, quiet: p.Quiet}
+			skipGlobal: pc.SkipGlobal, required: pc.Required, quiet: p.Quiet}
 		if pc.Quiet != nil {
 			k.quiet = *pc.Quiet
 		}
@@ -102,6 +103,13 @@ func (c *compiled) plan(cat string) ([]set, Quiet, error) {
 		sets = append(sets, set{cat: cat, r: &k.r})
 	}
 	return sets, k.quiet, nil
+}
+
+// optOutable reports whether a request q's user's opt-outs apply to it:
+// it names a category that is not Required, and is not Critical.
+func (c *compiled) optOutable(q Request) bool {
+	k := c.cats[q.Category]
+	return k != nil && !k.required && !q.Critical
 }
 
 // allSets are every set a user may have, the global one first: what

@@ -27,6 +27,7 @@ type rediser interface {
 	redis.Scripter
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	Pipeline() redis.Pipeliner
+	TxPipeline() redis.Pipeliner
 }
 
 // Redis is the shared limiter: one sorted set per user, every decision one

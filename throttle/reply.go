@@ -87,7 +87,7 @@ func parseReservation(v any, now int64) (Reservation, int64, error) {
 		held = h
 	}
 	switch r := Refusal(refused); {
-	case !ok || !ok2 || (r != "" && r != RefusedFull && r != RefusedLate && r != RefusedCollapsed):
+	case !ok || !ok2 || (r != "" && r != RefusedFull && r != RefusedLate && r != RefusedCollapsed && r != RefusedOptedOut):
 		return Reservation{}, 0, fmt.Errorf("%w: reserve: refusal %#v, collapsed %#v", ErrUnexpectedReply, a[3], a[4])
 	case r != "" && x[1] == 1:
 		return Reservation{}, 0, fmt.Errorf("%w: reserve: an existing booking refused (%s)", ErrUnexpectedReply, r)

@@ -164,6 +164,7 @@ type booking struct {
 	quietRule           Quiet      // the request's quiet hours, for HeldBy
 	quiet               []interval // quietRule's intervals the search may meet
 	notAfter, notBefore int64      // ms, 0 none
+	optOut              bool       // the user's opt-outs apply (optOutable)
 }
 
 // plan prepares request i. The quiet intervals start a day before the
@@ -178,7 +179,7 @@ func (l *Redis) plan(i int, q Request) (booking, error) {
 	if l.clock != nil {
 		local = l.clock
 	}
-	b := booking{i: i, q: q, sets: sets, quietRule: quiet, notBefore: notAfterMs(q.NotBefore)}
+	b := booking{i: i, q: q, sets: sets, quietRule: quiet, notBefore: notAfterMs(q.NotBefore), optOut: l.c.optOutable(q)}
 	start := max(local().UnixMilli(), b.notBefore)
 	b.quiet, b.notAfter = window(quiet, q.Location, start-dayMs, start, notAfterMs(q.NotAfter))
 	return b, nil
@@ -212,7 +213,7 @@ func (l *Redis) reserveCall(bs []booking) scriptCall {
 	var keys []string
 	for _, b := range bs {
 		q := b.q
-		if len(b.sets) == 1 && b.notBefore == 0 && q.CollapseKey == "" && len(b.quiet) == 0 {
+		if len(b.sets) == 1 && b.notBefore == 0 && q.CollapseKey == "" && len(b.quiet) == 0 && !b.optOut {
 			// The short form: its rule set, member, not-after. (A category
 			// names the set, in its key; the script reads it only for a
 			// collapse key.)
@@ -227,6 +228,12 @@ func (l *Redis) reserveCall(bs []booking) scriptCall {
 		}
 		if q.CollapseKey != "" {
 			keys = append(keys, l.collapseKey(q.User))
+		}
+		if b.optOut {
+			keys = append(keys, l.prefsKey(q.User))
+			args = append(args, 1)
+		} else {
+			args = append(args, 0)
 		}
 		args = append(args, len(b.quiet))
 		for _, iv := range b.quiet {

@@ -13,7 +13,9 @@
 --          each valued "<until> <accepted> <member>": until (ms) is when
 --          the booking it names leaves its set's window (the record is
 --          deleted then), accepted (ms) the named push's accepted instant
---          (for x: the replacing push's).
+--          (for x: the replacing push's); then, when its opt-out is 1,
+--          the user's preferences hash ("o:<category>" for each category
+--          the user opted out of).
 -- ARGV[1]  now (ms, or "" for Redis TIME)
 -- ARGV[2]  minttl (ms): the least TTL a written key gets
 -- ARGV[3]  max pending (0: no cap)
@@ -28,7 +30,9 @@
 --          not-after, not-before (ms or ""), category ("" none), collapse
 --          key ("" none), accepted (ms: the push's accepted instant, which
 --          orders the pushes of one collapse key), nsets, the rule set
---          (1..R) of each of its sets,
+--          (1..R) of each of its sets, opt-out (1: the request's category
+--          may be opted out of, and its user's preferences hash follows
+--          its keys; 0: not),
 --          nquiet, then nquiet quiet intervals start, end (ms, [start,
 --          end), sorted, disjoint)
 -- Reply    per request, in order: for a new booking (the member books
@@ -38,7 +42,10 @@
 --          the slot, 'full' with slot = the earliest entry after now of
 --          the set at the cap, 'late' with slot = the slot it would have
 --          booked, 'collapsed' with slot = now (a newer push replaced the
---          member, or its key names a push accepted after it), and, for a
+--          member, or its key names a push accepted after it),
+--          'opted_out' with slot = now (the user opted out of the
+--          category: nothing booked, and the member's booking, if any,
+--          removed from the request's sets), and, for a
 --          new booking held after now or a 'late' one, a sixth element:
 --          what holds the slot (held.go's codes: 1000 x set + rule, both
 --          from 1, a set's gap after its limits; -1 its quiet hours; -2
@@ -266,7 +273,14 @@ end
 -- request in eight, which bounds their size at a fraction of the cost.
 -- Without a collapse key, an existing member is looked for before a
 -- sweep or a refusal, else found by the ZADD NX that records a new one.
-local function reserve(keys, rs, ckey, member, not_after, not_before, category, collapse_key, accepted, qs, qe)
+local function reserve(keys, rs, ckey, pkey, member, not_after, not_before, category, collapse_key, accepted, qs, qe)
+  if pkey and redis.call('HEXISTS', pkey, 'o:' .. category) == 1 then
+    -- Opted out: no budget used, and a held booking is given back.
+    for b = 1, #keys do
+      redis.call('ZREM', keys[b], member)
+    end
+    return {now, 0, now, 'opted_out', ''}
+  end
   local home, hr = keys[1], rs[1]
   local s
   local looked = ckey ~= nil -- whether the member was looked for already
@@ -491,16 +505,14 @@ end
 -- and ckey) in one EXISTS when this node does not serve one of them, or
 -- nil (node form only; they share the user's hash tag, so one slot). A
 -- request with one key is looked up by its first_count instead.
-local function not_here(keys, ckey)
-  if #keys == 1 and not ckey then
+local function not_here(keys, ckey, pkey)
+  if #keys == 1 and not ckey and not pkey then
     return nil
   end
-  local r
-  if ckey then
-    r = redis.pcall('EXISTS', ckey, unpack(keys))
-  else
-    r = redis.pcall('EXISTS', unpack(keys))
-  end
+  local all = {unpack(keys)}
+  if ckey then all[#all + 1] = ckey end
+  if pkey then all[#all + 1] = pkey end
+  local r = redis.pcall('EXISTS', unpack(all))
   if type(r) == 'table' and r.err then
     return r.err
   end
@@ -514,7 +526,7 @@ local nargv = #ARGV
 while arg <= nargv do
   local form = tonumber(ARGV[arg])
   local member, not_after = ARGV[arg + 1], tonumber(ARGV[arg + 2])
-  local not_before, category, collapse_key, accepted, keys, rs, ckey
+  local not_before, category, collapse_key, accepted, keys, rs, ckey, pkey
   local qs, qe = noquiet, noquiet -- read only
   if form > 0 then
     not_before, category, collapse_key, accepted = nil, '', '', 0
@@ -532,8 +544,11 @@ while arg <= nargv do
     if collapse_key ~= '' then
       ckey, key = keys_in[key], key + 1
     end
-    local nquiet = tonumber(ARGV[arg])
-    arg = arg + 1
+    if ARGV[arg] == '1' then
+      pkey, key = keys_in[key], key + 1
+    end
+    local nquiet = tonumber(ARGV[arg + 1])
+    arg = arg + 2
     if nquiet > 0 then
       qs, qe = {}, {}
     end
@@ -543,12 +558,12 @@ while arg <= nargv do
     end
   end
   tick = tick + 1
-  local away = node_form and not_here(keys, ckey)
+  local away = node_form and not_here(keys, ckey, pkey)
   local ok, reply
   if away then
     ok, reply = false, {err = 'NOTHERE ' .. away}
   else
-    ok, reply = pcall(reserve, keys, rs, ckey, member, not_after, not_before, category, collapse_key, accepted, qs, qe)
+    ok, reply = pcall(reserve, keys, rs, ckey, pkey, member, not_after, not_before, category, collapse_key, accepted, qs, qe)
   end
   if ok then
     out[#out + 1] = reply

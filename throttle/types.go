@@ -38,6 +38,9 @@ type Category struct {
 	// Quiet, when not nil, replaces the policy's quiet hours for this
 	// category; a pointer to the zero Quiet turns them off.
 	Quiet *Quiet
+	// Required: a user's Preferences cannot opt out of this category
+	// (security notices, receipts); its bookings ignore OptOut.
+	Required bool
 }
 
 // Quiet is a daily window of wall-clock time, [From, To), each an offset
@@ -121,6 +124,12 @@ const (
 	// accepted after this one (Request.Accepted); it must not be sent. At
 	// is the limiter's now.
 	RefusedCollapsed Refusal = "collapsed"
+	// RefusedOptedOut: the user's Preferences opt out of the request's
+	// Category (not Required, and the request not Critical). Nothing is
+	// booked, no budget is used, and a booking the member held is given
+	// back: a held push whose category the user opted out of since is
+	// refused when it wakes to check its slot. At is the limiter's now.
+	RefusedOptedOut Refusal = "opted_out"
 )
 
 // Request is one user's part of a batch.
@@ -155,6 +164,9 @@ type Request struct {
 	// it was accepted no earlier (on a tie the later booking wins), and a
 	// booking accepted before the one its key names is RefusedCollapsed.
 	Accepted time.Time
+	// Critical marks a push of critical priority: the user's opt-outs do
+	// not apply to it (as to a Required category).
+	Critical bool
 }
 
 // Held names one user's booking: what ReleaseBatch gives back.
