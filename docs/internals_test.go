@@ -260,8 +260,8 @@ func checkCodeRefs(t *testing.T, doc string, refs []codeRef) {
 	}
 }
 
-// TestCodeRefs: every file internals.md and the README's "where things
-// are" table name exists, and every function, method or type they name
+// TestCodeRefs: every file internals.md, architecture.md and the README's
+// "where things are" table name exists, and every function, method or type they name
 // in a file is declared there.
 func TestCodeRefs(t *testing.T) {
 	md := readDoc(t, "internals.md")
@@ -274,6 +274,15 @@ func TestCodeRefs(t *testing.T) {
 		t.Fatal("internals.md names no symbol: is the notation still `file` (`symbol`)?")
 	}
 	checkCodeRefs(t, "docs/internals.md", refs)
+
+	// architecture.md's parts table and prose name packages and files too.
+	md = readDoc(t, "architecture.md")
+	texts, lines = units(md, 1)
+	refs = nil
+	for i, u := range texts {
+		refs = append(refs, codeRefs(u, lines[i])...)
+	}
+	checkCodeRefs(t, "docs/architecture.md", refs)
 
 	readme := readDoc(t, "../README.md")
 	head := "## Where things are\n"
