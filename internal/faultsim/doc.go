@@ -42,7 +42,11 @@
 // jobs with categories, send_at, expires_at and the bypass priority (with
 // send_at too); single pushes with collapse keys, whose users' second
 // devices refuse every other push with a 503, so older pushes' retries
-// meet newer ones; a rated app with a max_rate on every platform; jobs of
+// meet newer ones; a collapse pair at a calm moment of the run (no fault
+// for pairCalm): an older push whose retry books while a newer push of
+// its key is held by its category's gap beyond worker.CollapseMargin, so
+// that a limiter ordering the key's pushes by booking collapses the newer
+// one; a rated app with a max_rate on every platform; jobs of
 // an app one worker loads only mid-run; cancellations, some sent twice
 // through two workers with skewed clocks, each retried (up to
 // cancelTries) while its answer is an error, as a backend would. The
