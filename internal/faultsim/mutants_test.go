@@ -30,9 +30,9 @@ var mutants = []struct {
 	{"gapHalf", "never-early/gap", []uint64{1}, "the limiter keeps half the minimum gap"},
 	{"quietOff", "never-early/quiet", []uint64{1, 5}, "the limiter forgets quiet hours"},
 	{"rateDouble", "never-early/max_rate", []uint64{1}, "the pacer paces at twice max_rate"},
-	{"retryAfterIgnored", "retry-after", []uint64{1}, "a throttled retry waits the backoff, not the Retry-After"},
+	{"retryAfterIgnored", "retry-after", []uint64{4, 5}, "a throttled retry waits the backoff, not the Retry-After"},
 	{"collapseByBooking", "collapse", []uint64{1, 4, 5}, "collapse orders pushes by booking time, not accepted_at"},
-	{"appWaitNone", "unknown-app", []uint64{1}, "a delivery of an app a worker has not loaded fails at once"},
+	{"appWaitNone", "unknown-app", []uint64{4}, "a delivery of an app a worker has not loaded fails at once"},
 	{"noTTL", "memory", []uint64{1}, "the limiter's keys lose their expiry"},
 	{"webhookNoRetry", "webhook", []uint64{1}, "a webhook POST that fails is given up instead of retried"},
 }
