@@ -163,7 +163,7 @@ func (w *Worker) onSystemClock(t time.Time) time.Time {
 	if _, system := w.clock.(systemClock); system || w.clock == nil || t.IsZero() {
 		return t
 	}
-	return t.Add(time.Now().Sub(w.now()))
+	return t.Add(time.Since(w.now()))
 }
 
 // sendOne makes one provider call for device j of d. The call runs under
