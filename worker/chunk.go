@@ -697,6 +697,13 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	for _, i := range sendNow {
 		v := judge(st.devices[i], results[i], st.attempts[i], w.retry, w.now(), ds[i].retryUntil(), ctx.Err() != nil)
 		final, n, err := w.after(ctx, &ds[i], st.attempts[i], v)
+		if err != nil && v.act == actRetry {
+			// Its delivery task repeats the attempt after the retry's
+			// delay, not the chunk's re-run after Asynq's backoff.
+			n = unrecordedRetry(v, err)
+			w.log.Warn("delivery retry not recorded, handed to its task", "delivery", ds[i].member(), "in", n.delay, "err", n.cause)
+			err = nil
+		}
 		if fold != nil {
 			if err == nil && n.failed == "" && final != "" {
 				rec.folded = fold // written with its final state

@@ -286,10 +286,7 @@ func (w *Worker) carryOut(ctx context.Context, d *delivery, a attempts, v verdic
 	final, n, err := w.after(ctx, d, a, v)
 	switch {
 	case err != nil && v.act == actRetry:
-		// The retry's record failed: the task still waits the verdict's
-		// delay (a provider's Retry-After holds), and its re-run repeats
-		// this attempt.
-		return retryResult(next{delay: v.delay, throttled: v.throttled, cause: fmt.Errorf("%v (recording the retry failed: %w)", v.cause, err)})
+		return retryResult(unrecordedRetry(v, err))
 	case err != nil:
 		return err
 	case n.failed != "":
@@ -300,6 +297,16 @@ func (w *Worker) carryOut(ctx context.Context, d *delivery, a attempts, v verdic
 		return fmt.Errorf("delivery %s interrupted: %w", d.member(), context.Canceled)
 	}
 	return retryResult(n)
+}
+
+// unrecordedRetry is what follows verdict v's retry when carrying it out
+// failed (err, from after: the release of the attempt's booking or the
+// record of the next attempt): the retry still waits the verdict's delay,
+// so a provider's Retry-After holds, and its next run repeats this
+// attempt. A delivery task returns it (carryOut); a chunk hands the
+// recipient to its delivery task with its delay (deliverWave).
+func unrecordedRetry(v verdict, err error) next {
+	return next{delay: v.delay, throttled: v.throttled, cause: fmt.Errorf("%w (recording the retry failed: %w)", v.cause, err)}
 }
 
 // retryResult is the task's result for a retry after n.delay: a

@@ -155,6 +155,17 @@ func (w *Worker) sleepUntil(ctx context.Context, t time.Time) bool {
 	return ctx.Err() == nil
 }
 
+// onSystemClock is t, an instant on w's clock (Options.Clock), on the
+// system clock: a sender and providers.Call measure a push's SendBy by
+// the system's, the clock the call leaves on. Zero stays zero; with the
+// system clock t is as it is.
+func (w *Worker) onSystemClock(t time.Time) time.Time {
+	if _, system := w.clock.(systemClock); system || w.clock == nil || t.IsZero() {
+		return t
+	}
+	return t.Add(time.Since(w.now()))
+}
+
 // sendOne makes one provider call for device j of d. The call runs under
 // a context that shutdown does not cancel (an answer on its way is worth
 // waiting for: a push the provider accepted is recorded, not sent again),
@@ -196,7 +207,7 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt 
 		Token:    dev.Token,
 		Content:  &d.Content,
 		Expiry:   d.Deadline,
-		SendBy:   sendBy,
+		SendBy:   w.onSystemClock(sendBy),
 	})
 }
 

@@ -271,7 +271,8 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	// And another's first device is a subscription at the hostile push
 	// service.
 	sc.users[4].devices[0] = payload.Device{Platform: payload.WebPush, Token: webPushHostile + webPushPlaceholder + seedTag(seed) + "u04hostile"}
-	const rated = 20 // waves of recipients with slots of their own
+	plain := sc.users[3:] // the users plain fan-outs and night pushes go to
+	const rated = 20      // waves of recipients with slots of their own
 	for i := range rated {
 		sc.rated = append(sc.rated, mkUser("r", i, false, true))
 	}
@@ -319,9 +320,9 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 				expires(200*time.Millisecond, 1500*time.Millisecond)
 			}
 		default: // app plain: a fan-out over non-collapse users
-			perm := rng.Perm(len(sc.users) - 3)[:1+rng.IntN(4)]
+			perm := rng.Perm(len(plain))[:1+rng.IntN(4)]
 			for _, p := range perm {
-				j.Recipients = append(j.Recipients, recipient(sc.users[3+p]))
+				j.Recipients = append(j.Recipients, recipient(plain[p]))
 			}
 			switch c := rng.IntN(6); c {
 			case 0:
@@ -376,14 +377,10 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 		j.App, j.Category, j.Priority = appPlain, "night", payload.PriorityNormal
 		j.Alert = &payload.Alert{Title: "t", Body: j.ID}
 		j.Data = map[string]string{"j": j.ID}
-		for _, p := range rng.Perm(len(sc.users) - 3)[:2] {
-			j.Recipients = append(j.Recipients, recipient(sc.users[3+p]))
+		for _, p := range rng.Perm(len(plain))[:2] {
+			j.Recipients = append(j.Recipients, recipient(plain[p]))
 		}
 		sc.jobs = append(sc.jobs, js)
-	}
-	slices.SortStableFunc(sc.jobs, func(a, b *jobSpec) int { return int(a.at - b.at) })
-	for i, js := range sc.jobs {
-		js.seq = i
 	}
 
 	// Faults: one kill (most seeds), a graceful restart, Redis faults,
@@ -419,7 +416,69 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	sc.lateNode = rng.IntN(nodes)
 	sc.faults = append(sc.faults, fault{at: dur(span/2, span), kind: "reload", node: sc.lateNode})
 	slices.SortStableFunc(sc.faults, func(a, b fault) int { return int(a.at - b.at) })
+	// Drawn last, so that the rest of a seed's workload and faults stay
+	// what they were without it.
+	sc.collapsePair(rng, dur, span)
+	slices.SortStableFunc(sc.jobs, func(a, b *jobSpec) int { return int(a.at - b.at) })
+	for i, js := range sc.jobs {
+		js.seq = i
+	}
 	return sc
+}
+
+// calm is the earliest offset from from on after which no fault starts or
+// lasts for span: no Redis fault delays a retry there, and no kill or
+// restart leaves a task leased.
+func (sc *scenario) calm(from, span time.Duration) time.Duration {
+	at := from
+	for moved := true; moved; {
+		moved = false
+		for _, f := range sc.faults {
+			end := f.at + max(f.span, faultSettle)
+			if f.at < at+span && end > at {
+				at, moved = end, true
+			}
+		}
+	}
+	return at
+}
+
+// collapsePair adds a user of its own and two pushes to it of one
+// collapse key in the pair category (a gap of pairGap), at a calm moment
+// of the run (pairCalm without a fault, from a moment in its first half),
+// so that every seed has an older push whose retry is booked after a
+// newer push of its key was held: the older one reaches the user's first
+// device, its second answers 503 once, and its retry books a second or
+// two later; the newer one, submitted pairNextLo to pairNextHi after it,
+// is held by the gap until well beyond worker.CollapseMargin after that
+// retry's booking. The newest accepted push wins: the retry is refused,
+// and the newer push is delivered at its slot. A limiter that orders the
+// key's pushes by their bookings instead (the collapseByBooking mutant)
+// lets the retry collapse the newer push, which the collapse check
+// reports. A send_at would not hold the newer push: its job is not run,
+// nor booked, until shortly before it.
+func (sc *scenario) collapsePair(rng *rand.Rand, dur func(lo, hi time.Duration) time.Duration, span time.Duration) {
+	u := &user{id: "c-0", collapse: true}
+	for d := range 2 {
+		// APNs: the FCM SDK would retry the 503 itself.
+		tok := apnsToken(fmt.Sprintf("%sc00d%d", seedTag(sc.seed), d))
+		u.devices = append(u.devices, payload.Device{Platform: payload.APNs, Token: tok})
+		if d == 1 {
+			sc.scripts[tok] = []fake.Answer{fake.Status(503), fake.OK()}
+		}
+	}
+	sc.users = append(sc.users, u)
+	sc.policy.Categories[pairCategory] = throttle.Category{MinGap: pairGap}
+	at := sc.calm(dur(0, span/2), pairCalm)
+	for k, js := range []*jobSpec{{at: at}, {at: at + dur(pairNextLo, pairNextHi)}} {
+		j := &js.job
+		j.ID = fmt.Sprintf("%s-c%d", seedTag(sc.seed), k)
+		j.App, j.Priority, j.Category, j.CollapseKey = appPlain, payload.PriorityNormal, pairCategory, "pair"
+		j.Alert = &payload.Alert{Title: "t", Body: j.ID}
+		j.Data = map[string]string{"j": j.ID}
+		j.Recipients = []payload.Recipient{recipient(u)}
+		sc.jobs = append(sc.jobs, js)
+	}
 }
 
 // The workload's drawn bounds.
@@ -437,6 +496,21 @@ const (
 	// (worker retryWake) and its first backoff, so that a retry that
 	// ignores the Retry-After is caught.
 	retryAfterLo, retryAfterHi = 3 * time.Second, 4 * time.Second
+	// pairCategory is the collapse pair's category, pairGap its gap: the
+	// newer push's slot is still more than worker.CollapseMargin away when
+	// the older push's retry books, up to about 3 s after the older push.
+	pairCategory = "pair"
+	pairGap      = worker.CollapseMargin + 5*time.Second
+	// pairNextLo and pairNextHi bound how long after the collapse pair's
+	// older push the newer one is submitted: before the older one's retry
+	// (a backoff of half a second to a second, and Asynq's second more).
+	pairNextLo, pairNextHi = 200 * time.Millisecond, 500 * time.Millisecond
+	// pairCalm is how long the collapse pair's run goes without a fault:
+	// its two submissions and the older push's retry.
+	pairCalm = 4 * time.Second
+	// faultSettle is how long a fault without a span (a kill, a restart,
+	// a reload) is taken to disturb the run.
+	faultSettle = time.Second
 )
 
 func recipient(u *user) payload.Recipient {
