@@ -166,6 +166,11 @@
 //     the lease was shortened, not diagnosed.
 //   - never-lost under -race (HUSH_SIM_RACE=1): seed 1 passed once after
 //     the backoff fix; not run since.
+//   - never-after-expiry (seed 3, once): a Web Push subscription's 201
+//     came 76 ms after its job's expires_at; not diagnosed.
+//   - never-early/max_rate (seed 9, once): the rated app's Web Push
+//     sends were 8 within one second under a max_rate of 5/s (the check's
+//     bound is 7), a fan-out's wave with a 429 among them; not diagnosed.
 //
 // # Running and replaying
 //
