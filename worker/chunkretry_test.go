@@ -147,3 +147,48 @@ func TestUnrecordedRetryKeepsTheDelay(t *testing.T) {
 		})
 	}
 }
+
+// A device answers 429 with a Retry-After while shutdown is stopping the
+// worker (after ShutdownTimeout, before its calls are halted), and another
+// process takes the delivery over at once. The retry is recorded with its
+// Retry-After (attempts.retryAt), so the run that takes it over, a
+// chunk's re-run or a delivery task, does not ask the provider sooner.
+func TestRetryAfterHoldsAcrossAShutdown(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name       string
+		recipients int
+	}{{"fan-out", 2}, {"single", 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			const retryAfter = 3 * time.Second
+			e := newEnv(t, envOptions{shutdownTimeout: 200 * time.Millisecond})
+			id := "shutdown429-" + tt.name
+			busy := fcmToken(id + "-busy")
+			e.fcm.Script(busy, fake.TooMany(retryAfter).WithLatency(800*time.Millisecond), fake.OK())
+			job := payload.Job{ID: id, Content: payload.Content{Alert: &payload.Alert{Title: "r"}}, Recipients: []payload.Recipient{
+				{UserID: "u-busy", Devices: []payload.Device{{Platform: payload.FCM, Token: busy}}},
+			}}
+			if tt.recipients == 2 {
+				job.Recipients = append(job.Recipients, payload.Recipient{UserID: "u-calm", Devices: []payload.Device{{Platform: payload.FCM, Token: fcmToken(id + "-calm")}}})
+			}
+			e.submit(job)
+			waitFor(t, 10*time.Second, "the throttled device asked", func() bool { return len(requestsFor(e.fcm.Requests(), busy)) > 0 })
+			e.restart()
+			st := e.waitDone(id, 30*time.Second)
+			if diff := cmp.Diff(counts(tt.recipients, 0, 0, 0), st.Counts); diff != "" {
+				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+			reqs := requestsFor(e.fcm.Requests(), busy)
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests to the throttled device, want 2 (429, then OK)", len(reqs))
+			}
+			if reqs[0].Answered.IsZero() {
+				t.Fatal("the 429 never reached the worker: the shutdown did not happen during its call")
+			}
+			if wait := reqs[1].At.Sub(reqs[0].Answered); wait < retryAfter {
+				t.Errorf("asked again %s after a 429 with Retry-After %s", wait, retryAfter)
+			}
+		})
+	}
+}

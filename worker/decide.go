@@ -318,6 +318,10 @@ type attempts struct {
 	// booking of such an attempt carries a push; a later attempt that
 	// sends nothing gives its own back.
 	pushedUnder []int
+	// retryAt: the current attempt calls no provider before it (a
+	// provider's Retry-After or the backoff, recorded with the attempt by
+	// nextAttempt; zero: none), whichever run or process makes it.
+	retryAt time.Time
 	// unsettled: a run of the current attempt may have ended during its
 	// provider call without recording the answer (afterUnsettled), so
 	// its booking may carry a push.
@@ -433,9 +437,12 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 	case permanent != nil:
 		return verdict{act: actFail, state: failedOr(delivered),
 			cause: fmt.Errorf("permanent provider failure (%s): %w", reasonOf(permanent), errOf(permanent))}
-	case interrupted:
+	case interrupted && throttled == nil:
 		return verdict{act: actStop}
 	case throttled != nil:
+		// Even when shutdown interrupted the attempt: the retry is
+		// recorded with the provider's Retry-After (attempts.retryAt), so
+		// the run that takes the delivery over waits it out.
 		if a.throttledSince.IsZero() {
 			a.throttledSince = now
 		}

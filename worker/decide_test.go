@@ -198,6 +198,8 @@ func TestJudge(t *testing.T) {
 		{"one dead now, one late, after a delivery under an earlier attempt: book again", []string{stateDelivered, "", ""}, []*providers.Result{nil, dead, late}, attempts{n: 1, pushedUnder: []int{0, -1, -1}}, false, verdict{act: actRebook}, 0},
 		{"one delivered now, the other late: a new attempt at once", []string{"", ""}, []*providers.Result{ok, late}, attempts{}, false, verdict{act: actRetry}, 0},
 		{"shutdown before the call", []string{""}, []*providers.Result{nil}, attempts{}, true, verdict{act: actStop}, 0},
+		{"a 429 answered as shutdown stops the attempt: the retry keeps its Retry-After", []string{""}, []*providers.Result{busyFor(7 * time.Second)}, attempts{}, true, verdict{act: actRetry, throttled: true, release: true}, 7 * time.Second},
+		{"a transient failure as shutdown stops the attempt: handed back", []string{""}, []*providers.Result{down}, attempts{}, true, verdict{act: actStop}, 0},
 		{"shutdown cut a call short", []string{""}, []*providers.Result{gone}, attempts{}, true, verdict{act: actStop}, 0},
 	}
 	for _, tt := range tests {

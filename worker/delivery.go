@@ -179,6 +179,23 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		return false, w.waitForApp(ctx, d, st, missing)
 	}
 	w.appWaits.done(d.appName(), d.member())
+	if wait := a.retryAt.Sub(w.now()); wait > 0 {
+		// A retry recorded with its delay (a provider's Retry-After, or
+		// the backoff) by a run that stopped before waiting it out (a
+		// chunk that handed the recipient over, a shutdown, a re-run):
+		// the provider is not asked again sooner.
+		if wait > maxInlineWait {
+			return false, &DeferError{Delay: wait}
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return false, fmt.Errorf("waiting for the retry of %s: %w", d.member(), ctx.Err())
+		}
+		return true, nil // read again: the job may be cancelled or expired since
+	}
 	// Every call starts within cancelWindow of a read of the job's
 	// cancellation: the state just read, or the booking's own.
 	sendBy := st.readAt.Add(cancelWindow)
@@ -221,7 +238,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		case moveRebook:
 			return true, w.release(ctx, "late", failureReturned, a.n, d)
 		case moveNext:
-			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), d.ttl())
+			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), time.Time{}, d.ttl())
 			return err == nil, err
 		case moveDefer:
 			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d), d.ttl()); err != nil {

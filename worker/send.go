@@ -289,7 +289,16 @@ type next struct {
 // happens next. The final state itself is recorded by the caller.
 func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) (final string, n next, err error) {
 	if v.release {
-		if err := w.release(ctx, "unreached", failureReturned, a.n, d); err != nil {
+		// Under its own context and through a Redis outage, as the record
+		// of the next attempt that follows it: a verdict reached as
+		// shutdown interrupted the attempt, or while Redis was away, is
+		// carried out whole, and a retry keeps its delay (retryAt).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		err := persist(rctx, func(ctx context.Context) error {
+			return w.release(ctx, "unreached", failureReturned, a.n, d)
+		})
+		cancel()
+		if err != nil {
 			return "", next{}, err
 		}
 	}
@@ -304,7 +313,7 @@ func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) 
 		return "", next{}, nil
 	}
 	// actRetry: the next attempt books a slot of its own.
-	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, w.now(), d.ttl()); err != nil {
+	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, w.now(), w.now().Add(v.delay), d.ttl()); err != nil {
 		return "", next{}, err
 	}
 	w.log.Info("delivery retried", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "attempt", a.n+1, "in", v.delay, "cause", v.cause)

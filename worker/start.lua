@@ -49,7 +49,7 @@
 -- states, then their nread held markers ("h:<i>" in the job record: the
 -- task owning a held recipient, held.go), then per recipient in order its
 -- device states and its attempt
--- fields "<i>/a", "<i>/f", "<i>/t", "<i>/p", "<i>/r" (false when none; see
+-- fields "<i>/a", "<i>/f", "<i>/t", "<i>/p", "<i>/r", "<i>/w" (false when none; see
 -- appendRecipientFields)}.
 --
 -- The fixed fields are only ever written together, here, so a record with
@@ -120,7 +120,7 @@ end
 local fresh = not head[4] or head[4] == 'queued'
 -- A recipient's attempt fields, after its device states (the Go side's
 -- appendRecipientFields).
-local attempt_fields = {'/a', '/f', '/t', '/p', '/r'}
+local attempt_fields = {'/a', '/f', '/t', '/p', '/r', '/w'}
 local out = {owner, head[2] or '', head[3] or '', '', fresh and '1' or ''}
 if nread == 0 then
   return out

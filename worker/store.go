@@ -610,8 +610,10 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 // ms), "<i>/p" the send time a pacer granted its next send (Unix ms on the
 // limiter's clock; with pacedToldMark, a time it was told, not granted;
 // see pace.go), "<i>/r" attempts a provider refused (throttled, or failed
-// transiently), which the backoff counts.
-const nAttemptFields = 5
+// transiently), which the backoff counts, "<i>/w" the instant before which
+// the next attempt calls no provider (Unix ms on the local clock of the
+// process that recorded it: a provider's Retry-After, or the backoff).
+const nAttemptFields = 6
 
 // appendRecipientFields appends the device hash fields of recipient i with
 // n devices: its device states, then its attempt fields.
@@ -620,7 +622,7 @@ func appendRecipientFields(fields []string, i, n int) []string {
 		fields = append(fields, devField(i, d))
 	}
 	p := strconv.Itoa(i) + "/"
-	return append(fields, p+"a", p+"f", p+"t", p+"p", p+"r")
+	return append(fields, p+"a", p+"f", p+"t", p+"p", p+"r", p+"w")
 }
 
 // attemptsOf reads the attempt fields (as HMGET answers them).
@@ -637,6 +639,9 @@ func attemptsOf(vals []any) attempts {
 		a.paced, a.pacedTold = time.UnixMilli(ms), told
 	}
 	a.refusals, _ = strconv.Atoi(s[4])
+	if ms, err := strconv.ParseInt(s[5], 10, 64); err == nil {
+		a.retryAt = time.UnixMilli(ms)
+	}
 	return a
 }
 
@@ -724,10 +729,12 @@ func pushedUnder(states []string, vals []any) []int {
 
 // nextAttempt records that recipient i's attempt a.n ended and another
 // follows (a transient failure when transient; a provider throttling at now
-// when throttled; either is a refusal), and returns the new history. It is written under its
-// own context like device outcomes: the next attempt must book a slot of
-// its own even when shutdown cancelled the task.
-func (s store) nextAttempt(ctx context.Context, id string, i int, a attempts, transient, throttled bool, now time.Time, ttl time.Duration) (attempts, error) {
+// when throttled; either is a refusal), calling no provider before
+// retryAt (zero: at once), and returns the new history. It is written
+// under its own context like device outcomes: the next attempt must book
+// a slot of its own, and keep a provider's Retry-After, even when
+// shutdown cancelled the task and another process runs it.
+func (s store) nextAttempt(ctx context.Context, id string, i int, a attempts, transient, throttled bool, now, retryAt time.Time, ttl time.Duration) (attempts, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	k, p := devKey(id), strconv.Itoa(i)+"/"
@@ -740,6 +747,11 @@ func (s store) nextAttempt(ctx context.Context, id string, i int, a attempts, tr
 			rc = pp.HIncrBy(ctx, k, p+"r", b2i(transient || throttled))
 			if throttled {
 				pp.HSetNX(ctx, k, p+"t", now.UnixMilli())
+			}
+			if retryAt.After(now) {
+				pp.HSet(ctx, k, p+"w", retryAt.UnixMilli())
+			} else {
+				pp.HDel(ctx, k, p+"w")
 			}
 			tc = pp.HGet(ctx, k, p+"t")
 			pp.PExpire(ctx, k, ttl)
@@ -754,6 +766,9 @@ func (s store) nextAttempt(ctx context.Context, id string, i int, a attempts, tr
 		return a, fmt.Errorf("record the next attempt of %s/%d: %w", id, i, err)
 	}
 	out := attempts{n: int(nc.Val()), failures: int(fc.Val()), refusals: int(rc.Val())}
+	if retryAt.After(now) {
+		out.retryAt = time.UnixMilli(retryAt.UnixMilli())
+	}
 	if ms, err := strconv.ParseInt(tc.Val(), 10, 64); err == nil {
 		out.throttledSince = time.UnixMilli(ms)
 	}
