@@ -192,3 +192,50 @@ func TestRetryAfterHoldsAcrossAShutdown(t *testing.T) {
 		})
 	}
 }
+
+// enqueueFails is a hook on the worker's Redis: once armed, the first
+// command that makes delivery task id fails as a dropped connection would,
+// after Redis may or may not have run it.
+type enqueueFails struct {
+	id     string
+	armed  func() bool
+	failed atomic.Bool
+}
+
+func (h *enqueueFails) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *enqueueFails) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		for _, a := range c.Args() {
+			if s, ok := a.(string); ok && strings.Contains(s, h.id) && h.armed() && h.failed.CompareAndSwap(false, true) {
+				c.SetErr(errDropped)
+				return errDropped
+			}
+		}
+		return next(ctx, c)
+	}
+}
+
+func (h *enqueueFails) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A fan-out's device answers 429 with a Retry-After; the retry is
+// recorded, but making the recipient's delivery task fails, so the
+// chunk's re-run hands the recipient over again, at once. The delivery
+// task waits out the recorded Retry-After (attempts.retryAt) before it
+// asks the provider again.
+func TestChunkRetryAfterHoldsWhenTheHandoffFails(t *testing.T) {
+	t.Parallel()
+	const id = "chunkretry-handoff"
+	e := newEnv(t, envOptions{noRun: true})
+	busy := fcmToken(id + "-busy")
+	h := &enqueueFails{id: deliveryTaskID(id, 0), armed: func() bool {
+		reqs := requestsFor(e.fcm.Requests(), busy)
+		return len(reqs) > 0 && !reqs[0].Answered.IsZero()
+	}}
+	e.rdb.AddHook(h)
+	e.start()
+	t.Cleanup(e.shutdown)
+	checkChunkRetryAfter(e, id, &h.failed)
+}
