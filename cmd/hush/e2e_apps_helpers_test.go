@@ -427,7 +427,7 @@ func (fx *appsFixture) assertAppTimelines(arrs []appArrival) {
 		mine := plain(ofApp(arrs, app.name))
 		v, st := checkTimelines(mine, byUser, app.rules)
 		if len(v) > 0 {
-			t.Errorf("app %s: %d rule violations (%d/%s, gap %s, tolerance %s): %s", app.name, len(v),
+			timingErrorf(t, "app %s: %d rule violations (%d/%s, gap %s, tolerance %s): %s", app.name, len(v),
 				app.rules.n, app.rules.window, app.rules.gap, app.rules.tolerance, head(v, 10))
 			for _, u := range st.violating[:min(2, len(st.violating))] {
 				u = strings.TrimPrefix(u, "user ")

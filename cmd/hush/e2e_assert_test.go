@@ -131,7 +131,7 @@ func (c *cluster) assertTimelines(arrs []arrival) {
 	}{{"user", byUser}, {"device", byDevice}} {
 		v, st := checkTimelines(arrs, g.fn, r)
 		if len(v) > 0 {
-			t.Errorf("per %s: %d rule violations (%d/%s, gap %s, tolerance %s): %s", g.name, len(v), r.n, r.window, r.gap, r.tolerance, head(v, 10))
+			timingErrorf(t, "per %s: %d rule violations (%d/%s, gap %s, tolerance %s): %s", g.name, len(v), r.n, r.window, r.gap, r.tolerance, head(v, 10))
 			if g.name == "user" {
 				for _, u := range st.violating[:min(2, len(st.violating))] {
 					u = strings.TrimPrefix(u, "user ")

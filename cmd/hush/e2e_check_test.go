@@ -337,3 +337,19 @@ func TestCheckTimelines(t *testing.T) {
 		})
 	}
 }
+
+// timingErrorf reports a rule measured in real time at the fakes (a gap,
+// a window) that did not hold. Under the race detector the fakes, in the
+// test process, take a request up to hundreds of milliseconds after it
+// left a hush process, past the 250 ms tolerance docs/delivery.md states
+// for the network: there the violation is logged, not failed, and
+// .ci/run checks the same tests without the race detector, where it
+// fails.
+func timingErrorf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if raceDetector {
+		t.Logf("timing, not failed under -race (checked without it by .ci/run): "+format, args...)
+		return
+	}
+	t.Errorf(format, args...)
+}

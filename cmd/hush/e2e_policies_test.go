@@ -311,7 +311,7 @@ func TestE2EPolicies(t *testing.T) {
 	}{{"promo", promoRules}, {"social", socialRules}} {
 		v, st := checkTimelines(pl.filter(arrs, func(n policyNote) bool { return n.category == cr.category }), byUser, cr.r)
 		if len(v) > 0 {
-			t.Errorf("category %s: %d rule violations (%d/%s, gap %s, tolerance %s): %s", cr.category, len(v), cr.r.n, cr.r.window, cr.r.gap, cr.r.tolerance, head(v, 10))
+			timingErrorf(t, "category %s: %d rule violations (%d/%s, gap %s, tolerance %s): %s", cr.category, len(v), cr.r.n, cr.r.window, cr.r.gap, cr.r.tolerance, head(v, 10))
 			for _, u := range st.violating[:min(2, len(st.violating))] {
 				u = strings.TrimPrefix(u, "user ")
 				t.Logf("timeline of %s (offset, platform, notification, status):%s", u, timeline(arrs, u))
