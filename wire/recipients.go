@@ -13,7 +13,10 @@ type RecipientsPage struct {
 	State      string `json:"state"`
 	Recipients int    `json:"recipients"`
 	// Retired: the job finished and its per-recipient records are gone;
-	// Counts (then set) is what remains of them, and Items is empty.
+	// Counts (then set) is what remains of them, and Items list each
+	// recipient's final state and a failure's reason, without devices or
+	// attempts (empty when the job was finished by a build of hush that
+	// kept no per-recipient exceptions).
 	Retired bool           `json:"retired"`
 	Counts  map[string]int `json:"counts,omitempty"`
 	// Items are the recipients read that match the query, by index.
@@ -29,6 +32,8 @@ type RecipientState struct {
 	Index int `json:"index"`
 	// State is its final state, "held" or "pending".
 	State string `json:"state"`
+	// Reason is a failed recipient's reason (at most 256 bytes).
+	Reason string `json:"reason,omitempty"`
 	// Devices are its devices with a recorded state (delivered,
 	// token_invalid), by index in the recipient's devices. A device that
 	// is not listed has not been answered, or failed, or was never sent

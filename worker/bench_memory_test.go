@@ -31,6 +31,8 @@ func keyKind(k string) string {
 			return "hush:job:{id}:r"
 		case strings.HasSuffix(k, "}:dev"):
 			return "hush:job:{id}:dev"
+		case strings.HasSuffix(k, "}:x"):
+			return "hush:job:{id}:x"
 		case strings.HasSuffix(k, "}"):
 			return "hush:job:{id}"
 		}

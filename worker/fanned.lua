@@ -6,6 +6,7 @@
 -- KEYS[2] recipient states  hush:job:{<id>}:r
 -- KEYS[3] device states     hush:job:{<id>}:dev
 -- KEYS[4] done bucket       hush:done:{<tag>}:<width>:<bucket>  (retire.go)
+-- KEYS[5] exceptions        hush:job:{<id>}:x    (exceptKey)
 --
 -- ARGV[1] cursor     how many recipients have their chunk task
 -- ARGV[2] expire_at  when the done bucket expires (Unix ms)
@@ -19,4 +20,4 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
 redis.call('HSET', KEYS[1], 'cursor', cursor, 'state', 'fanned_out')
-return retire(KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at)
+return retire(KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at, KEYS[5])

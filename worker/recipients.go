@@ -23,14 +23,17 @@ import (
 // delivered or token_invalid (:dev "<i>/<d>"), the attempts made
 // (:dev "<i>/a"), and for a held recipient the task that owns it (the job
 // record's "h:<i>", heldMark). The records name no user or device token,
-// so neither is answered; a failed recipient's reason is not recorded
-// (its hush:delivery task is archived with it).
+// so neither is answered. The recipients that ended other than delivered
+// are kept apart too, with a failure's reason (:x, exceptKey).
 //
 // What is answerable when: while the job is live (accepted and not
 // finished) every recipient, as far as its deliveries have come; once the
 // job finishes (fanned out, every recipient final) its records are retired
-// at once (retire.go) and only the counts per state remain, for
-// HUSH_JOB_RETENTION: the page then says Retired and lists no one.
+// at once (retire.go) and, for HUSH_JOB_RETENTION, the counts per state
+// remain and the exceptions: the page then says Retired and lists every
+// recipient's final state (delivered unless an exception says otherwise),
+// without devices or attempts. A job finished by a build that kept no
+// exceptions (their number falls short of the counts) lists no one.
 
 // Bounds of a read of a job's recipients.
 const (
@@ -132,7 +135,8 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 		}
 		devs = append(devs, names[k]+"/a")
 	}
-	var hc, rc, dc *redis.SliceCmd
+	var hc, rc, dc, xc *redis.SliceCmd
+	var xn *redis.IntCmd
 	var done []*redis.StringCmd
 	// One transaction: retire.lua deletes the records at once, and a read
 	// between its writes would see some keys and not others.
@@ -140,6 +144,8 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 		hc = p.HMGet(ctx, jobKey(id), fields...)
 		rc = p.HMGet(ctx, recpKey(id), names...)
 		dc = p.HMGet(ctx, devKey(id), devs...)
+		xc = p.HMGet(ctx, exceptKey(id), names...)
+		xn = p.HLen(ctx, exceptKey(id))
 		done = queueRetired(ctx, p, s.done, id, s.now())
 		return nil
 	})
@@ -150,14 +156,37 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 	if len(head) != len(fields) {
 		return RecipientsPage{}, fmt.Errorf("job record %s: %d fields for %d", id, len(head), len(fields))
 	}
+	except := strs(xc.Val())
+	if len(except) != n {
+		return RecipientsPage{}, fmt.Errorf("exceptions of job %s: unexpected reply", id)
+	}
 	if head[0] == "" {
 		if v := retiredOf(done); v != "" {
 			st, err := compactStatus(id, v)
 			if err != nil {
 				return RecipientsPage{}, err
 			}
-			return RecipientsPage{ID: id, App: st.App, State: st.State, Recipients: st.Recipients, Retired: true,
-				Counts: st.Counts, Items: []RecipientState{}}, nil
+			page := RecipientsPage{ID: id, App: st.App, State: st.State, Recipients: st.Recipients, Retired: true,
+				Counts: st.Counts, Items: []RecipientState{}}
+			if int64(st.Recipients-st.Counts[stateDelivered]) != xn.Val() {
+				// Finished by a build that kept no exceptions, or they
+				// expired: the counts are all there is.
+				return page, nil
+			}
+			end := min(from+n, page.Recipients)
+			for k := range max(end-from, 0) {
+				r := RecipientState{Index: from + k, State: stateDelivered}
+				if except[k] != "" {
+					r.State, r.Reason = splitExcept(except[k])
+				}
+				if q.State == "" || r.State == q.State {
+					page.Items = append(page.Items, r)
+				}
+			}
+			if end < page.Recipients {
+				page.Next = strconv.Itoa(end)
+			}
+			return page, nil
 		}
 		return RecipientsPage{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
@@ -174,6 +203,9 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 	end := min(from+n, page.Recipients)
 	for k := range max(end-from, 0) {
 		r := recipientOf(id, from+k, finals[k], marks[k], dv[k*(payload.MaxDevices+1):(k+1)*(payload.MaxDevices+1)])
+		if except[k] != "" && finals[k] != "" {
+			_, r.Reason = splitExcept(except[k])
+		}
 		if q.State == "" || r.State == q.State {
 			page.Items = append(page.Items, r)
 		}
@@ -182,6 +214,13 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 		page.Next = strconv.Itoa(end)
 	}
 	return page, nil
+}
+
+// splitExcept reads a value of the job's exceptions (exceptKey): the
+// final state, and a failure's reason.
+func splitExcept(v string) (state, reason string) {
+	state, reason, _ = strings.Cut(v, "|")
+	return state, reason
 }
 
 // recipientOf is recipient i of job id from its final state, its held

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/internal/testkit"
+	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 )
 
@@ -40,8 +43,9 @@ func recipientsJob(t *testing.T, e *env) string {
 
 // TestRecipientsOfALiveJob: a live job's page lists each recipient's final
 // state, its devices' recorded states and, for the held one, the task
-// holding it; it pages by cursor and filters by state; once the job
-// finishes (the held recipient cancelled), only the counts remain.
+// holding it, and a failure's reason; it pages by cursor and filters by
+// state; once the job finishes (the held recipient cancelled), the counts
+// remain and every recipient's final state.
 func TestRecipientsOfALiveJob(t *testing.T) {
 	e := newEnv(t, envOptions{limits: "1/1h"})
 	id := recipientsJob(t, e)
@@ -64,7 +68,7 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 	want := RecipientsPage{ID: id, App: all.App, State: jobFannedOut, Recipients: 5, Items: []RecipientState{
 		{Index: 0, State: stateDelivered, Devices: []DeviceState{{Device: 0, State: stateDelivered}, {Device: 1, State: stateDelivered}}},
 		{Index: 1, State: stateTokenInvalid, Devices: []DeviceState{{Device: 0, State: stateTokenInvalid}}},
-		{Index: 2, State: stateFailed},
+		{Index: 2, State: stateFailed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"},
 		{Index: 3, State: RecipientHeld, Held: held},
 		{Index: 4, State: stateDelivered},
 	}}
@@ -166,11 +170,43 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := RecipientsPage{ID: id, App: all.App, State: jobCancelled, Recipients: 5, Retired: true, Items: []RecipientState{},
-			Counts: map[string]int{"pending": 0, stateDelivered: 2, stateTokenInvalid: 1, stateFailed: 1, stateCancelled: 1,
-				stateExpired: 0, stateThrottleFull: 0, stateCollapsed: 0}}
+		counts := map[string]int{"pending": 0, stateDelivered: 2, stateTokenInvalid: 1, stateFailed: 1, stateCancelled: 1,
+			stateExpired: 0, stateThrottleFull: 0, stateCollapsed: 0}
+		want := RecipientsPage{ID: id, App: all.App, State: jobCancelled, Recipients: 5, Retired: true, Counts: counts,
+			Items: []RecipientState{{Index: 2, State: stateFailed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"}}}
+		if diff := cmp.Diff(want, p); diff != "" {
+			t.Errorf("retired page, failed (-want +got):\n%s", diff)
+		}
+		// Every recipient's final state, from the exceptions the job
+		// keeps: delivered unless one says otherwise; no devices.
+		p, err = e.client.Recipients(ctx, id, RecipientsQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Items = []RecipientState{
+			{Index: 0, State: stateDelivered},
+			{Index: 1, State: stateTokenInvalid},
+			{Index: 2, State: stateFailed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"},
+			{Index: 3, State: stateCancelled},
+			{Index: 4, State: stateDelivered},
+		}
 		if diff := cmp.Diff(want, p); diff != "" {
 			t.Errorf("retired page (-want +got):\n%s", diff)
+		}
+		// The exceptions expire with the job's done entry; a job that
+		// reached everyone keeps none.
+		if ttl := e.rdb.PTTL(ctx, exceptKey(id)).Val(); ttl <= 0 {
+			t.Errorf("exceptions of the retired job: TTL %s, want one", ttl)
+		}
+		if n := e.rdb.Exists(ctx, exceptKey("rcp-first")).Val(); n != 0 {
+			t.Errorf("a job delivered to everyone keeps %d exceptions key, want none", n)
+		}
+		first, err := e.client.Recipients(ctx, "rcp-first", RecipientsQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(first.Items) != 1 || first.Items[0].State != stateDelivered || !first.Retired {
+			t.Errorf("the delivered job's page: %+v, want its one recipient delivered", first)
 		}
 	})
 }
@@ -249,12 +285,49 @@ func TestRecipientsPageCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// MULTI, the record's HMGET, the states' and the devices', the done
-	// buckets' HGETs, EXEC.
-	if want := 2 + 3 + doneLookups; h.trips != 1 || h.cmds != want {
+	// MULTI, the record's HMGET, the states', the devices' and the
+	// exceptions', the exceptions' HLEN, the done buckets' HGETs, EXEC.
+	if want := 2 + 5 + doneLookups; h.trips != 1 || h.cmds != want {
 		t.Errorf("a page: %d round trips, %d commands; want 1, %d", h.trips, h.cmds, want)
 	}
 	if len(p.Items) != 1000 || p.Items[0].State != stateDelivered || p.Items[999].State != RecipientHeld || p.Items[1].State != RecipientPending || p.Next != "51000" {
 		t.Errorf("page from 50000: %d items, first %s, second %s, last %s, next %q", len(p.Items), p.Items[0].State, p.Items[1].State, p.Items[999].State, p.Next)
+	}
+}
+
+// TestExceptionsMemory: what a finished job keeps for its recipients that
+// ended other than delivered (exceptKey), per such recipient, small (in
+// Redis's compact encoding) and large; its delivered recipients cost
+// nothing. The figures are docs/performance.md's.
+func TestExceptionsMemory(t *testing.T) {
+	testkit.Slow(t, "sends to 2,200 devices to measure what their exceptions keep")
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	for _, n := range []int{100, 1000} {
+		id := fmt.Sprintf("exceptions-%d", n)
+		var rs []payload.Recipient
+		for i := range 2 * n {
+			tok := apnsToken(fmt.Sprintf("%s-%d", id, i))
+			if i%2 == 0 {
+				e.apns.Script(tok, fake.Unregistered())
+			}
+			rs = append(rs, apnsRecipient(fmt.Sprintf("u-%d", i), tok))
+		}
+		st := e.waitDone(e.submit(alertJob(id, "x", rs...)), 60*time.Second)
+		if st.Counts[stateTokenInvalid] != n || st.Counts[stateDelivered] != n {
+			t.Fatalf("job %s: %v, want %d token_invalid and %d delivered", id, st.Counts, n, n)
+		}
+		b, err := e.rdb.MemoryUsage(ctx, exceptKey(id), 0).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept := e.rdb.HLen(ctx, exceptKey(id)).Val(); kept != int64(n) {
+			t.Errorf("job %s keeps %d exceptions, want %d", id, kept, n)
+		}
+		per := float64(b) / float64(n)
+		t.Logf("%d of %d recipients token_invalid: %d B kept, %.1f B per exception", n, 2*n, b, per)
+		if per > 100 {
+			t.Errorf("%.1f B per exception, want at most 100", per)
+		}
 	}
 }

@@ -17,6 +17,8 @@
 -- KEYS[2] recipient states  hush:job:{<id>}:r
 -- KEYS[3] device states     hush:job:{<id>}:dev  (deleted when the job retires)
 -- KEYS[4] done bucket       hush:done:{<tag>}:<width>:<bucket>  (retire.go)
+-- KEYS[5] exceptions        hush:job:{<id>}:x    (exceptKey: kept after
+--                           the job retires)
 --
 -- ARGV[1] ttl        TTL of the keys in milliseconds
 -- ARGV[2] deferrals  deferrals to add to the job's count
@@ -26,9 +28,10 @@
 -- ARGV[6] range      the recipients' range (recipient / 100, every one of
 --                    this call's in it), or "" for none: see below
 -- ARGV[7..] per recipient, 2 values each: recipient, state
---           (its final state, or '@' followed by the queue its delivery
---           task waits on for a held recipient: field "h:<recipient>" of
---           the job record; no final state starts with '@')
+--           (its final state, followed by '|' and the reason for a
+--           failure, or '@' followed by the queue its delivery task waits
+--           on for a held recipient: field "h:<recipient>" of the job
+--           record; no final state starts with '@')
 --
 -- Reply: per recipient, 1 when this call recorded its final state, else 0
 -- (it already had one, or it is held, or the job was retired: its record
@@ -119,11 +122,16 @@ end
 -- counts per state, the markers they replace) and view: h as it will be
 -- after those writes, so that the call that finishes the job retires it
 -- without writing them first.
-local holds, finals, gone, counts, states = {}, {}, {}, {}, {}
+local holds, finals, gone, counts, states, exceptions = {}, {}, {}, {}, {}, {}
 local seen, changed, k = {}, deferrals > 0, 0
 local view = h
 for i = 7, #ARGV - 1, 2 do
   local recipient, state = ARGV[i], ARGV[i + 1]
+  local kept = state -- what the exceptions keep: the state and its reason
+  local bar = string.find(state, '|', 1, true)
+  if bar then
+    state = string.sub(state, 1, bar - 1)
+  end
   local new = 0
   if string.byte(state) == HELD then
     changed = true
@@ -137,6 +145,10 @@ for i = 7, #ARGV - 1, 2 do
       changed = true
       finals[#finals + 1] = recipient
       finals[#finals + 1] = state
+      if state ~= 'delivered' then
+        exceptions[#exceptions + 1] = recipient
+        exceptions[#exceptions + 1] = kept
+      end
       gone[#gone + 1] = 'h:' .. recipient
       local c = counts[state]
       if not c then
@@ -155,7 +167,11 @@ end
 if deferrals > 0 then
   view[DEFERRALS] = (tonumber(view[DEFERRALS]) or 0) + deferrals
 end
-if changed and retire_with(view, KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at) == 1 then
+-- The exceptions are written before the job may retire: they outlive it.
+if #exceptions > 0 then
+  redis.call('HSET', KEYS[5], unpack(exceptions))
+end
+if changed and retire_with(view, KEYS[1], KEYS[2], KEYS[3], KEYS[4], expire_at, KEYS[5]) == 1 then
   return out
 end
 write_device()
@@ -182,4 +198,7 @@ if deferrals > 0 then
 end
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
+if #exceptions > 0 then
+  redis.call('PEXPIRE', KEYS[5], ttl)
+end
 return out

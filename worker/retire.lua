@@ -71,6 +71,7 @@ for _, s in ipairs(final_states) do
   final_index[s] = #retire_fields
 end
 local FIRST_FINAL, LAST_FINAL = DEFERRALS + 1, #retire_fields
+local DELIVERED = final_index['delivered']
 retire_fields[#retire_fields + 1] = 'task'
 local TASK = #retire_fields
 retire_fields[#retire_fields + 1] = 'app'
@@ -80,20 +81,21 @@ local APP = #retire_fields
 -- they are (or as the caller is about to write them), say it is fanned out
 -- and every recipient has a final state. The other arguments and the
 -- reply are retire's.
-local function retire_with(h, job, recp, dev, into, expire_at)
+local function retire_with(h, job, recp, dev, into, expire_at, except)
   local n = tonumber(h[2])
   if h[1] ~= 'fanned_out' or not n then
     return 0
   end
   -- counts holds numbers: table.concat writes an integer count as %d
   -- would (string.format costs a call each).
-  local counts, final, last = {}, 0, 0
+  local counts, final, last, exceptional = {}, 0, 0, false
   for i = FIRST_FINAL, LAST_FINAL do
     local c = tonumber(h[i]) or 0
     counts[i - DEFERRALS] = c
     final = final + c
     if c > 0 then
       last = i - DEFERRALS
+      exceptional = exceptional or i ~= DELIVERED
     end
   end
   if final < n then
@@ -115,12 +117,17 @@ local function retire_with(h, job, recp, dev, into, expire_at)
   redis.call('HSET', into, string.sub(job, 11, -2), entry)
   redis.call('PEXPIREAT', into, expire_at)
   redis.call('DEL', job, recp, dev)
+  if exceptional then
+    -- The recipients that ended other than delivered stay readable as
+    -- long as the entry (exceptKey); a job that reached everyone has none.
+    redis.call('PEXPIREAT', except, expire_at)
+  end
   return 1
 end
 
 -- retire: job, recp, dev are the job's keys, into the done bucket to add
 -- to and expire_at when that bucket expires (Unix ms). Returns 1 when it
 -- retired the job.
-local function retire(job, recp, dev, into, expire_at)
-  return retire_with(redis.call('HMGET', job, unpack(retire_fields)), job, recp, dev, into, expire_at)
+local function retire(job, recp, dev, into, expire_at, except)
+  return retire_with(redis.call('HMGET', job, unpack(retire_fields)), job, recp, dev, into, expire_at, except)
 end

@@ -103,6 +103,15 @@ func jobKey(id string) string  { return "hush:job:{" + jobTag(id) + "}" }
 func recpKey(id string) string { return jobKey(id) + ":r" }
 func devKey(id string) string  { return jobKey(id) + ":dev" }
 
+// exceptKey is the hash of a job's recipients that ended other than
+// delivered: index to "<state>", or "<state>|<reason>" for a failure
+// (record.lua writes it with the final states). Unlike the other
+// records it outlives the job's retirement, for as long as the job's
+// done entry, so that "what happened to this push?" is answered for
+// every recipient of a finished job, at no cost for one that reached
+// everyone.
+func exceptKey(id string) string { return jobKey(id) + ":x" }
+
 // jobKeys are a job's keys in the order the scripts' KEYS name them: the
 // record, the recipient states, the device states. A script given fewer
 // takes the first ones.
@@ -183,8 +192,10 @@ func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *
 // when the done bucket expires, the device state folded into the call
 // (field "" for none), the recipients' range (recordRange; "" for none),
 // then two values per entry of entries (recipient index, final state,
-// queue triples: a final state, or "" and the queue a held recipient's
-// task waits on): the recipient, then its final state or heldValue(queue).
+// queue or reason triples: a final state and a failure's reason, or ""
+// and the queue a held recipient's task waits on): the recipient, then
+// its final state (with "|" and the reason when there is one) or
+// heldValue(queue).
 func recordArgs(ttl time.Duration, deferrals int, expireAt int64, devField, devState, rng string, entries []any) []any {
 	args := make([]any, 0, 6+len(entries)/3*2)
 	args = append(args,
@@ -197,8 +208,11 @@ func recordArgs(ttl time.Duration, deferrals int, expireAt int64, devField, devS
 	)
 	for k := 0; k+2 < len(entries); k += 3 {
 		v := entries[k+1]
-		if v == "" {
-			v = heldValue(entries[k+2].(string))
+		switch why := entries[k+2].(string); {
+		case v == "":
+			v = heldValue(why)
+		case why != "":
+			v = v.(string) + "|" + why // a failure's reason (exceptKey)
 		}
 		args = append(args, entries[k], v) // ARGV[7..] recipient, state
 	}
@@ -299,7 +313,7 @@ func newStore(rdb redis.UniversalClient, retention time.Duration) store {
 // bucket to write to.
 func (s store) retiring(id string) (keys []string, expireAt int64) {
 	into, at := s.done.write(id, s.now())
-	return append(jobKeys(id), into), at
+	return append(jobKeys(id), into, exceptKey(id)), at
 }
 
 // retired reads job id's done-hash entry: "" when it has none.

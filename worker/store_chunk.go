@@ -362,7 +362,7 @@ func chunkArgs(c *chunk, always bool, rf, df []string) []any {
 
 // chunkRecord is what one chunk writes when its sends are done.
 type chunkRecord struct {
-	entries   []any // recipient index, final state ("": held), queue triples
+	entries   []any // recipient index, final state ("": held), queue or failure reason triples
 	deferrals int
 	// folded is a device answer the record call writes too (record.lua's
 	// dev_field), nil or not pending for none.
@@ -375,10 +375,20 @@ type chunkRecord struct {
 // final records recipient's final state, about naming its job, app, user
 // and time (and a failure's reason) for its event.
 func (r *chunkRecord) final(recipient int, state string, about Event) {
-	r.entries = append(r.entries, recipient, state, "")
+	r.entries = append(r.entries, recipient, state, exceptReason(state, about.Reason))
 	if e, ok := finalEvent(state, about); ok {
 		r.events = append(r.events, e)
 	}
+}
+
+// exceptReason is what the job's exceptions keep of a final state's
+// reason (exceptKey): a failure's, clipped as its event's; nothing for
+// another state.
+func exceptReason(state, reason string) string {
+	if state != stateFailed {
+		return ""
+	}
+	return clip(reason, maxEventReason)
 }
 
 // held records that recipient's delivery task waits on queue.

@@ -53,12 +53,14 @@ States: a final state (delivered, expired, token_invalid, failed,
 throttle_full, collapsed, cancelled), held (waiting for the slot the
 limiter booked) or pending (not sent yet, or being retried).
 
-What hush can tell, and when: while the job is live, every recipient. Once
-every recipient has a final state, the job's per-recipient records are
-deleted and only its counts are kept (for HUSH_JOB_RETENTION, 24 h by
-default): hush recipients then prints the counts. hush keeps no user id,
-device token or failure reason with a job's states: match an index with
-the job you sent, and find a failure's reason in the logs.
+A failed recipient's line ends with its reason (what the provider or hush
+said). What hush can tell, and when: while the job is live, every
+recipient. Once every recipient has a final state, the job's
+per-recipient records are deleted; its counts and the recipients that
+ended other than delivered are kept (for HUSH_JOB_RETENTION, 24 h by
+default): hush recipients then prints the counts, then each recipient's
+final state, without devices. hush keeps no user id or device token with
+a job's states: match an index with the job you sent.
 
 hush recipients asks the server page by page until it has printed --limit
 recipients in --state or reached the last one, then prints "more:" and the
@@ -113,8 +115,12 @@ func runRecipients(ctx context.Context, args []string, stdout, _ io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("recipients: %w", readable(err))
 		}
-		if p.Retired {
+		if p.Retired && len(p.Items) == 0 && p.Next == "" && printed == 0 && f.state == "" {
+			// Finished by a hush that kept no recipient's state.
 			return printRetired(out, p)
+		}
+		if p.Retired && q.Cursor == f.cursor && !f.asJSON {
+			fmt.Fprintf(out, "job %s finished (%s): %s; each recipient's final state:\n", p.ID, p.State, countsLine(p.Counts))
 		}
 		items := p.Items[:min(len(p.Items), f.limit-printed)]
 		if f.asJSON {
@@ -171,6 +177,9 @@ func recipientLine(r client.RecipientState) string {
 	if r.Attempts > 0 {
 		more = append(more, strconv.Itoa(r.Attempts)+" attempts before")
 	}
+	if r.Reason != "" {
+		more = append(more, r.Reason)
+	}
 	if h := r.Held; h != nil {
 		s := ""
 		if !h.Slot.IsZero() {
@@ -211,17 +220,23 @@ func (t *trimmedLines) Write(p []byte) (int, error) {
 	}
 }
 
-// printRetired says what is left of a finished job: its counts.
+// printRetired says what is left of a job finished by a hush that kept
+// no recipient's state: its counts.
 func printRetired(w io.Writer, p client.RecipientsPage) error {
+	_, err := fmt.Fprintf(w, "job %s finished (%s): its %d recipients' own states are gone, only its counts are kept: %s\n",
+		p.ID, p.State, p.Recipients, countsLine(p.Counts))
+	return err
+}
+
+// countsLine is a finished job's counts, the states with none left out.
+func countsLine(c map[string]int) string {
 	var counts []string
 	for _, s := range []string{"delivered", "expired", "token_invalid", "failed", "throttle_full", "collapsed", "cancelled"} {
-		if n := p.Counts[s]; n > 0 {
+		if n := c[s]; n > 0 {
 			counts = append(counts, s+" "+strconv.Itoa(n))
 		}
 	}
-	_, err := fmt.Fprintf(w, "job %s finished (%s): its %d recipients' own states are gone, only its counts are kept: %s\n",
-		p.ID, p.State, p.Recipients, strings.Join(counts, ", "))
-	return err
+	return strings.Join(counts, ", ")
 }
 
 func stateFlag(s string) string {

@@ -92,7 +92,7 @@ func TestRecipients(t *testing.T) {
 	for i, want := range []string{
 		`^#0  delivered      device 0 delivered, device 1 delivered$`,
 		`^#1  token_invalid  device 0 token_invalid$`,
-		`^#2  failed$`,
+		`^#2  failed         \s+permanent provider failure \(BadTopic\): provider answer$`,
 		`^#3  held           \s+slot \S+ \(in (59m|1h)\S*\) held by 1/1h; task \S+ in \S+(, wakes \S+)?$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[i]) {
@@ -104,7 +104,7 @@ func TestRecipients(t *testing.T) {
 	}
 
 	stdout, _, code = runCmd(t, "recipients", "promo-7", "--server", srv.URL, "--state", "failed")
-	if code != 0 || stdout != "#2  failed\n" {
+	if code != 0 || stdout != "#2  failed    permanent provider failure (BadTopic): provider answer\n" {
 		t.Errorf("--state failed: exit %d, stdout %q, want only #2", code, stdout)
 	}
 	stdout, _, code = runCmd(t, "recipients", "promo-7", "--server", srv.URL, "--limit", "2")
@@ -135,7 +135,11 @@ func TestRecipients(t *testing.T) {
 		return err == nil && p.Retired
 	})
 	stdout, _, code = runCmd(t, "recipients", "promo-7", "--server", srv.URL)
-	want := "job promo-7 finished (cancelled): its 4 recipients' own states are gone, only its counts are kept: delivered 1, token_invalid 1, failed 1, cancelled 1\n"
+	want := "job promo-7 finished (cancelled): delivered 1, token_invalid 1, failed 1, cancelled 1; each recipient's final state:\n" +
+		"#0  delivered\n" +
+		"#1  token_invalid\n" +
+		"#2  failed           permanent provider failure (BadTopic): provider answer\n" +
+		"#3  cancelled\n"
 	if code != 0 || stdout != want {
 		t.Errorf("after the job finished: exit %d, stdout %q, want %q", code, stdout, want)
 	}
