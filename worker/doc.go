@@ -57,6 +57,9 @@
 //	hush:job:{<id>}:r     hash: recipient index -> final state
 //	hush:job:{<id>}:dev   hash: "<recipient>/<device>" -> device state, and
 //	                      each recipient's attempts (attemptsOf)
+//	hush:job:{<id>}:x     hash: recipient index -> final state other than
+//	                      delivered, and a failure's reason (exceptKey);
+//	                      kept as long as the job's done entry
 //	hush:done:{<tag>}:<width>:<bucket>
 //	                      hash: job id -> a finished job's compact status,
 //	                      once its three keys above are deleted (retire.go)

@@ -309,8 +309,8 @@ func newStore(rdb redis.UniversalClient, retention time.Duration) store {
 }
 
 // retiring are the keys and expiry of a script that may retire job id
-// (record.lua, fanned.lua): the job's keys and the done
-// bucket to write to.
+// (record.lua, fanned.lua): the job's keys, the done bucket to write to
+// and the job's exceptions (exceptKey), which it keeps.
 func (s store) retiring(id string) (keys []string, expireAt int64) {
 	into, at := s.done.write(id, s.now())
 	return append(jobKeys(id), into, exceptKey(id)), at

@@ -385,7 +385,7 @@ func (r *chunkRecord) final(recipient int, state string, about Event) {
 // reason (exceptKey): a failure's, clipped as its event's; nothing for
 // another state.
 func exceptReason(state, reason string) string {
-	if state != stateFailed {
+	if state != stateFailed || mutant("reasonLost") {
 		return ""
 	}
 	return clip(reason, maxEventReason)

@@ -72,6 +72,7 @@ var checks = []struct {
 	{"memory", checkMemory},
 	{"webhook", checkWebhook},
 	{"events", checkEvents},
+	{"lookup", checkLookup},
 }
 
 // check verifies every promise from the run's history and returns the

@@ -1,6 +1,7 @@
 package faultsim
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -76,6 +77,7 @@ type histBuilder struct{ h *history }
 func newHistory() *histBuilder {
 	return &histBuilder{h: &history{jobs: map[string]*jobRun{}, status: map[string]worker.JobStatus{}, unknown: map[string]bool{},
 		statusErr: map[string]error{}, excused: map[callKey]bool{}, dead: map[string]bool{}, retryAfter: map[string]time.Duration{},
+		lookups: map[string]worker.RecipientsPage{}, lookupErr: map[string]error{},
 		policy: throttle.Policy{Limits: []throttle.Limit{{N: 2, Window: 2 * time.Second}}, MinGap: 700 * time.Millisecond,
 			Categories: map[string]throttle.Category{"night": {}, "ops": {SkipGlobal: true}}},
 		maxRate: 4, skews: []time.Duration{0}}}
@@ -124,6 +126,20 @@ func TestChecks(t *testing.T) {
 		h     *histBuilder
 		want  int // failures
 	}{
+		// lookup
+		{"lookup: every recipient as its status counts", checkLookup, newHistory().job("a", st(counts(0, "delivered", 1, "failed", 1)), recipients("u", "v")).
+			arrive(pushed("a", "u", "t-u", 10)).with(func(h *history) { h.lookups["a"] = lookupOf("a", "delivered", "failed|giving up after 3 retries") }), 0},
+		{"lookup: none listed", checkLookup, newHistory().job("a", st(counts(0, "delivered", 1, "failed", 1)), recipients("u", "v")).
+			arrive(pushed("a", "u", "t-u", 10)).with(func(h *history) { h.lookups["a"] = lookupOf("a") }), 1},
+		{"lookup: states other than the counts", checkLookup, newHistory().job("a", st(counts(0, "delivered", 1, "failed", 1)), recipients("u", "v")).
+			arrive(pushed("a", "u", "t-u", 10), pushed("a", "v", "t-v", 10)).with(func(h *history) { h.lookups["a"] = lookupOf("a", "delivered", "delivered") }), 1},
+		{"lookup: a failure without its reason", checkLookup, newHistory().job("a", st(counts(0, "delivered", 1, "failed", 1)), recipients("u", "v")).
+			arrive(pushed("a", "u", "t-u", 10)).with(func(h *history) { h.lookups["a"] = lookupOf("a", "delivered", "failed") }), 1},
+		{"lookup: delivered, never pushed", checkLookup, newHistory().job("a", st(counts(0, "delivered", 1, "failed", 1)), recipients("u", "v")).
+			arrive(pushed("a", "v", "t-v", 10)).with(func(h *history) { h.lookups["a"] = lookupOf("a", "delivered", "failed|x") }), 1},
+		{"lookup: an error", checkLookup, newHistory().job("a", st(counts(0, "delivered", 1)), recipients("u")).
+			with(func(h *history) { h.lookupErr["a"] = errors.New("connection refused") }), 1},
+
 		// never-lost
 		{"never-lost: delivered", checkNeverLost, newHistory().job("a", st(counts(0, "delivered", 1)), recipients("u")), 0},
 		{"never-lost: pending at the end", checkNeverLost, newHistory().job("a", st(counts(0, "pending", 1)), recipients("u")), 1},

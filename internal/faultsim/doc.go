@@ -124,6 +124,13 @@
 //     (500, or 503 with a Retry-After), with a short retry schedule
 //     (hookRetries) and killed nodes' events claimed after
 //     hookClaimAfter; the run waits up to hookSettle after the drain.
+//   - events: for each final state a finished job's status counts,
+//     hush:events holds as many events of that state for the job
+//     (token_invalid, reported per device, left out; docs/events.md).
+//   - lookup: the recipients lookup of every finished job lists each of
+//     its recipients, in the states its status counts, a failed one with
+//     its reason, and none delivered that no provider pushed to
+//     (docs/api.md, the recipients lookup).
 //
 // # The mutation self-test
 //

@@ -85,6 +85,10 @@ type history struct {
 	// ending are the tokens whose answer ends a delivery with no other
 	// live device (failed, or expired at its deadline).
 	ending map[string]bool
+	// lookups are the recipients lookups of the jobs whose status is
+	// final, every page together; lookupErr those that failed.
+	lookups   map[string]worker.RecipientsPage
+	lookupErr map[string]error
 	// pendingCap: some user could hold the limiter's pending cap of
 	// bookings, so throttle_full is a state the run allows.
 	pendingCap bool
@@ -175,6 +179,7 @@ func (s *sim) history(rdb redis.UniversalClient) *history {
 		excused: map[callKey]bool{}, policy: s.sc.policy, maxRate: s.sc.maxRate, skews: s.sc.skews,
 		quietFrom: s.sc.quietAt.Add(s.sc.quiet.From), quietTo: s.sc.quietAt.Add(s.sc.quiet.To),
 		dead: map[string]bool{}, retryAfter: map[string]time.Duration{},
+		lookups: map[string]worker.RecipientsPage{}, lookupErr: map[string]error{},
 	}
 	for _, n := range s.all {
 		n.mu.Lock()
@@ -206,6 +211,7 @@ func (s *sim) history(rdb redis.UniversalClient) *history {
 	for _, n := range perUser {
 		h.pendingCap = h.pendingCap || n >= throttle.DefaultMaxPending
 	}
+	s.lookups(h)
 	h.dead, h.retryAfter, h.ending = s.sc.dead, s.sc.retryAfter, s.sc.ending
 	h.keys = s.keys(rdb)
 	h.events, h.hookPosts = streamEvents(rdb), s.hook.got()

@@ -36,6 +36,7 @@ var mutants = []struct {
 	{"noTTL", "memory", []uint64{1}, "the limiter's keys lose their expiry"},
 	{"webhookNoRetry", "webhook", []uint64{1}, "a webhook POST that fails is given up instead of retried"},
 	{"eventCancelledLost", "events", []uint64{1}, "a cancelled recipient's event is not written"},
+	{"reasonLost", "lookup", []uint64{5}, "a failed recipient's reason is not kept with its job"},
 }
 
 // TestMutants runs the simulation once per mutant at its seeds and
