@@ -43,7 +43,7 @@ func (c *Client) userData(app string) (*App, UserData, error) {
 	}
 	a, err := c.apps.resolve(app)
 	if err != nil {
-		return nil, nil, fmt.Errorf("app: %w", err)
+		return nil, nil, err
 	}
 	ud, ok := a.Limiter.(UserData)
 	if !ok {
