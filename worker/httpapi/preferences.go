@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
@@ -55,9 +56,7 @@ func (a *server) userError(rw http.ResponseWriter, err error, what string) {
 	pe, isPrefs := errors.AsType[*throttle.PreferencesError](err)
 	switch {
 	case isPrefs:
-		field := prefsField[pe.Field]
-		writeJSON(rw, http.StatusBadRequest, wire.ErrorBody{Error: &wire.ErrorDetail{Message: "invalid preferences: " + field + ": " + pe.Reason,
-			Problems: []wire.Problem{{Field: field, Message: pe.Reason}}}})
+		writeProblems(rw, payload.NewValidationError([]payload.FieldError{{Field: prefsField[pe.Field], Message: pe.Reason}}, 0))
 	case errors.Is(err, worker.ErrUnknownApp):
 		writeError(rw, http.StatusNotFound, "app: "+err.Error())
 	case errors.Is(err, worker.ErrAppRequired):
@@ -254,16 +253,18 @@ func preferencesOf(in wire.Preferences) (throttle.Preferences, error) {
 	return p, nil
 }
 
-// writeProblems answers 400 with ve's problems, the first named in the
-// message.
+// writeProblems answers 400 with ve's problems, their fields named in the
+// message ("invalid preferences (quiet_hours, timezone)"), the reasons in
+// problems.
 func writeProblems(rw http.ResponseWriter, ve *payload.ValidationError) {
 	problems := make([]wire.Problem, len(ve.Problems))
+	var fields []string
 	for i, p := range ve.Problems {
 		problems[i] = wire.Problem{Field: p.Field, Message: p.Message}
+		if !slices.Contains(fields, p.Field) {
+			fields = append(fields, p.Field)
+		}
 	}
-	msg := "invalid preferences: " + ve.Problems[0].Error()
-	if n := len(ve.Problems) - 1 + ve.Omitted; n > 0 {
-		msg += fmt.Sprintf(" (and %d more)", n)
-	}
+	msg := "invalid preferences (" + strings.Join(fields, ", ") + ")"
 	writeJSON(rw, http.StatusBadRequest, wire.ErrorBody{Error: &wire.ErrorDetail{Message: msg, Problems: problems, Omitted: ve.Omitted}})
 }

@@ -133,8 +133,8 @@ func TestPreferencesBadFields(t *testing.T) {
 			if diff := cmp.Diff(tc.fields, got); diff != "" {
 				t.Errorf("problem fields (-want +got):\n%s\nbody: %s", diff, b)
 			}
-			if want := "invalid preferences: " + tc.fields[0] + ": "; !strings.HasPrefix(env.Error.Message, want) {
-				t.Errorf("message %q, want it to start %q", env.Error.Message, want)
+			if want := "invalid preferences (" + strings.Join(tc.fields, ", ") + ")"; env.Error.Message != want {
+				t.Errorf("message %q, want %q", env.Error.Message, want)
 			}
 		})
 	}
