@@ -44,7 +44,7 @@ func (a *server) userApp(rw http.ResponseWriter, r *http.Request) (string, bool)
 		return "", false
 	}
 	if err != nil {
-		a.userError(rw, err, "")
+		a.userError(rw, err, "find the app")
 		return "", false
 	}
 	return app.Name, true
@@ -136,7 +136,7 @@ func (a *server) deleteUser(rw http.ResponseWriter, r *http.Request) {
 	}
 	user := r.PathValue("id")
 	if err := a.jobs.DeleteUser(r.Context(), app, user); err != nil {
-		a.userError(rw, err, "delete the user (deleting again is safe)")
+		a.userError(rw, err, "delete the user")
 		return
 	}
 	a.log.Info("user deleted", "user", user, "app", app)
