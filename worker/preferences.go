@@ -78,8 +78,9 @@ func (c *Client) GetPreferences(ctx context.Context, app, user string) (throttle
 	return ud.GetPreferences(ctx, user)
 }
 
-// DeleteUser removes every key hush keeps for user in app, for a
-// data-deletion request, with PutPreferences's errors for the app. With
+// DeleteUser removes every key hush keeps for user in app (and so in
+// every app sharing its limiter), for a data-deletion request, with
+// PutPreferences's errors for the app. With
 // throttle.Redis those are the user's preferences, every limiter set
 // (windows, gap and bookings: a held push's booking is given back) and
 // the collapse records (throttle.Redis.DeleteUser). It does not touch what

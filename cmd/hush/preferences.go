@@ -30,8 +30,8 @@ func preferencesHelp() string {
 
 Subcommands:
 ` + commandTable(preferencesCommands()) + `
-A user's own preferences are kept per app, beside the user's limiter
-state: the categories they opted out of, their own quiet hours and their
+A user's own preferences are kept per app (apps sharing one limiter share
+them), beside the user's limiter state: the categories they opted out of, their own quiet hours and their
 time zone. put replaces them whole: what it is not given is none, so put
 with no flags deletes them as delete does. get of a user with none shows
 that they have none.
@@ -83,7 +83,7 @@ type preferencesFlags struct {
 func preferencesFlagSet(f *preferencesFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("preferences", flag.ContinueOnError)
 	fs.StringVar(&f.server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
-	fs.StringVar(&f.app, "app", "", "the `app` whose user this is: preferences are per app (default: the only app, else default)")
+	fs.StringVar(&f.app, "app", "", "the `app` whose user this is: preferences are per app, or per group sharing one limiter (default: the only app, else default)")
 	fs.BoolVar(&f.asJSON, "json", false, "get, put: print the API's JSON answer, indented")
 	fs.Var(&f.optOut, "opt-out", "put: `categories` the user opts out of, comma-separated or the flag repeated (default: none)")
 	fs.StringVar(&f.quietHours, "quiet-hours", "", "put: the user's own quiet `hours`, HH:MM-HH:MM such as 22:00-07:00 (default: none)")

@@ -65,7 +65,7 @@ type userFlags struct {
 func userFlagSet(f *userFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("user", flag.ContinueOnError)
 	fs.StringVar(&f.server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
-	fs.StringVar(&f.app, "app", "", "the `app` whose user to delete: hush keeps a user's data per app (default: the only app, else default)")
+	fs.StringVar(&f.app, "app", "", "the `app` whose user to delete: hush keeps a user's data per app, or per group sharing one limiter (default: the only app, else default)")
 	return fs
 }
 
