@@ -94,3 +94,29 @@ func ExampleClient_Cancel() {
 	// delivered before: 1 cancelled: 2 still being dropped: 0
 	// 404 no job with this id
 }
+
+func ExampleClient_PutPreferences() {
+	// A stand-in for hush serve: it answers the preferences as stored,
+	// the opt-outs sorted.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method != http.MethodPut || r.URL.Path != "/v1/users/u-42/preferences" || r.URL.Query().Get("app") != "shop" {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"error":{"message":"no such endpoint"}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"user_id":"u-42","app":"shop","opt_out":["marketing","social"],"quiet_hours":"22:00-07:00","timezone":"Europe/Paris"}`)
+	}))
+	defer srv.Close()
+
+	c := client.New(srv.URL, client.WithToken("s3cret"))
+	p, err := c.PutPreferences(context.Background(), "shop", "u-42", client.Preferences{
+		OptOut: []string{"social", "marketing"}, QuietHours: "22:00-07:00", Timezone: "Europe/Paris"})
+	if err != nil {
+		fmt.Println("put preferences:", err)
+		return
+	}
+	fmt.Println(p.UserID, p.App, p.OptOut, p.QuietHours, p.Timezone)
+	// Output:
+	// u-42 shop [marketing social] 22:00-07:00 Europe/Paris
+}

@@ -1,8 +1,8 @@
 // Package wire holds the JSON types hush's HTTP API answers with
 // (docs/openapi.yaml, whose schema each type names): the accepted job, the
-// job status, the cancellation, the batch answers, the limiter status, the
-// error envelope and the small health answers, with the values of their
-// enumerated fields.
+// job status, the cancellation, the batch answers, the limiter status, a
+// user's preferences and deletion, the error envelope and the small health
+// answers, with the values of their enumerated fields.
 //
 // The server (worker/httpapi, and worker, whose Client returns the job
 // types) encodes them and the Go client (client) decodes them, so the two

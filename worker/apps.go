@@ -138,8 +138,8 @@ func (a *Apps) Get(name string) (*App, bool) {
 }
 
 // resolve returns the app a job or delivery names: name, or, when empty,
-// the only app or else DefaultApp. It wraps errUnknownApp when there is
-// none, errAppRequired when none is named and several are configured.
+// the only app or else DefaultApp. It wraps ErrUnknownApp when there is
+// none, ErrAppRequired when none is named and several are configured.
 func (a *Apps) resolve(name string) (*App, error) {
 	set := a.cur.Load()
 	if name == "" {
@@ -149,17 +149,21 @@ func (a *Apps) resolve(name string) (*App, error) {
 		if p, ok := set.byName[DefaultApp]; ok {
 			return p, nil
 		}
-		return nil, fmt.Errorf("%w (configured: %s)", errAppRequired, strings.Join(set.names, ", "))
+		return nil, fmt.Errorf("%w (configured: %s)", ErrAppRequired, strings.Join(set.names, ", "))
 	}
 	if p, ok := set.byName[name]; ok {
 		return p, nil
 	}
-	return nil, fmt.Errorf("%w %q (configured: %s)", errUnknownApp, name, strings.Join(set.names, ", "))
+	return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownApp, name, strings.Join(set.names, ", "))
 }
 
+// The errors of resolving an app by name (Worker.App, and the Client's
+// calls that name an app): ErrUnknownApp for a name no configured app
+// has, ErrAppRequired for none named where several are configured. Both
+// name the configured apps.
 var (
-	errUnknownApp  = errors.New("unknown app")
-	errAppRequired = errors.New("required: none named, and this deployment serves several apps")
+	ErrUnknownApp  = errors.New("unknown app")
+	ErrAppRequired = errors.New("required: none named, and this deployment serves several apps")
 )
 
 // App returns the app named name, or, for "", the only app or else

@@ -112,7 +112,7 @@ func TestAppMissing(t *testing.T) {
 		want    error // nil: nothing missing
 	}{
 		"has everything":            {app: app, devices: []payload.Device{apns}, states: []string{""}},
-		"unknown app":               {appErr: errUnknownApp, devices: []payload.Device{apns}, states: []string{""}, want: errUnknownApp},
+		"unknown app":               {appErr: ErrUnknownApp, devices: []payload.Device{apns}, states: []string{""}, want: ErrUnknownApp},
 		"no sender for a device":    {app: app, devices: []payload.Device{apns, fcm}, states: []string{"", ""}, want: errNoSender},
 		"that device settled":       {app: app, devices: []payload.Device{apns, fcm}, states: []string{"", stateDelivered}},
 		"states not read (retired)": {app: app, devices: []payload.Device{apns}},

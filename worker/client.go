@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -35,6 +36,7 @@ type Client struct {
 	store store
 	now   func() time.Time
 	m     *metrics // nil outside a Worker
+	log   *slog.Logger
 	// categories are the job categories accepted; nil: any (the workers
 	// apply the global rules to a category they do not know). A Worker's
 	// Client checks apps instead (nil for a standalone Client).
@@ -104,7 +106,7 @@ func WithCategories(names ...string) ClientOption {
 // NewClient returns a Client enqueueing through rdb. It does not own rdb.
 func NewClient(rdb redis.UniversalClient, opts ...ClientOption) *Client {
 	c := &Client{rdb: rdb, aq: asynq.NewClientFromRedisClient(rdb), insp: asynq.NewInspectorFromRedisClient(rdb),
-		store: newStore(rdb, DefaultJobRetention), now: time.Now, shards: 1, gathers: true}
+		store: newStore(rdb, DefaultJobRetention), now: time.Now, log: slog.New(slog.DiscardHandler), shards: 1, gathers: true}
 	for _, o := range opts {
 		o(c)
 	}

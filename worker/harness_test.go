@@ -448,14 +448,25 @@ type recordingLimiter struct {
 // Reset forgets the user's slots with its bookings: booked again, they
 // rightly get new ones.
 func (l *recordingLimiter) Reset(ctx context.Context, user string) error {
+	l.forget(user)
+	return l.Redis.Reset(ctx, user)
+}
+
+func (l *recordingLimiter) DeleteUser(ctx context.Context, user string) error {
+	l.forget(user)
+	return l.Redis.DeleteUser(ctx, user)
+}
+
+// forget drops the slots recorded for user's members: its bookings are
+// being deleted.
+func (l *recordingLimiter) forget(user string) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	for m, u := range l.users {
 		if u == user {
 			delete(l.slots, m)
 		}
 	}
-	l.mu.Unlock()
-	return l.Redis.Reset(ctx, user)
 }
 
 func (l *recordingLimiter) Reserve(ctx context.Context, user, member string) (throttle.Reservation, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"math"
 	"strconv"
 	"time"
@@ -92,38 +93,50 @@ func resetMarkOf(g *redis.StringCmd) int64 {
 
 // ResetThrottle forgets user's limiter state through admin, the limiter of
 // one of the worker's apps (App.Limiter as a ThrottleAdmin), as DELETE
-// /v1/users/{id}/throttle does, between two raises of the reset mark:
-// before, to the limiter's instant read first plus resetMargin, so that a
+// /v1/users/{id}/throttle does, between two raises of the reset mark
+// (forgetMarked).
+func (w *Worker) ResetThrottle(ctx context.Context, admin ThrottleAdmin, user string) error {
+	return forgetMarked(ctx, w.store, w.now, w.log, admin, user, admin.Reset)
+}
+
+// forgetMarked runs forget, which deletes user's bookings (a reset, or a
+// user's deletion), between two raises of the reset mark: before, to the
+// limiter's instant read first through admin plus resetMargin, so that a
 // held task booked before the deletion and run after it looks its bookings
 // up; after, to the limiter's instant read after the deletion, in case it
-// took longer. A failure of the second raise is logged, not returned: the
-// reset itself is done.
-func (w *Worker) ResetThrottle(ctx context.Context, admin ThrottleAdmin, user string) error {
+// took longer. A limiter that reports no clock (admin nil, or a zero
+// Status.Now) is read as now. A failure of the second raise is logged, not
+// returned: the deletion itself is done.
+func forgetMarked(ctx context.Context, s store, now func() time.Time, log *slog.Logger, admin ThrottleAdmin, user string,
+	forget func(ctx context.Context, user string) error) error {
 	limiterNow := func() (time.Time, error) {
+		if admin == nil {
+			return now(), nil
+		}
 		st, err := admin.Status(ctx, user, time.UTC)
 		if err != nil {
 			return time.Time{}, err
 		}
 		if st.Now.IsZero() {
-			return w.now(), nil
+			return now(), nil
 		}
 		return st.Now, nil
 	}
-	now, err := limiterNow()
+	at, err := limiterNow()
 	if err != nil {
 		return err
 	}
-	if err := w.store.raiseResetMark(ctx, now.Add(resetMargin)); err != nil {
+	if err := s.raiseResetMark(ctx, at.Add(resetMargin)); err != nil {
 		return err
 	}
-	if err := admin.Reset(ctx, user); err != nil {
+	if err := forget(ctx, user); err != nil {
 		return err
 	}
-	if now, err = limiterNow(); err == nil {
-		err = w.store.raiseResetMark(ctx, now)
+	if at, err = limiterNow(); err == nil {
+		err = s.raiseResetMark(ctx, at)
 	}
 	if err != nil {
-		w.log.Warn("throttle reset: raising the reset mark after it failed; held pushes booked more than the margin before the reset's end may go uncounted",
+		log.Warn("user's bookings deleted: raising the reset mark after it failed; held pushes booked more than the margin before the deletion's end may go uncounted",
 			"user", user, "margin", resetMargin, "err", err)
 	}
 	return nil

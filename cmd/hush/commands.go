@@ -31,6 +31,8 @@ func commands() []command {
 		{"recipients", "what happened to a job's pushes: each recipient's state, devices and held slot, filtered by state", runRecipients, flagsOf(recipientsFlagSet), nil},
 		{"cancel", "cancel a job: drop its pushes not yet sent, say what was delivered", runCancel, flagsOf(cancelFlagSet), nil},
 		{"throttle", "show (status) or clear (reset) one user's limiter state", runThrottle, flagsOf(throttleFlagSet), throttleCommands},
+		{"preferences", "show (get), replace (put) or delete one user's own preferences: opt-outs, quiet hours, time zone", runPreferences, flagsOf(preferencesFlagSet), preferencesCommands},
+		{"user", "delete every key hush keeps for one user (delete), for a data-deletion request", runUser, flagsOf(userFlagSet), userCommands},
 		{"events", "print the events hush emitted (dead tokens, dropped pushes), filtered by job, user, type or app", runEvents, flagsOf(eventsFlagSet), nil},
 		{"apps", "check an apps file (HUSH_APPS_FILE) offline and list its apps", runApps, noFlags("apps"), appsCommands},
 		{"webpush", "generate a VAPID key pair for Web Push (keys)", runWebPush, noFlags("webpush"), webpushCommands},

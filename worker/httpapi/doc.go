@@ -9,6 +9,8 @@
 //	DELETE /v1/notifications/{id}   cancel the job: nothing of it is sent after the answer
 //	GET    /v1/users/{id}/throttle  the limiter status of one user
 //	DELETE /v1/users/{id}/throttle  clear one user's limiter state
+//	PUT, GET, DELETE /v1/users/{id}/preferences  one user's own preferences in an app
+//	DELETE /v1/users/{id}           delete every key hush keeps for one user of an app
 //	GET    /healthz, /readyz, /metrics, /openapi.yaml
 //
 // Its answers are package wire's types, which the Go client (package

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hushpush/hush/docs"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/wire"
 	"github.com/hushpush/hush/worker"
 )
@@ -29,8 +30,8 @@ type Options struct {
 	// app. With Tokens set /v1/ requires a token, even when none is left
 	// in it.
 	Tokens *Tokens
-	// MaxBodyBytes limits a POST body, a job or a batch (default
-	// DefaultMaxBodyBytes).
+	// MaxBodyBytes limits a POST or PUT body: a job, a batch or a user's
+	// preferences (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// Logger receives the API's logs (default: discard).
 	Logger *slog.Logger
@@ -56,6 +57,14 @@ type Jobs interface {
 	// WebhookStatus and EnableWebhook read and enable the webhook.
 	WebhookStatus(ctx context.Context) (wire.WebhookStatus, error)
 	EnableWebhook(ctx context.Context) error
+	// PutPreferences, GetPreferences and DeleteUser keep a user's own
+	// preferences in an app's limiter and delete the user: a
+	// *throttle.PreferencesError names a bad field, and the errors wrap
+	// worker.ErrUnknownApp, worker.ErrAppRequired or
+	// worker.ErrNoPreferences for the app.
+	PutPreferences(ctx context.Context, app, user string, p throttle.Preferences) error
+	GetPreferences(ctx context.Context, app, user string) (throttle.Preferences, error)
+	DeleteUser(ctx context.Context, app, user string) error
 }
 
 // Worker is the rest of what the API serves: the apps' limiters,
@@ -149,6 +158,10 @@ func (a *server) routes() []route {
 		{http.MethodGet, "/v1/notifications/{id}/recipients", true, a.getRecipients},
 		{http.MethodGet, "/v1/users/{id}/throttle", true, a.getThrottle},
 		{http.MethodDelete, "/v1/users/{id}/throttle", true, a.deleteThrottle},
+		{http.MethodPut, "/v1/users/{id}/preferences", true, a.putPreferences},
+		{http.MethodGet, "/v1/users/{id}/preferences", true, a.getPreferences},
+		{http.MethodDelete, "/v1/users/{id}/preferences", true, a.deletePreferences},
+		{http.MethodDelete, "/v1/users/{id}", true, a.deleteUser},
 		{http.MethodGet, "/v1/events", true, a.getEvents},
 		{http.MethodGet, "/v1/webhook", true, a.getWebhook},
 		{http.MethodPost, "/v1/webhook:enable", true, a.enableWebhook},

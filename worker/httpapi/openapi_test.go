@@ -173,6 +173,9 @@ func TestOpenAPIContract(t *testing.T) {
 	const submit, status, cancel, getThrottle, resetThrottle = "POST /v1/notifications", "GET /v1/notifications/{id}",
 		"DELETE /v1/notifications/{id}", "GET /v1/users/{id}/throttle", "DELETE /v1/users/{id}/throttle"
 	const recipients = "GET /v1/notifications/{id}/recipients"
+	const putPrefs, getPrefs, deletePrefs, deleteUser = "PUT /v1/users/{id}/preferences", "GET /v1/users/{id}/preferences",
+		"DELETE /v1/users/{id}/preferences", "DELETE /v1/users/{id}"
+	const prefsPath, prefsBody = "/v1/users/u-c/preferences", `{"opt_out": ["marketing"], "quiet_hours": "22:00-07:00", "timezone": "Europe/Paris"}`
 	const jobPath, userPath = "/v1/notifications/" + id, "/v1/users/u-c/throttle"
 	const laterID = "contract-later"
 	const laterPath = "/v1/notifications/" + laterID
@@ -379,6 +382,45 @@ func TestOpenAPIContract(t *testing.T) {
 		{name: "throttle reset without token", srv: main, op: resetThrottle, path: userPath, status: 401},
 		{name: "throttle reset, no admin", srv: plain, op: resetThrottle, path: userPath, token: token, status: 501, requestValid: true},
 		{name: "throttle reset, redis down", srv: down, op: resetThrottle, path: userPath, token: token, status: 503, requestValid: true},
+		{name: "put preferences", srv: main, op: putPrefs, path: prefsPath, token: token, body: prefsBody, status: 200, requestValid: true},
+		{name: "put preferences, bad quiet hours", srv: main, op: putPrefs, path: prefsPath, token: token, body: `{"quiet_hours": "25:00-07:00"}`, status: 400, requestValid: true,
+			wantFields: []string{"quiet_hours"}},
+		{name: "put preferences, unknown field", srv: main, op: putPrefs, path: prefsPath, token: token, body: `{"colour": "red"}`, status: 400, wantFields: []string{"colour"}},
+		{name: "put preferences, too many opt-outs", srv: main, op: putPrefs, path: prefsPath, token: token, body: manyOptOuts(throttle.MaxOptOuts+1, 3), status: 400, wantFields: []string{"opt_out"}},
+		{name: "put preferences without token", srv: main, op: putPrefs, path: prefsPath, body: prefsBody, status: 401},
+		{name: "put preferences of an unknown app", srv: main, op: putPrefs, path: prefsPath + "?app=nope", token: token, body: prefsBody, status: 404, requestValid: true,
+			check: wantMessage(`app: unknown app "nope" (configured: default)`)},
+		{name: "put preferences too large", srv: main, op: putPrefs, path: prefsPath, token: token, body: manyOptOuts(throttle.MaxOptOuts, throttle.MaxCategoryLen), status: 413, requestValid: true},
+		{name: "put preferences, no preferences", srv: plain, op: putPrefs, path: prefsPath, token: token, body: prefsBody, status: 501, requestValid: true},
+		{name: "put preferences, redis down", srv: down, op: putPrefs, path: prefsPath, token: token, body: prefsBody, status: 503, requestValid: true},
+		{name: "get preferences", srv: main, op: getPrefs, path: prefsPath, token: token, status: 200, requestValid: true,
+			check: func(t *testing.T, body []byte) {
+				if got := fieldsOf(t, body, "opt_out", "timezone"); fmt.Sprint(got["opt_out"]) != "[marketing]" || got["timezone"] != "Europe/Paris" {
+					t.Errorf("GET after PUT: %s, want the preferences put", body)
+				}
+			}},
+		{name: "get preferences of none", srv: main, op: getPrefs, path: "/v1/users/u-none/preferences", token: token, status: 200, requestValid: true},
+		{name: "delete preferences", srv: main, op: deletePrefs, path: prefsPath, token: token, status: 200, requestValid: true},
+		{name: "delete user", srv: main, op: deleteUser, path: "/v1/users/u-c", token: token, status: 200, requestValid: true},
+		{name: "getPrefs, no app named among several", srv: two.srv, op: getPrefs, path: prefsPath, token: allToken, status: 400, requestValid: true, check: wantMessagePart("app: required")},
+		{name: "getPrefs without token", srv: main, op: getPrefs, path: prefsPath, status: 401},
+		{name: "getPrefs of another app", srv: two.srv, op: getPrefs, path: prefsPath + "?app=courier", token: shopToken, status: 403, requestValid: true},
+		{name: "getPrefs of an unknown app", srv: main, op: getPrefs, path: prefsPath + "?app=nope", token: token, status: 404, requestValid: true},
+		{name: "getPrefs, no preferences", srv: plain, op: getPrefs, path: prefsPath, token: token, status: 501, requestValid: true},
+		{name: "getPrefs, redis down", srv: down, op: getPrefs, path: prefsPath, token: token, status: 503, requestValid: true},
+		{name: "deletePrefs, no app named among several", srv: two.srv, op: deletePrefs, path: prefsPath, token: allToken, status: 400, requestValid: true, check: wantMessagePart("app: required")},
+		{name: "deletePrefs without token", srv: main, op: deletePrefs, path: prefsPath, status: 401},
+		{name: "deletePrefs of another app", srv: two.srv, op: deletePrefs, path: prefsPath + "?app=courier", token: shopToken, status: 403, requestValid: true},
+		{name: "deletePrefs of an unknown app", srv: main, op: deletePrefs, path: prefsPath + "?app=nope", token: token, status: 404, requestValid: true},
+		{name: "deletePrefs, no preferences", srv: plain, op: deletePrefs, path: prefsPath, token: token, status: 501, requestValid: true},
+		{name: "deletePrefs, redis down", srv: down, op: deletePrefs, path: prefsPath, token: token, status: 503, requestValid: true},
+		{name: "deleteUser, no app named among several", srv: two.srv, op: deleteUser, path: "/v1/users/u-c", token: allToken, status: 400, requestValid: true, check: wantMessagePart("app: required")},
+		{name: "deleteUser without token", srv: main, op: deleteUser, path: "/v1/users/u-c", status: 401},
+		{name: "deleteUser of another app", srv: two.srv, op: deleteUser, path: "/v1/users/u-c" + "?app=courier", token: shopToken, status: 403, requestValid: true},
+		{name: "deleteUser of an unknown app", srv: main, op: deleteUser, path: "/v1/users/u-c" + "?app=nope", token: token, status: 404, requestValid: true},
+		{name: "deleteUser, no preferences", srv: plain, op: deleteUser, path: "/v1/users/u-c", token: token, status: 501, requestValid: true},
+		{name: "deleteUser, redis down", srv: down, op: deleteUser, path: "/v1/users/u-c", token: token, status: 503, requestValid: true},
+		{name: "put preferences of another app", srv: two.srv, op: putPrefs, path: prefsPath + "?app=courier", token: shopToken, body: prefsBody, status: 403, requestValid: true},
 		{name: "events", srv: main, op: "GET /v1/events", path: "/v1/events?limit=10", token: token, status: 200, requestValid: true},
 		{name: "events oldest first", srv: main, op: "GET /v1/events", path: "/v1/events?after=0-0&type=dropped", token: token, status: 200, requestValid: true},
 		{name: "events, limit too large", srv: main, op: "GET /v1/events", path: "/v1/events?limit=5000", token: token, status: 400},
@@ -685,6 +727,17 @@ func redisDownWorker(t *testing.T) *worker.Worker {
 	}
 	srv.Stop()
 	return w
+}
+
+// manyOptOuts is a preferences body opting out of n categories of size
+// bytes each.
+func manyOptOuts(n, size int) string {
+	names := make([]string, n)
+	for i := range names {
+		name := fmt.Sprintf("c%d", i)
+		names[i] = `"` + name + strings.Repeat("x", max(size-len(name), 0)) + `"`
+	}
+	return `{"opt_out": [` + strings.Join(names, ",") + `]}`
 }
 
 // wantMessagePart checks that an error answer's message holds part.
