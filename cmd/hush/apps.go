@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -43,20 +42,7 @@ Examples:
 }
 
 func runApps(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		printHelp(stderr, appsHelp(), nil)
-		return usageErrorf("apps: want a subcommand: check")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		printHelp(stdout, appsHelp(), nil)
-		return flag.ErrHelp
-	}
-	sub, ok := findCommand(appsCommands(), args[0])
-	if !ok {
-		return usageErrorf("apps: unknown subcommand %q%s; want check", args[0], didYouMean(args[0], appsCommands()))
-	}
-	return sub.run(ctx, args[1:], stdout, stderr)
+	return runGroup(ctx, "apps", appsHelp(), nil, appsCommands(), "check", args, stdout, stderr)
 }
 
 func runAppsCheck(ctx context.Context, args []string, stdout, _ io.Writer) error {

@@ -44,6 +44,27 @@ func commands() []command {
 	}
 }
 
+// runGroup runs the subcommand args[0] of the command group name (hush
+// apps, preferences, throttle, user, webhook, webpush), whose help is help
+// and its flags fs (nil for none) and whose subcommands are cmds, want
+// naming them for a usage error.
+func runGroup(ctx context.Context, name, help string, fs *flag.FlagSet, cmds []command, want string, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		printHelp(stderr, help, fs)
+		return usageErrorf("%s: want a subcommand: %s", name, want)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		printHelp(stdout, help, fs)
+		return flag.ErrHelp
+	}
+	sub, ok := findCommand(cmds, args[0])
+	if !ok {
+		return usageErrorf("%s: unknown subcommand %q%s; want %s", name, args[0], didYouMean(args[0], cmds), want)
+	}
+	return sub.run(ctx, args[1:], stdout, stderr)
+}
+
 // findCommand returns the command of cmds called name.
 func findCommand(cmds []command, name string) (command, bool) {
 	for _, c := range cmds {

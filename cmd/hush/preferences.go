@@ -52,20 +52,7 @@ Every subcommand takes the flags below, before or after USER.
 
 func runPreferences(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := preferencesFlagSet(new(preferencesFlags))
-	if len(args) == 0 {
-		printHelp(stderr, preferencesHelp(), fs)
-		return usageErrorf("preferences: want a subcommand: get, put or delete")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		printHelp(stdout, preferencesHelp(), fs)
-		return flag.ErrHelp
-	}
-	sub, ok := findCommand(preferencesCommands(), args[0])
-	if !ok {
-		return usageErrorf("preferences: unknown subcommand %q%s; want get, put or delete", args[0], didYouMean(args[0], preferencesCommands()))
-	}
-	return sub.run(ctx, args[1:], stdout, stderr)
+	return runGroup(ctx, "preferences", preferencesHelp(), fs, preferencesCommands(), "get, put or delete", args, stdout, stderr)
 }
 
 // preferencesFlags are the flags of hush preferences get, put and delete.

@@ -60,20 +60,7 @@ Both subcommands take the flags below, before or after USER.
 
 func runThrottle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := throttleFlagSet(new(throttleFlags))
-	if len(args) == 0 {
-		printHelp(stderr, throttleHelp(), fs)
-		return usageErrorf("throttle: want a subcommand: status or reset")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		printHelp(stdout, throttleHelp(), fs)
-		return flag.ErrHelp
-	}
-	sub, ok := findCommand(throttleCommands(), args[0])
-	if !ok {
-		return usageErrorf("throttle: unknown subcommand %q%s; want status or reset", args[0], didYouMean(args[0], throttleCommands()))
-	}
-	return sub.run(ctx, args[1:], stdout, stderr)
+	return runGroup(ctx, "throttle", throttleHelp(), fs, throttleCommands(), "status or reset", args, stdout, stderr)
 }
 
 // throttleFlags are the flags of hush throttle status and reset.

@@ -39,20 +39,7 @@ The API token, when the server requires one, is read from HUSH_API_TOKEN.
 
 func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := userFlagSet(new(userFlags))
-	if len(args) == 0 {
-		printHelp(stderr, userHelp(), fs)
-		return usageErrorf("user: want a subcommand: delete")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		printHelp(stdout, userHelp(), fs)
-		return flag.ErrHelp
-	}
-	sub, ok := findCommand(userCommands(), args[0])
-	if !ok {
-		return usageErrorf("user: unknown subcommand %q%s; want delete", args[0], didYouMean(args[0], userCommands()))
-	}
-	return sub.run(ctx, args[1:], stdout, stderr)
+	return runGroup(ctx, "user", userHelp(), fs, userCommands(), "delete", args, stdout, stderr)
 }
 
 // userFlags are the flags of hush user delete.

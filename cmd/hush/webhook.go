@@ -56,20 +56,7 @@ Examples:
 }
 
 func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		printHelp(stderr, webhookHelp(), nil)
-		return usageErrorf("webhook: want a subcommand: secret, status or enable")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		printHelp(stdout, webhookHelp(), nil)
-		return flag.ErrHelp
-	}
-	sub, ok := findCommand(webhookCommands(), args[0])
-	if !ok {
-		return usageErrorf("webhook: unknown subcommand %q (want secret, status or enable)", args[0])
-	}
-	return sub.run(ctx, args[1:], stdout, stderr)
+	return runGroup(ctx, "webhook", webhookHelp(), nil, webhookCommands(), "secret, status or enable", args, stdout, stderr)
 }
 
 func runWebhookSecret(_ context.Context, args []string, stdout, _ io.Writer) error {

@@ -51,20 +51,7 @@ func webpushKeysFlagSet(f *webpushKeysFlags) *flag.FlagSet {
 }
 
 func runWebPush(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		printHelp(stderr, webpushHelp(), nil)
-		return usageErrorf("webpush: want a subcommand: keys")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		printHelp(stdout, webpushHelp(), nil)
-		return flag.ErrHelp
-	}
-	sub, ok := findCommand(webpushCommands(), args[0])
-	if !ok {
-		return usageErrorf("webpush: unknown subcommand %q (want keys)", args[0])
-	}
-	return sub.run(ctx, args[1:], stdout, stderr)
+	return runGroup(ctx, "webpush", webpushHelp(), nil, webpushCommands(), "keys", args, stdout, stderr)
 }
 
 func runWebPushKeys(_ context.Context, args []string, stdout, stderr io.Writer) error {
