@@ -34,13 +34,8 @@ var prefsField = map[string]string{"OptOut": "opt_out", "Quiet": "quiet_hours", 
 // request's token may act for it; it answers the request itself (false)
 // when not.
 func (a *server) userApp(rw http.ResponseWriter, r *http.Request) (string, bool) {
-	name := r.URL.Query().Get("app")
-	app, err := a.w.App(name)
-	if g := grantOf(r); g.limited() && (err != nil || !g.allows(app.Name)) {
-		if err == nil {
-			name = app.Name
-		}
-		forbid(rw, g, "app "+strconv.Quote(name))
+	app, ok, err := a.routeApp(rw, r)
+	if !ok {
 		return "", false
 	}
 	if err != nil {

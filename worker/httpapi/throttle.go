@@ -12,17 +12,28 @@ import (
 	"github.com/hushpush/hush/worker"
 )
 
-// throttleApp is the app a throttle route asks about (?app=, else the
-// only app or worker.DefaultApp) and its limiter's admin side; it answers
-// the request itself (false) when there is none.
-func (a *server) throttleApp(rw http.ResponseWriter, r *http.Request) (*worker.App, worker.ThrottleAdmin, bool) {
+// routeApp is the app a route names (?app=, else the only app or
+// worker.DefaultApp), or the error finding it, when the request's token
+// may act for that app; it answers 403 itself (ok false) when not.
+func (a *server) routeApp(rw http.ResponseWriter, r *http.Request) (app *worker.App, ok bool, err error) {
 	name := r.URL.Query().Get("app")
-	app, err := a.w.App(name)
+	app, err = a.w.App(name)
 	if g := grantOf(r); g.limited() && (err != nil || !g.allows(app.Name)) {
 		if err == nil {
 			name = app.Name
 		}
 		forbid(rw, g, "app "+strconv.Quote(name))
+		return nil, false, nil
+	}
+	return app, true, err
+}
+
+// throttleApp is the app a throttle route asks about (?app=, else the
+// only app or worker.DefaultApp) and its limiter's admin side; it answers
+// the request itself (false) when there is none.
+func (a *server) throttleApp(rw http.ResponseWriter, r *http.Request) (*worker.App, worker.ThrottleAdmin, bool) {
+	app, ok, err := a.routeApp(rw, r)
+	if !ok {
 		return nil, nil, false
 	}
 	if err != nil {
