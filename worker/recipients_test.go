@@ -168,7 +168,7 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 		}
 		want := RecipientsPage{ID: id, App: all.App, State: jobCancelled, Recipients: 5, Retired: true, Items: []RecipientState{},
 			Counts: map[string]int{"pending": 0, stateDelivered: 2, stateTokenInvalid: 1, stateFailed: 1, stateCancelled: 1,
-				stateExpired: 0, stateThrottleFull: 0, stateCollapsed: 0}}
+				stateExpired: 0, stateThrottleFull: 0, stateCollapsed: 0, stateOptedOut: 0}}
 		if diff := cmp.Diff(want, p); diff != "" {
 			t.Errorf("retired page (-want +got):\n%s", diff)
 		}
