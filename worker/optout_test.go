@@ -91,12 +91,12 @@ func TestOptedOutCategoryIsDroppedUnsent(t *testing.T) {
 // A push held for its slot (behind the gap) whose user opts out of its
 // category while it waits is never sent and ends opted_out: a single
 // push's delivery task and a fan-out's held task book again when they
-// wake, and the limiter refuses them. A user who did not opt out gets
-// the same fan-out's push.
+// wake, and the limiter refuses them. A user who did not opt out, and
+// one who opted back in before the slot, get the same fan-out's push.
 func TestHeldPushOfACategoryOptedOutSinceIsNeverSent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{gap: "4s", policy: optOutPolicy})
-	users := []string{"u", "v", "w"}
+	users := []string{"u", "v", "w", "x"}
 	var first []string
 	for _, u := range users {
 		j, _ := tokenJob("g-"+u, u, nil) // takes the gap: the promo pushes wait 4 s
@@ -105,12 +105,12 @@ func TestHeldPushOfACategoryOptedOutSinceIsNeverSent(t *testing.T) {
 	e.waitDelivered(first, 10*time.Second)
 	promo := func(j *payload.Job) { j.Category = "promo" }
 	single, ts := tokenJob("single", "u", promo)
-	fanV, fanW := apnsToken("fan/v"), apnsToken("fan/w")
-	fan := alertJob("fan", "fan", apnsRecipient("v", fanV), apnsRecipient("w", fanW))
+	fanV, fanW, fanX := apnsToken("fan/v"), apnsToken("fan/w"), apnsToken("fan/x")
+	fan := alertJob("fan", "fan", apnsRecipient("v", fanV), apnsRecipient("w", fanW), apnsRecipient("x", fanX))
 	fan.Category = "promo"
 	e.submit(single)
 	e.submit(fan)
-	for _, m := range []string{memberOf("single", 0, 0), memberOf("fan", 0, 0), memberOf("fan", 1, 0)} {
+	for _, m := range []string{memberOf("single", 0, 0), memberOf("fan", 0, 0), memberOf("fan", 1, 0), memberOf("fan", 2, 0)} {
 		waitFor(t, 5*time.Second, "a slot booked for "+m, func() bool {
 			at, ok := e.lim.slot(m)
 			return ok && at.After(time.Now().Add(time.Second))
@@ -118,12 +118,14 @@ func TestHeldPushOfACategoryOptedOutSinceIsNeverSent(t *testing.T) {
 	}
 	e.optOut("u", "promo")
 	e.optOut("v", "promo")
+	e.optOut("x", "promo")
 	wrote := time.Now()
+	e.optOut("x") // back in, before the slot
 	if st := e.waitDone("single", 15*time.Second); st.Counts[stateOptedOut] != 1 {
 		t.Errorf("single: counts %v, want 1 opted_out", st.Counts)
 	}
-	if st := e.waitDone("fan", 15*time.Second); st.Counts[stateOptedOut] != 1 || st.Counts[stateDelivered] != 1 {
-		t.Errorf("fan: counts %v, want 1 opted_out and 1 delivered", st.Counts)
+	if st := e.waitDone("fan", 15*time.Second); st.Counts[stateOptedOut] != 1 || st.Counts[stateDelivered] != 2 {
+		t.Errorf("fan: counts %v, want 1 opted_out and 2 delivered", st.Counts)
 	}
 	e.waitQuiet(10 * time.Second)
 	reqs := e.apns.Requests()
@@ -132,7 +134,9 @@ func TestHeldPushOfACategoryOptedOutSinceIsNeverSent(t *testing.T) {
 			t.Errorf("the held push to %s arrived %s after its user opted out", tok, r.At.Sub(wrote))
 		}
 	}
-	if n := len(requestsFor(reqs, fanW)); n != 1 {
-		t.Errorf("%d requests for the push of the user who did not opt out, want 1", n)
+	for _, tok := range []string{fanW, fanX} {
+		if n := len(requestsFor(reqs, tok)); n != 1 {
+			t.Errorf("%d requests for %s, who did not opt out or opted back in, want 1", n, tok)
+		}
 	}
 }
