@@ -227,9 +227,9 @@ func (b *booking) part(k int) *booking {
 // marker), and a first run follows only the run of the chunk that booked
 // it, but for a reset (resetmark.go). Five cases look their bookings up: a
 // chunk with a collapse key (a newer push may have taken a booking's
-// place, which only the limiter knows), a chunk of a category its users
-// may opt out of (a user may have since: the lookup reads their
-// preferences, and the limiter refuses the booking), a re-run (an earlier run may have
+// place, which only the limiter knows), a chunk its users may opt out of
+// (optOutable: a user may have since, which the lookup reads with the
+// booking), a re-run (an earlier run may have
 // given a booking back, or booked again), a task that booked before the
 // reset mark (a reset may have deleted a booking), and, in book, a
 // process with no recent reading of the limiter's clock (the lookup reads
@@ -243,8 +243,9 @@ func carriedSlot(c *chunk, st *chunkStates, i int) int64 {
 }
 
 // optOutable reports whether a user's preferences may refuse a push of
-// content at priority: it names a category and is not critical (the
-// limiter knows which categories are Required: requestOf's Critical).
+// content at priority: it names a category and is not critical. Which
+// categories are Required only the app's policy says; a lookup of such a
+// booking finds it.
 func optOutable(content *payload.Content, priority payload.Priority) bool {
 	return content.Category != "" && priority != payload.PriorityCritical
 }

@@ -10,8 +10,8 @@ import (
 // optWindow is how long after an opt-out's write was answered a push of
 // its category may still start: every provider call starts within 3 s of
 // the booking round trip that read the user's preferences, as of the one
-// that read its job's cancellation (docs/delivery.md section 3c, "A held
-// push of a category the user opts out of is not sent").
+// that read its job's cancellation (docs/delivery.md section 3c, "Opting
+// out reaches held pushes").
 const optWindow = 3 * time.Second
 
 // optOutTolerance is optWindow and the wire's time.
