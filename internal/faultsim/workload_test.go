@@ -496,13 +496,12 @@ func (sc *scenario) collapsePair(rng *rand.Rand, dur func(lo, hi time.Duration) 
 // optOuts adds two users of their own whose preferences change while
 // their pushes are held: each gets a push of the opt category, which takes
 // the category's gap (optGap), then a fan-out of it to both is held for
-// the gap; meanwhile optUser0 opts out of it (and of the required
-// category, which keeps it nothing) and optUser1 opts out and back in
-// before the fan-out's slot. After optUser0's opt-out it also gets a push
-// of the opt category submitted after optWindow (nothing of it may be
-// sent), a critical one (which skips the limiter) and one of the required
-// category (both are sent). The opt-out is written through a node's
-// limiter, as the API writes it.
+// the gap; meanwhile the first opts out of it (and of the required
+// category, which changes nothing) and the second opts out and back in
+// before the fan-out's slot. After optWindow from its opt-out the first
+// also gets a push of the opt category (nothing of it may be sent), a
+// critical one (which skips the limiter) and one of the required category
+// (both are sent). The writes are drive's (writePrefs).
 func (sc *scenario) optOuts(rng *rand.Rand, dur func(lo, hi time.Duration) time.Duration, span time.Duration) {
 	var us []*user
 	for k := range 2 {
