@@ -178,6 +178,14 @@
 //   - webhook (seed 3, once in six runs): an event waits for its retry
 //     past the settle with the retrier lease held; not reproduced since
 //     the lease was shortened, not diagnosed.
+//   - webhook (seed 4, twice in four runs of the CI seeds once the
+//     opt-out workload was added; not met in two runs of seed 4 with it
+//     left out): the endpoint is disabled ("every POST failed for 10s",
+//     the last answered 503) though the receiver takes every third POST
+//     of an event: retries booked in hush:webhook's due set seconds
+//     before were never made, no node holding the retrier lease, so only
+//     refused first POSTs went out; the events of the run's last seconds
+//     never reach it. Not diagnosed.
 //   - never-lost under -race (HUSH_SIM_RACE=1): seed 1 passed once after
 //     the backoff fix; not run since.
 //   - never-after-expiry (seed 3, once): a Web Push subscription's 201
