@@ -14,7 +14,7 @@ import (
 type RecipientsQuery struct {
 	// State, when set, lists only recipients in it: a final state
 	// (delivered, expired, token_invalid, failed, throttle_full,
-	// collapsed, cancelled), "held" or "pending".
+	// collapsed, cancelled, opted_out), "held" or "pending".
 	State string
 	// Cursor is an earlier page's NextCursor ("": the first recipient).
 	Cursor string

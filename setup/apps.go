@@ -358,7 +358,7 @@ func fileThrottle(path string, e *throttleEntry, cfg Config, ps *problems) (thro
 				continue
 			}
 			if strings.Contains(spec, ";") {
-				ps.at(at, "%q: one category per name: want RULES [global=off] [quiet=HH:MM-HH:MM|off], e.g. 2/1d,1/4h@1h quiet=21:00-09:00", spec)
+				ps.at(at, "%q: one category per name: want RULES [global=off] [quiet=HH:MM-HH:MM|off] [required=on], e.g. 2/1d,1/4h@1h quiet=21:00-09:00", spec)
 				continue
 			}
 			cats, err := throttle.ParseCategories(name + "=" + spec)

@@ -84,8 +84,9 @@ field and the reason (every problem at once):
       limits            as HUSH_THROTTLE_LIMITS: 10/1m,100/24h
       min_gap           as HUSH_THROTTLE_MIN_GAP: 3s
       quiet_hours       as HUSH_QUIET_HOURS: 22:00-08:00 or "off"
-      categories        NAME: RULES [global=off] [quiet=HH:MM-HH:MM|off],
-                        one per line (HUSH_THROTTLE_CATEGORIES's items)
+      categories        NAME: RULES [global=off] [quiet=HH:MM-HH:MM|off]
+                        [required=on], one per line
+                        (HUSH_THROTTLE_CATEGORIES's items)
       max_pending       as HUSH_THROTTLE_MAX_PENDING: 100
     throttle_group      apps naming the same group share one budget per
                         user and need the same throttle settings; without

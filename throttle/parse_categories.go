@@ -54,7 +54,7 @@ const TransactionalCategory = "transactional"
 
 // ParseCategories reads categories written
 //
-//	NAME=RULES [global=off] [quiet=HH:MM-HH:MM|off]; NAME=RULES ...
+//	NAME=RULES [global=off] [quiet=HH:MM-HH:MM|off] [required=on]; NAME=RULES ...
 //
 // RULES is a rule set as ParseRuleSet reads it ("2/1d,1/4h@1h",
 // "10/1h@30s") or "none" (no rules of its own). A category's pushes keep
@@ -63,7 +63,8 @@ const TransactionalCategory = "transactional"
 // count toward them). quiet= gives the category quiet hours of its own, or
 // none; without it the global quiet hours apply, except for a category
 // named transactional, which has none unless it says quiet=HH:MM-HH:MM.
-// Names are 1 to 32 of a-z, 0-9, _ and -. Example:
+// required=on marks the category Required: a user's Preferences cannot
+// opt out of it (security notices, receipts). Names are 1 to 32 of a-z, 0-9, _ and -. Example:
 //
 //	marketing=2/1d,1/4h@1h quiet=21:00-09:00; social=10/1h@30s; transactional=none global=off
 //
@@ -120,6 +121,15 @@ func parseCategory(item string, seen map[string]Category) (string, Category, err
 			default:
 				return bad("global="+val+": want global=off (exempt from the global rules) or global=on", nil)
 			}
+		case key == "required":
+			switch val {
+			case "on":
+				k.Required = true
+			case "off":
+				k.Required = false
+			default:
+				return bad("required="+val+": want required=on (users cannot opt out of it) or required=off", nil)
+			}
 		case key == "quiet":
 			q, err := ParseQuiet(val)
 			if err != nil {
@@ -127,7 +137,7 @@ func parseCategory(item string, seen map[string]Category) (string, Category, err
 			}
 			k.Quiet, quietSet = &q, true
 		default:
-			return bad("unknown option "+quote(key)+" (options are global= and quiet=)", nil)
+			return bad("unknown option "+quote(key)+" (options are global=, quiet= and required=)", nil)
 		}
 	}
 	if len(ruleWords) == 0 {

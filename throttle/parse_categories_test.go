@@ -36,6 +36,10 @@ func TestParseCategories(t *testing.T) {
 		{"global=on is the default", "news=3/1h global=on", map[string]throttle.Category{
 			"news": {Limits: []throttle.Limit{{3, time.Hour}}},
 		}},
+		{"required", "security=none global=off required=on; news=3/1h required=off", map[string]throttle.Category{
+			"security": {SkipGlobal: true, Required: true},
+			"news":     {Limits: []throttle.Limit{{3, time.Hour}}},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,12 +75,13 @@ func TestParseCategoriesErrors(t *testing.T) {
 		{"bad limit", "a=2/1x", `throttle: category "a=2/1x": limit "2/1x": window "1x" is not a duration: write a number and a unit (ms, s, m, h or d), e.g. 1m or 24h`},
 		{"bad gap", "a=2/1d@-1s", `throttle: category "a=2/1d@-1s": min gap "-1s": must not be negative`},
 		{"bad global", "a=none global=no", `throttle: category "a=none global=no": global=no: want global=off (exempt from the global rules) or global=on`},
+		{"bad required", "a=none required=yes", `throttle: category "a=none required=yes": required=yes: want required=on (users cannot opt out of it) or required=off`},
 		{"bad quiet", "a=none quiet=22-08", `throttle: category "a=none quiet=22-08": quiet=22-08: want quiet=HH:MM-HH:MM (e.g. quiet=21:00-09:00) or quiet=off`},
 		{"signed count", "a=+2/1d", `throttle: category "a=+2/1d": limit "+2/1d": count "+2": write the number without a sign`},
 		{"signed window", "a=2/+1d", `throttle: category "a=2/+1d": limit "2/+1d": window "+1d": write the duration without a sign`},
 		{"signed gap", "a=2/1d@+1h", `throttle: category "a=2/1d@+1h": min gap "+1h": write the duration without a sign`},
 		{"signed quiet", "a=none quiet=+9:+0-08:00", `throttle: category "a=none quiet=+9:+0-08:00": quiet=+9:+0-08:00: want quiet=HH:MM-HH:MM (e.g. quiet=21:00-09:00) or quiet=off`},
-		{"unknown option", "a=none burst=3", `throttle: category "a=none burst=3": unknown option "burst" (options are global= and quiet=)`},
+		{"unknown option", "a=none burst=3", `throttle: category "a=none burst=3": unknown option "burst" (options are global=, quiet= and required=)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -183,7 +183,8 @@ func (k Category) validate(name string) error {
 }
 
 // String renders a category's rules as ParseCategories reads them:
-// "2/1d,1/4h@1h", "none", then "global=off" and "quiet=..." when set.
+// "2/1d,1/4h@1h", "none", then "global=off", "quiet=..." and
+// "required=on" when set.
 func (k Category) String() string {
 	s := Policy{Limits: k.Limits}.String()
 	if k.MinGap > 0 {
@@ -197,6 +198,9 @@ func (k Category) String() string {
 	}
 	if k.Quiet != nil {
 		s += " quiet=" + k.Quiet.String()
+	}
+	if k.Required {
+		s += " required=on"
 	}
 	return s
 }

@@ -54,8 +54,8 @@ type JobStatus struct {
 	CancelledAt time.Time `json:"cancelled_at,omitzero"`
 	Recipients  int       `json:"recipients"`
 	// Counts has the recipients per final state (delivered, expired,
-	// token_invalid, failed, throttle_full, collapsed, cancelled) and
-	// pending: those without a final state yet.
+	// token_invalid, failed, throttle_full, collapsed, cancelled,
+	// opted_out) and pending: those without a final state yet.
 	Counts map[string]int `json:"counts"`
 	// Deferrals counts how often a delivery of the job was deferred by the
 	// limiter.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
 )
 
@@ -224,19 +225,29 @@ func (b *booking) part(k int) *booking {
 // booking up. Nothing but a cancellation or the recipient's own delivery
 // gives such a booking back: the recipient is its held task's alone (its
 // marker), and a first run follows only the run of the chunk that booked
-// it, but for a reset (resetmark.go). Four cases look their bookings up: a
+// it, but for a reset (resetmark.go). Five cases look their bookings up: a
 // chunk with a collapse key (a newer push may have taken a booking's
-// place, which only the limiter knows), a re-run (an earlier run may have
+// place, which only the limiter knows), a chunk its users may opt out of
+// (optOutable: a user may have since, which the lookup reads with the
+// booking), a re-run (an earlier run may have
 // given a booking back, or booked again), a task that booked before the
 // reset mark (a reset may have deleted a booking), and, in book, a
 // process with no recent reading of the limiter's clock (the lookup reads
 // it).
 func carriedSlot(c *chunk, st *chunkStates, i int) int64 {
-	if !c.held() || !st.first || st.cancelled || c.Content.CollapseKey != "" ||
+	if !c.held() || !st.first || st.cancelled || c.Content.CollapseKey != "" || optOutable(&c.Content, c.Priority) ||
 		len(c.Slots) != len(c.Recipients) || c.Booked < st.resetMark {
 		return 0
 	}
 	return c.Slots[i]
+}
+
+// optOutable reports whether a user's preferences may refuse a push of
+// content at priority: it names a category and is not critical. Which
+// categories are Required only the app's policy says; a lookup of such a
+// booking finds it.
+func optOutable(content *payload.Content, priority payload.Priority) bool {
+	return content.Category != "" && priority != payload.PriorityCritical
 }
 
 // bookItems is the first attempts of recipients idx of c, to book.

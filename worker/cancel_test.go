@@ -175,7 +175,7 @@ func TestCancelHeldDelivery(t *testing.T) {
 		st, err = e.client.Status(t.Context(), id)
 		return err == nil && st.Counts[stateCancelled] == 1
 	})
-	wantCounts := map[string]int{"delivered": 1, "expired": 0, "token_invalid": 0, "failed": 0, "throttle_full": 0, "collapsed": 0, "cancelled": 1, "pending": 0}
+	wantCounts := map[string]int{"delivered": 1, "expired": 0, "token_invalid": 0, "failed": 0, "throttle_full": 0, "collapsed": 0, "cancelled": 1, "opted_out": 0, "pending": 0}
 	if diff := cmp.Diff(wantCounts, st.Counts); diff != "" {
 		t.Errorf("Status counts (-want +got):\n%s", diff)
 	}

@@ -52,9 +52,13 @@ const (
 	// stepCollapsed: a newer push for the user with the same collapse key
 	// took this one's place while it was held: drop.
 	stepCollapsed
+	// stepOptedOut: the user opted out of the push's category (the
+	// limiter booked nothing, and gave back a booking the member held):
+	// drop.
+	stepOptedOut
 )
 
-var stepNames = [...]string{"send", "wait", "defer", "expire", "full", "rebook", "next", "collapsed"}
+var stepNames = [...]string{"send", "wait", "defer", "expire", "full", "rebook", "next", "collapsed", "opted_out"}
 
 func (s step) String() string { return stepNames[s] }
 
@@ -89,6 +93,11 @@ func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, carrie
 		return planned{step: stepExpire, heldBy: r.HeldBy}
 	case throttle.RefusedCollapsed:
 		return planned{step: stepCollapsed}
+	case throttle.RefusedOptedOut:
+		if mutant("optOutIgnored") {
+			break // sent as if the user had not opted out
+		}
+		return planned{step: stepOptedOut}
 	}
 	slot := answered.Add(r.Wait)
 	late := now.Sub(mid.Add(r.Wait))
@@ -236,8 +245,8 @@ func routePlan(p planned, by holder) routed {
 		return routed{move: moveHand, delay: deferDelay(p.wait), deferred: true}
 	}
 	if by != byDelivery {
-		// Expired, full or collapsed (dropped there), or stalled (booked
-		// again there).
+		// Expired, full, collapsed or opted out (dropped there), or
+		// stalled (booked again there).
 		return routed{move: moveHand}
 	}
 	switch p.step {
@@ -247,6 +256,8 @@ func routePlan(p planned, by holder) routed {
 		return routed{move: moveDrop, reason: stateExpired}
 	case stepCollapsed:
 		return routed{move: moveDrop, reason: stateCollapsed}
+	case stepOptedOut:
+		return routed{move: moveDrop, reason: stateOptedOut}
 	case stepRebook:
 		return routed{move: moveRebook}
 	}

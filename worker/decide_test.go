@@ -38,6 +38,9 @@ func TestPlan(t *testing.T) {
 		{"slot just before the deadline is sent", booked(time.Minute), t0, t0.Add(time.Minute + ms), false, stepDefer, time.Minute},
 		{"refused: after NotAfter", throttle.Reservation{Refused: throttle.RefusedLate, Now: t0}, t0, t0.Add(time.Hour), false, stepExpire, 0},
 		{"refused: too many held", throttle.Reservation{Refused: throttle.RefusedFull, Now: t0}, t0, time.Time{}, false, stepFull, 0},
+		{"refused: opted out", throttle.Reservation{At: t0, Refused: throttle.RefusedOptedOut, Now: t0}, t0, time.Time{}, false, stepOptedOut, 0},
+		{"refused: opted out, even late and carried", throttle.Reservation{At: t0, Refused: throttle.RefusedOptedOut, Now: t0}, t0.Add(time.Second), time.Time{}, true, stepOptedOut, 0},
+		{"refused: opted out, even past the deadline", throttle.Reservation{At: t0, Refused: throttle.RefusedOptedOut, Now: t0}, t0, t0, false, stepOptedOut, 0},
 		{"existing, on time", existing(50 * ms), t0, time.Time{}, false, stepSend, 0},
 		{"existing, late, nothing delivered: rebook", existing(time.Second), t0, time.Time{}, false, stepRebook, 0},
 		{"existing, late, a device has it under this booking: next attempt", existing(time.Second), t0, time.Time{}, true, stepNext, 0},
@@ -71,6 +74,7 @@ func TestRoute(t *testing.T) {
 		{"delivery drops when full", p(stepFull, 0), byDelivery, routed{move: moveDrop, reason: stateThrottleFull}},
 		{"delivery drops when expired", p(stepExpire, 0), byDelivery, routed{move: moveDrop, reason: stateExpired}},
 		{"delivery drops when collapsed", p(stepCollapsed, 0), byDelivery, routed{move: moveDrop, reason: stateCollapsed}},
+		{"delivery drops when opted out", p(stepOptedOut, 0), byDelivery, routed{move: moveDrop, reason: stateOptedOut}},
 		{"delivery books again", p(stepRebook, 0), byDelivery, routed{move: moveRebook}},
 		{"delivery books the next attempt", p(stepNext, 0), byDelivery, routed{move: moveNext}},
 		{"wave sends now", p(stepSend, 0), byWave, routed{move: moveSend}},
@@ -79,6 +83,9 @@ func TestRoute(t *testing.T) {
 		{"wave hands an expired one over", p(stepExpire, 0), byWave, routed{move: moveHand}},
 		{"wave hands a full one over", p(stepFull, 0), byWave, routed{move: moveHand}},
 		{"wave hands a collapsed one over", p(stepCollapsed, 0), byWave, routed{move: moveHand}},
+		{"wave hands an opted-out one over", p(stepOptedOut, 0), byWave, routed{move: moveHand}},
+		{"held task hands an opted-out one over", p(stepOptedOut, 0), byHeld, routed{move: moveHand}},
+		{"turn hands an opted-out one over", p(stepOptedOut, 0), byTurn, routed{move: moveHand}},
 		{"wave hands a stalled one over", p(stepRebook, 0), byWave, routed{move: moveHand}},
 		{"held task waits for a near slot", p(stepWait, time.Second), byHeld, routed{move: moveSend}},
 		{"held task woken early hands over", p(stepDefer, far), byHeld, routed{move: moveHand, delay: deferDelay(far)}},
@@ -104,6 +111,7 @@ func TestPlansItself(t *testing.T) {
 	found := throttle.Reservation{At: now, Now: now, Existing: true}
 	failed := throttle.Reservation{}
 	full := throttle.Reservation{Now: now, Refused: throttle.RefusedFull}
+	optedOut := throttle.Reservation{At: now, Now: now, Refused: throttle.RefusedOptedOut}
 	tests := []struct {
 		name string
 		r    throttle.Reservation
@@ -122,6 +130,9 @@ func TestPlansItself(t *testing.T) {
 		{"turn plans a fresh one", fresh, byTurn, true},
 		{"turn hands a found one over", found, byTurn, false},
 		{"turn hands a refused one over", full, byTurn, false},
+		{"wave plans an opted-out one", optedOut, byWave, true},
+		{"held task plans an opted-out one", optedOut, byHeld, true},
+		{"turn hands an opted-out one over", optedOut, byTurn, false},
 		{"turn hands a failed one over", failed, byTurn, false},
 	}
 	for _, tt := range tests {

@@ -359,6 +359,8 @@ func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
 		w.m.limiter.WithLabelValues(app.Name, "full").Inc()
 	case stepCollapsed:
 		w.m.limiter.WithLabelValues(app.Name, "collapsed").Inc()
+	case stepOptedOut:
+		w.m.limiter.WithLabelValues(app.Name, "opted_out").Inc()
 	case stepRebook, stepNext:
 		w.m.limiter.WithLabelValues(app.Name, "rebooked").Inc()
 	}
@@ -370,8 +372,8 @@ func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
 // drop ends d without sending, with reason stateExpired (its deadline
 // passed, or its earliest slot is after it), stateThrottleFull (the user
 // holds the most bookings allowed), stateCollapsed (a newer push with its
-// collapse key took its place) or stateCancelled (its job was
-// cancelled). It gives the attempt's booking back, unless the attempt is
+// collapse key took its place), stateCancelled (its job was cancelled) or
+// stateOptedOut (the user opted out of its category). It gives the attempt's booking back, unless the attempt is
 // unsettled (its push may have gone out at that slot). A device that
 // already has the push makes it a delivery. The dropped event is appended
 // before the state is recorded, so it is never lost (a re-run may emit it

@@ -23,7 +23,7 @@ func TestEndToEnd(t *testing.T) {
 	id := e.submit(job)
 
 	st := e.waitDone(id, 20*time.Second)
-	if diff := cmp.Diff(map[string]int{"delivered": 3, "expired": 0, "token_invalid": 0, "failed": 0, "throttle_full": 0, "collapsed": 0, "cancelled": 0, "pending": 0}, st.Counts); diff != "" {
+	if diff := cmp.Diff(map[string]int{"delivered": 3, "expired": 0, "token_invalid": 0, "failed": 0, "throttle_full": 0, "collapsed": 0, "cancelled": 0, "opted_out": 0, "pending": 0}, st.Counts); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
 

@@ -50,7 +50,7 @@ type events struct {
 // finalEvent is the event of a recipient's final state, about naming the
 // job, app, user, time and, for a failure, the reason: delivered, failed,
 // or dropped with the state as its reason (expired, throttle_full,
-// collapsed, cancelled). A recipient ending token_invalid has none: its
+// collapsed, cancelled, opted_out). A recipient ending token_invalid has none: its
 // devices' events report it.
 func finalEvent(state string, about Event) (Event, bool) {
 	switch state {

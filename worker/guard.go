@@ -107,7 +107,8 @@ func (b *booking) sendBy(slotBy time.Time) time.Time {
 // global rules alone when it is not configured: the job was accepted
 // under another configuration), in the recipient's time zone, not before
 // its send_at, with its collapse key in its app (collapseKeyOf) and its
-// job's accepted instant, which makes the newest accepted push win;
+// job's accepted instant, which makes the newest accepted push win,
+// critical when its priority is (the user's opt-outs do not apply to it);
 // refused after d's deadline, and never later than its job's records are
 // kept (less a day), so a slot is never used after the records that stop
 // a second send are gone.
@@ -118,7 +119,7 @@ func (w *Worker) requestOf(a *App, d *delivery, n int, paced time.Time) throttle
 	}
 	q := throttle.Request{User: d.UserID, Member: memberOf(d.Job, d.Index, n), NotAfter: notAfter,
 		NotBefore: d.Content.NotBefore(), CollapseKey: collapseKeyOf(a.Name, d.Content.CollapseKey), Accepted: d.AcceptedAt,
-		Location: w.location(d.Timezone)}
+		Location: w.location(d.Timezone), Critical: d.Priority == payload.PriorityCritical}
 	if mutant("sendAtEarly") && !q.NotBefore.IsZero() {
 		q.NotBefore = q.NotBefore.Add(-time.Second)
 	}

@@ -43,8 +43,9 @@ import (
 //
 // A held task's first run takes its recipients' bookings as found, at the
 // slots its payload carries (heldSlots), unless they may have changed (a
-// collapse key: then, as on a re-run, it books them again and finds
-// them), and treats a slot within a wait in place like a slot now: it
+// collapse key, or a category a user may have opted out of since: then,
+// as on a re-run, it books them again and finds them, or finds them
+// refused), and treats a slot within a wait in place like a slot now: it
 // waits for it, then sends. Anything else (late, expired, collapsed,
 // partly sent, a retry) goes to the recipient's delivery task, which
 // handles every case for one recipient (decide.go).

@@ -196,7 +196,7 @@ func TestJobTaskRerunKeepsTheClientsRecord(t *testing.T) {
 	}
 	want := JobStatus{
 		ID: "again", App: DefaultApp, State: jobFannedOut, Queue: "normal", AcceptedAt: rec.AcceptedAt, Recipients: n,
-		Counts: map[string]int{stateDelivered: n - 1, stateExpired: 0, stateTokenInvalid: 0, stateFailed: 0, stateThrottleFull: 0, stateCollapsed: 0, stateCancelled: 0, "pending": 1},
+		Counts: map[string]int{stateDelivered: n - 1, stateExpired: 0, stateTokenInvalid: 0, stateFailed: 0, stateThrottleFull: 0, stateCollapsed: 0, stateCancelled: 0, stateOptedOut: 0, "pending": 1},
 	}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)

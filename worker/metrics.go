@@ -54,7 +54,7 @@ func newMetrics() *metrics {
 		}, []string{"app", "state"}),
 		limiter: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_limiter_decisions_total",
-			Help: "Limiter decisions for deliveries: allowed (slot now), waited (short wait in the worker), deferred (handed back to the queue until the slot), bypass (priority skips the limiter), expired (slot after the deadline), full (the user holds HUSH_THROTTLE_MAX_PENDING bookings), collapsed (a newer push with the same collapse key took the booking's place), paced (held past its slot by its app's max rate, booked again from its turn), rebooked (a late booking or a retry booked again); by app.",
+			Help: "Limiter decisions for deliveries: allowed (slot now), waited (short wait in the worker), deferred (handed back to the queue until the slot), bypass (priority skips the limiter), expired (slot after the deadline), full (the user holds HUSH_THROTTLE_MAX_PENDING bookings), collapsed (a newer push with the same collapse key took the booking's place), opted_out (the user opted out of the push's category), paced (held past its slot by its app's max rate, booked again from its turn), rebooked (a late booking or a retry booked again); by app.",
 		}, []string{"app", "decision"}),
 		deferral: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hush_deferral_delay_seconds",

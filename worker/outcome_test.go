@@ -16,6 +16,8 @@ func TestJobOutcome(t *testing.T) {
 		{"the only delivery expired", 1, map[string]int{stateExpired: 1, "pending": 0}, OutcomeUndelivered},
 		{"some delivered, some expired", 3, map[string]int{stateDelivered: 1, stateExpired: 2, "pending": 0}, OutcomePartlyDelivered},
 		{"cancelled before any was sent", 2, map[string]int{stateCancelled: 2, "pending": 0}, OutcomeUndelivered},
+		{"every user opted out", 2, map[string]int{stateOptedOut: 2, "pending": 0}, OutcomeUndelivered},
+		{"some delivered, some opted out", 2, map[string]int{stateDelivered: 1, stateOptedOut: 1, "pending": 0}, OutcomePartlyDelivered},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := jobOutcome(tc.recipients, tc.counts); got != tc.want {

@@ -22,7 +22,7 @@ import (
 )
 
 func counts(delivered, expired, tokenInvalid, failed int) map[string]int {
-	return map[string]int{"delivered": delivered, "expired": expired, "token_invalid": tokenInvalid, "failed": failed, "throttle_full": 0, "collapsed": 0, "cancelled": 0, "pending": 0}
+	return map[string]int{"delivered": delivered, "expired": expired, "token_invalid": tokenInvalid, "failed": failed, "throttle_full": 0, "collapsed": 0, "cancelled": 0, "opted_out": 0, "pending": 0}
 }
 
 // hasEntry reports whether the limiter holds a booking or send for member.

@@ -171,7 +171,7 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		counts := map[string]int{"pending": 0, stateDelivered: 2, stateTokenInvalid: 1, stateFailed: 1, stateCancelled: 1,
-			stateExpired: 0, stateThrottleFull: 0, stateCollapsed: 0}
+			stateExpired: 0, stateThrottleFull: 0, stateCollapsed: 0, stateOptedOut: 0}
 		want := RecipientsPage{ID: id, App: all.App, State: jobCancelled, Recipients: 5, Retired: true, Counts: counts,
 			Items: []RecipientState{{Index: 2, State: stateFailed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"}}}
 		if diff := cmp.Diff(want, p); diff != "" {

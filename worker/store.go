@@ -30,12 +30,16 @@ const (
 	stateCollapsed = "collapsed"
 	// stateCancelled: dropped unsent because its job was cancelled.
 	stateCancelled = "cancelled"
+	// stateOptedOut: dropped unsent because the user opted out of the
+	// push's category (throttle.Preferences), before it was booked or
+	// while it was held.
+	stateOptedOut = "opted_out"
 )
 
 // finalStates is the one list of final states. Its order is the order of
 // the counts in a finished job's done-hash entry (retire.lua writes them,
 // compactStatus reads them): a new state goes at its end.
-var finalStates = []string{stateDelivered, stateExpired, stateTokenInvalid, stateFailed, stateThrottleFull, stateCollapsed, stateCancelled}
+var finalStates = []string{stateDelivered, stateExpired, stateTokenInvalid, stateFailed, stateThrottleFull, stateCollapsed, stateCancelled, stateOptedOut}
 
 // retireScriptSrc is retire.lua preceded by the line that gives it
 // finalStates, as the Lua table final_states.

@@ -27,7 +27,7 @@ type recipientsFlags struct {
 func recipientsFlagSet(f *recipientsFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("recipients", flag.ContinueOnError)
 	fs.StringVar(&f.server, "server", "", "hush API base `URL` (default from HUSH_HTTP_ADDR, else "+defaultServer+")")
-	fs.StringVar(&f.state, "state", "", "only recipients in this `STATE`: delivered, expired, token_invalid, failed,\nthrottle_full, collapsed, cancelled, held or pending")
+	fs.StringVar(&f.state, "state", "", "only recipients in this `STATE`: delivered, expired, token_invalid, failed,\nthrottle_full, collapsed, cancelled, opted_out, held or pending")
 	fs.StringVar(&f.cursor, "cursor", "", "start at this `CURSOR` (the one a previous run printed after \"more:\")")
 	fs.IntVar(&f.limit, "limit", 100, "the most recipients to print, 1 to 1000")
 	fs.BoolVar(&f.asJSON, "json", false, "print each page as the API's JSON, one a line")
@@ -50,7 +50,7 @@ of each page it reads (--state held --limit 20 has each one's). It reads
 them through the API (GET /v1/notifications/{id}/recipients).
 
 States: a final state (delivered, expired, token_invalid, failed,
-throttle_full, collapsed, cancelled), held (waiting for the slot the
+throttle_full, collapsed, cancelled, opted_out), held (waiting for the slot the
 limiter booked) or pending (not sent yet, or being retried).
 
 A failed recipient's line ends with its reason (what the provider or hush
@@ -231,7 +231,7 @@ func printRetired(w io.Writer, p client.RecipientsPage) error {
 // countsLine is a finished job's counts, the states with none left out.
 func countsLine(c map[string]int) string {
 	var counts []string
-	for _, s := range []string{"delivered", "expired", "token_invalid", "failed", "throttle_full", "collapsed", "cancelled"} {
+	for _, s := range []string{"delivered", "expired", "token_invalid", "failed", "throttle_full", "collapsed", "cancelled", "opted_out"} {
 		if n := c[s]; n > 0 {
 			counts = append(counts, s+" "+strconv.Itoa(n))
 		}

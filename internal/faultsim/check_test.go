@@ -3,6 +3,7 @@ package faultsim
 import (
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,6 +69,7 @@ var checks = []struct {
 	{"never-early/max_rate", checkMaxRate},
 	{"retry-after", checkRetryAfter},
 	{"collapse", checkCollapse},
+	{"opted-out", checkOptOut},
 	{"unknown-app", checkUnknownApp},
 	{"memory", checkMemory},
 	{"webhook", checkWebhook},
@@ -136,7 +138,9 @@ func checkNeverLost(h *history) []failure {
 // allowedStates is how many recipients of jr may end in each final state
 // in this run: delivered any; token_invalid those whose every device is
 // dead; expired only with a deadline; collapsed only with a collapse key;
-// cancelled only when a cancellation was sent; throttle_full only when a
+// cancelled only when a cancellation was sent; opted_out only for
+// recipients of a category their user's preferences were written to opt
+// out of (not a required category, nor a critical push); throttle_full only when a
 // user could hold the pending cap of bookings; failed (or expired) only
 // for recipients whose live devices answer what ends a delivery (an
 // absurd Retry-After), never else (the workload's other refusals are
@@ -168,6 +172,13 @@ func allowedStates(h *history, jr *jobRun) map[string]int {
 	if jr.cancelTried {
 		a["cancelled"] = all
 	}
+	if optOutable(h, j) {
+		for _, r := range j.Recipients {
+			if optOutTried(h, r.UserID, j.Category) {
+				a["opted_out"]++
+			}
+		}
+	}
 	if h.pendingCap {
 		a["throttle_full"] = all
 	}
@@ -184,6 +195,8 @@ func why(state string) string {
 		return "the job has no collapse key"
 	case "cancelled":
 		return "no cancellation was sent"
+	case "opted_out":
+		return "no recipient's user opted out of its category, or the category is required, or the push critical"
 	case "throttle_full":
 		return "no user holds the pending cap of bookings"
 	}
@@ -478,7 +491,7 @@ func checkMemory(h *history) []failure {
 	var out []failure
 	bytes, n := map[string]int64{}, map[string]int{}
 	for _, k := range h.keys {
-		if k.ttl < 0 {
+		if k.ttl < 0 && !isPreferences(k.key) {
 			out = append(out, fail("memory", nil, "key %s has no expiry", k.key))
 		}
 		if k.user != "" {
@@ -493,6 +506,12 @@ func checkMemory(h *history) []failure {
 	}
 	return out
 }
+
+// isPreferences reports whether key is a user's preferences hash
+// (throttle's "<prefix>{tag}:p"): the user's own say, kept until it is
+// written again or the user deleted, with no expiry, and bounded in size
+// (throttle.MaxOptOuts), so it counts toward memoryBound.
+func isPreferences(key string) bool { return strings.HasSuffix(key, "}:p") }
 
 // short is a token's head, enough to tell the simulation's apart; a log
 // never carries a whole device token.

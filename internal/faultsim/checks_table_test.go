@@ -116,6 +116,19 @@ func (w *histBuilder) with(f func(*history)) *histBuilder { f(w.h); return w }
 
 func st(s worker.JobStatus) *worker.JobStatus { return &s }
 
+// prefsWritten adds a write of u's preferences, tried at ms tried and
+// answered at ms answered, opting out of cats; the tables' policy gets
+// the categories promo, and receipt as a required one.
+func prefsWritten(u string, tried, answered int, cats ...string) func(*history) {
+	return func(h *history) {
+		h.policy.Categories["promo"] = throttle.Category{}
+		h.policy.Categories["receipt"] = throttle.Category{Required: true}
+		h.prefs = append(h.prefs, prefWrite{user: u, optOut: cats, tried: ms(tried), answered: ms(answered)})
+	}
+}
+
+func critical() jobOpt { return func(jr *jobRun) { jr.spec.job.Priority = payload.PriorityCritical } }
+
 // TestChecks runs each check on histories that must pass and histories
 // that must fail: every check can fail, and none fails what the docs
 // allow.
@@ -154,6 +167,9 @@ func TestChecks(t *testing.T) {
 		{"never-lost: token_invalid, live token", checkNeverLost, newHistory().job("a", st(counts(0, "token_invalid", 1)), recipients("u")), 1},
 		{"never-lost: token_invalid, dead token", checkNeverLost, newHistory().job("a", st(counts(0, "token_invalid", 1)), recipients("u")).with(func(h *history) { h.dead["t-u"] = true }), 0},
 		{"never-lost: failed", checkNeverLost, newHistory().job("a", st(counts(0, "failed", 1)), recipients("u")), 1},
+		{"never-lost: opted_out, never opted out", checkNeverLost, newHistory().job("a", st(counts(0, "opted_out", 1)), recipients("u"), category("promo")), 1},
+		{"never-lost: opted_out", checkNeverLost, newHistory().job("a", st(counts(0, "opted_out", 1)), recipients("u"), category("promo")).with(prefsWritten("u", 100, 110, "promo")), 0},
+		{"never-lost: opted_out of a required category", checkNeverLost, newHistory().job("a", st(counts(0, "opted_out", 1)), recipients("u"), category("receipt")).with(prefsWritten("u", 100, 110, "receipt")), 1},
 
 		// counts-equal-arrivals
 		{"counts: equal", checkCounts, newHistory().job("a", st(counts(0, "delivered", 1)), recipients("u")).arrive(pushed("a", "u", "t-u", 10)), 0},
@@ -254,6 +270,30 @@ func TestChecks(t *testing.T) {
 		{"collapse: accepted outside its submissions", checkCollapse, newHistory().job("a", st(counts(0, "delivered", 1)), recipients("u"), withCollapse("k")).
 			with(func(h *history) { h.jobs["a"].lastTry = ms(-10); h.jobs["a"].firstTry = ms(-20) }), 1},
 
+		// opted-out (within 3 s and the wire's 25 ms of the write's answer)
+		{"opted-out: within the window", checkOptOut, newHistory().job("a", nil, recipients("u"), category("promo")).with(prefsWritten("u", 0, 10, "promo")).
+			arrive(pushed("a", "u", "t-u", 10+3025)), 0},
+		{"opted-out: after the window", checkOptOut, newHistory().job("a", nil, recipients("u"), category("promo")).with(prefsWritten("u", 0, 10, "promo")).
+			arrive(pushed("a", "u", "t-u", 10+3030)), 1},
+		{"opted-out: a refused request counts too", checkOptOut, newHistory().job("a", nil, recipients("u"), category("promo")).with(prefsWritten("u", 0, 10, "promo")).
+			arrive(answeredWith("a", "u", "t-u", 5000, 503)), 1},
+		{"opted-out: another category", checkOptOut, newHistory().job("a", nil, recipients("u"), category("night")).with(prefsWritten("u", 0, 10, "promo")).
+			arrive(pushed("a", "u", "t-u", 5000)), 0},
+		{"opted-out: another user", checkOptOut, newHistory().job("a", nil, recipients("v"), category("promo")).with(prefsWritten("u", 0, 10, "promo")).
+			arrive(pushed("a", "v", "t-v", 5000)), 0},
+		{"opted-out: opted back in", checkOptOut, newHistory().job("a", nil, recipients("u"), category("promo")).with(prefsWritten("u", 0, 10, "promo")).with(prefsWritten("u", 1000, 1010)).
+			arrive(pushed("a", "u", "t-u", 5000)), 0},
+		{"opted-out: a write whose answer was lost", checkOptOut, newHistory().job("a", nil, recipients("u"), category("promo")).with(prefsWritten("u", 0, -1, "promo")).
+			with(func(h *history) { h.prefs[0].answered = time.Time{} }).arrive(pushed("a", "u", "t-u", 5000)), 0},
+		{"opted-out: a required category", checkOptOut, newHistory().job("a", nil, recipients("u"), category("receipt")).with(prefsWritten("u", 0, 10, "receipt")).
+			arrive(pushed("a", "u", "t-u", 5000)), 0},
+		{"opted-out: a critical push", checkOptOut, newHistory().job("a", nil, recipients("u"), category("promo"), critical()).with(prefsWritten("u", 0, 10, "promo")).
+			arrive(pushed("a", "u", "t-u", 5000)), 0},
+		{"opted-out: submitted after the opt-out, ended opted_out", checkOptOut, newHistory().job("a", st(counts(1000, "opted_out", 1)), recipients("u"), category("promo")).with(prefsWritten("u", 0, 10, "promo")), 0},
+		{"opted-out: submitted after the opt-out, ended otherwise", checkOptOut, newHistory().job("a", st(counts(1000, "delivered", 1)), recipients("u"), category("promo")).with(prefsWritten("u", 0, 10, "promo")), 1},
+		{"opted-out: submitted before the opt-out, delivered", checkOptOut, newHistory().job("a", st(counts(0, "delivered", 1)), recipients("u"), category("promo")).with(prefsWritten("u", 100, 110, "promo")).
+			arrive(pushed("a", "u", "t-u", 50)), 0},
+
 		// unknown-app
 		{"unknown-app: failed", checkUnknownApp, newHistory().job("a", st(counts(0, "failed", 1)), recipients("u"), inApp(appLate)), 1},
 		{"unknown-app: delivered", checkUnknownApp, newHistory().job("a", st(counts(0, "delivered", 1)), recipients("u"), inApp(appLate)), 0},
@@ -265,6 +305,9 @@ func TestChecks(t *testing.T) {
 		{"memory: a limiter key without expiry", checkMemory, newHistory().with(func(h *history) {
 			h.keys = []keyInfo{{key: "hush:throttle:{u}", user: "u", bytes: 300, ttl: -1}}
 		}), 1},
+		{"memory: a user's preferences keep no expiry", checkMemory, newHistory().with(func(h *history) {
+			h.keys = []keyInfo{{key: "hush:throttle:{u}:p", user: "u", bytes: 100, ttl: -1}}
+		}), 0},
 		{"memory: too many bytes", checkMemory, newHistory().with(func(h *history) {
 			h.keys = []keyInfo{{key: "hush:throttle:{u}", user: "u", bytes: memoryBound, ttl: time.Second}, {key: "hush:throttle:{u}:k", user: "u", bytes: 1, ttl: time.Second}}
 		}), 1},

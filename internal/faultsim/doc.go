@@ -46,7 +46,13 @@
 // for pairCalm): an older push whose retry books while a newer push of
 // its key is held by its category's gap beyond worker.CollapseMargin, so
 // that a limiter ordering the key's pushes by booking collapses the newer
-// one; a rated app with a max_rate on every platform; jobs of
+// one; two users whose preferences change while their pushes are held
+// (an opt category with a gap of optGap): one opts out of it (and of a
+// required category) while a fan-out of it waits for its slot, and gets
+// pushes of it, a critical one and a required one after optWindow; the
+// other opts out and back in before the slot, each write made with a
+// node's limiter (throttle.Redis.PutPreferences, as the API makes it) and
+// retried while its answer is an error; a rated app with a max_rate on every platform; jobs of
 // an app one worker loads only mid-run; cancellations, some sent twice
 // through two workers with skewed clocks, each retried (up to
 // cancelTries) while its answer is an error, as a backend would. The
@@ -81,7 +87,7 @@
 //     documented final state, and in one the run allows: token_invalid
 //     only for a recipient whose every device is dead, expired only with a
 //     deadline, collapsed only with a collapse key, cancelled only when a
-//     cancellation was sent, throttle_full only when a user could hold the
+//     cancellation was sent, opted_out only after an opt-out was written, throttle_full only when a user could hold the
 //     pending cap, failed only for a recipient whose devices answer an
 //     absurd Retry-After.
 //   - counts-equal-arrivals: a job's delivered count is the number of its
@@ -111,10 +117,18 @@
 //     push's retry, booked after a newer push of its key and while the
 //     limiter remembers that push (docs/limiter.md, "The newest accepted
 //     push wins in collapse"), never reaches a device after the newer one.
+//   - opted-out: nothing of a category a user opted out of (not a
+//     required one, nor a critical push) reaches a provider more than
+//     optWindow (3 s, docs/delivery.md section 3c) and the wire's 25 ms
+//     after the opt-out's write was answered, until the user's next
+//     write; a job submitted after its recipient's opt-out ends opted_out
+//     for that recipient; and opted_out (never-lost) only for a recipient
+//     whose user was written to opt out of the job's category.
 //   - unknown-app: a job of an app one worker loads late does not end
 //     failed.
 //   - memory: after the run every key of the limiter, the pacer and the
-//     job store has an expiry, and a user's limiter keys hold at most
+//     job store has an expiry, but a user's preferences (kept until
+//     written again or deleted), and a user's limiter keys hold at most
 //     memoryBound bytes.
 //   - webhook: every event hush:events holds reached the webhook with a
 //     2xx at least once, and every POST verifies (Standard Webhooks
@@ -172,6 +186,17 @@
 //   - webhook (seed 3, once in six runs): an event waits for its retry
 //     past the settle with the retrier lease held; not reproduced since
 //     the lease was shortened, not diagnosed.
+//   - webhook (seed 4, twice in eight runs of the CI seeds once the
+//     opt-out workload was added, and a third failure of those runs not
+//     captured; not met in two runs of seed 4 with it left out): the endpoint is disabled ("every POST failed for 10s",
+//     the last answered 503) though the receiver takes every third POST
+//     of an event: retries booked in hush:webhook's due set seconds
+//     before were never made, no node holding the retrier lease, so only
+//     refused first POSTs went out; the events of the run's last seconds
+//     never reach it. Not diagnosed; a guess to test: a killed node's
+//     retrier lease (webhookTimeout and three polls) outlasts the
+//     failing limit (the schedule and a poll per retry), and in a
+//     quiet tail no first POST succeeds meanwhile to reset it.
 //   - never-lost under -race (HUSH_SIM_RACE=1): seed 1 passed once after
 //     the backoff fix; not run since.
 //   - never-after-expiry (seed 3, once): a Web Push subscription's 201

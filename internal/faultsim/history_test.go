@@ -93,6 +93,8 @@ type history struct {
 	// bookings, so throttle_full is a state the run allows.
 	pendingCap bool
 	keys       []keyInfo
+	// prefs are the preference writes the run made, in order.
+	prefs []prefWrite
 }
 
 // failure is one broken promise: the check, what broke, and the shortest
@@ -213,6 +215,9 @@ func (s *sim) history(rdb redis.UniversalClient) *history {
 	}
 	s.lookups(h)
 	h.dead, h.retryAfter, h.ending = s.sc.dead, s.sc.retryAfter, s.sc.ending
+	s.mu.Lock()
+	h.prefs = slices.Clone(s.prefs)
+	s.mu.Unlock()
 	h.keys = s.keys(rdb)
 	h.events, h.hookPosts = streamEvents(rdb), s.hook.got()
 	return h

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker"
 )
 
@@ -139,7 +140,18 @@ type sim struct {
 	nodes []*node // current node per slot
 	all   []*node // every node ever started
 	jobs  map[string]*jobRun
+	prefs []prefWrite // the preference writes made, in order
 	log   []string
+}
+
+// prefWrite is what the run learned about one preference write.
+type prefWrite struct {
+	user   string
+	optOut []string
+	// tried is when its first try began; answered when a try was
+	// answered with success (zero: none was, though a try whose answer
+	// was lost may have written it).
+	tried, answered time.Time
 }
 
 // jobRun is what the run learned about one job.
@@ -260,13 +272,17 @@ func (s *sim) live(i int) *node {
 // drive submits the workload and injects the faults at their offsets.
 func (s *sim) drive() {
 	type event struct {
-		at  time.Duration
-		job *jobSpec
-		f   *fault
+		at   time.Duration
+		job  *jobSpec
+		f    *fault
+		pref *prefSpec
 	}
 	var evs []event
 	for _, js := range s.sc.jobs {
 		evs = append(evs, event{at: js.at, job: js})
+	}
+	for _, ps := range s.sc.prefs {
+		evs = append(evs, event{at: ps.at, pref: ps})
 	}
 	for i := range s.sc.faults {
 		evs = append(evs, event{at: s.sc.faults[i].at, f: &s.sc.faults[i]})
@@ -278,9 +294,12 @@ func (s *sim) drive() {
 		if d := time.Until(s.start.Add(e.at)); d > 0 {
 			time.Sleep(d) // the simulation's own pacing
 		}
-		if e.job != nil {
+		switch {
+		case e.job != nil:
 			s.submit(e.job, &wg)
-		} else {
+		case e.pref != nil:
+			s.writePrefs(e.pref)
+		default:
 			s.inject(*e.f, &wg)
 		}
 	}
@@ -398,6 +417,36 @@ func (s *sim) cancel(jr *jobRun, pick int) {
 	}
 	s.mu.Unlock()
 	s.logf("cancel %s via node %d (skew %s): cancelled=%v", jr.spec.job.ID, n.id, n.skew, res.Cancelled)
+}
+
+// writePrefs writes ps's preferences with a live node's limiter of the
+// plain app (throttle.Redis.PutPreferences, as the API writes them),
+// again through the next node while the answer is an error. A later
+// write of the same user waits for it: the workload's writes of one user
+// are made in order.
+func (s *sim) writePrefs(ps *prefSpec) {
+	w := prefWrite{user: ps.user, optOut: ps.optOut, tried: time.Now()}
+	for try := range prefTries {
+		if try > 0 {
+			time.Sleep(prefPause) // the simulation's own pacing
+		}
+		n := s.live(try)
+		if n == nil {
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := n.lims[scopeMain].PutPreferences(ctx, ps.user, throttle.Preferences{OptOut: ps.optOut})
+		cancel()
+		if err == nil {
+			w.answered = time.Now()
+			s.logf("preferences of %s via node %d: opted out of %v", ps.user, n.id, ps.optOut)
+			break
+		}
+		s.logf("preferences of %s via node %d: %v", ps.user, n.id, err)
+	}
+	s.mu.Lock()
+	s.prefs = append(s.prefs, w)
+	s.mu.Unlock()
 }
 
 // inject applies fault f.

@@ -12,8 +12,9 @@ import (
 // runs and what the checks need to bite: Web Push devices (some at the
 // hostile push service), APNs and FCM ones, a token throttled with a
 // Retry-After above hush's own margin, night pushes inside the quiet
-// hours, collapse keys, cancellations, send_at, expires_at and the rated
-// app's fan-outs, and a gap above twice the rules' tolerance.
+// hours, collapse keys, cancellations, send_at, expires_at, the rated
+// app's fan-outs, users opting out and back in, and a gap above twice the
+// rules' tolerance.
 func TestWorkloadCoversProduction(t *testing.T) {
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for seed := uint64(1); seed <= 20; seed++ {
@@ -50,6 +51,14 @@ func TestWorkloadCoversProduction(t *testing.T) {
 				expires++
 			}
 		}
+		optOuts, optIns := 0, 0
+		for _, ps := range sc.prefs {
+			if len(ps.optOut) > 0 {
+				optOuts++
+			} else {
+				optIns++
+			}
+		}
 		retryAfter := 0
 		for _, ra := range sc.retryAfter {
 			if ra >= retryAfterLo {
@@ -61,6 +70,7 @@ func TestWorkloadCoversProduction(t *testing.T) {
 			"Web Push devices at the hostile service": hostile, "tokens throttled with a Retry-After": retryAfter,
 			"night pushes inside the quiet hours": night, "collapse pushes": collapse, "cancellations": cancels,
 			"send_at jobs": sendAt, "expires_at jobs": expires, "rated fan-outs": rated,
+			"opt-outs": optOuts, "opt-ins": optIns,
 		} {
 			if n == 0 {
 				t.Errorf("seed %d: no %s", seed, what)

@@ -42,6 +42,15 @@ type jobSpec struct {
 	sendAtIn, expiresIn time.Duration
 }
 
+// prefSpec is one write of a user's preferences at offset at: the
+// categories the user opts out of from then on (none: opted back in to
+// every one).
+type prefSpec struct {
+	at     time.Duration
+	user   string
+	optOut []string
+}
+
 // fault is one injected fault at offset at.
 type fault struct {
 	at   time.Duration
@@ -63,6 +72,8 @@ type scenario struct {
 	rated   []*user // users of appRated
 	jobs    []*jobSpec
 	faults  []fault
+	// prefs are the preference writes, in offset order.
+	prefs []*prefSpec
 	// lateNode is the node that does not know appLate until its reload
 	// (-1: every node knows it from the start).
 	lateNode int
@@ -419,6 +430,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	// Drawn last, so that the rest of a seed's workload and faults stay
 	// what they were without it.
 	sc.collapsePair(rng, dur, span)
+	sc.optOuts(rng, dur, span)
 	slices.SortStableFunc(sc.jobs, func(a, b *jobSpec) int { return int(a.at - b.at) })
 	for i, js := range sc.jobs {
 		js.seq = i
@@ -481,6 +493,55 @@ func (sc *scenario) collapsePair(rng *rand.Rand, dur func(lo, hi time.Duration) 
 	}
 }
 
+// optOuts adds two users of their own whose preferences change while
+// their pushes are held: each gets a push of the opt category, which takes
+// the category's gap (optGap), then a fan-out of it to both is held for
+// the gap; meanwhile the first opts out of it (and of the required
+// category, which changes nothing) and the second opts out and back in
+// before the fan-out's slot. After optWindow from its opt-out the first
+// also gets a push of the opt category (nothing of it may be sent), a
+// critical one (which skips the limiter) and one of the required category
+// (both are sent). The writes are drive's (writePrefs).
+func (sc *scenario) optOuts(rng *rand.Rand, dur func(lo, hi time.Duration) time.Duration, span time.Duration) {
+	var us []*user
+	for k := range 2 {
+		u := &user{id: fmt.Sprintf("%s-%d", optUserPrefix, k)}
+		u.devices = []payload.Device{{Platform: payload.APNs, Token: apnsToken(fmt.Sprintf("%so%02dd0", seedTag(sc.seed), k))}}
+		sc.users = append(sc.users, u)
+		us = append(us, u)
+	}
+	sc.policy.Categories[optCategory] = throttle.Category{MinGap: optGap}
+	sc.policy.Categories[requiredCategory] = throttle.Category{Required: true}
+	at := dur(0, span/2)
+	add := func(id string, at time.Duration, cat string, prio payload.Priority, to ...*user) {
+		js := &jobSpec{at: at}
+		j := &js.job
+		j.ID = fmt.Sprintf("%s-%s", seedTag(sc.seed), id)
+		j.App, j.Priority, j.Category = appPlain, prio, cat
+		j.Alert = &payload.Alert{Title: "t", Body: j.ID}
+		j.Data = map[string]string{"j": j.ID}
+		for _, u := range to {
+			j.Recipients = append(j.Recipients, recipient(u))
+		}
+		sc.jobs = append(sc.jobs, js)
+	}
+	for k, u := range us {
+		add(fmt.Sprintf("o%d", k), at, optCategory, payload.PriorityNormal, u)
+	}
+	add("of", at+dur(200*time.Millisecond, 400*time.Millisecond), optCategory, payload.PriorityNormal, us...)
+	out := at + dur(time.Second, 2*time.Second)
+	back := out + dur(time.Second, 2*time.Second)
+	sc.prefs = append(sc.prefs,
+		&prefSpec{at: out, user: us[0].id, optOut: []string{optCategory, requiredCategory}},
+		&prefSpec{at: out, user: us[1].id, optOut: []string{optCategory}},
+		&prefSpec{at: back, user: us[1].id})
+	later := out + optWindow + dur(500*time.Millisecond, time.Second)
+	add("on", later, optCategory, payload.PriorityNormal, us[0])
+	add("oc", later, optCategory, payload.PriorityCritical, us[0])
+	add("or", later+dur(0, 500*time.Millisecond), requiredCategory, payload.PriorityNormal, us[0])
+	slices.SortStableFunc(sc.prefs, func(a, b *prefSpec) int { return int(a.at - b.at) })
+}
+
 // The workload's drawn bounds.
 const (
 	// cancelFaultSpan is how long Redis fails on every node from each
@@ -508,6 +569,18 @@ const (
 	// pairCalm is how long the collapse pair's run goes without a fault:
 	// its two submissions and the older push's retry.
 	pairCalm = 4 * time.Second
+	// optUserPrefix names the users whose preferences change; optCategory
+	// is the category they opt out of, optGap its gap: the fan-out of it
+	// is held past optWindow after the opt-out, so a push sent anyway is
+	// caught. requiredCategory is a category users cannot opt out of.
+	optUserPrefix    = "o"
+	optCategory      = "opt"
+	optGap           = 8 * time.Second
+	requiredCategory = "receipt"
+	// prefTries is how many times a preference write is made before the
+	// workload gives up on it, prefPause the pause between tries.
+	prefTries = 8
+	prefPause = 100 * time.Millisecond
 	// faultSettle is how long a fault without a span (a kill, a restart,
 	// a reload) is taken to disturb the run.
 	faultSettle = time.Second

@@ -123,7 +123,7 @@ func TestAPIStatus(t *testing.T) {
 	if got.Status != http.StatusOK || got.Body["state"] != wire.StateDone {
 		t.Fatalf("GET job: %d %v, want 200 done", got.Status, got.Body)
 	}
-	want := map[string]any{"delivered": 2.0, "expired": 0.0, "token_invalid": 0.0, "failed": 0.0, "throttle_full": 0.0, "collapsed": 0.0, "cancelled": 0.0, "pending": 0.0}
+	want := map[string]any{"delivered": 2.0, "expired": 0.0, "token_invalid": 0.0, "failed": 0.0, "throttle_full": 0.0, "collapsed": 0.0, "cancelled": 0.0, "opted_out": 0.0, "pending": 0.0}
 	if diff := cmp.Diff(want, got.Body["counts"]); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}

@@ -114,7 +114,7 @@ func TestRecipientsRoute(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, query, msg string }{
-		{"state", "?state=lost", `state: want one of delivered, expired, token_invalid, failed, throttle_full, collapsed, cancelled, held, pending, got "lost"`},
+		{"state", "?state=lost", `state: want one of delivered, expired, token_invalid, failed, throttle_full, collapsed, cancelled, opted_out, held, pending, got "lost"`},
 		{"limit", "?limit=0", "limit: want 1 to 1000, got 0"},
 		{"limit not a number", "?limit=ten", `limit: want a whole number, got "ten"`},
 		{"cursor", "?cursor=-3", `cursor: want the next_cursor of an earlier page (such as 100), got "-3"`},
