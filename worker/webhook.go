@@ -313,9 +313,7 @@ func (d *webhookDelivery) retryDue(ctx context.Context) {
 	if d.disabled.Load() {
 		return
 	}
-	// The lease outlasts one pass (its POSTs' timeout) and a few polls,
-	// so a process that dies holding it delays the retries that long.
-	lease := webhookTimeout + 3*d.poll
+	lease := d.retrierLease()
 	ok, err := d.rdb.SetNX(ctx, d.keys.retrier, d.consumer, lease).Result()
 	if err != nil {
 		return
@@ -438,15 +436,23 @@ func (d *webhookDelivery) forget(ctx context.Context, id string) error {
 	return err
 }
 
+// retrierLease is how long the retrier lease lasts: one pass (its POSTs'
+// timeout) and a few polls, so a process that dies holding it delays the
+// retries that long.
+func (d *webhookDelivery) retrierLease() time.Duration { return webhookTimeout + 3*d.poll }
+
 // failingLimit is how long an endpoint's POSTs may all fail before it is
 // disabled: the time from an event's first attempt to its last, a fifth
-// more for the retries' spread, and the polls between.
+// more for the retries' spread, the polls between, and the retrier lease
+// a process that died holding it makes every retry wait (meanwhile only
+// first POSTs go out, and those may all be refused by a receiver that
+// takes retries).
 func (d *webhookDelivery) failingLimit() time.Duration {
 	var t time.Duration
 	for _, w := range d.retries {
 		t += w + d.poll
 	}
-	return t + t/5
+	return t + t/5 + d.retrierLease()
 }
 
 func (d *webhookDelivery) disable(ctx context.Context, reason string, now time.Time) {

@@ -118,7 +118,8 @@ func TestWebhookPostsOnlyItsTypes(t *testing.T) {
 
 // TestWebhookGivesUp: an event whose every attempt fails is given up after
 // the schedule's last one; a later event failing past the whole schedule
-// disables the endpoint, and enabling it posts the events waiting.
+// and the retrier lease disables the endpoint, and enabling it posts the
+// events waiting.
 func TestWebhookGivesUpThenDisables(t *testing.T) {
 	r := startReceiver(t, 500)
 	e := newEnv(t, envOptions{webhookURL: r.srv.URL, webhookRetries: []time.Duration{100 * time.Millisecond, 100 * time.Millisecond}})
@@ -132,8 +133,13 @@ func TestWebhookGivesUpThenDisables(t *testing.T) {
 	if n := len(r.got()); n != 3 {
 		t.Errorf("the first event got %d POSTs, want 3 (its attempt and two retries)", n)
 	}
-	// The endpoint has been failing for longer than the schedule: the
-	// next failure disables it.
+	// Once the endpoint has been failing for longer than the schedule and
+	// the retrier lease (failingLimit), the next failure disables it.
+	since, err := e.rdb.Get(t.Context(), e.w.webhook.keys.failing).Int64()
+	if err != nil {
+		t.Fatalf("when the endpoint began failing: %v", err)
+	}
+	time.Sleep(time.Until(time.UnixMilli(since).Add(e.w.webhook.failingLimit())))
 	second := e.deadToken("disables")
 	waitFor(t, 15*time.Second, "the endpoint disabled", func() bool {
 		st, err := e.client.WebhookStatus(t.Context())
@@ -236,5 +242,22 @@ func TestWebhookForgetsConsumersGone(t *testing.T) {
 	}
 	if len(names) != 1 || names[0] != "holding" {
 		t.Errorf("consumers left %v, want [holding]", names)
+	}
+}
+
+// TestWebhookFailingLimitOutlastsADeadRetrier: a process killed holding
+// the retrier lease holds every retry back for the lease, while only
+// first POSTs go out; the endpoint is not disabled before the lease and
+// then the whole schedule have had their time.
+func TestWebhookFailingLimitOutlastsADeadRetrier(t *testing.T) {
+	for _, retries := range [][]time.Duration{{100 * time.Millisecond, 100 * time.Millisecond}, DefaultWebhookRetries} {
+		d := newWebhookDelivery(nil, "http://example.invalid", nil, retries, nil, nil)
+		var schedule time.Duration
+		for _, w := range retries {
+			schedule += w
+		}
+		if got, least := d.failingLimit(), d.retrierLease()+schedule; got < least {
+			t.Errorf("retries %v: failing limit %s, want at least the lease and the schedule, %s", retries, got, least)
+		}
 	}
 }

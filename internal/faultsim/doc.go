@@ -186,17 +186,6 @@
 //   - webhook (seed 3, once in six runs): an event waits for its retry
 //     past the settle with the retrier lease held; not reproduced since
 //     the lease was shortened, not diagnosed.
-//   - webhook (seed 4, twice in eight runs of the CI seeds once the
-//     opt-out workload was added, and a third failure of those runs not
-//     captured; not met in two runs of seed 4 with it left out): the endpoint is disabled ("every POST failed for 10s",
-//     the last answered 503) though the receiver takes every third POST
-//     of an event: retries booked in hush:webhook's due set seconds
-//     before were never made, no node holding the retrier lease, so only
-//     refused first POSTs went out; the events of the run's last seconds
-//     never reach it. Not diagnosed; a guess to test: a killed node's
-//     retrier lease (webhookTimeout and three polls) outlasts the
-//     failing limit (the schedule and a poll per retry), and in a
-//     quiet tail no first POST succeeds meanwhile to reset it.
 //   - never-lost under -race (HUSH_SIM_RACE=1): seed 1 passed once after
 //     the backoff fix; not run since.
 //   - never-after-expiry (seed 3, once): a Web Push subscription's 201
