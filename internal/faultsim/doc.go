@@ -186,6 +186,11 @@
 //   - webhook (seed 3, once in six runs): an event waits for its retry
 //     past the settle with the retrier lease held; not reproduced since
 //     the lease was shortened, not diagnosed.
+//   - The mutant cancelNoGrace is caught only now and then since the
+//     opt-out workload changed the seeds' draws: at seed 5 once in two
+//     runs, at seeds 1 and 4 not in one run each (TestMutants). The
+//     cancels of a seed rarely race a call that an earlier read allowed;
+//     the workload needs a cancel placed in that window on purpose.
 //   - never-lost under -race (HUSH_SIM_RACE=1): seed 1 passed once after
 //     the backoff fix; not run since.
 //   - never-after-expiry (seed 3, once): a Web Push subscription's 201
