@@ -14,6 +14,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // DefaultApp is the name of the app of the single-app configuration (the
@@ -232,7 +233,7 @@ func (w *Worker) waitForApp(ctx context.Context, d *delivery, st recipientState,
 	}
 	if left <= 0 {
 		w.appWaits.done(d.appName(), d.member())
-		return w.fail(ctx, d, failedOr(slices.Contains(st.devices, stateDelivered)),
+		return w.fail(ctx, d, failedOr(slices.Contains(st.devices, task.Delivered)),
 			fmt.Sprintf("%s, waited %s since %s", missing, w.appWait, since.UTC().Format(time.RFC3339)))
 	}
 	next := appRecheckAfter(now.Sub(since), left)

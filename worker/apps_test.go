@@ -13,6 +13,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // otherAPNs starts a second fake APNs and the real sender for topic on it.
@@ -122,7 +123,7 @@ func TestMaxRatePacesAnAppsSends(t *testing.T) {
 	}
 	e.submit(alertJob("fan", "fan", rs...))
 	st := e.waitDone("fan", 30*time.Second)
-	if st.Counts[stateDelivered] != n {
+	if st.Counts[task.Delivered] != n {
 		t.Fatalf("counts %v, want %d delivered", st.Counts, n)
 	}
 	reqs := e.apns.Requests()
@@ -184,7 +185,7 @@ func TestMaxRateWithUsersHeldByTheirRules(t *testing.T) {
 	e.submit(alertJob("gap1", "gap1", first...))
 	e.submit(alertJob("gap2", "gap2", second...))
 	for _, id := range []string{"gap1", "gap2"} {
-		if st := e.waitDone(id, 30*time.Second); st.Counts[stateDelivered] != len(map[string][]payload.Recipient{"gap1": first, "gap2": second}[id]) {
+		if st := e.waitDone(id, 30*time.Second); st.Counts[task.Delivered] != len(map[string][]payload.Recipient{"gap1": first, "gap2": second}[id]) {
 			t.Fatalf("%s: counts %v", id, st.Counts)
 		}
 	}
@@ -241,7 +242,7 @@ func TestShutdownWhileAPacedWaveWaits(t *testing.T) {
 	waitFor(t, 10*time.Second, "a third of the paced sends", func() bool { return len(e.apns.Requests()) >= n/3 })
 	e.restart()
 	st := e.waitDone("stop", 30*time.Second)
-	if st.Counts[stateDelivered] != n {
+	if st.Counts[task.Delivered] != n {
 		t.Errorf("counts %v, want %d delivered", st.Counts, n)
 	}
 	for i := range n {
@@ -280,7 +281,7 @@ func TestAppsSwapKeepsSendsUnderWay(t *testing.T) {
 	}
 	next := tokenOf("swap/next")
 	e.submit(alertJob("next", "next", apnsRecipient("u2", next)))
-	if st := e.waitDone("slow", 10*time.Second); st.Counts[stateDelivered] != 1 {
+	if st := e.waitDone("slow", 10*time.Second); st.Counts[task.Delivered] != 1 {
 		t.Errorf("slow: %v, want delivered by the old sender", st.Counts)
 	}
 	e.waitDone("next", 10*time.Second)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // A job this process cannot deliver yet, accepted by a process that can
@@ -56,7 +57,7 @@ func TestDeliveryWaitsForItsApp(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := e.waitDone2("new-app", 20*time.Second)
-			if st.Counts[stateDelivered] != 1 || len(requestsFor(e.apns.Requests(), apnsToken("new-app/u"))) != 1 {
+			if st.Counts[task.Delivered] != 1 || len(requestsFor(e.apns.Requests(), apnsToken("new-app/u"))) != 1 {
 				t.Errorf("counts %v, want the push delivered once", st.Counts)
 			}
 		})
@@ -78,7 +79,7 @@ func TestDeliveryForAnAppThatNeverComesFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := e.waitDone2("no-app", 30*time.Second)
-	if st.Counts[stateFailed] != 1 {
+	if st.Counts[task.Failed] != 1 {
 		t.Errorf("counts %v, want failed", st.Counts)
 	}
 	if waited := time.Since(start); waited < e.w.appWait {
@@ -114,7 +115,7 @@ func TestAppMissing(t *testing.T) {
 		"has everything":            {app: app, devices: []payload.Device{apns}, states: []string{""}},
 		"unknown app":               {appErr: ErrUnknownApp, devices: []payload.Device{apns}, states: []string{""}, want: ErrUnknownApp},
 		"no sender for a device":    {app: app, devices: []payload.Device{apns, fcm}, states: []string{"", ""}, want: errNoSender},
-		"that device settled":       {app: app, devices: []payload.Device{apns, fcm}, states: []string{"", stateDelivered}},
+		"that device settled":       {app: app, devices: []payload.Device{apns, fcm}, states: []string{"", task.Delivered}},
 		"states not read (retired)": {app: app, devices: []payload.Device{apns}},
 	} {
 		t.Run(name, func(t *testing.T) {

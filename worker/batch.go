@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // A batch is jobs submitted together (Client.EnqueueBatch, POST
@@ -42,7 +43,7 @@ type batch struct {
 }
 
 // task is the batch's Asynq task id, which owns its jobs' records.
-func (b *batch) task() string { return batchTaskID(b.ID) }
+func (b *batch) task() string { return task.BatchID(b.ID) }
 
 func (w *Worker) handleBatch(ctx context.Context, t *asynq.Task) error {
 	return w.handle(ctx, t, w.batchTask)
@@ -252,9 +253,9 @@ func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int,
 		}
 		return
 	}
-	task := b.task()
-	if _, err := c.aq.EnqueueContext(ctx, asynq.NewTask(TypeBatch, body), asynq.TaskID(task),
-		asynq.Queue(shardQueue(q, task, c.shards)), asynq.MaxRetry(jobMaxRetry), asynq.Timeout(jobTimeout)); err != nil {
+	id := b.task()
+	if _, err := c.aq.EnqueueContext(ctx, asynq.NewTask(TypeBatch, body), asynq.TaskID(id),
+		asynq.Queue(task.ShardQueue(q, id, c.shards)), asynq.MaxRetry(jobMaxRetry), asynq.Timeout(jobTimeout)); err != nil {
 		for _, i := range idx {
 			res[i].Err = fmt.Errorf("enqueue job %s: %w", jobs[i].ID, err)
 		}
@@ -271,7 +272,7 @@ func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int,
 	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, i := range idx {
 			recs[k] = recordOf(&jobs[i], q)
-			recs[k].Task = task
+			recs[k].Task = id
 			calls[k] = c.store.startCallWith(recs[k], jobQueued, true, nil)
 			calls[k].queue(ctx, p)
 		}

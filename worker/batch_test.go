@@ -18,6 +18,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // submitBatch enqueues jobs with EnqueueBatch and fails the test unless
@@ -119,7 +120,7 @@ func TestBatchDeliversEachJobOnce(t *testing.T) {
 	t.Cleanup(e.shutdown)
 	for _, id := range ids {
 		st := e.waitDone(id, 30*time.Second)
-		if st.Counts[stateDelivered] != st.Recipients {
+		if st.Counts[task.Delivered] != st.Recipients {
 			t.Errorf("job %s: %v, want every recipient delivered", id, st.Counts)
 		}
 	}
@@ -183,9 +184,9 @@ func TestBatchJobRunsInOneTaskOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	enqueue(TypeBatch, batchTaskID("first"), batch{ID: "first", Jobs: jobs})
-	enqueue(TypeBatch, batchTaskID("second"), batch{ID: "second", Jobs: jobs})
-	enqueue(TypeJob, jobTaskID(jobs[3].ID), jobs[3])
+	enqueue(TypeBatch, task.BatchID("first"), batch{ID: "first", Jobs: jobs})
+	enqueue(TypeBatch, task.BatchID("second"), batch{ID: "second", Jobs: jobs})
+	enqueue(TypeJob, task.JobID(jobs[3].ID), jobs[3])
 	e.start()
 	t.Cleanup(e.shutdown)
 	for _, j := range jobs {
@@ -328,7 +329,7 @@ func TestBatchFloodForOneUserKeepsTheRules(t *testing.T) {
 	waitFor(t, 10*time.Second, "every job booked", func() bool {
 		slots = slots[:0]
 		for _, r := range res {
-			if at, ok := e.lim.slot(memberOf(r.ID, 0, 0)); ok {
+			if at, ok := e.lim.slot(task.Member(r.ID, 0, 0)); ok {
 				slots = append(slots, at)
 			}
 		}
@@ -358,7 +359,7 @@ func TestBatchFloodForOneUserKeepsTheRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			delivered += st.Counts[stateDelivered]
+			delivered += st.Counts[task.Delivered]
 			held += st.Counts["pending"]
 		}
 		return delivered == 4
@@ -376,7 +377,7 @@ func TestBatchFloodForOneUserKeepsTheRules(t *testing.T) {
 func TestEnqueueGathersConcurrentSubmissions(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true, limits: "1000/1m"})
 	lone := e.submit(alertJob("lone", "l", apnsRecipient("u-lone", apnsToken("lone"))))
-	if _, err := e.insp.GetTaskInfo("normal", jobTaskID(lone)); err != nil {
+	if _, err := e.insp.GetTaskInfo("normal", task.JobID(lone)); err != nil {
 		t.Errorf("a lone submission's own task: %v", err)
 	}
 	const n, callers = 400, 40
@@ -516,9 +517,9 @@ func TestGatheringWaitsForTheCallersItAnswered(t *testing.T) {
 				}
 			}
 			slices.Sort(got)
-			want := []string{jobTaskID("x1"), "x2+y1+y2+y3"}
+			want := []string{task.JobID("x1"), "x2+y1+y2+y3"}
 			if !comesBack {
-				want = []string{jobTaskID("x1"), jobTaskID("x2"), "y1+y2+y3"}
+				want = []string{task.JobID("x1"), task.JobID("x2"), "y1+y2+y3"}
 			}
 			slices.Sort(want)
 			if !slices.Equal(got, want) {

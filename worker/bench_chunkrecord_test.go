@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // BenchmarkChunkRecordCall splits what a fan-out chunk's writes cost
@@ -76,7 +78,7 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 					for k := from; k < from+chunkSize; k += 12 {
 						var f []any
 						for x := k; x < min(k+12, from+chunkSize); x++ {
-							f = append(f, devField(x, 0), stateDelivered)
+							f = append(f, devField(x, 0), task.Delivered)
 						}
 						p.HSet(ctx, devKey(js[i].ID), f...)
 						p.PExpire(ctx, devKey(js[i].ID), time.Hour)
@@ -97,7 +99,7 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 				for from := 0; from < size; from += chunkSize {
 					entries := make([]any, 0, 3*chunkSize)
 					for x := from; x < from+chunkSize; x++ {
-						entries = append(entries, x, stateDelivered, "")
+						entries = append(entries, x, task.Delivered, "")
 					}
 					keys, at := s.retiring(js[i].ID)
 					if err := script.Run(ctx, rdb, keys, recordArgs(time.Hour, 0, at, "", "", rng(from), entries)...).Err(); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Bookings: a delivery's slot is booked with its app's limiter (book) and
@@ -44,7 +45,7 @@ func (w *Worker) release(ctx context.Context, why string, on onFailure, n int, d
 	}
 	hs := make([]throttle.Held, len(ds))
 	for k, d := range ds {
-		hs[k] = throttle.Held{User: d.UserID, Member: memberOf(d.Job, d.Index, n)}
+		hs[k] = throttle.Held{User: d.UserID, Member: task.Member(d.Job, d.Index, n)}
 	}
 	if _, err := app.Limiter.ReleaseBatch(ctx, hs); err != nil {
 		if on == failureLeft {

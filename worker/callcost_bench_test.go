@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // BenchmarkJobScriptCalls measures what a single-recipient job's own
@@ -68,7 +69,7 @@ func BenchmarkJobScriptCalls(b *testing.B) {
 				}},
 				{"record", recordScript, func(i int) ([]string, []any) {
 					keys, at := s.retiring(jobs[i].ID)
-					return keys, recordArgs(chunkOf(&jobs[i], 0).ttl(), 0, at, "", "", "", []any{0, stateDelivered, ""})
+					return keys, recordArgs(chunkOf(&jobs[i], 0).ttl(), 0, at, "", "", "", []any{0, task.Delivered, ""})
 				}},
 			}
 			for _, ph := range phases {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // cancelReads is a go-redis hook on a worker's client that sees each read
@@ -140,7 +141,7 @@ func TestCancelHeldDelivery(t *testing.T) {
 	id := e.submit(alertJob("c-1", "c", apnsRecipient("u-1", held), apnsRecipient("u-2", sent)))
 	waitFor(t, 10*time.Second, "u-2 delivered, u-1 held for its slot", func() bool {
 		st, err := e.client.Status(t.Context(), id)
-		if err != nil || st.Counts[stateDelivered] != 1 || st.Deferrals != 1 {
+		if err != nil || st.Counts[task.Delivered] != 1 || st.Deferrals != 1 {
 			return false
 		}
 		// Held: created to run at its slot (or handed back until then), in
@@ -163,7 +164,7 @@ func TestCancelHeldDelivery(t *testing.T) {
 	}
 	// The held delivery was woken at once and has most likely dropped
 	// itself by now; the answer may still count it pending.
-	if c := got.Counts; c[stateDelivered] != 1 || c[stateCancelled]+c["pending"] != 1 {
+	if c := got.Counts; c[task.Delivered] != 1 || c[task.Cancelled]+c["pending"] != 1 {
 		t.Errorf("Cancel counts %v, want 1 delivered and 1 cancelled (or still pending)", c)
 	}
 	if at := got.CancelledAt; at.Before(asked.Add(-time.Second)) || at.After(asked.Add(time.Second)) {
@@ -173,7 +174,7 @@ func TestCancelHeldDelivery(t *testing.T) {
 	var st JobStatus
 	waitFor(t, 10*time.Second, "the held delivery cancelled", func() bool {
 		st, err = e.client.Status(t.Context(), id)
-		return err == nil && st.Counts[stateCancelled] == 1
+		return err == nil && st.Counts[task.Cancelled] == 1
 	})
 	wantCounts := map[string]int{"delivered": 1, "expired": 0, "token_invalid": 0, "failed": 0, "throttle_full": 0, "collapsed": 0, "cancelled": 1, "opted_out": 0, "pending": 0}
 	if diff := cmp.Diff(wantCounts, st.Counts); diff != "" {
@@ -206,7 +207,7 @@ func TestCancelHeldDelivery(t *testing.T) {
 		}
 	}
 	if len(dropped) == 0 || slices.ContainsFunc(dropped, func(ev Event) bool {
-		return ev.Reason != stateCancelled || ev.Job != id || ev.UserID != "u-1"
+		return ev.Reason != task.Cancelled || ev.Job != id || ev.UserID != "u-1"
 	}) {
 		t.Errorf("dropped events %+v, want u-1's of %s with reason cancelled", dropped, id)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // errDropped is a read's answer lost with its connection.
@@ -53,7 +54,7 @@ func TestFailedCancellationReadSendsNothing(t *testing.T) {
 			if n := len(requestsFor(e.apns.Requests(), apnsToken("gone/a"))) + len(requestsFor(e.apns.Requests(), apnsToken("gone/b"))); n != 0 {
 				t.Errorf("%d pushes of the cancelled job sent, want none", n)
 			}
-			if st.Counts[stateCancelled] != 2 {
+			if st.Counts[task.Cancelled] != 2 {
 				t.Errorf("counts %v, want both cancelled", st.Counts)
 			}
 			for _, u := range []string{"a", "b"} {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // chunkSize is the most recipients one chunk delivers: one limiter round
@@ -73,9 +74,9 @@ func (c *chunk) name() string {
 		return c.group
 	}
 	if c.held() {
-		return heldTaskID(c.Job, c.From/chunkSize, c.Wake, c.Waits)
+		return task.HeldID(c.Job, c.From/chunkSize, c.Wake, c.Waits)
 	}
-	return chunkTaskID(c.Job, c.From/chunkSize)
+	return task.ChunkID(c.Job, c.From/chunkSize)
 }
 
 // held reports whether c is a hush:held task's: recipients a chunk held
@@ -125,7 +126,7 @@ func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) error {
 	return w.handle(ctx, t, w.chunkTask)
 }
 
-// chunkTask runs a chunk task (tasks.go): a hush:grouping-chunk one
+// chunkTask runs a chunk task: a hush:grouping-chunk one
 // (TypeGroupingChunk), which marks its runs and reads its states only on a
 // re-run, a hush:rereading-chunk one (made by a job task's re-run), which
 // reads them on every run, a hush:marked-chunk or hush:chunk one (earlier
@@ -151,7 +152,7 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	st.group = typ == TypeGroupingChunk || typ == typeRereadingChunk
+	st.group = typ == TypeGroupingChunk || typ == task.TypeRereadingChunk
 	return w.deliverChunk(ctx, &c, st, nil, nil)
 }
 
@@ -173,12 +174,12 @@ func (w *Worker) enqueueChunk(ctx context.Context, c *chunk, marked bool) error 
 	if err != nil {
 		return fmt.Errorf("encode chunk %s: %w", c.name(), err)
 	}
-	typ := typeRereadingChunk
+	typ := task.TypeRereadingChunk
 	if marked {
 		typ = TypeGroupingChunk
 	}
 	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(typ, b),
-		asynq.TaskID(c.name()), asynq.Queue(shardQueue(string(c.Priority), c.name(), w.shards)),
+		asynq.TaskID(c.name()), asynq.Queue(task.ShardQueue(string(c.Priority), c.name(), w.shards)),
 		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("enqueue chunk %s: %w", c.name(), err)
@@ -265,7 +266,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	for i := range c.Recipients {
 		ownerQueue, owner := "", ""
 		if st.holds != nil {
-			ownerQueue, owner = parseHeldMark(st.holds[i])
+			ownerQueue, owner = task.ParseHeldMark(st.holds[i])
 		}
 		switch {
 		case st.finals[i] != "":
@@ -274,7 +275,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// (whose creation may have answered an error although the task
 			// exists): it is the delivery task's alone.
 			handoffs = append(handoffs, handoff{i: i, foreign: true})
-		case !c.held() && strings.HasPrefix(owner, heldJobsPrefix):
+		case !c.held() && strings.HasPrefix(owner, task.WaitingJobsPrefix):
 			// Its job's batch or job task creates it again, whole.
 			if err := hj.check(c, ownerQueue, owner); err != nil {
 				return err
@@ -361,7 +362,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		switch {
 		case h.deferred && hj != nil && !c.held():
 			id, queue := hj.id(w, c, h.wake.Unix())
-			rec.held(c.index(h.i), heldMark(queue, id))
+			rec.held(c.index(h.i), task.HeldMark(queue, id))
 			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot, at: h.at, booked: h.booked})
 			holders = append(holders, heldBy{i: h.i, queue: queue, task: id, joined: true})
 			continue
@@ -372,7 +373,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// slots and were booked again at the back of their users'
 			// queues.
 			g := groups.add(w, c, h.i, h.wake.Unix(), h.at, h.booked)
-			rec.held(c.index(h.i), heldMark(g.queue, g.name()))
+			rec.held(c.index(h.i), task.HeldMark(g.queue, g.name()))
 			holders = append(holders, heldBy{i: h.i, queue: g.queue, task: g.name()})
 			continue
 		case h.foreign:
@@ -382,7 +383,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// leaves the recipient to the task, even when the task's
 			// creation answered an error although the task exists.
 			d := c.delivery(h.i)
-			rec.held(c.index(h.i), heldMark(w.deliveryQueue(&d), ""))
+			rec.held(c.index(h.i), task.HeldMark(w.deliveryQueue(&d), ""))
 		}
 		tasks = append(tasks, h)
 	}
@@ -467,7 +468,7 @@ func (w *Worker) wakeCollapsed(ctx context.Context, app *App, c *chunk, hs []hel
 			hj.wakeOnce(hs[k].task)
 		case gone:
 			woken := w.client.wakeHeld(ctx, hs[k].queue, hs[k].task)
-			w.log.Info("held push collapsed before its marker was written", "delivery", memberOf(c.Job, c.index(hs[k].i), 0), "task", hs[k].task, "woken", woken)
+			w.log.Info("held push collapsed before its marker was written", "delivery", task.Member(c.Job, c.index(hs[k].i), 0), "task", hs[k].task, "woken", woken)
 		}
 	}
 }
@@ -483,7 +484,7 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 	_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(w.markedHeld(ctx, c, idx))...)
 	at := w.now()
 	for _, i := range idx {
-		rec.final(c.index(i), stateCancelled, c.about(i, at))
+		rec.final(c.index(i), task.Cancelled, c.about(i, at))
 	}
 	w.log.Info("deliveries dropped: job cancelled", "job", c.Job, "deliveries", len(idx))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // releaseFails is a limiter whose first release of a booking of user
@@ -230,7 +231,7 @@ func TestChunkRetryAfterHoldsWhenTheHandoffFails(t *testing.T) {
 	const id = "chunkretry-handoff"
 	e := newEnv(t, envOptions{noRun: true})
 	busy := fcmToken(id + "-busy")
-	h := &enqueueFails{id: deliveryTaskID(id, 0), armed: func() bool {
+	h := &enqueueFails{id: task.DeliveryID(id, 0), armed: func() bool {
 		reqs := requestsFor(e.fcm.Requests(), busy)
 		return len(reqs) > 0 && !reqs[0].Answered.IsZero()
 	}}

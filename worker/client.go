@@ -17,6 +17,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/wire"
 	"github.com/hushpush/hush/worker/internal/groupcommit"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Task options of a job. A finished job task is not retained: its record,
@@ -175,7 +176,7 @@ func (c *Client) submit(ctx context.Context, job *payload.Job, now time.Time) (A
 		return Accepted{}, fmt.Errorf("encode job %s: %w", job.ID, err)
 	}
 	queue := string(job.Priority.Effective())
-	opts := []asynq.Option{asynq.TaskID(jobTaskID(job.ID)), asynq.Queue(shardQueue(queue, jobTaskID(job.ID), c.shards)), asynq.MaxRetry(jobMaxRetry),
+	opts := []asynq.Option{asynq.TaskID(task.JobID(job.ID)), asynq.Queue(task.ShardQueue(queue, task.JobID(job.ID), c.shards)), asynq.MaxRetry(jobMaxRetry),
 		asynq.Timeout(jobTimeout)}
 	if at := job.NotBefore(); at.Sub(now) > wakeMargin {
 		// A scheduled job books nothing until it is due: its task wakes
@@ -386,19 +387,19 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 		if cx.state == jobQueued {
 			// On its shard queue, or on the priority queue when a Client
 			// without shards enqueued it.
-			if c.insp.RunTask(shardQueue(st.Queue, jobTaskID(id), c.shards), jobTaskID(id)) != nil {
-				_ = c.insp.RunTask(st.Queue, jobTaskID(id))
+			if c.insp.RunTask(task.ShardQueue(st.Queue, task.JobID(id), c.shards), task.JobID(id)) != nil {
+				_ = c.insp.RunTask(st.Queue, task.JobID(id))
 			}
 		}
 		woken := map[string]bool{}
 		for i, mark := range cx.held {
-			q, task := parseHeldMark(mark)
-			if task == "" {
-				task = deliveryTaskID(id, i)
+			q, owner := task.ParseHeldMark(mark)
+			if owner == "" {
+				owner = task.DeliveryID(id, i)
 			}
-			if !woken[task] {
-				woken[task] = true
-				_ = c.wakeHeld(ctx, q, task)
+			if !woken[owner] {
+				woken[owner] = true
+				_ = c.wakeHeld(ctx, q, owner)
 			}
 		}
 		timer := time.NewTimer(max(answerAt.Sub(c.now()), 0))

@@ -16,6 +16,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // collapseBench is a Redis limiter at an explicit clock, shared by the
@@ -111,7 +112,7 @@ func TestCollapseKeysArePerApp(t *testing.T) {
 	if r, _ := b.book(b.push("shop", "held", time.Second), 0); !r.Existing {
 		t.Errorf("shop's held push after shop-lite's: %+v, want its booking kept", r)
 	}
-	if r, _ := b.book(b.push("shop", "newer", 3*time.Second), 0); r.Collapsed != memberOf("held", 0, 0) {
+	if r, _ := b.book(b.push("shop", "newer", 3*time.Second), 0); r.Collapsed != task.Member("held", 0, 0) {
 		t.Errorf("shop's newer push collapsed %q, want shop's held push", r.Collapsed)
 	}
 }
@@ -205,7 +206,7 @@ func TestCollapsedBeforeItsHeldMarkerEndsAtOnce(t *testing.T) {
 			// to its slot, it would still be pending long after this wait.
 			waitFor(t, 20*time.Second, id+" collapsed", func() bool {
 				st, err := e.client.Status(t.Context(), id)
-				return err == nil && st.Counts[stateCollapsed] == 1
+				return err == nil && st.Counts[task.Collapsed] == 1
 			})
 			if got := len(requestsFor(e.apns.Requests(), apnsToken(id+"-"+last))); got != 0 {
 				t.Errorf("the collapsed push was sent %d times", got)
@@ -264,7 +265,7 @@ func TestRetryCollapsedBeforeItsHoldEndsAtOnce(t *testing.T) {
 	e.waitDone(e.submit(alertJob("r-mid", "mid", apnsRecipient("u-r", apnsToken("r-mid")))), 10*time.Second)
 	waitFor(t, 20*time.Second, "r-old collapsed", func() bool {
 		st, err := e.client.Status(t.Context(), "r-old")
-		return err == nil && st.Counts[stateCollapsed] == 1
+		return err == nil && st.Counts[task.Collapsed] == 1
 	})
 	if got := len(requestsFor(e.apns.Requests(), oldTok)); got != 1 {
 		t.Errorf("the collapsed push was sent %d times, want only its first, throttled, attempt", got)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // The decisions every path that books and sends makes (a chunk's waves,
@@ -251,13 +252,13 @@ func routePlan(p planned, by holder) routed {
 	}
 	switch p.step {
 	case stepFull:
-		return routed{move: moveDrop, reason: stateThrottleFull}
+		return routed{move: moveDrop, reason: task.ThrottleFull}
 	case stepExpire:
-		return routed{move: moveDrop, reason: stateExpired}
+		return routed{move: moveDrop, reason: task.Expired}
 	case stepCollapsed:
-		return routed{move: moveDrop, reason: stateCollapsed}
+		return routed{move: moveDrop, reason: task.Collapsed}
 	case stepOptedOut:
-		return routed{move: moveDrop, reason: stateOptedOut}
+		return routed{move: moveDrop, reason: task.OptedOut}
 	case stepRebook:
 		return routed{move: moveRebook}
 	}
@@ -308,7 +309,7 @@ type verdict struct {
 // attempts is a delivery's attempt history, kept in its job's records.
 type attempts struct {
 	// n is the number of attempts made before the current one (0 on the
-	// first); the current attempt books memberOf(job, index, n).
+	// first); the current attempt books task.Member(job, index, n).
 	n int
 	// failures counts attempts that ended in a transient failure.
 	failures int
@@ -369,7 +370,7 @@ func (a attempts) carries(states []string) bool {
 		return true
 	}
 	for j, st := range states {
-		if st != stateDelivered {
+		if st != task.Delivered {
 			continue
 		}
 		if j >= len(a.pushedUnder) || a.pushedUnder[j] < 0 || a.pushedUnder[j] >= a.n {
@@ -411,10 +412,10 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 			st = deviceState(r.Outcome)
 		}
 		switch st {
-		case stateDelivered:
+		case task.Delivered:
 			delivered = true
 			continue
-		case stateTokenInvalid:
+		case task.TokenInvalid:
 			continue
 		}
 		pending = true
@@ -441,10 +442,10 @@ func judge(states []string, results []*providers.Result, a attempts, p retryPoli
 	case !pending && delivered:
 		// The booking goes back when the push reached the user under
 		// earlier attempts' bookings only.
-		return verdict{act: actDone, state: stateDelivered, release: !carried && (!called || released)}
+		return verdict{act: actDone, state: task.Delivered, release: !carried && (!called || released)}
 	case !pending:
 		// Every token is dead: nothing reached the user.
-		return verdict{act: actDone, state: stateTokenInvalid, release: true}
+		return verdict{act: actDone, state: task.TokenInvalid, release: true}
 	case permanent != nil:
 		return verdict{act: actFail, state: failedOr(delivered),
 			cause: fmt.Errorf("permanent provider failure (%s): %w", reasonOf(permanent), errOf(permanent))}
@@ -536,18 +537,18 @@ func deviceState(o providers.Outcome) string {
 	switch o {
 	case providers.Delivered:
 		if mutant("countsLost") {
-			return stateTokenInvalid
+			return task.TokenInvalid
 		}
-		return stateDelivered
+		return task.Delivered
 	case providers.TokenInvalid:
-		return stateTokenInvalid
+		return task.TokenInvalid
 	}
 	return ""
 }
 
 func failedOr(delivered bool) string {
 	if delivered {
-		return stateDelivered
+		return task.Delivered
 	}
-	return stateFailed
+	return task.Failed
 }

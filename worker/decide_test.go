@@ -7,6 +7,7 @@ import (
 
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 func TestPlan(t *testing.T) {
@@ -71,10 +72,10 @@ func TestRoute(t *testing.T) {
 		{"delivery sends now", p(stepSend, 0), byDelivery, routed{move: moveSend}},
 		{"delivery waits in place", p(stepWait, time.Second), byDelivery, routed{move: moveSend}},
 		{"delivery defers by the wait", p(stepDefer, far), byDelivery, routed{move: moveDefer, delay: far, deferred: true}},
-		{"delivery drops when full", p(stepFull, 0), byDelivery, routed{move: moveDrop, reason: stateThrottleFull}},
-		{"delivery drops when expired", p(stepExpire, 0), byDelivery, routed{move: moveDrop, reason: stateExpired}},
-		{"delivery drops when collapsed", p(stepCollapsed, 0), byDelivery, routed{move: moveDrop, reason: stateCollapsed}},
-		{"delivery drops when opted out", p(stepOptedOut, 0), byDelivery, routed{move: moveDrop, reason: stateOptedOut}},
+		{"delivery drops when full", p(stepFull, 0), byDelivery, routed{move: moveDrop, reason: task.ThrottleFull}},
+		{"delivery drops when expired", p(stepExpire, 0), byDelivery, routed{move: moveDrop, reason: task.Expired}},
+		{"delivery drops when collapsed", p(stepCollapsed, 0), byDelivery, routed{move: moveDrop, reason: task.Collapsed}},
+		{"delivery drops when opted out", p(stepOptedOut, 0), byDelivery, routed{move: moveDrop, reason: task.OptedOut}},
 		{"delivery books again", p(stepRebook, 0), byDelivery, routed{move: moveRebook}},
 		{"delivery books the next attempt", p(stepNext, 0), byDelivery, routed{move: moveNext}},
 		{"wave sends now", p(stepSend, 0), byWave, routed{move: moveSend}},
@@ -181,32 +182,32 @@ func TestJudge(t *testing.T) {
 		want        verdict // cause and delay compared separately
 		delay       time.Duration
 	}{
-		{"delivered to both", []string{"", ""}, []*providers.Result{ok, ok}, attempts{}, false, verdict{act: actDone, state: stateDelivered}, 0},
-		{"one dead token, one delivered", []string{"", ""}, []*providers.Result{dead, ok}, attempts{}, false, verdict{act: actDone, state: stateDelivered}, 0},
-		{"every token dead: slot back", []string{"", ""}, []*providers.Result{dead, dead}, attempts{}, false, verdict{act: actDone, state: stateTokenInvalid, release: true}, 0},
-		{"recorded earlier, nothing sent now", []string{stateDelivered, stateTokenInvalid}, []*providers.Result{nil, nil}, attempts{}, false, verdict{act: actDone, state: stateDelivered}, 0},
+		{"delivered to both", []string{"", ""}, []*providers.Result{ok, ok}, attempts{}, false, verdict{act: actDone, state: task.Delivered}, 0},
+		{"one dead token, one delivered", []string{"", ""}, []*providers.Result{dead, ok}, attempts{}, false, verdict{act: actDone, state: task.Delivered}, 0},
+		{"every token dead: slot back", []string{"", ""}, []*providers.Result{dead, dead}, attempts{}, false, verdict{act: actDone, state: task.TokenInvalid, release: true}, 0},
+		{"recorded earlier, nothing sent now", []string{task.Delivered, task.TokenInvalid}, []*providers.Result{nil, nil}, attempts{}, false, verdict{act: actDone, state: task.Delivered}, 0},
 		{"throttled, nothing delivered: slot back, backoff of attempt 0", []string{""}, []*providers.Result{busy}, attempts{}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
 		{"throttled after attempts left late: the backoff of no refusal", []string{""}, []*providers.Result{busy}, attempts{n: 8}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
 		{"throttled after three refusals: their backoff", []string{""}, []*providers.Result{busy}, attempts{n: 8, refusals: 3}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
 		{"transient after attempts left late: the backoff of no refusal", []string{""}, []*providers.Result{down}, attempts{n: 8}, false, verdict{act: actRetry, transient: true, release: true}, -1},
 		{"throttled with Retry-After", []string{""}, []*providers.Result{busyFor(7 * time.Second)}, attempts{n: 3}, false, verdict{act: actRetry, throttled: true, release: true}, 7 * time.Second},
 		{"throttled beside a delivered device keeps the slot", []string{"", ""}, []*providers.Result{ok, busy}, attempts{}, false, verdict{act: actRetry, throttled: true}, -1},
-		{"throttled past HUSH_MAX_THROTTLED fails", []string{""}, []*providers.Result{busy}, attempts{n: 9, throttledSince: now.Add(-time.Hour)}, false, verdict{act: actFail, state: stateFailed}, 0},
+		{"throttled past HUSH_MAX_THROTTLED fails", []string{""}, []*providers.Result{busy}, attempts{n: 9, throttledSince: now.Add(-time.Hour)}, false, verdict{act: actFail, state: task.Failed}, 0},
 		{"transient with an answer: slot back", []string{""}, []*providers.Result{down}, attempts{}, false, verdict{act: actRetry, transient: true, release: true}, -1},
 		{"transient without an answer keeps the slot (it may have arrived)", []string{""}, []*providers.Result{gone}, attempts{}, false, verdict{act: actRetry, transient: true}, -1},
-		{"transient after the last retry fails", []string{""}, []*providers.Result{down}, attempts{n: 2, failures: 2}, false, verdict{act: actFail, state: stateFailed}, 0},
-		{"transient after the last retry, a device has it", []string{stateDelivered, ""}, []*providers.Result{nil, down}, attempts{n: 2, failures: 2}, false, verdict{act: actFail, state: stateDelivered}, 0},
-		{"permanent fails at once", []string{""}, []*providers.Result{bad}, attempts{}, false, verdict{act: actFail, state: stateFailed}, 0},
+		{"transient after the last retry fails", []string{""}, []*providers.Result{down}, attempts{n: 2, failures: 2}, false, verdict{act: actFail, state: task.Failed}, 0},
+		{"transient after the last retry, a device has it", []string{task.Delivered, ""}, []*providers.Result{nil, down}, attempts{n: 2, failures: 2}, false, verdict{act: actFail, state: task.Delivered}, 0},
+		{"permanent fails at once", []string{""}, []*providers.Result{bad}, attempts{}, false, verdict{act: actFail, state: task.Failed}, 0},
 		{"late for the slot, nothing called: book again", []string{""}, []*providers.Result{late}, attempts{}, false, verdict{act: actRebook}, 0},
-		{"late for the slot after a delivery under an unrecorded attempt: a new attempt at once", []string{stateDelivered, ""}, []*providers.Result{nil, late}, attempts{}, false, verdict{act: actRetry}, 0},
-		{"late for the slot after a delivery under this attempt: a new attempt at once", []string{stateDelivered, ""}, []*providers.Result{nil, late}, attempts{n: 1, pushedUnder: []int{1, -1}}, false, verdict{act: actRetry}, 0},
-		{"late for the slot after a delivery under an earlier attempt: book again", []string{stateDelivered, ""}, []*providers.Result{nil, late}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actRebook}, 0},
-		{"throttled after a delivery under an earlier attempt: slot back", []string{stateDelivered, ""}, []*providers.Result{nil, busy}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
-		{"throttled after a delivery under this attempt keeps the slot", []string{stateDelivered, ""}, []*providers.Result{nil, busy}, attempts{n: 1, pushedUnder: []int{1, -1}}, false, verdict{act: actRetry, throttled: true}, -1},
-		{"transient after a delivery under an earlier attempt: slot back", []string{stateDelivered, ""}, []*providers.Result{nil, down}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actRetry, transient: true, release: true}, -1},
-		{"dead token after a delivery under an earlier attempt: done, slot back", []string{stateDelivered, ""}, []*providers.Result{nil, dead}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actDone, state: stateDelivered, release: true}, 0},
-		{"dead token after a delivery under this attempt: done, slot kept", []string{stateDelivered, ""}, []*providers.Result{nil, dead}, attempts{n: 1, pushedUnder: []int{1, -1}}, false, verdict{act: actDone, state: stateDelivered}, 0},
-		{"one dead now, one late, after a delivery under an earlier attempt: book again", []string{stateDelivered, "", ""}, []*providers.Result{nil, dead, late}, attempts{n: 1, pushedUnder: []int{0, -1, -1}}, false, verdict{act: actRebook}, 0},
+		{"late for the slot after a delivery under an unrecorded attempt: a new attempt at once", []string{task.Delivered, ""}, []*providers.Result{nil, late}, attempts{}, false, verdict{act: actRetry}, 0},
+		{"late for the slot after a delivery under this attempt: a new attempt at once", []string{task.Delivered, ""}, []*providers.Result{nil, late}, attempts{n: 1, pushedUnder: []int{1, -1}}, false, verdict{act: actRetry}, 0},
+		{"late for the slot after a delivery under an earlier attempt: book again", []string{task.Delivered, ""}, []*providers.Result{nil, late}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actRebook}, 0},
+		{"throttled after a delivery under an earlier attempt: slot back", []string{task.Delivered, ""}, []*providers.Result{nil, busy}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actRetry, throttled: true, release: true}, -1},
+		{"throttled after a delivery under this attempt keeps the slot", []string{task.Delivered, ""}, []*providers.Result{nil, busy}, attempts{n: 1, pushedUnder: []int{1, -1}}, false, verdict{act: actRetry, throttled: true}, -1},
+		{"transient after a delivery under an earlier attempt: slot back", []string{task.Delivered, ""}, []*providers.Result{nil, down}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actRetry, transient: true, release: true}, -1},
+		{"dead token after a delivery under an earlier attempt: done, slot back", []string{task.Delivered, ""}, []*providers.Result{nil, dead}, attempts{n: 1, pushedUnder: []int{0, -1}}, false, verdict{act: actDone, state: task.Delivered, release: true}, 0},
+		{"dead token after a delivery under this attempt: done, slot kept", []string{task.Delivered, ""}, []*providers.Result{nil, dead}, attempts{n: 1, pushedUnder: []int{1, -1}}, false, verdict{act: actDone, state: task.Delivered}, 0},
+		{"one dead now, one late, after a delivery under an earlier attempt: book again", []string{task.Delivered, "", ""}, []*providers.Result{nil, dead, late}, attempts{n: 1, pushedUnder: []int{0, -1, -1}}, false, verdict{act: actRebook}, 0},
 		{"one delivered now, the other late: a new attempt at once", []string{"", ""}, []*providers.Result{ok, late}, attempts{}, false, verdict{act: actRetry}, 0},
 		{"shutdown before the call", []string{""}, []*providers.Result{nil}, attempts{}, true, verdict{act: actStop}, 0},
 		{"a 429 answered as shutdown stops the attempt: the retry keeps its Retry-After", []string{""}, []*providers.Result{busyFor(7 * time.Second)}, attempts{}, true, verdict{act: actRetry, throttled: true, release: true}, 7 * time.Second},
@@ -240,14 +241,14 @@ func TestJudge(t *testing.T) {
 // when a device was recorded delivered under it, or delivered without a
 // record of its attempt.
 func TestCarries(t *testing.T) {
-	d := stateDelivered
+	d := task.Delivered
 	tests := []struct {
 		name   string
 		states []string
 		a      attempts
 		want   bool
 	}{
-		{"nothing delivered", []string{"", stateTokenInvalid}, attempts{n: 2, pushedUnder: []int{-1, -1}}, false},
+		{"nothing delivered", []string{"", task.TokenInvalid}, attempts{n: 2, pushedUnder: []int{-1, -1}}, false},
 		{"delivered under this attempt", []string{d, ""}, attempts{n: 2, pushedUnder: []int{2, -1}}, true},
 		{"delivered under an earlier attempt", []string{d, ""}, attempts{n: 2, pushedUnder: []int{1, -1}}, false},
 		{"delivered under the first attempt, now the third", []string{d, d, ""}, attempts{n: 2, pushedUnder: []int{0, 1, -1}}, false},
@@ -306,31 +307,6 @@ func TestBackoffGrowsWithTheRefusals(t *testing.T) {
 			t.Errorf("%d refusals: bound %s shrank from %s", n, lim, prevMax)
 		}
 		prevMax = lim
-	}
-}
-
-func TestMembersAndTaskIDsCannotCollide(t *testing.T) {
-	type del struct {
-		job        string
-		index, att int
-	}
-	cases := []del{{"x", 0, 0}, {"x/0", 0, 0}, {"x", 0, 1}, {"x/0#1", 0, 0}, {"a/1", 2, 0}, {"a", 1, 2}, {"a/1", 2, 1}, {"a", 12, 0}, {"a/1", 2, 3}}
-	members := map[string]del{}
-	for _, c := range cases {
-		m := memberOf(c.job, c.index, c.att)
-		if prev, ok := members[m]; ok {
-			t.Errorf("member %q for both %+v and %+v", m, prev, c)
-		}
-		members[m] = c
-	}
-	ids := map[string]string{}
-	for _, job := range []string{"x", "x/0", "x/c1", "job:x", "delivery:x/0", "chunk:x/1", "y/0"} {
-		for _, id := range []string{jobTaskID(job), chunkTaskID(job, 1), deliveryTaskID(job, 0)} {
-			if prev, ok := ids[id]; ok {
-				t.Errorf("task id %q for both %s and %s", id, prev, job)
-			}
-			ids[id] = job
-		}
 	}
 }
 

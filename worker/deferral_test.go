@@ -21,6 +21,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // TestDeferral sends several jobs to one user under tight rules: arrivals
@@ -115,7 +116,7 @@ func (l *lateOnce) ReserveBatch(ctx context.Context, reqs []throttle.Request) ([
 func TestLateWakeRebooks(t *testing.T) {
 	e := newEnv(t, envOptions{wrap: func(l Limiter) Limiter { return &lateOnce{Limiter: l, seen: map[string]int{}} }})
 	st := e.waitDone(e.submit(alertJob("late", "l", apnsRecipient("u-1", apnsToken("late")))), 10*time.Second)
-	if st.Counts[stateDelivered] != 1 {
+	if st.Counts[task.Delivered] != 1 {
 		t.Errorf("counts %v, want delivered", st.Counts)
 	}
 	e.lim.mu.Lock()
@@ -139,7 +140,7 @@ func TestFanOutHeldBackWakesAtItsSlots(t *testing.T) {
 	e.waitDone(first, 20*time.Second)
 	second := e.submit(fanJob("two", n))
 	st := e.waitDone(second, 30*time.Second)
-	if st.Counts[stateDelivered] != n || st.Deferrals != n {
+	if st.Counts[task.Delivered] != n || st.Deferrals != n {
 		t.Errorf("second job: counts %v, %d deferrals; want %d delivered, each deferred once", st.Counts, st.Deferrals, n)
 	}
 	reqs := e.apns.Requests()
@@ -193,7 +194,7 @@ func TestChunkLateForItsSlotRebooks(t *testing.T) {
 	e := newEnv(t, envOptions{wrap: func(l Limiter) Limiter { return slowBatch{l.(*recordingLimiter), new(sync.Map)} }})
 	tok := apnsToken("slow")
 	st := e.waitDone(e.submit(alertJob("slow", "s", apnsRecipient("u-1", tok))), 10*time.Second)
-	if st.Counts[stateDelivered] != 1 {
+	if st.Counts[task.Delivered] != 1 {
 		t.Errorf("counts %v, want delivered", st.Counts)
 	}
 	e.lim.mu.Lock()
@@ -237,7 +238,7 @@ func TestSenderLateForSendByCountsLate(t *testing.T) {
 	t.Cleanup(e.shutdown)
 	tok := apnsToken("late-sender")
 	st := e.waitDone(e.submit(alertJob("late-sender", "l", apnsRecipient("u-1", tok))), 10*time.Second)
-	if st.Counts[stateDelivered] != 1 {
+	if st.Counts[task.Delivered] != 1 {
 		t.Errorf("counts %v, want delivered", st.Counts)
 	}
 	if got := len(requestsFor(e.apns.Requests(), tok)); got != 1 {
@@ -296,7 +297,7 @@ func TestLateAfterADeliveryGivesItsBookingBack(t *testing.T) {
 	e.start()
 	t.Cleanup(e.shutdown)
 	st := e.waitDone(e.submit(alertJob("late-after", "l", apnsRecipient("u-1", ok, slow))), 20*time.Second)
-	if st.Counts[stateDelivered] != 1 {
+	if st.Counts[task.Delivered] != 1 {
 		t.Errorf("counts %v, want delivered", st.Counts)
 	}
 	if got := len(requestsFor(e.apns.Requests(), slow)); got != 1 {
@@ -383,7 +384,7 @@ func TestExpiryBeforeItsSlotNamesTheRule(t *testing.T) {
 	e.waitDone(e.submit(alertJob("gap-1", "1", apnsRecipient("u-gap", apnsToken("gap")))), 10*time.Second)
 	late := alertJob("gap-2", "2", apnsRecipient("u-gap", apnsToken("gap")))
 	late.TTL = payload.Duration(2 * time.Second)
-	if st := e.waitDone(e.submit(late), 10*time.Second); st.Counts[stateExpired] != 1 {
+	if st := e.waitDone(e.submit(late), 10*time.Second); st.Counts[task.Expired] != 1 {
 		t.Fatalf("counts %v, want the second push expired", st.Counts)
 	}
 	mu.Lock()

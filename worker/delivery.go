@@ -13,6 +13,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Delivery task options. Deliveries get a practically unlimited Asynq
@@ -83,7 +84,7 @@ func later(a, b time.Time) time.Time {
 }
 
 // member is the delivery's first attempt's limiter booking id (logs).
-func (d *delivery) member() string { return memberOf(d.Job, d.Index, 0) }
+func (d *delivery) member() string { return task.Member(d.Job, d.Index, 0) }
 
 func (d *delivery) check() error {
 	switch {
@@ -145,7 +146,7 @@ func (w *Worker) deliveryTask(ctx context.Context, t *asynq.Task) error {
 			return nil // settled by an earlier run
 		}
 		if d.Failed != "" {
-			return w.fail(ctx, &d, failedOr(slices.Contains(st.devices, stateDelivered)), d.Failed)
+			return w.fail(ctx, &d, failedOr(slices.Contains(st.devices, task.Delivered)), d.Failed)
 		}
 		again, err := w.attempt(ctx, &d, st)
 		if !again {
@@ -168,10 +169,10 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		return false, w.carryOut(ctx, d, a, v)
 	}
 	if st.cancelled {
-		return false, w.drop(ctx, d, st, stateCancelled)
+		return false, w.drop(ctx, d, st, task.Cancelled)
 	}
 	if d.expired(w.now()) {
-		return false, w.drop(ctx, d, st, stateExpired)
+		return false, w.drop(ctx, d, st, task.Expired)
 	}
 	app, err := w.appOf(d)
 	if missing := appMissing(app, err, d.Devices, st.devices); missing != nil {
@@ -212,14 +213,14 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		b := w.book(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}}, bookHow{job: d.Job})
 		switch b.gate() {
 		case gateCancelled:
-			return false, w.drop(ctx, d, st, stateCancelled)
+			return false, w.drop(ctx, d, st, task.Cancelled)
 		case gateUnknown:
 			// The job may be cancelled: nothing is sent; the next run
 			// reads again and finds the booking, if one was made.
 			return false, fmt.Errorf("delivery %s: %w", d.member(), b.cancelErr)
 		}
 		if b.err != nil {
-			return false, fmt.Errorf("limiter reserve for %s: %w", memberOf(d.Job, d.Index, a.n), b.err)
+			return false, fmt.Errorf("limiter reserve for %s: %w", task.Member(d.Job, d.Index, a.n), b.err)
 		}
 		res := b.res[0]
 		if res.Collapsed != "" {
@@ -229,7 +230,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		w.countPlan(app, p, res)
 		switch rt := routePlan(p, byDelivery); rt.move {
 		case moveDrop:
-			if rt.reason == stateExpired && p.heldBy != "" {
+			if rt.reason == task.Expired && p.heldBy != "" {
 				// Its deadline may be hours ahead: say which rule's slot is past it.
 				w.log.Info("delivery expires before its slot", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID,
 					"slot", res.At.UTC().Format(time.RFC3339Nano), "rule", p.heldBy)
@@ -247,7 +248,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 			if w.collapsedSince(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}})[0] {
 				// Collapsed before its marker was written: no wake
 				// reached this running task.
-				return false, w.drop(ctx, d, st, stateCollapsed)
+				return false, w.drop(ctx, d, st, task.Collapsed)
 			}
 			w.logDeferred(d, p)
 			return false, &DeferError{Delay: rt.delay}
@@ -369,17 +370,17 @@ func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
 	}
 }
 
-// drop ends d without sending, with reason stateExpired (its deadline
-// passed, or its earliest slot is after it), stateThrottleFull (the user
-// holds the most bookings allowed), stateCollapsed (a newer push with its
-// collapse key took its place), stateCancelled (its job was cancelled) or
-// stateOptedOut (the user opted out of its category). It gives the attempt's booking back, unless the attempt is
+// drop ends d without sending, with reason task.Expired (its deadline
+// passed, or its earliest slot is after it), task.ThrottleFull (the user
+// holds the most bookings allowed), task.Collapsed (a newer push with its
+// collapse key took its place), task.Cancelled (its job was cancelled) or
+// task.OptedOut (the user opted out of its category). It gives the attempt's booking back, unless the attempt is
 // unsettled (its push may have gone out at that slot). A device that
 // already has the push makes it a delivery. The dropped event is appended
 // before the state is recorded, so it is never lost (a re-run may emit it
 // twice).
 func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reason string) error {
-	if slices.Contains(st.devices, stateDelivered) {
+	if slices.Contains(st.devices, task.Delivered) {
 		// A retry for the rest of the devices ran out of time, but the user
 		// got the push on another device: that is a delivery, and the
 		// limiter entry it went out under records a real push. The
@@ -390,7 +391,7 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 			}
 		}
 		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.member(), "user_id", d.UserID}, d.Deadline)...)
-		return w.finish(ctx, d, stateDelivered, "")
+		return w.finish(ctx, d, task.Delivered, "")
 	}
 	if !st.attempts.unsettled {
 		if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {

@@ -28,9 +28,10 @@
 //
 // # Tasks
 //
-// The task types are in tasks.go and registered in worker.go
-// (serveMuxes); the ids carry their kind, so no job id can take another
-// task's id (taskid.go).
+// The task types, ids, limiter members, queue names and final states are
+// the vocabulary in worker/internal/task; the types are registered in
+// worker.go (serveMuxes). The ids carry their kind, so no job id can take
+// another task's id.
 //
 //	hush:job             "job:<id>"                 job.go, jobTask
 //	hush:batch           "batch:<random id>"        batch.go, batchTask
@@ -53,7 +54,7 @@
 //	hush:job:{<id>}       hash: the job record (state, counters per final
 //	                      state, cancelled_at, app_wait, and "h:<index>",
 //	                      the held marker naming the one task that owns a
-//	                      held recipient: heldMark)
+//	                      held recipient: task.HeldMark)
 //	hush:job:{<id>}:r     hash: recipient index -> final state
 //	hush:job:{<id>}:dev   hash: "<recipient>/<device>" -> device state, and
 //	                      each recipient's attempts (attemptsOf)
@@ -73,7 +74,7 @@
 //	hush:events           stream of events, capped (events.go)
 //
 // The limiter member of a delivery's first attempt is "<job id>/<index>",
-// of attempt k > 0 "<job id>/<index>#<k>" (memberOf), so each retry books a
+// of attempt k > 0 "<job id>/<index>#<k>" (task.Member), so each retry books a
 // slot of its own. With HUSH_DELIVERY_SHARDS above 1 the tasks are spread
-// over "<priority>.<n>" queues (shards.go).
+// over "<priority>.<n>" queues (task.ShardQueue).
 package worker

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // TestDropLogNamesNoDeadlineWithoutOne: a collapsed push of a job without
@@ -35,7 +37,7 @@ func TestDropLogNamesNoDeadlineWithoutOne(t *testing.T) {
 	newer := held
 	newer.ID, newer.CollapseKey = "score-2", "score"
 	e.submit(newer)
-	if st := e.waitDone(first, 15*time.Second); st.Counts[stateCollapsed] != 1 {
+	if st := e.waitDone(first, 15*time.Second); st.Counts[task.Collapsed] != 1 {
 		t.Fatalf("score-1: %+v, want collapsed by score-2", st)
 	}
 	// The drop is logged where score-1 collapses; score-2 goes out a gap

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/wire"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // EventsStream is the Redis stream events are appended to.
@@ -54,18 +55,18 @@ type events struct {
 // devices' events report it.
 func finalEvent(state string, about Event) (Event, bool) {
 	switch state {
-	case stateTokenInvalid:
+	case task.TokenInvalid:
 		return Event{}, false
-	case stateDelivered:
+	case task.Delivered:
 		about.Type, about.Reason = EventDelivered, ""
-	case stateFailed:
+	case task.Failed:
 		about.Type = EventFailed
 		if about.Reason == "" {
 			about.Reason = "failed"
 		}
 		about.Reason = clip(about.Reason, maxEventReason)
 	default:
-		if mutant("eventCancelledLost") && state == stateCancelled {
+		if mutant("eventCancelledLost") && state == task.Cancelled {
 			return Event{}, false
 		}
 		about.Type, about.Reason = EventDropped, state

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // TestStoreRecordWritesAFoldedDevice: record.lua writes the device state
@@ -24,7 +25,7 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	record := func(c *chunk, recipient int, final string) {
 		t.Helper()
 		rec := &chunkRecord{folded: &foldedAnswer{pending: true,
-			o: deviceOutcome{job: c.Job, field: devField(recipient, 0), state: stateDelivered, ttl: c.ttl()}}}
+			o: deviceOutcome{job: c.Job, field: devField(recipient, 0), state: task.Delivered, ttl: c.ttl()}}}
 		rec.final(recipient, final, Event{})
 		if _, err := s.record(ctx, c, rec); err != nil {
 			t.Fatal(err)
@@ -44,29 +45,29 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 
 	// The job goes on (recipient 1 has no final state): written.
 	on := newJob("on", 2)
-	record(on, 0, stateDelivered)
-	if st, ttl := device(on.Job, 0); st != stateDelivered || ttl <= 0 {
+	record(on, 0, task.Delivered)
+	if st, ttl := device(on.Job, 0); st != task.Delivered || ttl <= 0 {
 		t.Errorf("job going on: device 0/0 %q with TTL %v, want delivered with a TTL", st, ttl)
 	}
 	// Recipient 0 again (already final, nothing new): written all the same.
 	s.rdb.HDel(ctx, devKey(on.Job), devField(0, 0))
-	record(on, 0, stateDelivered)
-	if st, _ := device(on.Job, 0); st != stateDelivered {
+	record(on, 0, task.Delivered)
+	if st, _ := device(on.Job, 0); st != task.Delivered {
 		t.Errorf("recipient already final: device 0/0 %q, want delivered", st)
 	}
 	// The last recipient retires the job: no device-state hash left.
-	record(on, 1, stateDelivered)
+	record(on, 1, task.Delivered)
 	if n := s.rdb.Exists(ctx, jobKeys(on.Job)...).Val(); n != 0 {
 		t.Errorf("%d of the retired job's keys left, want none", n)
 	}
 
 	// A job of one recipient retires in the call: the hash is never made.
 	one := newJob("one", 1)
-	record(one, 0, stateDelivered)
+	record(one, 0, task.Delivered)
 	if n := s.rdb.Exists(ctx, devKey(one.Job)).Val(); n != 0 {
 		t.Error("the retiring call left a device-state hash")
 	}
-	if st, err := s.status(ctx, one.Job); err != nil || st.State != jobDone || st.Counts[stateDelivered] != 1 {
+	if st, err := s.status(ctx, one.Job); err != nil || st.State != jobDone || st.Counts[task.Delivered] != 1 {
 		t.Errorf("status %+v, %v: want done with 1 delivered", st, err)
 	}
 
@@ -74,8 +75,8 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	// with a TTL, as recorder.write would.
 	gone := &chunk{Job: prefix + "gone", AcceptedAt: time.Now()}
 	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(gone.Job)...) })
-	record(gone, 0, stateDelivered)
-	if st, ttl := device(gone.Job, 0); st != stateDelivered || ttl <= 0 {
+	record(gone, 0, task.Delivered)
+	if st, ttl := device(gone.Job, 0); st != task.Delivered || ttl <= 0 {
 		t.Errorf("record gone: device 0/0 %q with TTL %v, want delivered with a TTL", st, ttl)
 	}
 	if n := s.rdb.Exists(ctx, jobKey(gone.Job)).Val(); n != 0 {
@@ -95,7 +96,7 @@ func TestFoldedAnswerOnlyForOneDevice(t *testing.T) {
 	one := e.submit(alertJob("fold-one", "f", apnsRecipient("u-f1", apnsToken("fold-one"))))
 	two := e.submit(alertJob("fold-two", "f", apnsRecipient("u-f2", apnsToken("fold-two-a"), apnsToken("fold-two-b"))))
 	for _, id := range []string{one, two} {
-		if st := e.waitDone(id, 10*time.Second); st.Counts[stateDelivered] != 1 {
+		if st := e.waitDone(id, 10*time.Second); st.Counts[task.Delivered] != 1 {
 			t.Errorf("job %s: counts %v, want delivered", id, st.Counts)
 		}
 	}
@@ -133,7 +134,7 @@ func TestShutdownRecordsFoldedAnswers(t *testing.T) {
 	waitFor(t, 10*time.Second, "every push at the provider", func() bool { return len(e.apns.Requests()) >= n })
 	e.restart()
 	for _, id := range ids {
-		if st := e.waitDone(id, 20*time.Second); st.Counts[stateDelivered] != 1 {
+		if st := e.waitDone(id, 20*time.Second); st.Counts[task.Delivered] != 1 {
 			t.Errorf("job %s: counts %v, want delivered", id, st.Counts)
 		}
 	}

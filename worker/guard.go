@@ -7,6 +7,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Cancellation and collapse reach deliveries through the records they read
@@ -117,7 +118,7 @@ func (w *Worker) requestOf(a *App, d *delivery, n int, paced time.Time) throttle
 	if !d.Deadline.IsZero() {
 		notAfter = d.Deadline.Add(-time.Millisecond)
 	}
-	q := throttle.Request{User: d.UserID, Member: memberOf(d.Job, d.Index, n), NotAfter: notAfter,
+	q := throttle.Request{User: d.UserID, Member: task.Member(d.Job, d.Index, n), NotAfter: notAfter,
 		NotBefore: d.Content.NotBefore(), CollapseKey: collapseKeyOf(a.Name, d.Content.CollapseKey), Accepted: d.AcceptedAt,
 		Location: w.location(d.Timezone), Critical: d.Priority == payload.PriorityCritical}
 	if mutant("sendAtEarly") && !q.NotBefore.IsZero() {
@@ -177,12 +178,12 @@ func (w *Worker) location(name string) *time.Location {
 // nowhere (not yet created, running, or done) is left to find out on its
 // own.
 func (w *Worker) wake(job string, index int, queues ...string) bool {
-	id := deliveryTaskID(job, index)
+	id := task.DeliveryID(job, index)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	mark, err := w.rdb.HGet(ctx, jobKey(job), heldPrefix+strconv.Itoa(index)).Result()
 	cancel()
 	if err == nil {
-		q, task := parseHeldMark(mark)
+		q, task := task.ParseHeldMark(mark)
 		if task == "" {
 			task = id
 		}
@@ -205,7 +206,7 @@ func (w *Worker) wake(job string, index int, queues ...string) bool {
 // woken, finds its booking collapsed and drops itself (drop, reason
 // collapsed: event, metric, final state).
 func (w *Worker) collapsedBy(d *delivery, member string) {
-	job, index, _, ok := parseMember(member)
+	job, index, _, ok := task.ParseMember(member)
 	if !ok {
 		w.log.Warn("collapsed a booking whose member names no delivery", "delivery", d.member(), "collapsed", member)
 		return
@@ -214,7 +215,7 @@ func (w *Worker) collapsedBy(d *delivery, member string) {
 	// be d's.
 	var queues []string
 	for _, p := range []payload.Priority{d.Priority, payload.PriorityNormal, payload.PriorityHigh, payload.PriorityCritical} {
-		if q := shardQueue(string(p), d.UserID, w.shards); !containsString(queues, q) {
+		if q := task.ShardQueue(string(p), d.UserID, w.shards); !containsString(queues, q) {
 			queues = append(queues, q)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // handoffLost is a hook on a job's commands. The first booking round trip
@@ -37,7 +39,7 @@ func (h *handoffLost) kind(cmd redis.Cmder) string {
 	case name == "hget" && len(args) == 3 && args[1] == jobKey(h.job) && args[2] == fieldCancelled:
 		return "cancel-read"
 	case (name == "evalsha" || name == "eval") && len(args) > 3:
-		if k, ok := args[3].(string); ok && strings.HasSuffix(k, ":t:"+deliveryTaskID(h.job, 0)) {
+		if k, ok := args[3].(string); ok && strings.HasSuffix(k, ":t:"+task.DeliveryID(h.job, 0)) {
 			return "enqueue-0"
 		}
 	case name == "hget" && len(args) == 3 && args[1] == recpKey(h.job):

@@ -24,6 +24,7 @@ import (
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/providers/fcm"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // env is one worker process under test: a private redis-server (Asynq uses
@@ -322,7 +323,7 @@ func (e *env) waitDelivered(ids []string, timeout time.Duration) (deferrals int)
 	e.t.Helper()
 	for _, id := range ids {
 		st := e.waitDone(id, timeout)
-		if st.Counts[stateDelivered] != 1 {
+		if st.Counts[task.Delivered] != 1 {
 			e.t.Errorf("job %s: counts %v, want 1 delivered", id, st.Counts)
 		}
 		deferrals += st.Deferrals

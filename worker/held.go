@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Held tasks: the recipients a chunk task's run holds back for a slot
@@ -22,14 +21,14 @@ import (
 // one booking round trip and one record per held task, not per push, and
 // a held task waits for its recipients' slots without holding send
 // permits, so many of them can wait at once without making each other
-// late. It waits in a held queue (heldQueuePrefix), in a slot of the held
+// late. It waits in a held queue (task.HeldQueuePrefix), in a slot of the held
 // tasks' own Asynq server, so it never keeps a delivery slot either:
 // sharing the delivery slots, a throttled burst's many held tasks due
 // together would take every slot, wake behind the fresh chunks, find their
 // slots past and book again.
 //
 // Ownership. Exactly one task may send to a recipient, and the job
-// record's held marker "h:<index>" says which (heldMark): "<queue>" is the
+// record's held marker "h:<index>" says which (task.HeldMark): "<queue>" is the
 // recipient's own hush:delivery task, "<queue> <task id>" a hush:held
 // task. A chunk's run records the markers of the recipients it holds back
 // (record.lua) before it creates their held tasks; a held task's run sends
@@ -50,79 +49,13 @@ import (
 // partly sent, a retry) goes to the recipient's delivery task, which
 // handles every case for one recipient (decide.go).
 
-// heldTaskID is the Asynq task id of the recipients chunk k of a job held
-// back to wake at Unix second wake: "wait:<job>/<k>/<wake>" for a held task
-// in a held queue (waits), "held:<job>/<k>/<wake>" for one an earlier
-// version put in a delivery queue. The job id is followed only by "/" and
-// decimal numbers, so the id names one (job, k, wake).
-//
-// Asynq keeps a task id unique within its queue only, so an id must never
-// be enqueued in two queues: two tasks of one id would both own its
-// recipients. A run that creates a held task again therefore creates it
-// in the queue its marker names, under the id the marker names
-// (heldGroups.again). The two prefixes keep processes with and without
-// held queues apart: one without reads "held:" ids only, and refuses a job
-// or chunk whose markers name a "wait:" one (its run fails without sending, and is
-// archived), instead of creating that task again in a delivery queue.
-func heldTaskID(job string, k int, wake int64, waits bool) string {
-	prefix := "held:"
-	if waits {
-		prefix = "wait:"
-	}
-	return prefix + job + "/" + strconv.Itoa(k) + "/" + strconv.FormatInt(wake, 10)
-}
-
-// parseHeldTaskID splits a heldTaskID into the job's chunk number k, its
-// second of waking and whether it waits in a held queue.
-func parseHeldTaskID(id string) (job string, k int, wake int64, waits, ok bool) {
-	rest, found := strings.CutPrefix(id, "held:")
-	if !found {
-		rest, waits = strings.CutPrefix(id, "wait:")
-	}
-	i := strings.LastIndexByte(rest, '/')
-	if !found && !waits || i < 0 {
-		return "", 0, 0, false, false
-	}
-	wake, err := strconv.ParseInt(rest[i+1:], 10, 64)
-	if err != nil || wake <= 0 {
-		return "", 0, 0, false, false
-	}
-	rest = rest[:i]
-	j := strings.LastIndexByte(rest, '/')
-	if j < 0 {
-		return "", 0, 0, false, false
-	}
-	k, err = strconv.Atoi(rest[j+1:])
-	if err != nil || k < 0 {
-		return "", 0, 0, false, false
-	}
-	return rest[:j], k, wake, waits, true
-}
-
-// heldMark is a held recipient's marker in its job record: the queue its
-// task waits on, then, when that task is a hush:held one, a space and its
-// id (queue names hold no space).
-func heldMark(queue, task string) string {
-	if task == "" {
-		return queue
-	}
-	return queue + " " + task
-}
-
-// parseHeldMark splits a heldMark into the queue and the hush:held task's
-// id ("" for the recipient's own delivery task).
-func parseHeldMark(v string) (queue, task string) {
-	queue, task, _ = strings.Cut(v, " ")
-	return queue, task
-}
-
 // heldQueue is the queue of a held task: the shard of its id on its
-// priority's queue, in the held queue beside it (heldQueuePrefix) when
+// priority's queue, in the held queue beside it (task.HeldQueuePrefix) when
 // the task waits there.
 func (w *Worker) heldQueue(c *chunk) string {
-	q := shardQueue(string(c.Priority), c.name(), w.shards)
+	q := task.ShardQueue(string(c.Priority), c.name(), w.shards)
 	if c.Waits {
-		q = heldQueueOf(q)
+		q = task.HeldQueueOf(q)
 	}
 	return q
 }
@@ -169,10 +102,10 @@ func earliestBooking(ms int64, slot, booked time.Time) int64 {
 }
 
 // again puts c's recipient i back into the held task its marker names
-// (mark, as parseHeldMark splits it), in the queue the marker names, and
+// (mark, as task.ParseHeldMark splits it), in the queue the marker names, and
 // returns that task.
 func (g heldGroups) again(c *chunk, i int, queue, owner string) (*chunk, error) {
-	job, k, wake, waits, ok := parseHeldTaskID(owner)
+	job, k, wake, waits, ok := task.ParseHeldID(owner)
 	if !ok || job != c.Job || k != c.From/chunkSize || queue == "" {
 		return nil, fmt.Errorf("chunk %s: recipient %d is held by %q in %q, not a held task of this chunk: %w", c.name(), c.index(i), owner, queue, asynq.SkipRetry)
 	}
@@ -190,7 +123,7 @@ func (g heldGroups) again(c *chunk, i int, queue, owner string) (*chunk, error) 
 
 // task is the held task of c's chunk waking at wake, made empty at first.
 func (g heldGroups) task(c *chunk, wake int64, waits bool) *chunk {
-	id := heldTaskID(c.Job, c.From/chunkSize, wake, waits)
+	id := task.HeldID(c.Job, c.From/chunkSize, wake, waits)
 	h := g[id]
 	if h == nil {
 		h = &chunk{

@@ -19,6 +19,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // heldEnv is a worker that does not run, with job "held" of 150
@@ -48,7 +49,7 @@ func heldEnv(t *testing.T, gap time.Duration) (e *env, jobT, chunkT *asynq.Task)
 }
 
 // heldNormal is the queue of held tasks of priority normal.
-var heldNormal = heldQueueOf("normal")
+var heldNormal = task.HeldQueueOf("normal")
 
 // scheduled lists the tasks of type typ waiting in queue normal (held
 // tasks: in its held queue), by id.
@@ -186,7 +187,7 @@ func checkHeld(t *testing.T, e *env, held map[string]*asynq.TaskInfo, want []int
 			if err != nil {
 				t.Fatal(err)
 			}
-			if q, task := parseHeldMark(mark); q != heldNormal || task != c.name() {
+			if q, task := task.ParseHeldMark(mark); q != heldNormal || task != c.name() {
 				t.Errorf("recipient %d marked %q, want held by %s on %s", i, mark, c.name(), heldNormal)
 			}
 		}
@@ -462,7 +463,7 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if q, task := parseHeldMark(mark); q != "normal" || task != "" {
+		if q, task := task.ParseHeldMark(mark); q != "normal" || task != "" {
 			t.Errorf("recipient %s marked %q, want held by its delivery task on normal", rest, mark)
 		}
 		for range 2 {
@@ -479,7 +480,7 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Counts[stateDelivered] == 50 {
+		if st.Counts[task.Delivered] == 50 {
 			break
 		}
 		time.Sleep(200 * time.Millisecond) // polling: a rebooked task comes due at its slot
@@ -543,7 +544,7 @@ func TestCancelWakesHeldTasks(t *testing.T) {
 	if left := time.Until(slot); left < 5*time.Second {
 		t.Errorf("the job ended %s before the held slots, want the held tasks woken at once", left)
 	}
-	if st.Counts[stateCancelled] != n {
+	if st.Counts[task.Cancelled] != n {
 		t.Errorf("counts %v, want all %d cancelled", st.Counts, n)
 	}
 	if got := len(requestsFor(e.apns.Requests(), apnsToken("two120"))); got != 0 {
@@ -583,11 +584,11 @@ func TestCollapseWakesHeldTask(t *testing.T) {
 	e.submit(latest)
 	waitFor(t, 3*time.Second, "old/120 collapsed", func() bool {
 		st, err := e.client.Status(t.Context(), "old")
-		return err == nil && st.Counts[stateCollapsed] == 1
+		return err == nil && st.Counts[task.Collapsed] == 1
 	})
 	t.Logf("collapsed %s after the newer push", time.Since(start).Round(time.Millisecond))
 	st := e.waitDone("old", 25*time.Second)
-	if st.Counts[stateDelivered] != n-1 {
+	if st.Counts[task.Delivered] != n-1 {
 		t.Errorf("old: counts %v, want %d delivered and 1 collapsed", st.Counts, n-1)
 	}
 	e.waitDone("latest", 10*time.Second)
@@ -629,32 +630,6 @@ func TestEarlierChunkTasksDoNotHoldBack(t *testing.T) {
 	}
 }
 
-// TestHeldTaskIDsAndMarks: a held task's id gives back its job (any
-// string, "/" and spaces included), chunk and second, and a held marker
-// its queue and task, whatever the job id holds.
-func TestHeldTaskIDsAndMarks(t *testing.T) {
-	for _, job := range []string{"j", "a/1/2", "with space", "x/", "/", "held:y/3", "wait:z/1/2"} {
-		for _, waits := range []bool{false, true} {
-			id := heldTaskID(job, 7, 1795663698, waits)
-			gotJob, k, wake, gotWaits, ok := parseHeldTaskID(id)
-			if !ok || gotJob != job || k != 7 || wake != 1795663698 || gotWaits != waits {
-				t.Errorf("parseHeldTaskID(%q) = %q, %d, %d, %v, %v; want %q, 7, 1795663698, %v", id, gotJob, k, wake, gotWaits, ok, job, waits)
-			}
-			for _, task := range []string{"", id} {
-				q, gotTask := parseHeldMark(heldMark("held-normal.3", task))
-				if q != "held-normal.3" || gotTask != task {
-					t.Errorf("parseHeldMark(heldMark(held-normal.3, %q)) = %q, %q", task, q, gotTask)
-				}
-			}
-		}
-	}
-	for _, bad := range []string{"held:", "held:j", "held:j/1", "held:j/x/5", "held:j/1/0", "chunk:j/1/5", "held:j/-1/5", "wait:j/1", "wait:j/1/0", "wai:j/1/5"} {
-		if _, _, _, _, ok := parseHeldTaskID(bad); ok {
-			t.Errorf("parseHeldTaskID(%q) accepted", bad)
-		}
-	}
-}
-
 // heldFrom reports whether a held task of the chunk starting at from waits.
 func heldFrom(t *testing.T, e *env, from int) bool {
 	for _, c := range heldOf(t, e.scheduled(TypeHeld)) {
@@ -672,11 +647,11 @@ func (e *env) heldTask(job string, index int) (*asynq.TaskInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, task := parseHeldMark(mark)
-	if task == "" {
-		task = deliveryTaskID(job, index)
+	q, owner := task.ParseHeldMark(mark)
+	if owner == "" {
+		owner = task.DeliveryID(job, index)
 	}
-	return e.insp.GetTaskInfo(q, task)
+	return e.insp.GetTaskInfo(q, owner)
 }
 
 // TestHeldTasksWaitOutsideDeliverySlots: a held task waits for its slots
@@ -714,7 +689,7 @@ func TestHeldTasksWaitOutsideDeliverySlots(t *testing.T) {
 		return err == nil && len(active) == 1
 	})
 	e.waitDone(single, 20*time.Second)
-	if st := e.waitDone(second, 30*time.Second); st.Counts[stateDelivered] != 2 {
+	if st := e.waitDone(second, 30*time.Second); st.Counts[task.Delivered] != 2 {
 		t.Errorf("second job: counts %v, want 2 delivered", st.Counts)
 	}
 	reqs := e.apns.Requests()
@@ -740,20 +715,20 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	oldID := heldTaskID("held", 0, wake, false)
+	oldID := task.HeldID("held", 0, wake, false)
 	// An hour later: no fresh recipient of the re-run wakes in that second
 	// (one second later, a load that spreads the slots over two seconds
 	// put fresh recipients in a task of this id in held-normal, and the
 	// run rightly refused a second queue for it).
-	movedID := heldTaskID("held", 0, wake+3600, true)
+	movedID := task.HeldID("held", 0, wake+3600, true)
 	const moved = "held-normal.2"
 	marks := map[string]any{"cursor": nil}
 	for i := range chunkSize {
 		switch {
 		case i < 10:
-			marks[fmt.Sprint(heldPrefix, i)] = heldMark("normal", oldID)
+			marks[fmt.Sprint(heldPrefix, i)] = task.HeldMark("normal", oldID)
 		case i < 20:
-			marks[fmt.Sprint(heldPrefix, i)] = heldMark(moved, movedID)
+			marks[fmt.Sprint(heldPrefix, i)] = task.HeldMark(moved, movedID)
 		}
 	}
 	delete(marks, "cursor")
@@ -783,8 +758,8 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 			t.Errorf("held task %s in %s: named %s, holds %v; want %v", tc.id, tc.queue, c.name(), c.Indices, tc.want)
 		}
 		for _, i := range tc.want {
-			if mark := e.rdb.HGet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i)).Val(); mark != heldMark(tc.queue, tc.id) {
-				t.Errorf("recipient %d marked %q, want %q", i, mark, heldMark(tc.queue, tc.id))
+			if mark := e.rdb.HGet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i)).Val(); mark != task.HeldMark(tc.queue, tc.id) {
+				t.Errorf("recipient %d marked %q, want %q", i, mark, task.HeldMark(tc.queue, tc.id))
 			}
 		}
 	}
@@ -806,8 +781,8 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 	// A marker naming another chunk's held task, or a held task in a
 	// second queue.
 	for i, mark := range map[int]string{
-		0:  heldMark("normal", heldTaskID("held", 1, wake, false)),
-		20: heldMark("held-normal.3", movedID),
+		0:  task.HeldMark("normal", task.HeldID("held", 1, wake, false)),
+		20: task.HeldMark("held-normal.3", movedID),
 	} {
 		before := e.rdb.HGet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i)).Val()
 		if err := e.rdb.HSet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i), mark).Err(); err != nil {
@@ -852,7 +827,7 @@ func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
 	}
 	e.checkHandedBack(held)
 	e.restart()
-	if st := e.waitDone(second, 30*time.Second); st.Counts[stateDelivered] != 2 {
+	if st := e.waitDone(second, 30*time.Second); st.Counts[task.Delivered] != 2 {
 		t.Errorf("second job: counts %v, want 2 delivered", st.Counts)
 	}
 	reqs = e.apns.Requests()

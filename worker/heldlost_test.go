@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // heldCreationLost is a hook that runs the first command creating a held
@@ -128,7 +129,7 @@ func TestHeldCreationWithLostReplySendsOnce(t *testing.T) {
 			if !h.lost.Load() {
 				t.Fatal("no held task's creation was reached: the recipients were not held back")
 			}
-			if st.Counts[stateDelivered] != len(tc.users) {
+			if st.Counts[task.Delivered] != len(tc.users) {
 				t.Errorf("counts %v, want %d delivered", st.Counts, len(tc.users))
 			}
 			e.waitQuiet(30 * time.Second)

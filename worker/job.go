@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // handleJob creates the job record and fans the job out: the job task
@@ -31,7 +32,7 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 	if job.ID == "" {
 		return fmt.Errorf("job payload without id: %w", asynq.SkipRetry)
 	}
-	hj := newHeldJobsGroups(jobTaskID(job.ID))
+	hj := newHeldJobsGroups(task.JobID(job.ID))
 	err := w.runJob(ctx, &job, "", hj)
 	return errors.Join(err, hj.finish(ctx, w, []error{err}))
 }
@@ -180,7 +181,7 @@ func (w *Worker) startedSingle(ctx context.Context, job *payload.Job, r recordIn
 // deliveryQueue is the queue of d's delivery task: its priority's shard
 // for its user.
 func (w *Worker) deliveryQueue(d *delivery) string {
-	return shardQueue(string(d.Priority), d.UserID, w.shards)
+	return task.ShardQueue(string(d.Priority), d.UserID, w.shards)
 }
 
 // enqueueDelivery creates d's delivery task, to run after delay, on its
@@ -191,7 +192,7 @@ func (w *Worker) enqueueDelivery(ctx context.Context, d *delivery, delay time.Du
 		return fmt.Errorf("encode delivery %s: %w", d.member(), err)
 	}
 	opts := []asynq.Option{
-		asynq.TaskID(deliveryTaskID(d.Job, d.Index)), asynq.Queue(w.deliveryQueue(d)),
+		asynq.TaskID(task.DeliveryID(d.Job, d.Index)), asynq.Queue(w.deliveryQueue(d)),
 		asynq.MaxRetry(deliveryMaxRetry), asynq.Timeout(deliveryTimeout),
 	}
 	if delay > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 func jobTask(t *testing.T, job payload.Job) *asynq.Task {
@@ -58,13 +59,13 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	const n = 250 // three chunks
 	job := fanJob("fan", n)
-	task := jobTask(t, job)
+	jt := jobTask(t, job)
 	// An earlier run booked recipient 5 and died before sending.
 	if _, err := e.lim.Reserve(t.Context(), "u-5", "fan/5"); err != nil {
 		t.Fatal(err)
 	}
 
-	if err := e.w.handleJob(t.Context(), task); err != nil {
+	if err := e.w.handleJob(t.Context(), jt); err != nil {
 		t.Fatal(err)
 	}
 	wantTasks := []string{"chunk:fan/1", "chunk:fan/2", "delivery:fan/5"}
@@ -78,7 +79,7 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	if err := e.rdb.HDel(t.Context(), jobKey("fan"), "cursor").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.w.handleJob(t.Context(), task); err != nil {
+	if err := e.w.handleJob(t.Context(), jt); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(wantTasks, e.pending()); diff != "" {
@@ -117,7 +118,7 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != jobFannedOut || st.Counts[stateDelivered] != n-1 || st.Counts["pending"] != 1 {
+	if st.State != jobFannedOut || st.Counts[task.Delivered] != n-1 || st.Counts["pending"] != 1 {
 		t.Errorf("status %+v, want fanned_out with %d delivered and 1 pending", st, n-1)
 	}
 }
@@ -167,9 +168,9 @@ func TestJobTaskRerunKeepsTheClientsRecord(t *testing.T) {
 	if _, err := e.lim.Reserve(t.Context(), "u-3", "again/3"); err != nil {
 		t.Fatal(err)
 	}
-	task := jobTask(t, job)
+	jt := jobTask(t, job)
 	for run := range 2 {
-		if err := e.w.handleJob(t.Context(), task); err != nil {
+		if err := e.w.handleJob(t.Context(), jt); err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
 		if !e.w.sends.TryAcquire(int64(e.w.conc)) {
@@ -196,7 +197,7 @@ func TestJobTaskRerunKeepsTheClientsRecord(t *testing.T) {
 	}
 	want := JobStatus{
 		ID: "again", App: DefaultApp, State: jobFannedOut, Queue: "normal", AcceptedAt: rec.AcceptedAt, Recipients: n,
-		Counts: map[string]int{stateDelivered: n - 1, stateExpired: 0, stateTokenInvalid: 0, stateFailed: 0, stateThrottleFull: 0, stateCollapsed: 0, stateCancelled: 0, stateOptedOut: 0, "pending": 1},
+		Counts: map[string]int{task.Delivered: n - 1, task.Expired: 0, task.TokenInvalid: 0, task.Failed: 0, task.ThrottleFull: 0, task.Collapsed: 0, task.Cancelled: 0, task.OptedOut: 0, "pending": 1},
 	}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
@@ -235,10 +236,10 @@ func TestJobTaskWritesAMissingRecord(t *testing.T) {
 	}
 	want := JobStatus{ID: "lost", State: jobDone, Outcome: OutcomeDelivered, Queue: "normal", AcceptedAt: job.AcceptedAt, Recipients: 1,
 		Deadline: job.Deadline(), Deferrals: 1, Counts: map[string]int{"pending": 0}}
-	for _, f := range finalStates {
+	for _, f := range task.FinalStates() {
 		want.Counts[f] = 0
 	}
-	want.Counts[stateDelivered] = 1
+	want.Counts[task.Delivered] = 1
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("job status (-want +got):\n%s", diff)
 	}
@@ -261,13 +262,13 @@ func TestChunkRerunsReadWhatWasSent(t *testing.T) {
 	const n = 150 // two chunks
 	job := fanJob("old", n)
 	e.submit(job)
-	task := jobTask(t, job)
+	jt := jobTask(t, job)
 	// Recipient 5 was booked before (it goes to a delivery task that does
 	// not run here), so that the job stays unfinished, its records kept.
 	if _, err := e.lim.Reserve(t.Context(), "u-5", "old/5"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.w.handleJob(t.Context(), task); err != nil {
+	if err := e.w.handleJob(t.Context(), jt); err != nil {
 		t.Fatal(err)
 	}
 	tasks := e.chunkTasks()
@@ -304,12 +305,12 @@ func TestChunkRerunsReadWhatWasSent(t *testing.T) {
 	}
 	resetBookings()
 
-	if err := e.w.handleJob(t.Context(), task); err != nil {
+	if err := e.w.handleJob(t.Context(), jt); err != nil {
 		t.Fatal(err)
 	}
 	tasks = e.chunkTasks()
-	if len(tasks) != 1 || tasks[0].Type != typeRereadingChunk {
-		t.Fatalf("the job's re-run made %v, want one %s task", tasks, typeRereadingChunk)
+	if len(tasks) != 1 || tasks[0].Type != task.TypeRereadingChunk {
+		t.Fatalf("the job's re-run made %v, want one %s task", tasks, task.TypeRereadingChunk)
 	}
 	if err := e.w.handleChunk(t.Context(), asynq.NewTask(tasks[0].Type, tasks[0].Payload)); err != nil {
 		t.Fatal(err)
@@ -334,7 +335,7 @@ func (e *env) chunkTasks() []*asynq.TaskInfo {
 		e.t.Fatal(err)
 	}
 	return slices.DeleteFunc(tasks, func(ti *asynq.TaskInfo) bool {
-		return !slices.Contains([]string{TypeGroupingChunk, typeRereadingChunk, typeMarkedChunk, typeChunk}, ti.Type)
+		return !slices.Contains([]string{TypeGroupingChunk, task.TypeRereadingChunk, typeMarkedChunk, typeChunk}, ti.Type)
 	})
 }
 
@@ -375,7 +376,7 @@ func TestEarlierChunkTasksStillRun(t *testing.T) {
 // registers only the shorter one would run the longer one's tasks as its
 // own.
 func TestTaskTypesArePrefixFree(t *testing.T) {
-	types := []string{TypeJob, TypeBatch, TypeGroupingChunk, typeRereadingChunk, typeMarkedChunk, typeChunk, TypeDelivery, TypeHeld, TypeWaitingJobs, TypeWaitingSecond}
+	types := []string{TypeJob, TypeBatch, TypeGroupingChunk, task.TypeRereadingChunk, typeMarkedChunk, typeChunk, TypeDelivery, TypeHeld, TypeWaitingJobs, TypeWaitingSecond}
 	for _, a := range types {
 		for _, b := range types {
 			if a != b && strings.HasPrefix(b, a) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // leaseExpired is a hook on Asynq's dequeue script: the first time it hands
@@ -68,8 +70,8 @@ func TestRerunAfterKillKeepsLateBooking(t *testing.T) {
 		name string
 		task func(job string) string // the task the kill hit
 	}{
-		{"delivery task", func(job string) string { return deliveryTaskID(job, 0) }},
-		{"job task", jobTaskID},
+		{"delivery task", func(job string) string { return task.DeliveryID(job, 0) }},
+		{"job task", task.JobID},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -78,7 +80,7 @@ func TestRerunAfterKillKeepsLateBooking(t *testing.T) {
 			h := &leaseExpired{task: tt.task(job)}
 			e.rdb.AddHook(h)
 			ctx := context.Background()
-			member := memberOf(job, 0, 0)
+			member := task.Member(job, 0, 0)
 			r, err := e.lim.Reserve(ctx, "u", member)
 			if err != nil || r.Refused != "" || r.Existing {
 				t.Fatalf("first booking: %+v, %v", r, err)
@@ -98,8 +100,8 @@ func TestRerunAfterKillKeepsLateBooking(t *testing.T) {
 			if slices.Contains(released, member) {
 				t.Errorf("released %v: the booking a killed run's push may have gone out under was given back", released)
 			}
-			if _, ok := e.lim.slot(memberOf(job, 0, 1)); !ok {
-				t.Errorf("no booking under the next attempt (%s)", memberOf(job, 0, 1))
+			if _, ok := e.lim.slot(task.Member(job, 0, 1)); !ok {
+				t.Errorf("no booking under the next attempt (%s)", task.Member(job, 0, 1))
 			}
 			if n := len(requestsFor(e.apns.Requests(), apnsToken(job+"/a"))); n != 1 {
 				t.Errorf("the device got %d pushes in this run, want 1", n)

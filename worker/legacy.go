@@ -54,14 +54,14 @@ import (
 //     left in a delivery queue (one not named held-*), and no job record
 //     can still name one: recordTTL (longer for a job whose deadline is
 //     later, ttlFor) after the last such process stopped. With it go the
-//     "held:" form in heldTaskID and parseHeldTaskID, and the delivery
+//     "held:" form in task.HeldID and task.ParseHeldID, and the delivery
 //     queue of a held task that does not wait (chunk.Waits false) in
 //     heldQueue.
 //
 // Task ids:
 //
 //   - "<job>" (hush:job), "<job>/<index>" (hush:delivery) and "<job>/c<k>"
-//     (a chunk): task ids without a kind (taskid.go), made by builds whose
+//     (a chunk): task ids without a kind (task.JobID), made by builds whose
 //     ids had no kind prefix, before CHANGELOG.md began. Handlers read
 //     payloads, never task ids, so such a task runs as any of its type;
 //     no code of its own. The entry goes once no task id in any queue
@@ -70,20 +70,20 @@ import (
 //
 // Queues:
 //
-//   - "held-<queue>#together" (togetherSuffix). Made by a re-run of a
+//   - "held-<queue>#together" (task.TogetherSuffix). Made by a re-run of a
 //     hush:batch or hush:job task by a process without seconds' tasks
 //     (CHANGELOG.md#seconds-tasks) whose jobs' held markers name a group
 //     waiting for its second: that process creates the group's own
 //     hush:waiting-jobs task in the marker's queue, suffix included. Run
-//     serves each such queue it finds at its start (servedHeldQueues,
-//     shards.go), and a hush:waiting-jobs task there adds its group to its
+//     serves each such queue it finds at its start (task.ServedHeldQueues,
+//     task.ServedHeldQueues), and a hush:waiting-jobs task there adds its group to its
 //     second (heldJobsTask, TestReRunWithoutSecondsTasksRunsItsGroups); a
 //     task made there after every process started waits for the next
 //     start of one. Goes once no process without seconds' tasks runs and
 //     no such queue holds a task (`asynq queue ls` lists none, or each is
 //     empty and removed with `asynq queue rm`; the "worker running" line's
 //     held_queues names none). With it go the marked queues in
-//     servedHeldQueues and the queue check in heldJobsTask; the suffix in
+//     task.ServedHeldQueues and the queue check in heldJobsTask; the suffix in
 //     held markers stays, since it tells this worker's re-runs and
 //     cancellations a group waiting for its second from one with a task
 //     of its own.
@@ -91,11 +91,11 @@ import (
 // Job record fields:
 //
 //   - A held marker "held-<queue> jobs:<scope>/<token>/<wake>" without
-//     togetherSuffix: a hush:waiting-jobs group with a task of its own,
+//     task.TogetherSuffix: a hush:waiting-jobs group with a task of its own,
 //     written by batch and job runs on builds with hush:waiting-jobs tasks
 //     but without seconds' tasks (CHANGELOG.md#seconds-tasks). A re-run
 //     creates that task again (heldJobsGroups.enqueue, a queue that
-//     joinedQueue does not mark); a cancellation runs it by its id
+//     task.JoinedQueue does not mark); a cancellation runs it by its id
 //     (Client.wakeHeld does so for hush:held tasks too). Goes once no
 //     process without seconds' tasks runs and recordTTL (ttlFor) has
 //     passed since the last one stopped; with it goes that branch of

@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // TestLegacyTasksAreServed: each task type reaches a handler registered
@@ -16,16 +18,16 @@ func TestLegacyTasksAreServed(t *testing.T) {
 	mux, held := (&Worker{}).serveMuxes()
 	servers := map[string]*asynq.ServeMux{"delivery": mux, "held": held}
 	want := map[string][]string{
-		TypeJob:            {"delivery"},
-		TypeBatch:          {"delivery"},
-		TypeGroupingChunk:  {"delivery"},
-		typeRereadingChunk: {"delivery"},
-		TypeDelivery:       {"delivery"},
-		typeMarkedChunk:    {"delivery"},
-		typeChunk:          {"delivery"},
-		TypeHeld:           {"delivery", "held"},
-		TypeWaitingJobs:    {"held"},
-		TypeWaitingSecond:  {"held"},
+		TypeJob:                 {"delivery"},
+		TypeBatch:               {"delivery"},
+		TypeGroupingChunk:       {"delivery"},
+		task.TypeRereadingChunk: {"delivery"},
+		TypeDelivery:            {"delivery"},
+		typeMarkedChunk:         {"delivery"},
+		typeChunk:               {"delivery"},
+		TypeHeld:                {"delivery", "held"},
+		TypeWaitingJobs:         {"held"},
+		TypeWaitingSecond:       {"held"},
 	}
 	for _, l := range legacyTasks() {
 		if _, ok := want[l.typ]; !ok {

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // MetricsHandler serves the worker's Prometheus metrics (GET /metrics).
@@ -50,7 +52,7 @@ func newMetrics() *metrics {
 		}, []string{"app", "platform"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_deliveries_total",
-			Help: "Deliveries (one per recipient) that reached a final state, by app: " + strings.Join(finalStates, ", ") + ".",
+			Help: "Deliveries (one per recipient) that reached a final state, by app: " + strings.Join(task.FinalStates(), ", ") + ".",
 		}, []string{"app", "state"}),
 		limiter: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hush_limiter_decisions_total",
@@ -131,9 +133,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		c.log.Warn("queue depth unavailable", "err", err)
 		return
 	}
-	served := servedQueues(c.weights, c.shards, known)
-	maps.Copy(served, servedHeldQueues(c.weights, c.shards, known))
-	for _, q := range sortedQueues(served) {
+	served := task.ServedQueues(c.weights, c.shards, known)
+	maps.Copy(served, task.ServedHeldQueues(c.weights, c.shards, known))
+	for _, q := range task.SortedQueues(served) {
 		info := &asynq.QueueInfo{Queue: q}
 		if slices.Contains(known, q) {
 			info, err = c.insp.GetQueueInfo(q)

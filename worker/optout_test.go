@@ -10,6 +10,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // optOutPolicy has a category users may opt out of (promo) and one they
@@ -45,10 +46,10 @@ func TestOptedOutCategoryIsDroppedUnsent(t *testing.T) {
 		e.submit(j)
 	}
 	st := e.waitDone("p1", 10*time.Second)
-	if st.Counts[stateOptedOut] != 1 || st.Outcome != OutcomeUndelivered {
+	if st.Counts[task.OptedOut] != 1 || st.Outcome != OutcomeUndelivered {
 		t.Errorf("p1: counts %v outcome %q, want 1 opted_out, undelivered", st.Counts, st.Outcome)
 	}
-	if st := e.waitDone("fan", 10*time.Second); st.Counts[stateOptedOut] != 1 || st.Counts[stateDelivered] != 1 || st.Outcome != OutcomePartlyDelivered {
+	if st := e.waitDone("fan", 10*time.Second); st.Counts[task.OptedOut] != 1 || st.Counts[task.Delivered] != 1 || st.Outcome != OutcomePartlyDelivered {
 		t.Errorf("fan: counts %v outcome %q, want 1 opted_out and 1 delivered, partly_delivered", st.Counts, st.Outcome)
 	}
 	e.waitDelivered([]string{"sec", "crit"}, 10*time.Second)
@@ -79,8 +80,8 @@ func TestOptedOutCategoryIsDroppedUnsent(t *testing.T) {
 		}
 	}
 	want := []Event{
-		{Type: EventDropped, Reason: stateOptedOut, Job: "fan", App: DefaultApp, UserID: "u"},
-		{Type: EventDropped, Reason: stateOptedOut, Job: "p1", App: DefaultApp, UserID: "u"},
+		{Type: EventDropped, Reason: task.OptedOut, Job: "fan", App: DefaultApp, UserID: "u"},
+		{Type: EventDropped, Reason: task.OptedOut, Job: "p1", App: DefaultApp, UserID: "u"},
 	}
 	sortEvents := cmpopts.SortSlices(func(a, b Event) bool { return a.Job < b.Job })
 	if diff := cmp.Diff(want, dropped, cmpopts.IgnoreFields(Event{}, "At"), sortEvents); diff != "" {
@@ -110,7 +111,7 @@ func TestHeldPushOfACategoryOptedOutSinceIsNeverSent(t *testing.T) {
 	fan.Category = "promo"
 	e.submit(single)
 	e.submit(fan)
-	for _, m := range []string{memberOf("single", 0, 0), memberOf("fan", 0, 0), memberOf("fan", 1, 0), memberOf("fan", 2, 0)} {
+	for _, m := range []string{task.Member("single", 0, 0), task.Member("fan", 0, 0), task.Member("fan", 1, 0), task.Member("fan", 2, 0)} {
 		waitFor(t, 5*time.Second, "a slot booked for "+m, func() bool {
 			at, ok := e.lim.slot(m)
 			return ok && at.After(time.Now().Add(time.Second))
@@ -121,10 +122,10 @@ func TestHeldPushOfACategoryOptedOutSinceIsNeverSent(t *testing.T) {
 	e.optOut("x", "promo")
 	wrote := time.Now()
 	e.optOut("x") // back in, before the slot
-	if st := e.waitDone("single", 15*time.Second); st.Counts[stateOptedOut] != 1 {
+	if st := e.waitDone("single", 15*time.Second); st.Counts[task.OptedOut] != 1 {
 		t.Errorf("single: counts %v, want 1 opted_out", st.Counts)
 	}
-	if st := e.waitDone("fan", 15*time.Second); st.Counts[stateOptedOut] != 1 || st.Counts[stateDelivered] != 2 {
+	if st := e.waitDone("fan", 15*time.Second); st.Counts[task.OptedOut] != 1 || st.Counts[task.Delivered] != 2 {
 		t.Errorf("fan: counts %v, want 1 opted_out and 2 delivered", st.Counts)
 	}
 	e.waitQuiet(10 * time.Second)

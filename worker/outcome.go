@@ -1,6 +1,9 @@
 package worker
 
-import "github.com/hushpush/hush/wire"
+import (
+	"github.com/hushpush/hush/wire"
+	"github.com/hushpush/hush/worker/internal/task"
+)
 
 // The values of JobStatus.Outcome: what a job with no recipient pending
 // came to, whatever its state (done or cancelled).
@@ -13,7 +16,7 @@ const (
 // jobOutcome is the Outcome of a job with recipients and counts (per
 // final state, and "pending"): empty while a recipient is pending.
 func jobOutcome(recipients int, counts map[string]int) string {
-	delivered := counts[stateDelivered]
+	delivered := counts[task.Delivered]
 	switch {
 	case counts["pending"] > 0:
 		return ""

@@ -52,7 +52,7 @@ const recordTimeout = 30 * time.Second
 type deviceOutcome struct {
 	job   string
 	field string // devField(recipient, device)
-	state string // stateDelivered or stateTokenInvalid
+	state string // task.Delivered or task.TokenInvalid
 	// under is the attempt a delivered device's push went out under,
 	// written beside its state (pushedField), for a recipient of several
 	// devices; "": not written.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 func counts(delivered, expired, tokenInvalid, failed int) map[string]int {
@@ -81,7 +82,7 @@ func TestBypassSkipsTheLimiter(t *testing.T) {
 	crit.Priority = payload.PriorityCritical
 	start := time.Now()
 	st := e.waitDone(e.submit(crit), 10*time.Second)
-	if st.Counts[stateDelivered] != 1 || st.Queue != "critical" {
+	if st.Counts[task.Delivered] != 1 || st.Queue != "critical" {
 		t.Errorf("critical job: %+v, want delivered from the critical queue", st)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -351,7 +352,7 @@ func TestGarbageTaskIsArchivedAndTheWorkerGoesOn(t *testing.T) {
 		t.Errorf("archived task: last error %q after %d retries; want archived at once with a readable reason", tasks[0].LastErr, tasks[0].Retried)
 	}
 	st := e.waitDone(e.submit(alertJob("after", "a", apnsRecipient("u-1", apnsToken("after")))), 10*time.Second)
-	if st.Counts[stateDelivered] != 1 {
+	if st.Counts[task.Delivered] != 1 {
 		t.Errorf("a job after the garbage task: %v, want delivered", st.Counts)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // pacedApp is an app named name on the env's Redis, with its own limiter
@@ -92,7 +93,7 @@ func TestPacedHeldWaveTakesTurnsAtItsSlots(t *testing.T) {
 	// Each recipient is the held task's (its marker).
 	marks := map[string]any{}
 	for i := range n {
-		marks[heldPrefix+strconv.Itoa(i)] = heldMark(e.w.heldQueue(c), c.name())
+		marks[heldPrefix+strconv.Itoa(i)] = task.HeldMark(e.w.heldQueue(c), c.name())
 	}
 	if err := e.rdb.HSet(t.Context(), jobKey("hp"), marks).Err(); err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func TestPacedSendNeverAfterItsDeadline(t *testing.T) {
 	for _, r := range e.apns.Requests() {
 		t.Errorf("a push arrived %s after its deadline", r.At.Sub(deadline))
 	}
-	if st.Counts[stateExpired] != 1 {
+	if st.Counts[task.Expired] != 1 {
 		t.Errorf("counts %v, want 1 expired", st.Counts)
 	}
 }
@@ -172,7 +173,7 @@ func TestPacedAppDoesNotStarveAnother(t *testing.T) {
 	e.submit(withApp(alertJob("ja", "a", ra...), "appa"))
 	e.submit(withApp(alertJob("jb", "b", rb...), "appb"))
 	for id, want := range map[string]int{"ja": nA, "jb": nB} {
-		if st := e.waitDone(id, 60*time.Second); st.Counts[stateDelivered] != want {
+		if st := e.waitDone(id, 60*time.Second); st.Counts[task.Delivered] != want {
 			t.Fatalf("%s: counts %v, want %d delivered", id, st.Counts, want)
 		}
 	}

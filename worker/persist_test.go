@@ -13,6 +13,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // TestPersistOutlivesARedisOutage: a write issued while Redis is down lands
@@ -35,7 +36,7 @@ func TestPersistOutlivesARedisOutage(t *testing.T) {
 	go func() {
 		done <- persist(ctx, func(ctx context.Context) error {
 			tries++
-			return rdb.HSet(ctx, "hush:job:{p}:dev", "0/0", stateDelivered).Err()
+			return rdb.HSet(ctx, "hush:job:{p}:dev", "0/0", task.Delivered).Err()
 		})
 	}()
 	// Let it fail at least once against the stopped server before Redis
@@ -53,8 +54,8 @@ func TestPersistOutlivesARedisOutage(t *testing.T) {
 		t.Errorf("write tried %d times, want a failed try before Redis came back", tries)
 	}
 	got, err := probe.HGet(ctx, "hush:job:{p}:dev", "0/0").Result()
-	if err != nil || got != stateDelivered {
-		t.Errorf("recorded state = %q, %v; want %q", got, err, stateDelivered)
+	if err != nil || got != task.Delivered {
+		t.Errorf("recorded state = %q, %v; want %q", got, err, task.Delivered)
 	}
 }
 
@@ -173,7 +174,7 @@ func TestPersistWaitsOutALoadingRedis(t *testing.T) {
 
 	var answers []string
 	err := persist(ctx, func(ctx context.Context) error {
-		err := rdb.HSet(ctx, "hush:job:{p}:dev", "0/0", stateDelivered).Err()
+		err := rdb.HSet(ctx, "hush:job:{p}:dev", "0/0", task.Delivered).Err()
 		if err != nil {
 			answers = append(answers, strings.Fields(err.Error())[0])
 		}
@@ -186,7 +187,7 @@ func TestPersistWaitsOutALoadingRedis(t *testing.T) {
 	if !slices.Contains(answers, "LOADING") {
 		t.Fatalf("no LOADING answer among %v: Redis read its data back too fast, the test proves nothing", answers)
 	}
-	if got := rdb.HGet(ctx, "hush:job:{p}:dev", "0/0").Val(); got != stateDelivered {
-		t.Errorf("recorded state %q, want %q", got, stateDelivered)
+	if got := rdb.HGet(ctx, "hush:job:{p}:dev", "0/0").Val(); got != task.Delivered {
+		t.Errorf("recorded state %q, want %q", got, task.Delivered)
 	}
 }

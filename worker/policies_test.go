@@ -12,6 +12,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // arrival is when the fake APNs received the push for token, failing the
@@ -122,7 +123,7 @@ func TestSendAtBooksNothingBefore(t *testing.T) {
 	// The job's task waits in Asynq's schedule until shortly before
 	// send_at, and Asynq runs nothing of it earlier: nothing is booked
 	// until then.
-	ti, err := e.insp.GetTaskInfo("normal", jobTaskID("later"))
+	ti, err := e.insp.GetTaskInfo("normal", task.JobID("later"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestSendAtBooksNothingBefore(t *testing.T) {
 	if len(st.Entries) != 0 {
 		t.Errorf("entries %v before send_at, want none booked yet", st.Entries)
 	}
-	if got := e.waitDone("later", 10*time.Second); got.Counts[stateDelivered] != 1 {
+	if got := e.waitDone("later", 10*time.Second); got.Counts[task.Delivered] != 1 {
 		t.Fatalf("counts %v, want delivered", got.Counts)
 	}
 	if a := arrival(t, e.apns.Requests(), tok); a.Before(at) || a.After(at.Add(250*time.Millisecond)) {
@@ -159,7 +160,7 @@ func TestBypassWaitsForSendAt(t *testing.T) {
 		e.submit(*j)
 	}
 	for id, n := range map[string]int{"crit-one": 1, "crit-many": 3} {
-		if st := e.waitDone(id, 10*time.Second); st.Counts[stateDelivered] != n {
+		if st := e.waitDone(id, 10*time.Second); st.Counts[task.Delivered] != n {
 			t.Fatalf("%s: counts %v, want %d delivered", id, st.Counts, n)
 		}
 	}
@@ -185,12 +186,12 @@ func TestCollapseSendsOnlyTheLatest(t *testing.T) {
 	e.waitDone("first", 5*time.Second)
 	e.submit(old)
 	waitFor(t, 5*time.Second, "old held", func() bool {
-		_, ok := e.lim.slot(memberOf("old", 0, 0))
+		_, ok := e.lim.slot(task.Member("old", 0, 0))
 		return ok
 	})
-	oldSlot, _ := e.lim.slot(memberOf("old", 0, 0))
+	oldSlot, _ := e.lim.slot(task.Member("old", 0, 0))
 	e.submit(latest)
-	if st := e.waitDone("old", 5*time.Second); st.Counts[stateCollapsed] != 1 {
+	if st := e.waitDone("old", 5*time.Second); st.Counts[task.Collapsed] != 1 {
 		t.Errorf("old: counts %v, want collapsed", st.Counts)
 	}
 	e.waitDone("latest", 10*time.Second)
@@ -204,7 +205,7 @@ func TestCollapseSendsOnlyTheLatest(t *testing.T) {
 	}
 	var collapsed int
 	for _, ev := range e.events() {
-		if ev.Type == EventDropped && ev.Reason == stateCollapsed && ev.Job == "old" {
+		if ev.Type == EventDropped && ev.Reason == task.Collapsed && ev.Job == "old" {
 			collapsed++
 		}
 	}
@@ -255,7 +256,7 @@ func TestCancelSendsNothingAfterItsAnswer(t *testing.T) {
 			sent++
 		}
 	}
-	if st.Counts[stateDelivered] != sent || st.Counts[stateCancelled] != len(users)-sent || sent == 0 || sent == len(users) {
+	if st.Counts[task.Delivered] != sent || st.Counts[task.Cancelled] != len(users)-sent || sent == 0 || sent == len(users) {
 		t.Errorf("counts %v with %d of %d sent, want those delivered and the rest cancelled", st.Counts, sent, len(users))
 	}
 	for _, u := range []string{"a", "b", "c", "d"} {
@@ -264,19 +265,19 @@ func TestCancelSendsNothingAfterItsAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, en := range s.Entries {
-			if en.Member == memberOf("big", slices.IndexFunc(users, func(r payload.Recipient) bool { return r.UserID == u }), 0) {
+			if en.Member == task.Member("big", slices.IndexFunc(users, func(r payload.Recipient) bool { return r.UserID == u }), 0) {
 				t.Errorf("user %s still holds the cancelled job's booking %v", u, en)
 			}
 		}
 	}
 	var cancelled int
 	for _, ev := range e.events() {
-		if ev.Type == EventDropped && ev.Reason == stateCancelled && ev.Job == "big" {
+		if ev.Type == EventDropped && ev.Reason == task.Cancelled && ev.Job == "big" {
 			cancelled++
 		}
 	}
-	if cancelled != st.Counts[stateCancelled] {
-		t.Errorf("%d dropped events with reason cancelled, want %d", cancelled, st.Counts[stateCancelled])
+	if cancelled != st.Counts[task.Cancelled] {
+		t.Errorf("%d dropped events with reason cancelled, want %d", cancelled, st.Counts[task.Cancelled])
 	}
 	again, err := e.client.Cancel(context.Background(), "big")
 	if err != nil || again.Cancelled || !again.CancelledAt.Equal(res.CancelledAt) {

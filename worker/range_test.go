@@ -10,6 +10,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // rangeJob is a fanned-out job of 300 recipients for record.lua's range
@@ -39,7 +40,7 @@ func (j *rangeJob) record(rng string, recipients ...int) []int64 {
 	j.t.Helper()
 	var entries []any
 	for _, r := range recipients {
-		entries = append(entries, r, stateDelivered, "")
+		entries = append(entries, r, task.Delivered, "")
 	}
 	keys, at := j.s.retiring(j.id)
 	out, err := recordScript.Run(j.ctx, j.s.rdb, keys, recordArgs(time.Hour, 0, at, "", "", rng, entries)...).Int64Slice()
@@ -52,7 +53,7 @@ func (j *rangeJob) record(rng string, recipients ...int) []int64 {
 // delivered is the job's count of delivered recipients.
 func (j *rangeJob) delivered() int {
 	j.t.Helper()
-	n, _ := strconv.Atoi(j.s.rdb.HGet(j.ctx, jobKey(j.id), stateDelivered).Val())
+	n, _ := strconv.Atoi(j.s.rdb.HGet(j.ctx, jobKey(j.id), task.Delivered).Val())
 	return n
 }
 
@@ -80,7 +81,7 @@ func TestRecordRangeNeverCountsARecipientTwice(t *testing.T) {
 
 	j = newRangeJob(t, s, prefix+"finalize")
 	j.want(j.record("0", 1), []int64{1}, 1, "a fresh range")
-	if _, err := s.finalize(j.ctx, j.id, 150, stateDelivered, Event{}, time.Hour); err != nil {
+	if _, err := s.finalize(j.ctx, j.id, 150, task.Delivered, Event{}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	j.want(j.record("1", 150, 151), []int64{0, 1}, 3, "a delivery task's finalize recorded 150")
@@ -91,10 +92,10 @@ func TestRecordRangeNeverCountsARecipientTwice(t *testing.T) {
 
 	j = newRangeJob(t, s, prefix+"older")
 	j.want(j.record("0", 1), []int64{1}, 1, "a fresh range")
-	s.rdb.HSet(j.ctx, recpKey(j.id), "250", stateFailed)
-	s.rdb.HIncrBy(j.ctx, jobKey(j.id), stateFailed, 1)
+	s.rdb.HSet(j.ctx, recpKey(j.id), "250", task.Failed)
+	s.rdb.HIncrBy(j.ctx, jobKey(j.id), task.Failed, 1)
 	j.want(j.record("2", 250, 251), []int64{0, 1}, 2, "250 already recorded by another run")
-	if f := s.rdb.HGet(j.ctx, recpKey(j.id), "250").Val(); f != stateFailed {
+	if f := s.rdb.HGet(j.ctx, recpKey(j.id), "250").Val(); f != task.Failed {
 		t.Errorf("recipient 250 reads %q, want its first final state, failed", f)
 	}
 }
@@ -148,12 +149,12 @@ func TestRecordRange(t *testing.T) {
 		entries []any
 		want    string
 	}{
-		{many, []any{100, stateDelivered, "", 199, "", "normal"}, "1"},
-		{many, []any{199, stateDelivered, "", 200, stateDelivered, ""}, ""},
-		{many, []any{5, stateDelivered, ""}, "0"},
+		{many, []any{100, task.Delivered, "", 199, "", "normal"}, "1"},
+		{many, []any{199, task.Delivered, "", 200, task.Delivered, ""}, ""},
+		{many, []any{5, task.Delivered, ""}, "0"},
 		{many, nil, ""},
-		{one, []any{0, stateDelivered, ""}, ""},
-		{held, []any{120, stateDelivered, "", 130, stateDelivered, ""}, ""},
+		{one, []any{0, task.Delivered, ""}, ""},
+		{held, []any{120, task.Delivered, "", 130, task.Delivered, ""}, ""},
 	} {
 		if got := recordRange(c.c, c.entries); got != c.want {
 			t.Errorf("recordRange(%d recipients, %v) = %q, want %q", len(c.c.Recipients), c.entries, got, c.want)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/wire"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // "What happened to this push?": a job's recipients and devices as its
@@ -22,7 +23,7 @@ import (
 // recipient index its final state (:r), per device its state when it is
 // delivered or token_invalid (:dev "<i>/<d>"), the attempts made
 // (:dev "<i>/a"), and for a held recipient the task that owns it (the job
-// record's "h:<i>", heldMark). The records name no user or device token,
+// record's "h:<i>", task.HeldMark). The records name no user or device token,
 // so neither is answered. The recipients that ended other than delivered
 // are kept apart too, with a failure's reason (:x, exceptKey).
 //
@@ -168,14 +169,14 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 			}
 			page := RecipientsPage{ID: id, App: st.App, State: st.State, Recipients: st.Recipients, Retired: true,
 				Counts: st.Counts, Items: []RecipientState{}}
-			if int64(st.Recipients-st.Counts[stateDelivered]) != xn.Val() {
+			if int64(st.Recipients-st.Counts[task.Delivered]) != xn.Val() {
 				// Finished by a build that kept no exceptions, or they
 				// expired: the counts are all there is.
 				return page, nil
 			}
 			end := min(from+n, page.Recipients)
 			for k := range max(end-from, 0) {
-				r := RecipientState{Index: from + k, State: stateDelivered}
+				r := RecipientState{Index: from + k, State: task.Delivered}
 				if except[k] != "" {
 					r.State, r.Reason = splitExcept(except[k])
 				}
@@ -238,11 +239,11 @@ func recipientOf(id string, i int, final, mark string, dev []string) RecipientSt
 	case final != "":
 	case mark != "":
 		r.State = RecipientHeld
-		queue, task := parseHeldMark(mark)
-		h := &HeldState{Queue: queue, Task: task}
-		if task == "" {
-			h.Task = deliveryTaskID(id, i)
-		} else if _, _, wake, _, ok := parseHeldTaskID(task); ok {
+		queue, owner := task.ParseHeldMark(mark)
+		h := &HeldState{Queue: queue, Task: owner}
+		if owner == "" {
+			h.Task = task.DeliveryID(id, i)
+		} else if _, _, wake, _, ok := task.ParseHeldID(owner); ok {
 			h.WakesAt = time.Unix(wake, 0).UTC()
 		}
 		r.Held = h

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // MaxHeldLookups is the most held recipients of one page whose booking
@@ -25,7 +26,7 @@ const MaxHeldLookups = 20
 // status` shows them). The job records name neither the user nor the
 // booking: the user is read from the task that holds the recipient, the
 // booking from that user's limiter state, whose entry of the delivery's
-// member (memberOf) has both. A recipient whose task or booking is gone
+// member (task.Member) has both. A recipient whose task or booking is gone
 // (its slot came, or the limiter was reset) keeps what the records said.
 // It returns how many recipients it looked up; an error is the first
 // read that failed, with the others still looked up.
@@ -67,7 +68,7 @@ func (w *Worker) ExplainHeld(ctx context.Context, p *RecipientsPage) (int, error
 			}
 			users[user] = st
 		}
-		if e, ok := bookingOf(st, memberOf(p.ID, r.Index, r.Attempts)); ok {
+		if e, ok := bookingOf(st, task.Member(p.ID, r.Index, r.Attempts)); ok {
 			r.Held.Slot, r.Held.HeldBy = e.At.UTC(), e.HeldBy
 		}
 	}
@@ -111,7 +112,7 @@ func (w *Worker) heldUsers(ctx context.Context, queue, id string) (map[int]strin
 		if json.Unmarshal(info.Payload, &d) == nil {
 			out[d.Index] = d.UserID
 		}
-	case strings.HasPrefix(id, heldJobsPrefix):
+	case strings.HasPrefix(id, task.WaitingJobsPrefix):
 		var h heldJobs
 		if json.Unmarshal(info.Payload, &h) == nil {
 			for _, c := range h.Jobs {

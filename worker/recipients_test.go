@@ -15,6 +15,7 @@ import (
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // recipientsJob runs, on a worker limiting each user to 1 push an hour, a
@@ -59,18 +60,18 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 		t.Fatalf("page: %+v", all)
 	}
 	held := all.Items[3].Held
-	if !strings.HasPrefix(held.Task, "wait:"+id+"/0/") && held.Task != deliveryTaskID(id, 3) || held.Queue == "" {
+	if !strings.HasPrefix(held.Task, "wait:"+id+"/0/") && held.Task != task.DeliveryID(id, 3) || held.Queue == "" {
 		t.Errorf("held recipient's task: %+v", held)
 	}
 	if !held.WakesAt.IsZero() && (held.WakesAt.Before(time.Now().Add(50*time.Minute)) || held.WakesAt.After(time.Now().Add(61*time.Minute))) {
 		t.Errorf("held recipient wakes at %v, want about an hour from now", held.WakesAt)
 	}
 	want := RecipientsPage{ID: id, App: all.App, State: jobFannedOut, Recipients: 5, Items: []RecipientState{
-		{Index: 0, State: stateDelivered, Devices: []DeviceState{{Device: 0, State: stateDelivered}, {Device: 1, State: stateDelivered}}},
-		{Index: 1, State: stateTokenInvalid, Devices: []DeviceState{{Device: 0, State: stateTokenInvalid}}},
-		{Index: 2, State: stateFailed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"},
+		{Index: 0, State: task.Delivered, Devices: []DeviceState{{Device: 0, State: task.Delivered}, {Device: 1, State: task.Delivered}}},
+		{Index: 1, State: task.TokenInvalid, Devices: []DeviceState{{Device: 0, State: task.TokenInvalid}}},
+		{Index: 2, State: task.Failed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"},
 		{Index: 3, State: RecipientHeld, Held: held},
-		{Index: 4, State: stateDelivered},
+		{Index: 4, State: task.Delivered},
 	}}
 	// A one-device recipient's delivered state may be folded into its
 	// record call, which writes no device state when nothing else does.
@@ -92,7 +93,7 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 			t.Fatalf("ExplainHeld: %d looked up, %v", n, err)
 		}
 		h := p.Items[0].Held
-		slot, ok := e.lim.slot(memberOf(id, 3, 0))
+		slot, ok := e.lim.slot(task.Member(id, 3, 0))
 		if !ok || !h.Slot.Equal(slot) || h.HeldBy != "1/1h" {
 			t.Errorf("held: slot %v held by %q, want the booked %v (%v) held by 1/1h", h.Slot, h.HeldBy, slot, ok)
 		}
@@ -125,12 +126,12 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 			state string
 			want  []int
 		}{
-			{stateDelivered, []int{0, 4}},
-			{stateFailed, []int{2}},
-			{stateTokenInvalid, []int{1}},
+			{task.Delivered, []int{0, 4}},
+			{task.Failed, []int{2}},
+			{task.TokenInvalid, []int{1}},
 			{RecipientHeld, []int{3}},
 			{RecipientPending, nil},
-			{stateCancelled, nil},
+			{task.Cancelled, nil},
 		} {
 			t.Run(tc.state, func(t *testing.T) {
 				p, err := e.client.Recipients(ctx, id, RecipientsQuery{State: tc.state})
@@ -150,7 +151,7 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 			})
 		}
 		// A filtered page reads Limit recipients and may be short.
-		p, err := e.client.Recipients(ctx, id, RecipientsQuery{State: stateDelivered, Limit: 3})
+		p, err := e.client.Recipients(ctx, id, RecipientsQuery{State: task.Delivered, Limit: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,14 +167,14 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 			p, err := e.client.Recipients(ctx, id, RecipientsQuery{})
 			return err == nil && p.Retired
 		})
-		p, err := e.client.Recipients(ctx, id, RecipientsQuery{State: stateFailed})
+		p, err := e.client.Recipients(ctx, id, RecipientsQuery{State: task.Failed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		counts := map[string]int{"pending": 0, stateDelivered: 2, stateTokenInvalid: 1, stateFailed: 1, stateCancelled: 1,
-			stateExpired: 0, stateThrottleFull: 0, stateCollapsed: 0, stateOptedOut: 0}
+		counts := map[string]int{"pending": 0, task.Delivered: 2, task.TokenInvalid: 1, task.Failed: 1, task.Cancelled: 1,
+			task.Expired: 0, task.ThrottleFull: 0, task.Collapsed: 0, task.OptedOut: 0}
 		want := RecipientsPage{ID: id, App: all.App, State: jobCancelled, Recipients: 5, Retired: true, Counts: counts,
-			Items: []RecipientState{{Index: 2, State: stateFailed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"}}}
+			Items: []RecipientState{{Index: 2, State: task.Failed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"}}}
 		if diff := cmp.Diff(want, p); diff != "" {
 			t.Errorf("retired page, failed (-want +got):\n%s", diff)
 		}
@@ -184,11 +185,11 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		want.Items = []RecipientState{
-			{Index: 0, State: stateDelivered},
-			{Index: 1, State: stateTokenInvalid},
-			{Index: 2, State: stateFailed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"},
-			{Index: 3, State: stateCancelled},
-			{Index: 4, State: stateDelivered},
+			{Index: 0, State: task.Delivered},
+			{Index: 1, State: task.TokenInvalid},
+			{Index: 2, State: task.Failed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"},
+			{Index: 3, State: task.Cancelled},
+			{Index: 4, State: task.Delivered},
 		}
 		if diff := cmp.Diff(want, p); diff != "" {
 			t.Errorf("retired page (-want +got):\n%s", diff)
@@ -205,7 +206,7 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(first.Items) != 1 || first.Items[0].State != stateDelivered || !first.Retired {
+		if len(first.Items) != 1 || first.Items[0].State != task.Delivered || !first.Retired {
 			t.Errorf("the delivered job's page: %+v, want its one recipient delivered", first)
 		}
 	})
@@ -271,7 +272,7 @@ func TestRecipientsPageCost(t *testing.T) {
 	if err := e.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 100000, "h:50999", "held-normal wait:big/509/1796301542").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rdb.HSet(ctx, recpKey(id), "50000", stateDelivered, "49999", stateFailed, "51000", stateFailed).Err(); err != nil {
+	if err := e.rdb.HSet(ctx, recpKey(id), "50000", task.Delivered, "49999", task.Failed, "51000", task.Failed).Err(); err != nil {
 		t.Fatal(err)
 	}
 	h := &countingHook{}
@@ -290,7 +291,7 @@ func TestRecipientsPageCost(t *testing.T) {
 	if want := 2 + 5 + doneLookups; h.trips != 1 || h.cmds != want {
 		t.Errorf("a page: %d round trips, %d commands; want 1, %d", h.trips, h.cmds, want)
 	}
-	if len(p.Items) != 1000 || p.Items[0].State != stateDelivered || p.Items[999].State != RecipientHeld || p.Items[1].State != RecipientPending || p.Next != "51000" {
+	if len(p.Items) != 1000 || p.Items[0].State != task.Delivered || p.Items[999].State != RecipientHeld || p.Items[1].State != RecipientPending || p.Next != "51000" {
 		t.Errorf("page from 50000: %d items, first %s, second %s, last %s, next %q", len(p.Items), p.Items[0].State, p.Items[1].State, p.Items[999].State, p.Next)
 	}
 }
@@ -314,7 +315,7 @@ func TestExceptionsMemory(t *testing.T) {
 			rs = append(rs, apnsRecipient(fmt.Sprintf("u-%d", i), tok))
 		}
 		st := e.waitDone(e.submit(alertJob(id, "x", rs...)), 60*time.Second)
-		if st.Counts[stateTokenInvalid] != n || st.Counts[stateDelivered] != n {
+		if st.Counts[task.TokenInvalid] != n || st.Counts[task.Delivered] != n {
 			t.Fatalf("job %s: %v, want %d token_invalid and %d delivered", id, st.Counts, n, n)
 		}
 		b, err := e.rdb.MemoryUsage(ctx, exceptKey(id), 0).Result()

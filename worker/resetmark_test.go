@@ -12,6 +12,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // resetUser resets user's limiter state as DELETE
@@ -130,7 +131,7 @@ func TestResetCountsHeldJobs(t *testing.T) {
 	}
 	resetUser(t, e, "u-0")
 	e.runHeldSeconds(1)
-	if handed := checkHeldJobsSent(t, e, jobs, 2); handed[memberOf(jobs[0].ID, 0, 0)] {
+	if handed := checkHeldJobsSent(t, e, jobs, 2); handed[task.Member(jobs[0].ID, 0, 0)] {
 		t.Fatalf("the reset user's job was handed to its delivery task, want it sent by its group")
 	}
 	checkCounted(t, e, "u-0", gap)
@@ -183,7 +184,7 @@ func checkResetMark(t *testing.T, rdb redis.UniversalClient) {
 	}
 	read := map[string]bool{}
 	for k := range 200 {
-		key := resetMarkKey(heldTaskID("j", k, 1, true))
+		key := resetMarkKey(task.HeldID("j", k, 1, true))
 		if !shards[key] {
 			t.Fatalf("a held task reads %s, not a shard of the mark", key)
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // A finished job's records are retired: once the job is fanned out and
@@ -177,7 +179,7 @@ func compactStatus(id, v string) (JobStatus, error) {
 	}
 	st.Deferrals, _ = strconv.Atoi(f[5])
 	counts := strings.Split(f[6], ",")
-	for i, s := range finalStates {
+	for i, s := range task.FinalStates() {
 		st.Counts[s] = 0
 		if i < len(counts) {
 			st.Counts[s], _ = strconv.Atoi(counts[i])

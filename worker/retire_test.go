@@ -16,6 +16,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // doneEntries returns every done-hash entry in e's Redis: job id -> entry.
@@ -64,7 +65,7 @@ func TestFinishedJobLeavesOneCompactEntry(t *testing.T) {
 	}
 	for id, n := range map[string]int{solo.ID: 1, wide.ID: 250} {
 		st := e.waitDone(id, 20*time.Second)
-		if st.Recipients != n || st.Counts[stateDelivered] != n || st.Counts["pending"] != 0 || st.Queue != "normal" {
+		if st.Recipients != n || st.Counts[task.Delivered] != n || st.Counts["pending"] != 0 || st.Queue != "normal" {
 			t.Errorf("status of %s: %+v, want %d delivered on normal", id, st, n)
 		}
 		if st.AcceptedAt.IsZero() || time.Since(st.AcceptedAt) > time.Minute {
@@ -76,7 +77,7 @@ func TestFinishedJobLeavesOneCompactEntry(t *testing.T) {
 		// The handler returns after the script that finishes the job; Asynq
 		// then deletes the task (no retention), a moment later.
 		waitFor(t, 5*time.Second, "job "+id+"'s Asynq task deleted", func() bool {
-			_, err := e.insp.GetTaskInfo("normal", jobTaskID(id))
+			_, err := e.insp.GetTaskInfo("normal", task.JobID(id))
 			return errors.Is(err, asynq.ErrTaskNotFound)
 		})
 	}
@@ -147,7 +148,7 @@ func TestFinishedJobLeavesOneCompactEntry(t *testing.T) {
 	if n, err := e.insp.GetQueueInfo("normal"); err == nil && n.Scheduled > 0 {
 		t.Errorf("the re-runs left %d scheduled tasks", n.Scheduled)
 	}
-	if st, err := e.client.Status(t.Context(), wide.ID); err != nil || st.State != jobDone || st.Counts[stateDelivered] != 250 {
+	if st, err := e.client.Status(t.Context(), wide.ID); err != nil || st.State != jobDone || st.Counts[task.Delivered] != 250 {
 		t.Errorf("status of %s after the re-runs: %+v, %v", wide.ID, st, err)
 	}
 	cr, err := e.client.Cancel(t.Context(), solo.ID)
@@ -209,9 +210,9 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
 		want := JobStatus{ID: id, State: jobDone, Outcome: OutcomePartlyDelivered, Queue: "high", Recipients: 7, Deferrals: k,
 			AcceptedAt: at.Truncate(time.Millisecond),
-			Counts:     map[string]int{"pending": 0, stateDelivered: 3, stateCollapsed: 4}}
+			Counts:     map[string]int{"pending": 0, task.Delivered: 3, task.Collapsed: 4}}
 		fields := []any{"queue", "high", "accepted_at", timeField(at), "recipients", 7, "deadline", "",
-			"state", jobFanning, stateDelivered, 3, stateCollapsed, 4, "deferrals", k}
+			"state", jobFanning, task.Delivered, 3, task.Collapsed, 4, "deferrals", k}
 		if k%2 == 1 {
 			dl := at.Add(time.Duration(k) * time.Hour)
 			want.Deadline = dl.Truncate(time.Millisecond)
@@ -221,7 +222,7 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 			want.State, want.CancelledAt = jobCancelled, at.Add(time.Second).Truncate(time.Millisecond)
 			fields = append(fields, fieldCancelled, timeField(at.Add(time.Second)))
 		}
-		for _, f := range finalStates {
+		for _, f := range task.FinalStates() {
 			if _, ok := want.Counts[f]; !ok {
 				want.Counts[f] = 0
 			}
@@ -279,7 +280,7 @@ func TestRetiredInstantsOfEveryLayout(t *testing.T) {
 		id := fmt.Sprintf("%slayout%d", prefix, k)
 		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
 		got := retireRecord(t, s, id, 1, "queue", "high", "accepted_at", c.field, "recipients", 1,
-			"deadline", c.field, "state", jobFanning, stateDelivered, 1)
+			"deadline", c.field, "state", jobFanning, task.Delivered, 1)
 		if got.State != jobDone || !got.AcceptedAt.Equal(c.want) || !got.Deadline.Equal(c.want) {
 			t.Errorf("%s retired as state %s, accepted at %s, deadline %s; want done, %s", c.field, got.State,
 				got.AcceptedAt.UTC().Format(time.RFC3339Nano), got.Deadline.UTC().Format(time.RFC3339Nano), c.want.Format(time.RFC3339Nano))
@@ -338,8 +339,8 @@ return {retire_fields, index, FIRST_FINAL, LAST_FINAL, TASK}`
 		}
 		return out
 	}
-	n := int64(len(finalStates))
-	wantFields := append(append([]string{"state", "recipients", "queue", "accepted_at", "deadline", "cancelled_at", "deferrals"}, finalStates...), "task", "app")
+	n := int64(len(task.FinalStates()))
+	wantFields := append(append([]string{"state", "recipients", "queue", "accepted_at", "deadline", "cancelled_at", "deferrals"}, task.FinalStates()...), "task", "app")
 	if diff := cmp.Diff(wantFields, strs(v[0])); diff != "" {
 		t.Errorf("retire_fields (-want +got):\n%s", diff)
 	}
@@ -391,8 +392,8 @@ func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
 		}
 		ch := &chunk{Job: id, AcceptedAt: r.AcceptedAt}
 		rec := &chunkRecord{}
-		rec.final(0, stateDelivered, Event{})
-		rec.final(1, stateExpired, Event{})
+		rec.final(0, task.Delivered, Event{})
+		rec.final(1, task.Expired, Event{})
 		if _, err := s.record(ctx, ch, rec); err != nil {
 			t.Fatalf("id %q: %v", id, err)
 		}
@@ -400,7 +401,7 @@ func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
 			t.Fatalf("id %q: %v", id, err)
 		}
 		st, err := s.status(ctx, id)
-		if err != nil || st.State != jobDone || st.Counts[stateExpired] != 1 {
+		if err != nil || st.State != jobDone || st.Counts[task.Expired] != 1 {
 			t.Errorf("id %q: status %+v, %v; want done, retired", id, st, err)
 		}
 		// Its own submission writing the record late is not a duplicate;
@@ -433,9 +434,9 @@ func TestFinishedByTellsBatchesApart(t *testing.T) {
 	id := redistest.Prefix(t) + "twice"
 	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
 	at := time.Now().Truncate(time.Millisecond)
-	a := recordInfo{ID: id, Queue: "normal", Task: batchTaskID("0123456789abcdef0123456789aaaaaa"), Recipients: 1, AcceptedAt: at, Retain: at}
+	a := recordInfo{ID: id, Queue: "normal", Task: task.BatchID("0123456789abcdef0123456789aaaaaa"), Recipients: 1, AcceptedAt: at, Retain: at}
 	b := a
-	b.Task = batchTaskID("0123456789abcdef0123456789bbbbbb")
+	b.Task = task.BatchID("0123456789abcdef0123456789bbbbbb")
 	if dup, err := s.create(ctx, a, jobQueued); err != nil || dup {
 		t.Fatalf("A's write: duplicate %v, err %v", dup, err)
 	}
@@ -444,7 +445,7 @@ func TestFinishedByTellsBatchesApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &chunkRecord{}
-	rec.final(0, stateDelivered, Event{})
+	rec.final(0, task.Delivered, Event{})
 	if _, err := s.record(ctx, &chunk{Job: id, AcceptedAt: at}, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +473,7 @@ func TestFinishedByTellsBatchesApart(t *testing.T) {
 func TestFinishedByWithoutATag(t *testing.T) {
 	at := time.Now().Truncate(time.Millisecond)
 	st := &chunkStates{retired: true, acceptedAt: at}
-	r := recordInfo{Queue: "normal", Task: batchTaskID("whatever"), AcceptedAt: at}
+	r := recordInfo{Queue: "normal", Task: task.BatchID("whatever"), AcceptedAt: at}
 	for _, tt := range []struct {
 		owner string
 		want  bool
@@ -487,7 +488,7 @@ func TestFinishedByWithoutATag(t *testing.T) {
 		}
 	}
 	r.Task = ""
-	if finishedBy("normal@"+taskTag(batchTaskID("whatever")), st, r) {
+	if finishedBy("normal@"+taskTag(task.BatchID("whatever")), st, r) {
 		t.Error("a job of its own task read as finished by it, though a batch's task finished it")
 	}
 }

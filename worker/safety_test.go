@@ -19,6 +19,7 @@ import (
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // The tests of issue 10: each tries to break one delivery guarantee the
@@ -44,7 +45,7 @@ func TestShutdownRecordsAnsweredSends(t *testing.T) {
 	waitFor(t, 10*time.Second, "the slow wave at the provider", func() bool { return len(e.apns.Requests()) >= 20 })
 	e.restart()
 	st := e.waitDone(job.ID, 30*time.Second)
-	if st.Counts[stateDelivered] != n {
+	if st.Counts[task.Delivered] != n {
 		t.Errorf("counts %v, want %d delivered", st.Counts, n)
 	}
 	for i := range n {
@@ -84,7 +85,7 @@ func TestJobIDsCannotTakeInternalTaskIDs(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"x", "y", "x/0", "y/0", "x/c1", "delivery:x/0"} {
-		if st := e.waitDone(id, 15*time.Second); st.Counts[stateDelivered] != 1 {
+		if st := e.waitDone(id, 15*time.Second); st.Counts[task.Delivered] != 1 {
 			t.Errorf("job %s: counts %v, want delivered", id, st.Counts)
 		}
 	}
@@ -148,7 +149,7 @@ func TestProviderThrottlingBacksOffAndEnds(t *testing.T) {
 	e.apns.Script(tok, fake.TooMany(0))
 	id := e.submit(alertJob("busy", "b", apnsRecipient("u-b", tok)))
 	st := e.waitDone(id, 40*time.Second)
-	if st.Counts[stateFailed] != 1 {
+	if st.Counts[task.Failed] != 1 {
 		t.Errorf("counts %v, want failed", st.Counts)
 	}
 	reqs := requestsFor(e.apns.Requests(), tok)
@@ -202,19 +203,19 @@ func TestFloodForOneUserIsCapped(t *testing.T) {
 		})
 	}
 	st := e.waitDone(ids[4], 10*time.Second)
-	if st.Counts[stateThrottleFull] != 1 {
+	if st.Counts[task.ThrottleFull] != 1 {
 		t.Errorf("fifth job: counts %v, want throttle_full", st.Counts)
 	}
 	var full int
 	for _, ev := range e.events() {
-		if ev.Type == EventDropped && ev.Reason == stateThrottleFull && ev.Job == ids[4] {
+		if ev.Type == EventDropped && ev.Reason == task.ThrottleFull && ev.Job == ids[4] {
 			full++
 		}
 	}
 	if full != 1 {
 		t.Errorf("%d dropped events with reason throttle_full for %s, want 1", full, ids[4])
 	}
-	if e.hasEntry("u-flood", memberOf(ids[4], 0, 0)) {
+	if e.hasEntry("u-flood", task.Member(ids[4], 0, 0)) {
 		t.Error("the dropped delivery holds a booking")
 	}
 }
@@ -235,14 +236,14 @@ func TestProviderPanicIsATransientOutcome(t *testing.T) {
 	t.Cleanup(e.shutdown)
 	job := alertJob("panics", "p", payload.Recipient{UserID: "u-p", Devices: []payload.Device{{Platform: payload.FCM, Token: fcmToken("p")}}})
 	st := e.waitDone(e.submit(job), 10*time.Second)
-	if st.Counts[stateFailed] != 1 {
+	if st.Counts[task.Failed] != 1 {
 		t.Errorf("counts %v, want failed", st.Counts)
 	}
 	if arch := e.archived(1); len(arch) != 1 || !strings.Contains(arch[0].LastErr, "panic") {
 		t.Errorf("archived %v, want the delivery archived with the panic", arch)
 	}
 	// The process lives on: the next job is delivered.
-	if st := e.waitDone(e.submit(alertJob("after", "a", apnsRecipient("u-a", apnsToken("after")))), 10*time.Second); st.Counts[stateDelivered] != 1 {
+	if st := e.waitDone(e.submit(alertJob("after", "a", apnsRecipient("u-a", apnsToken("after")))), 10*time.Second); st.Counts[task.Delivered] != 1 {
 		t.Errorf("after the panic: counts %v, want delivered", st.Counts)
 	}
 }

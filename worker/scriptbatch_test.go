@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // pipelineCount counts the pipelines of script calls and the single
@@ -81,7 +82,7 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 		for i, c := range chunks {
 			wg.Go(func() {
 				rec := &chunkRecord{}
-				rec.final(0, stateDelivered, Event{})
+				rec.final(0, task.Delivered, Event{})
 				answers[i].got, answers[i].err = s.record(ctx, c, rec)
 			})
 		}
@@ -111,7 +112,7 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 		if i == 7 || i == 9 {
 			continue
 		}
-		if st, err := s.status(ctx, c.Job); err != nil || st.Counts[stateDelivered] != 1 {
+		if st, err := s.status(ctx, c.Job); err != nil || st.Counts[task.Delivered] != 1 {
 			t.Errorf("job %d: %+v, %v; want its recipient delivered, once", i, st, err)
 		}
 	}
@@ -163,7 +164,7 @@ func TestRecordEventsLeadTheirStates(t *testing.T) {
 			}
 			wg.Go(func() {
 				rec := &chunkRecord{}
-				rec.final(0, stateDelivered, Event{Job: c.Job, App: DefaultApp, UserID: "u", At: time.Now()})
+				rec.final(0, task.Delivered, Event{Job: c.Job, App: DefaultApp, UserID: "u", At: time.Now()})
 				_, errs[i] = s.record(ctx, c, rec)
 			})
 		}
@@ -192,7 +193,7 @@ func TestRecordEventsLeadTheirStates(t *testing.T) {
 		}
 	}
 	for i := range 5 {
-		if st, _ := s.status(ctx, fmt.Sprintf("refused-%d", i)); st.Counts[stateDelivered] != 1 {
+		if st, _ := s.status(ctx, fmt.Sprintf("refused-%d", i)); st.Counts[task.Delivered] != 1 {
 			t.Errorf("job refused-%d: counts %v, want its delivery recorded", i, st.Counts)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // scriptHeader is what a job-store script's header comment declares.
@@ -121,10 +122,10 @@ func TestScriptArgs(t *testing.T) {
 		{
 			script: "record.lua",
 			src:    recordSrc,
-			got:    recordArgs(2*time.Hour, 5, 1700000000000, "7/0", stateDelivered, "0", []any{7, stateDelivered, "", 9, "", "normal.2", 11, stateFailed, "gave up"}),
+			got:    recordArgs(2*time.Hour, 5, 1700000000000, "7/0", task.Delivered, "0", []any{7, task.Delivered, "", 9, "", "normal.2", 11, task.Failed, "gave up"}),
 			fixed: map[string]any{"ttl": int64(7200000), "deferrals": 5, "expire_at": int64(1700000000000),
-				"dev_field": "7/0", "dev_state": stateDelivered, "range": "0"},
-			groups: [][]any{{7, stateDelivered}, {9, "@normal.2"}, {11, "failed|gave up"}},
+				"dev_field": "7/0", "dev_state": task.Delivered, "range": "0"},
+			groups: [][]any{{7, task.Delivered}, {9, "@normal.2"}, {11, "failed|gave up"}},
 		},
 		{
 			script: "cancel.lua",
@@ -224,8 +225,8 @@ func TestStoreRecordScript(t *testing.T) {
 	s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFanning, "recipients", 4)
 
 	rec := &chunkRecord{deferrals: 2}
-	rec.final(0, stateDelivered, Event{})
-	rec.final(1, stateFailed, Event{})
+	rec.final(0, task.Delivered, Event{})
+	rec.final(1, task.Failed, Event{})
 	rec.held(2, "normal.1")
 	got, err := s.record(ctx, c, rec)
 	if err != nil {
@@ -242,8 +243,8 @@ func TestStoreRecordScript(t *testing.T) {
 	// that read.
 	rec = &chunkRecord{deferrals: 1}
 	rec.held(3, "normal.2")
-	rec.final(1, stateExpired, Event{})
-	rec.final(2, stateDelivered, Event{})
+	rec.final(1, task.Expired, Event{})
+	rec.final(2, task.Delivered, Event{})
 	if got, err = s.record(ctx, c, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestStoreRecordScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"queue": "normal", "state": jobFanning, "recipients": "4", stateDelivered: "2", stateFailed: "1", "deferrals": "3",
+	want := map[string]string{"queue": "normal", "state": jobFanning, "recipients": "4", task.Delivered: "2", task.Failed: "1", "deferrals": "3",
 		heldPrefix + "3": "normal.2"}
 	if diff := cmp.Diff(want, job); diff != "" {
 		t.Errorf("job record (-want +got):\n%s", diff)
@@ -264,7 +265,7 @@ func TestStoreRecordScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]string{"0": stateDelivered, "1": stateFailed, "2": stateDelivered}, finals); diff != "" {
+	if diff := cmp.Diff(map[string]string{"0": task.Delivered, "1": task.Failed, "2": task.Delivered}, finals); diff != "" {
 		t.Errorf("recipient states (-want +got):\n%s", diff)
 	}
 	for _, k := range jobKeys(c.Job)[:2] {
@@ -287,12 +288,12 @@ func TestStoreFinalizeScript(t *testing.T) {
 		"accepted_at", "2026-11-25T10:00:00Z", "h:0", "normal")
 
 	for range 2 { // the second call records nothing
-		if _, err := s.finalize(ctx, id, 0, stateDelivered, Event{}, time.Hour); err != nil {
+		if _, err := s.finalize(ctx, id, 0, task.Delivered, Event{}, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
 	job := s.rdb.HGetAll(ctx, jobKey(id)).Val()
-	if job[stateDelivered] != "1" || job["h:0"] != "" {
+	if job[task.Delivered] != "1" || job["h:0"] != "" {
 		t.Errorf("after recipient 0: job record %v, want delivered 1 and no longer held", job)
 	}
 	for _, k := range jobKeys(id)[:2] {
@@ -301,7 +302,7 @@ func TestStoreFinalizeScript(t *testing.T) {
 		}
 	}
 
-	recorded, err := s.finalize(ctx, id, 1, stateExpired, Event{}, time.Hour)
+	recorded, err := s.finalize(ctx, id, 1, task.Expired, Event{}, time.Hour)
 	if err != nil || !recorded {
 		t.Fatalf("recipient 1: recorded %v, err %v", recorded, err)
 	}
@@ -312,7 +313,7 @@ func TestStoreFinalizeScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != jobDone || st.Counts[stateDelivered] != 1 || st.Counts[stateExpired] != 1 {
+	if st.State != jobDone || st.Counts[task.Delivered] != 1 || st.Counts[task.Expired] != 1 {
 		t.Errorf("retired status %+v, want done with 1 delivered and 1 expired", st)
 	}
 }
@@ -331,8 +332,8 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 		"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 2, "h:1", "normal")
 
 	rec := &chunkRecord{deferrals: 1}
-	rec.final(0, stateDelivered, Event{})
-	rec.final(0, stateFailed, Event{}) // the same recipient again: not counted
+	rec.final(0, task.Delivered, Event{})
+	rec.final(0, task.Failed, Event{}) // the same recipient again: not counted
 	rec.held(1, "normal.2")
 	got, err := s.record(ctx, c, rec)
 	if err != nil {
@@ -342,14 +343,14 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 		t.Errorf("first record (-want +got):\n%s", diff)
 	}
 	job := s.rdb.HGetAll(ctx, jobKey(c.Job)).Val()
-	if job[stateDelivered] != "1" || job[stateFailed] != "" || job["deferrals"] != "3" || job["h:1"] != "normal.2" {
+	if job[task.Delivered] != "1" || job[task.Failed] != "" || job["deferrals"] != "3" || job["h:1"] != "normal.2" {
 		t.Errorf("after the first record: job record %v, want delivered 1, deferrals 3, recipient 1 held on normal.2", job)
 	}
 
 	rec = &chunkRecord{deferrals: 4}
-	rec.final(0, stateExpired, Event{}) // already final
-	rec.final(1, stateDelivered, Event{})
-	rec.final(2, stateTokenInvalid, Event{})
+	rec.final(0, task.Expired, Event{}) // already final
+	rec.final(1, task.Delivered, Event{})
+	rec.final(2, task.TokenInvalid, Event{})
 	if got, err = s.record(ctx, c, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +364,7 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{stateDelivered: 2, stateTokenInvalid: 1}
+	want := map[string]int{task.Delivered: 2, task.TokenInvalid: 1}
 	for k, v := range st.Counts {
 		if v == 0 {
 			delete(st.Counts, k)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // sendTimeout bounds one provider call: the one call timeout
@@ -119,7 +120,7 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 			r := w.sendOne(ctx, app, d, j, attempt, sendBy)
 			results[j] = &r
 			if fold != nil && r.Outcome == providers.Delivered {
-				fold.o = deviceOutcome{job: d.Job, field: devField(d.Index, j), state: stateDelivered, ttl: d.ttl()}
+				fold.o = deviceOutcome{job: d.Job, field: devField(d.Index, j), state: task.Delivered, ttl: d.ttl()}
 				fold.pending, counted = true, false
 				return
 			}
@@ -160,7 +161,7 @@ func (w *Worker) sleepUntil(ctx context.Context, t time.Time) bool {
 // the system's, the clock the call leaves on. Zero stays zero; with the
 // system clock t is as it is.
 func (w *Worker) onSystemClock(t time.Time) time.Time {
-	if _, system := w.clock.(systemClock); system || w.clock == nil || t.IsZero() {
+	if _, system := w.clock.(task.SystemClock); system || w.clock == nil || t.IsZero() {
 		return t
 	}
 	return t.Add(time.Since(w.now()))
@@ -221,7 +222,7 @@ func (w *Worker) recordAnswer(d *delivery, j, n int, r providers.Result) {
 		return
 	}
 	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: d.ttl()}
-	if st == stateDelivered && len(d.Devices) > 1 {
+	if st == task.Delivered && len(d.Devices) > 1 {
 		o.under = strconv.Itoa(n)
 	}
 	if r.Outcome == providers.TokenInvalid {

@@ -8,110 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
-
-func TestShardQueue(t *testing.T) {
-	if got := shardQueue("normal", "u-1", 1); got != "normal" {
-		t.Errorf("one shard: got %q, want the priority queue", got)
-	}
-	seen := map[string]int{}
-	for i := range 1000 {
-		user := fmt.Sprintf("u-%d", i)
-		q := shardQueue("high", user, 8)
-		if again := shardQueue("high", user, 8); again != q {
-			t.Fatalf("user %s: %q then %q; a user's shard must not change", user, q, again)
-		}
-		base, k, ok := shardOf(q)
-		if !ok || base != "high" || k < 0 || k >= 8 {
-			t.Fatalf("user %s: queue %q is not a shard of high in [0, 8)", user, q)
-		}
-		seen[q]++
-	}
-	// 1000 users over 8 shards: each gets 125 on average; FNV-1a spreads
-	// them well within a factor of two.
-	for k := range 8 {
-		q := fmt.Sprintf("high.%d", k)
-		if n := seen[q]; n < 62 || n > 250 {
-			t.Errorf("%s holds %d of 1000 users, want 62 to 250: %v", q, n, seen)
-		}
-	}
-}
-
-func TestShardOf(t *testing.T) {
-	for _, tc := range []struct {
-		queue string
-		base  string
-		k     int
-		ok    bool
-	}{
-		{"normal.0", "normal", 0, true},
-		{"critical.17", "critical", 17, true},
-		{"normal", "", 0, false},
-		{"normal.", "", 0, false},
-		{"normal.x", "", 0, false},
-		{"normal.-1", "", 0, false},
-		{"normal.01", "", 0, false},
-		{"bulk.3", "", 0, false},
-	} {
-		t.Run(tc.queue, func(t *testing.T) {
-			base, k, ok := shardOf(tc.queue)
-			if base != tc.base || k != tc.k || ok != tc.ok {
-				t.Errorf("shardOf(%q) = %q, %d, %v; want %q, %d, %v", tc.queue, base, k, ok, tc.base, tc.k, tc.ok)
-			}
-		})
-	}
-}
-
-func TestServedQueues(t *testing.T) {
-	weights := map[string]int{"critical": 6, "normal": 1}
-	for _, tc := range []struct {
-		name     string
-		shards   int
-		existing []string
-		want     map[string]int
-	}{
-		{"one shard", 1, nil, map[string]int{"critical": 6, "normal": 1}},
-		{"two shards", 2, []string{"normal", "normal.1"}, map[string]int{
-			"critical": 6, "critical.0": 6, "critical.1": 6, "normal": 1, "normal.0": 1, "normal.1": 1,
-		}},
-		{"shards left by a larger deployment are drained", 1, []string{"normal.5", "critical.2", "high.1", "other"}, map[string]int{
-			"critical": 6, "critical.2": 6, "normal": 1, "normal.5": 1,
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := servedQueues(weights, tc.shards, tc.existing)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("servedQueues (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// TestServedHeldQueues: a worker serves the held queue beside each queue
-// it serves, with its weight, and the held queues left by a deployment
-// with more shards; nothing else.
-func TestServedHeldQueues(t *testing.T) {
-	weights := map[string]int{"critical": 6, "normal": 1}
-	existing := []string{"normal", "normal.7", "held-normal.5", "held-critical", "held-high.1", "held-other", "held-normal.x"}
-	got := servedHeldQueues(weights, 2, existing)
-	want := map[string]int{
-		"held-critical": 6, "held-critical.0": 6, "held-critical.1": 6,
-		"held-normal": 1, "held-normal.0": 1, "held-normal.1": 1, "held-normal.5": 1,
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("servedHeldQueues (-want +got):\n%s", diff)
-	}
-	for q := range got {
-		if _, _, ok := shardOf(q); ok {
-			t.Errorf("held queue %s reads as a delivery shard queue", q)
-		}
-	}
-}
 
 // TestShardedDeliveries: with 4 shards, the held back single-recipient
 // jobs, a fan-out's held tasks and its chunks wait in the shard queues of
@@ -146,7 +48,7 @@ func TestShardedDeliveries(t *testing.T) {
 		for k := range shards {
 			q := fmt.Sprintf("normal.%d", k)
 			var tasks []*asynq.TaskInfo
-			for _, queue := range []string{q, heldQueueOf(q)} {
+			for _, queue := range []string{q, task.HeldQueueOf(q)} {
 				more, err := e.insp.ListScheduledTasks(queue, asynq.PageSize(n))
 				if err == nil { // else the queue does not exist yet
 					tasks = append(tasks, more...)
@@ -161,7 +63,7 @@ func TestShardedDeliveries(t *testing.T) {
 						t.Fatalf("task %s in %s: payload %+v, %v", ti.ID, ti.Queue, s, err)
 					}
 					for id, body := range e.rdb.HGetAll(t.Context(), togetherKeys(s.Queue, s.Wake)[0]).Val() {
-						if want := heldQueueOf(shardQueue("normal", id, shards)); ti.Queue != want {
+						if want := task.HeldQueueOf(task.ShardQueue("normal", id, shards)); ti.Queue != want {
 							t.Errorf("group %s waits in %s, want %s", id, ti.Queue, want)
 						}
 						var h heldJobs
@@ -174,7 +76,7 @@ func TestShardedDeliveries(t *testing.T) {
 					}
 					continue
 				}
-				if want := heldQueueOf(shardQueue("normal", ti.ID, shards)); ti.Queue != want {
+				if want := task.HeldQueueOf(task.ShardQueue("normal", ti.ID, shards)); ti.Queue != want {
 					t.Errorf("%s task %s waits in %s, want %s", ti.Type, ti.ID, ti.Queue, want)
 				}
 				if ti.Type == TypeWaitingJobs {
@@ -207,13 +109,13 @@ func TestShardedDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"sa/c1", "sb/c1"} {
-		if q := shardQueue("normal", c, shards); !slices.Contains(queues, q) {
+		if q := task.ShardQueue("normal", c, shards); !slices.Contains(queues, q) {
 			t.Errorf("chunk %s: its shard queue %s was never used (queues %v)", c, q, queues)
 		}
 	}
 
 	st := e.waitDone(second, 30*time.Second)
-	if st.Counts[stateDelivered] != n {
+	if st.Counts[task.Delivered] != n {
 		t.Errorf("second job: counts %v, want %d delivered", st.Counts, n)
 	}
 	for i := range singles {
@@ -270,8 +172,8 @@ func TestShardedJobs(t *testing.T) {
 	used := map[string]bool{}
 	for i := range 40 {
 		id := e.submit(alertJob(fmt.Sprintf("sj-%d", i), "s", apnsRecipient(fmt.Sprintf("u-%d", i), apnsToken(fmt.Sprint("sj", i)))))
-		q := shardQueue("normal", jobTaskID(id), shards)
-		if _, err := e.insp.GetTaskInfo(q, jobTaskID(id)); err != nil {
+		q := task.ShardQueue("normal", task.JobID(id), shards)
+		if _, err := e.insp.GetTaskInfo(q, task.JobID(id)); err != nil {
 			t.Fatalf("job %s's task is not on its shard queue %s: %v", id, q, err)
 		}
 		used[q] = true
@@ -291,14 +193,14 @@ func TestShardedJobs(t *testing.T) {
 	at := time.Now().Add(time.Hour)
 	later.SendAt = &at
 	e.submit(later)
-	q := shardQueue("normal", jobTaskID(later.ID), shards)
-	if ti, err := e.insp.GetTaskInfo(q, jobTaskID(later.ID)); err != nil || ti.State != asynq.TaskStateScheduled {
+	q := task.ShardQueue("normal", task.JobID(later.ID), shards)
+	if ti, err := e.insp.GetTaskInfo(q, task.JobID(later.ID)); err != nil || ti.State != asynq.TaskStateScheduled {
 		t.Fatalf("the scheduled job on %s: %+v, %v", q, ti, err)
 	}
 	if _, err := e.client.Cancel(t.Context(), later.ID); err != nil {
 		t.Fatal(err)
 	}
-	if ti, err := e.insp.GetTaskInfo(q, jobTaskID(later.ID)); err != nil || ti.State != asynq.TaskStatePending {
+	if ti, err := e.insp.GetTaskInfo(q, task.JobID(later.ID)); err != nil || ti.State != asynq.TaskStatePending {
 		t.Errorf("the cancelled scheduled job was not woken on %s: %+v, %v", q, ti, err)
 	}
 
@@ -315,7 +217,7 @@ func TestShardedJobs(t *testing.T) {
 		st, err = e.client.Status(t.Context(), later.ID)
 		return err == nil && st.Counts["pending"] == 0
 	})
-	if st.State != jobCancelled || st.Counts[stateCancelled] != 1 {
+	if st.State != jobCancelled || st.Counts[task.Cancelled] != 1 {
 		t.Errorf("the cancelled job: %+v, %v", st, err)
 	}
 	if got := len(e.apns.Requests()); got != len(ids) {
@@ -346,8 +248,8 @@ func TestDeliveryShards(t *testing.T) {
 		if err := e.w.enqueueDelivery(t.Context(), &d, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		q := shardQueue("normal", d.UserID, shards)
-		if _, err := e.insp.GetTaskInfo(q, deliveryTaskID(d.Job, 0)); err != nil {
+		q := task.ShardQueue("normal", d.UserID, shards)
+		if _, err := e.insp.GetTaskInfo(q, task.DeliveryID(d.Job, 0)); err != nil {
 			t.Errorf("user %s: delivery task not in its shard %s: %v", d.UserID, q, err)
 		}
 		used[q] = true

@@ -14,6 +14,7 @@ import (
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/webhook"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // TestShutdownHandsBackAWaitingDelivery stops the worker while a delivery
@@ -39,7 +40,7 @@ func TestShutdownHandsBackAWaitingDelivery(t *testing.T) {
 	if n := len(requestsFor(e.apns.Requests(), tok)); n != 0 {
 		t.Fatalf("the waiting delivery was sent during shutdown (%d requests)", n)
 	}
-	info, err := e.insp.GetTaskInfo(string(payload.PriorityNormal), deliveryTaskID("second", 0))
+	info, err := e.insp.GetTaskInfo(string(payload.PriorityNormal), task.DeliveryID("second", 0))
 	if err != nil {
 		t.Fatalf("the handed-back delivery is not in its queue: %v", err)
 	}
@@ -49,7 +50,7 @@ func TestShutdownHandsBackAWaitingDelivery(t *testing.T) {
 
 	e.start()
 	t.Cleanup(e.shutdown)
-	if st := e.waitDone(id, 15*time.Second); st.Counts[stateDelivered] != 1 {
+	if st := e.waitDone(id, 15*time.Second); st.Counts[task.Delivered] != 1 {
 		t.Errorf("after the restart: counts %v, want 1 delivered", st.Counts)
 	}
 	reqs := requestsFor(e.apns.Requests(), tok)

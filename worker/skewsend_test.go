@@ -3,6 +3,8 @@ package worker
 import (
 	"testing"
 	"time"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // behindClock is a worker's clock behind the system's.
@@ -29,7 +31,7 @@ func TestSendByOnTheSystemClock(t *testing.T) {
 	t.Cleanup(e.shutdown)
 	tok := apnsToken("skew-behind")
 	st := e.waitDone(e.submit(alertJob("skew", "s", apnsRecipient("u-1", tok))), 15*time.Second)
-	if st.Counts[stateDelivered] != 1 {
+	if st.Counts[task.Delivered] != 1 {
 		t.Errorf("counts %v, want 1 delivered", st.Counts)
 	}
 	if n := len(requestsFor(e.apns.Requests(), tok)); n != 1 {

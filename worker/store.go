@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,36 +13,12 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/wire"
+	"github.com/hushpush/hush/worker/internal/task"
 )
-
-// Final states of a recipient's delivery.
-const (
-	stateDelivered    = "delivered"
-	stateExpired      = "expired"
-	stateTokenInvalid = "token_invalid"
-	stateFailed       = "failed"
-	// stateThrottleFull: dropped because the user already held the most
-	// bookings the limiter allows (HUSH_THROTTLE_MAX_PENDING).
-	stateThrottleFull = "throttle_full"
-	// stateCollapsed: dropped while held, because a newer push for the
-	// same user with the same collapse key (and category) took its place.
-	stateCollapsed = "collapsed"
-	// stateCancelled: dropped unsent because its job was cancelled.
-	stateCancelled = "cancelled"
-	// stateOptedOut: dropped unsent because the user opted out of the
-	// push's category (throttle.Preferences), before it was booked or
-	// while it was held.
-	stateOptedOut = "opted_out"
-)
-
-// finalStates is the one list of final states. Its order is the order of
-// the counts in a finished job's done-hash entry (retire.lua writes them,
-// compactStatus reads them): a new state goes at its end.
-var finalStates = []string{stateDelivered, stateExpired, stateTokenInvalid, stateFailed, stateThrottleFull, stateCollapsed, stateCancelled, stateOptedOut}
 
 // retireScriptSrc is retire.lua preceded by the line that gives it
-// finalStates, as the Lua table final_states.
-var retireScriptSrc = luaList("final_states", finalStates) + retireSrc
+// task.FinalStates(), as the Lua table final_states.
+var retireScriptSrc = luaList("final_states", task.FinalStates()) + retireSrc
 
 // luaList is a line of Lua declaring the local name as the strings vs.
 func luaList(name string, vs []string) string {
@@ -61,11 +36,11 @@ func luaList(name string, vs []string) string {
 
 // FinalStates returns the final states a recipient's delivery can reach:
 // the keys of JobStatus.Counts besides "pending". The slice is a copy.
-func FinalStates() []string { return slices.Clone(finalStates) }
+func FinalStates() []string { return task.FinalStates() }
 
 // Fields of the job record besides its fixed ones and counters: when the
 // job was cancelled, and per held delivery "h:<index>" -> the queue its
-// task waits on, and which task that is (heldMark), so a cancellation can
+// task waits on, and which task that is (task.HeldMark), so a cancellation can
 // wake it and a re-run finds it. record.lua keeps two more counts of the
 // final states written by calls given a range (recordRange): "ranged"
 // (all such calls') and "f:<range>" (one range's), which tell it when no
@@ -406,7 +381,7 @@ func (s store) create(ctx context.Context, r recordInfo, state string) (dup bool
 // before entries had tags) is told by the queue and the millisecond alone,
 // so two such submissions in one millisecond, the other finishing first,
 // read as this one. Queue names never hold "@": they are a priority and a
-// shard number (shards.go).
+// shard number (task.ShardOf).
 func finishedBy(owner string, st *chunkStates, r recordInfo) bool {
 	if !st.retired || !st.acceptedAt.Equal(r.AcceptedAt.Truncate(time.Millisecond)) {
 		return false
@@ -532,7 +507,7 @@ type cancelled struct {
 	at    time.Time
 	first bool           // this call cancelled it
 	state string         // the record's own state (jobQueued: the job task has not run)
-	held  map[int]string // held recipient -> its marker: the queue and task it waits in (heldMark)
+	held  map[int]string // held recipient -> its marker: the queue and task it waits in (task.HeldMark)
 }
 
 // cancel marks job id cancelled at at (once) and lists its held
@@ -603,7 +578,7 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 	st.Recipients, _ = strconv.Atoi(m["recipients"])
 	st.Deferrals, _ = strconv.Atoi(m["deferrals"])
 	final := 0
-	for _, f := range finalStates {
+	for _, f := range task.FinalStates() {
 		n, _ := strconv.Atoi(m[f])
 		st.Counts[f] = n
 		final += n
@@ -733,7 +708,7 @@ func pushedUnder(states []string, vals []any) []int {
 	out := make([]int, len(states))
 	for j := range out {
 		out[j] = -1
-		if j >= len(vals) || states[j] != stateDelivered {
+		if j >= len(vals) || states[j] != task.Delivered {
 			continue
 		}
 		if s, ok := vals[j].(string); ok {

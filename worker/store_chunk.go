@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // start writes the job record's fixed fields unless they are there, sets
@@ -102,11 +104,11 @@ type chunkStates struct {
 	finals   []string   // per recipient, "" for none
 	devices  [][]string // per recipient and device, "" for none
 	attempts []attempts // per recipient
-	// holds are the recipients' held markers (heldMark), "" for none; nil
+	// holds are the recipients' held markers (task.HeldMark), "" for none; nil
 	// for a retired job's states.
 	holds []string
 	// group: the chunk holds deferred recipients back into held tasks: a
-	// chunk task of this version's kinds (TypeGroupingChunk, typeRereadingChunk),
+	// chunk task of this version's kinds (TypeGroupingChunk, task.TypeRereadingChunk),
 	// or a job task's own chunk of a job of several recipients.
 	group bool
 	// cancelled: the job was cancelled; readAt is when the read that said
@@ -324,7 +326,7 @@ func (s store) statesFrom(ctx context.Context, c *chunk, marked bool, readAt tim
 		// by it before creating it, and nothing but this task has run for
 		// them since (held.go).
 		for i := range st.holds {
-			st.holds[i] = heldMark("", c.name())
+			st.holds[i] = task.HeldMark("", c.name())
 		}
 		st.first = true
 	}
@@ -385,7 +387,7 @@ func (r *chunkRecord) final(recipient int, state string, about Event) {
 // reason (exceptKey): a failure's, clipped as its event's; nothing for
 // another state.
 func exceptReason(state, reason string) string {
-	if state != stateFailed || mutant("reasonLost") {
+	if state != task.Failed || mutant("reasonLost") {
 		return ""
 	}
 	return clip(reason, maxEventReason)

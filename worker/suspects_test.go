@@ -18,6 +18,7 @@ import (
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // cutBeforePaced is a Redis hook that fails, once, the round trip that
@@ -75,7 +76,7 @@ func TestPacedCutBeforeTurnsKeepsTheRate(t *testing.T) {
 	if cut.fired.Load() == 0 {
 		t.Fatal("no held recipient's turn was recorded: nothing was cut")
 	}
-	if st.Counts[stateDelivered] != n {
+	if st.Counts[task.Delivered] != n {
 		t.Fatalf("counts %v, want %d delivered", st.Counts, n)
 	}
 	reqs := e.apns.Requests()
@@ -117,7 +118,7 @@ func TestWokenGroupRunAgainChangesNothing(t *testing.T) {
 		}
 	}
 	groupOf := func(job string) string {
-		q, g := parseHeldMark(e.rdb.HGet(t.Context(), jobKey(job), heldPrefix+"0").Val())
+		q, g := task.ParseHeldMark(e.rdb.HGet(t.Context(), jobKey(job), heldPrefix+"0").Val())
 		if q != heldJoined {
 			t.Fatalf("job %s marked held in %q by %s, want a group waiting for its second", job, q, g)
 		}
@@ -211,10 +212,10 @@ func TestWokenGroupRunAgainChangesNothing(t *testing.T) {
 			if b, a := before[j.ID], after[j.ID]; !maps.Equal(b.counts, a.counts) || b.events != a.events {
 				t.Errorf("cancelled job %s: counts %v and %d events after its woken run, %v and %d at the end", j.ID, b.counts, b.events, a.counts, a.events)
 			}
-			if a := after[j.ID].counts; a[stateCancelled] != 1 || a["pending"] != 0 {
+			if a := after[j.ID].counts; a[task.Cancelled] != 1 || a["pending"] != 0 {
 				t.Errorf("cancelled job %s: counts %v, want 1 cancelled", j.ID, a)
 			}
-		} else if a := after[j.ID].counts; a[stateDelivered] != 1 || a["pending"] != 0 {
+		} else if a := after[j.ID].counts; a[task.Delivered] != 1 || a["pending"] != 0 {
 			t.Errorf("job %s: counts %v, want 1 delivered", j.ID, a)
 		}
 		if got != want {
@@ -261,15 +262,15 @@ func TestLateGroupJoinsASecondTakenAnHourAgo(t *testing.T) {
 			}
 		}
 	}
-	scope, _, wake, _ := parseHeldJobsTaskID(g)
+	scope, _, wake, _ := task.ParseWaitingJobsID(g)
 	e.runHeldSeconds(1) // by the other process, e.w
-	join := func(token string) (own, waiting, task bool) {
-		id := heldJobsTaskID(scope, token, wake)
+	join := func(token string) (own, waiting, second bool) {
+		id := task.WaitingJobsID(scope, token, wake)
 		if err := b.joinSecond(t.Context(), id, heldNormal, wake, []byte(strings.Replace(body, g, id, 1))); err != nil {
 			t.Fatal(err)
 		}
 		_, errOwn := e.insp.GetTaskInfo(heldNormal, id)
-		_, errSec := e.insp.GetTaskInfo(heldNormal, heldSecondTaskID(heldNormal, wake))
+		_, errSec := e.insp.GetTaskInfo(heldNormal, task.WaitingSecondID(heldNormal, wake))
 		return errOwn == nil, e.rdb.HExists(t.Context(), togetherKeys(heldNormal, wake)[0], id).Val(), errSec == nil
 	}
 	// Within the hour: refused, a task of its own.

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // TestReRunWithoutSecondsTasksRunsItsGroups (issue 39, 10a): a batch run
@@ -38,11 +40,11 @@ func TestReRunWithoutSecondsTasksRunsItsGroups(t *testing.T) {
 	// The re-run by a process without seconds' tasks: each group's own
 	// task where its markers say.
 	for _, j := range jobs {
-		q, g := parseHeldMark(e.rdb.HGet(t.Context(), jobKey(j.ID), heldPrefix+"0").Val())
+		q, g := task.ParseHeldMark(e.rdb.HGet(t.Context(), jobKey(j.ID), heldPrefix+"0").Val())
 		if q != heldJoined || bodies[g] == "" {
 			t.Fatalf("job %s marked held in %q by %q, want a group of the cut run in %s", j.ID, q, g, heldJoined)
 		}
-		_, _, wake, _ := parseHeldJobsTaskID(g)
+		_, _, wake, _ := task.ParseWaitingJobsID(g)
 		if err := e.client.enqueueHeld(t.Context(), TypeWaitingJobs, g, q, time.Unix(wake, 0), []byte(bodies[g])); err != nil {
 			t.Fatal(err)
 		}

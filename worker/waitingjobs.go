@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Held jobs: the single-recipient jobs of one task (a hush:batch task's,
@@ -41,45 +42,13 @@ import (
 // So a task holds exactly the jobs whose markers name it, as long as every
 // run that names a task in a marker either creates it whole or creates
 // nothing:
-//   - The task ids carry a token new to each run (heldJobsTaskID), so a
+//   - The task ids carry a token new to each run (task.WaitingJobsID), so a
 //     job deferred by a re-run never joins a task an earlier run created
 //     (which would not hold it).
 //   - A re-run creates an earlier run's task again (its markers name it: a
 //     run crashed between the markers and the task) only when every job of
 //     the run was read without an error, so no member is left out; a task
 //     that still exists is not created twice (Asynq refuses its id).
-
-// heldJobsPrefix starts a hush:waiting-jobs task's id. No other task id
-// starts with it (parseHeldTaskID refuses it), so a marker naming one is
-// never taken for a hush:held task's.
-const heldJobsPrefix = "jobs:"
-
-// heldJobsTaskID is the id of the hush:waiting-jobs task that holds jobs of
-// the task scope deferred by one of its runs (token) to wake at Unix second
-// wake: "jobs:<scope>/<token>/<wake>". scope may hold "/"; token and wake
-// never do.
-func heldJobsTaskID(scope, token string, wake int64) string {
-	return heldJobsPrefix + scope + "/" + token + "/" + strconv.FormatInt(wake, 10)
-}
-
-// parseHeldJobsTaskID splits a heldJobsTaskID.
-func parseHeldJobsTaskID(id string) (scope, token string, wake int64, ok bool) {
-	rest, found := strings.CutPrefix(id, heldJobsPrefix)
-	i := strings.LastIndexByte(rest, '/')
-	if !found || i < 0 {
-		return "", "", 0, false
-	}
-	wake, err := strconv.ParseInt(rest[i+1:], 10, 64)
-	if err != nil || wake <= 0 {
-		return "", "", 0, false
-	}
-	rest = rest[:i]
-	j := strings.LastIndexByte(rest, '/')
-	if j <= 0 || j == len(rest)-1 {
-		return "", "", 0, false
-	}
-	return rest[:j], rest[j+1:], wake, true
-}
 
 // heldJobs is the payload of a hush:waiting-jobs task: its members, each
 // a job's only recipient as a chunk of one.
@@ -116,14 +85,14 @@ func newHeldJobsGroups(scope string) *heldJobsGroups {
 // wake at Unix second wake, and the queue its markers name: its held
 // queue, marked as waiting for its second's task (waitingsecond.go).
 func (g *heldJobsGroups) id(w *Worker, c *chunk, wake int64) (id, queue string) {
-	id = heldJobsTaskID(g.scope, g.token, wake)
-	return id, heldQueueOf(shardQueue(string(c.Priority), id, w.shards)) + togetherSuffix
+	id = task.WaitingJobsID(g.scope, g.token, wake)
+	return id, task.HeldQueueOf(task.ShardQueue(string(c.Priority), id, w.shards)) + task.TogetherSuffix
 }
 
 // check reports an error when owner, the task c's marker names in queue,
 // is not a hush:waiting-jobs task of this run's task.
 func (g *heldJobsGroups) check(c *chunk, queue, owner string) error {
-	scope, _, _, ok := parseHeldJobsTaskID(owner)
+	scope, _, _, ok := task.ParseWaitingJobsID(owner)
 	if g == nil || !ok || scope != g.scope || queue == "" {
 		return fmt.Errorf("job %s is held by %q in %q, not a held task of this task: %w", c.Job, owner, queue, asynq.SkipRetry)
 	}
@@ -142,7 +111,7 @@ type heldJoin struct {
 // put adds c (its job's only recipient) to task j, once its marker names
 // it (an earlier run's task when j's token is not this run's).
 func (g *heldJobsGroups) put(c *chunk, j heldJoin) error {
-	_, token, wake, _ := parseHeldJobsTaskID(j.id)
+	_, token, wake, _ := task.ParseWaitingJobsID(j.id)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h := g.tasks[j.id]
@@ -179,7 +148,7 @@ func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) err
 		if err != nil {
 			return fmt.Errorf("encode held task %s: %w", id, err)
 		}
-		if q, joined := joinedQueue(h.queue); joined {
+		if q, joined := task.JoinedQueue(h.queue); joined {
 			err = w.joinSecond(ctx, id, q, h.Wake, body)
 		} else {
 			err = w.client.enqueueHeld(ctx, TypeWaitingJobs, id, h.queue, time.Unix(h.Wake, 0), body)
@@ -239,7 +208,7 @@ func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	if marked, _ := asynq.GetQueueName(ctx); marked != "" {
-		if q, joined := joinedQueue(marked); joined {
+		if q, joined := task.JoinedQueue(marked); joined {
 			return w.joinSecond(ctx, h.ID, q, h.Wake, t.Payload())
 		}
 	}
@@ -248,7 +217,7 @@ func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
 
 // valid reports an error (SkipRetry) when h is not a group a run made.
 func (h *heldJobs) valid() error {
-	if _, _, wake, ok := parseHeldJobsTaskID(h.ID); !ok || wake != h.Wake || len(h.Jobs) == 0 {
+	if _, _, wake, ok := task.ParseWaitingJobsID(h.ID); !ok || wake != h.Wake || len(h.Jobs) == 0 {
 		return fmt.Errorf("invalid held jobs payload (id %q, wake %d, %d jobs): %w", h.ID, h.Wake, len(h.Jobs), asynq.SkipRetry)
 	}
 	for i := range h.Jobs {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // heldJobsEnv is a worker that does not run, with a batch of n
@@ -98,7 +99,7 @@ func (e *env) heldSeconds() map[string]heldSecond {
 		if err := json.Unmarshal(ti.Payload, &s); err != nil {
 			e.t.Fatal(err)
 		}
-		if id := heldSecondTaskID(s.Queue, s.Wake); id != ti.ID || s.Queue != heldNormal {
+		if id := task.WaitingSecondID(s.Queue, s.Wake); id != ti.ID || s.Queue != heldNormal {
 			e.t.Errorf("held second %s: payload %+v", ti.ID, s)
 		}
 		out[ti.ID] = s
@@ -132,7 +133,7 @@ func (e *env) runHeldSeconds(runs int) {
 
 // heldJoined is the queue a joined group's markers name in the held queue
 // of priority normal.
-var heldJoined = heldNormal + togetherSuffix
+var heldJoined = heldNormal + task.TogetherSuffix
 
 // checkHeldJobs checks that tasks hold exactly jobs hj-<want...>, each
 // marked held by its task in heldNormal, and returns the jobs' ids per
@@ -146,7 +147,7 @@ func checkHeldJobs(t *testing.T, e *env, tasks map[string]heldJobs, want []int) 
 			got = append(got, c.Job)
 			out[id] = append(out[id], c.Job)
 			mark := e.rdb.HGet(t.Context(), jobKey(c.Job), heldPrefix+"0").Val()
-			if mark != heldMark(heldJoined, id) {
+			if mark != task.HeldMark(heldJoined, id) {
 				t.Errorf("job %s marked %q, want held by %s in %s", c.Job, mark, id, heldJoined)
 			}
 		}
@@ -225,7 +226,7 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 	e.runHeldSeconds(2)
 	handed := e.lateHandoffs()
 	for id, h := range again {
-		if slices.ContainsFunc(h.Jobs, func(c chunk) bool { return handed[memberOf(c.Job, 0, 0)] }) {
+		if slices.ContainsFunc(h.Jobs, func(c chunk) bool { return handed[task.Member(c.Job, 0, 0)] }) {
 			continue // a member handed over: the mark stays for a re-run
 		}
 		if n := e.rdb.Exists(t.Context(), heldRunKey(id)).Val(); n != 0 {
@@ -234,10 +235,10 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 	}
 	checkSentOnce(t, e, jobs, func(i int) string { return apnsToken(jobs[i].ID) })
 	for _, j := range jobs {
-		if handed[memberOf(j.ID, 0, 0)] {
+		if handed[task.Member(j.ID, 0, 0)] {
 			continue
 		}
-		if st, err := e.client.Status(t.Context(), j.ID); err != nil || st.Counts[stateDelivered] != 1 {
+		if st, err := e.client.Status(t.Context(), j.ID); err != nil || st.Counts[task.Delivered] != 1 {
 			t.Errorf("job %s: status %+v, %v; want 1 delivered", j.ID, st, err)
 		}
 	}
@@ -283,7 +284,7 @@ func TestHeldJobsReRunsCreateOnlyWholeTasks(t *testing.T) {
 	if !exists(newID) || exists(oldID) {
 		t.Fatalf("after a shutdown: this run's group waits %v, the earlier run's %v; want true, false", exists(newID), exists(oldID))
 	}
-	if _, err := e.insp.GetTaskInfo(heldNormal, heldSecondTaskID(heldNormal, wake)); err != nil {
+	if _, err := e.insp.GetTaskInfo(heldNormal, task.WaitingSecondID(heldNormal, wake)); err != nil {
 		t.Fatalf("the second's task: %v", err)
 	}
 	e.rdb.HDel(t.Context(), waiting, newID)
@@ -300,35 +301,15 @@ func TestHeldJobsReRunsCreateOnlyWholeTasks(t *testing.T) {
 		t.Fatal("a run whose jobs all ended (one for good) did not add the earlier run's group again")
 	}
 
-	other := heldJobsTaskID("batch:other", "t0", wake)
+	other := task.WaitingJobsID("batch:other", "t0", wake)
 	if err := cur.check(c, q, other); !errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("a marker naming %s: %v, want SkipRetry", other, err)
 	}
 	if err := cur.check(c, q, oldID); err != nil {
 		t.Errorf("a marker naming an earlier run's task: %v", err)
 	}
-	if err := cur.put(c, heldJoin{id: oldID, queue: "held-normal.2" + togetherSuffix}); !errors.Is(err, asynq.SkipRetry) {
+	if err := cur.put(c, heldJoin{id: oldID, queue: "held-normal.2" + task.TogetherSuffix}); !errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("one task marked in two queues: %v, want SkipRetry", err)
-	}
-}
-
-// TestHeldJobsTaskIDs: ids split back into their parts, job and batch ids
-// with "/" included, and no id of one kind parses as the other's.
-func TestHeldJobsTaskIDs(t *testing.T) {
-	for _, scope := range []string{"batch:abc", "job:a/b/c", "job:x/1/2"} {
-		id := heldJobsTaskID(scope, "0a1b", 1700000000)
-		s, tok, wake, ok := parseHeldJobsTaskID(id)
-		if !ok || s != scope || tok != "0a1b" || wake != 1700000000 {
-			t.Errorf("%s: %q %q %d %v", id, s, tok, wake, ok)
-		}
-		if _, _, _, _, ok := parseHeldTaskID(id); ok {
-			t.Errorf("%s parses as a hush:held task's id", id)
-		}
-	}
-	for _, bad := range []string{"jobs:", "jobs:a/0", "jobs:/t/5", "jobs:a//5", "jobs:a/t/x", heldTaskID("j", 0, 5, true)} {
-		if _, _, _, ok := parseHeldJobsTaskID(bad); ok {
-			t.Errorf("%q parsed as a held jobs task id", bad)
-		}
 	}
 }
 
@@ -405,7 +386,7 @@ func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
 		held := e.waitHeldActive("the held second's task to wait for its slots", func() []string { return keysOf(e.heldSeconds()) })
 		var members []string
 		for _, j := range second {
-			members = append(members, memberOf(j.ID, 0, 0))
+			members = append(members, task.Member(j.ID, 0, 0))
 		}
 		return e, held, members
 	})
@@ -418,7 +399,7 @@ func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
 	e.checkHandedBack(held)
 	e.restart()
 	for _, j := range second {
-		if st := e.waitDone(j.ID, 30*time.Second); st.Counts[stateDelivered] != 1 {
+		if st := e.waitDone(j.ID, 30*time.Second); st.Counts[task.Delivered] != 1 {
 			t.Errorf("job %s: counts %v, want 1 delivered", j.ID, st.Counts)
 		}
 	}
@@ -474,7 +455,7 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 	}
 	for _, j := range jobs {
 		mark := e.rdb.HGet(t.Context(), jobKey(j.ID), heldPrefix+"0").Val()
-		if q, task := parseHeldMark(mark); q != "normal" || task != "" {
+		if q, task := task.ParseHeldMark(mark); q != "normal" || task != "" {
 			t.Errorf("job %s marked %q, want held by its delivery task in normal", j.ID, mark)
 		}
 	}
@@ -500,7 +481,7 @@ func TestHeldJobsTakeTheirSlotsFromTheGroup(t *testing.T) {
 	for _, h := range e.heldJobsTasks() {
 		for _, c := range h.Jobs {
 			held++
-			booked, ok := e.lim.slot(memberOf(c.Job, 0, 0))
+			booked, ok := e.lim.slot(task.Member(c.Job, 0, 0))
 			if !ok || len(c.Slots) != 1 || c.Slots[0] != booked.UnixMilli() {
 				t.Errorf("job %s held with slots %v, want its booking's %v", c.Job, c.Slots, booked)
 			}
@@ -522,7 +503,7 @@ func checkHeldJobsSent(t *testing.T, e *env, jobs []payload.Job, asks int) map[s
 	handed := e.lateHandoffs()
 	checkSentOnce(t, e, jobs, func(i int) string { return apnsToken(jobs[i].ID) })
 	for _, j := range jobs {
-		m := memberOf(j.ID, 0, 0)
+		m := task.Member(j.ID, 0, 0)
 		if n := e.lim.asked(m); !handed[m] && n != asks {
 			t.Errorf("job %s: in %d limiter requests, want %d (its batch's booking, then its group's lookup)", j.ID, n, asks)
 		}

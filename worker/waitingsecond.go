@@ -9,12 +9,13 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Held jobs of many runs wake together: the hush:waiting-jobs groups
@@ -31,7 +32,7 @@ import (
 // group as its own task's payload would hold it. A group is still made
 // whole by one run and owned through its members' markers, as before:
 //   - A run writes its held jobs' markers first, naming the group and its
-//     queue with togetherSuffix, then adds the group (join), then makes
+//     queue with task.TogetherSuffix, then adds the group (join), then makes
 //     sure the second's task exists (Asynq refuses a second task of its
 //     id, so any run may try). Only then does its batch task end.
 //   - The second's task, at its second, takes the hash in one script call
@@ -52,17 +53,13 @@ import (
 //     same groups again: each group's own run mark (heldRunKey) tells its
 //     members' re-run from a first run, as for a group's own task.
 //
-// The marker's queue carries togetherSuffix so that a process without
+// The marker's queue carries task.TogetherSuffix so that a process without
 // seconds' tasks, re-running a batch task a process with them left,
 // cannot run a group the second's task runs too: it creates the group's
 // own task in that marked queue. A process with seconds' tasks serves a
-// marked queue it finds at its start (servedHeldQueues), and a task there
+// marked queue it finds at its start (task.ServedHeldQueues), and a task there
 // adds its group to its second, as this version's re-run would: the group
 // runs once, whether its run was cut before or after it joined.
-
-// togetherSuffix ends the queue in a marker naming a group that waits for
-// its second's task.
-const togetherSuffix = "#together"
 
 // togetherDoneTTL is how long a second's task's mark outlives its run
 // (refusing groups that join later: they get a task of their own). A
@@ -82,22 +79,10 @@ func togetherKeys(q string, wake int64) []string {
 	return []string{base, base + ":taken", base + ":woken"}
 }
 
-// heldSecondTaskID is the id of the hush:waiting-second task of held queue
-// q and Unix second wake.
-func heldSecondTaskID(q string, wake int64) string {
-	return "second:" + q + "/" + strconv.FormatInt(wake, 10)
-}
-
 // heldSecond is a hush:waiting-second task's payload.
 type heldSecond struct {
 	Queue string `json:"queue"`
 	Wake  int64  `json:"wake"`
-}
-
-// joinedQueue is the held queue of a marker's queue that names a group
-// waiting for its second's task, and whether it does.
-func joinedQueue(marked string) (string, bool) {
-	return strings.CutSuffix(marked, togetherSuffix)
 }
 
 // seconds remembers the hush:waiting-second tasks a process made sure of.
@@ -121,7 +106,7 @@ func (s *seconds) has(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	wake, ok := s.made[id]
-	return ok && secondFresh(wake, nowOf(s.clock))
+	return ok && secondFresh(wake, task.NowOf(s.clock))
 }
 
 func (s *seconds) add(id string, wake int64) {
@@ -131,7 +116,7 @@ func (s *seconds) add(id string, wake int64) {
 		s.made = map[string]int64{}
 	}
 	if len(s.made) >= 1024 {
-		past := nowOf(s.clock).Unix() - 60 // no longer joined but by late runs
+		past := task.NowOf(s.clock).Unix() - 60 // no longer joined but by late runs
 		maps.DeleteFunc(s.made, func(_ string, w int64) bool { return w < past })
 	}
 	s.made[id] = wake
@@ -159,7 +144,7 @@ func (w *Worker) joinSecond(ctx context.Context, id, q string, wake int64, body 
 // ensureSecond creates the hush:waiting-second task of held queue q and
 // second wake unless this process did, or it exists.
 func (w *Worker) ensureSecond(ctx context.Context, q string, wake int64) error {
-	id := heldSecondTaskID(q, wake)
+	id := task.WaitingSecondID(q, wake)
 	if w.seconds.has(id) {
 		return nil
 	}
@@ -187,26 +172,26 @@ func (c *Client) enqueueHeld(ctx context.Context, typ, id, q string, at time.Tim
 }
 
 // wakeHeld runs now the held task a marker names (queue q as marked,
-// task): a task of its own, or a group waiting for its second's task, which
+// id): a task of its own, or a group waiting for its second's task, which
 // is taken out of that second (pluck) and given a task of its own to run
 // now. It reports whether something was woken: a group its second's task
 // took already is left to that task.
-func (c *Client) wakeHeld(ctx context.Context, q, task string) bool {
-	q, joined := joinedQueue(q)
-	if c.insp.RunTask(q, task) == nil {
+func (c *Client) wakeHeld(ctx context.Context, q, id string) bool {
+	q, joined := task.JoinedQueue(q)
+	if c.insp.RunTask(q, id) == nil {
 		return true
 	}
-	_, _, wake, ok := parseHeldJobsTaskID(task)
+	_, _, wake, ok := task.ParseWaitingJobsID(id)
 	if !joined || !ok {
 		return false
 	}
-	body, err := togetherScript.Run(ctx, c.rdb, togetherKeys(q, wake), "pluck", recordTTL.Milliseconds(), task).Text()
+	body, err := togetherScript.Run(ctx, c.rdb, togetherKeys(q, wake), "pluck", recordTTL.Milliseconds(), id).Text()
 	if err != nil {
 		return false // taken, or not waiting there (redis.Nil), or Redis failed
 	}
-	// The group is in the woken hash now: its second's task makes sure
-	// of this task too, should this process die first.
-	return c.enqueueHeld(ctx, TypeWaitingJobs, task, q, c.now(), []byte(body)) == nil
+	// The group is in the woken hash now: its second's id makes sure
+	// of this id too, should this process die first.
+	return c.enqueueHeld(ctx, TypeWaitingJobs, id, q, c.now(), []byte(body)) == nil
 }
 
 func (w *Worker) handleWaitingSecond(ctx context.Context, t *asynq.Task) error {
@@ -253,7 +238,7 @@ func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
 		groups = append(groups, h)
 	}
 	if len(groups) > 0 {
-		if err := w.runHeldJobs(ctx, heldSecondTaskID(s.Queue, s.Wake), groups); err != nil {
+		if err := w.runHeldJobs(ctx, task.WaitingSecondID(s.Queue, s.Wake), groups); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // twoBatchesEnv is a worker that does not run, with two batches of n
@@ -55,7 +56,7 @@ func latestSlot(t *testing.T, e *env, jobs []payload.Job) time.Time {
 	t.Helper()
 	var latest time.Time
 	for _, j := range jobs {
-		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
+		slot, ok := e.lim.slot(task.Member(j.ID, 0, 0))
 		if !ok {
 			t.Fatalf("job %s: no booking", j.ID)
 		}
@@ -78,9 +79,9 @@ func checkSentOnce(t *testing.T, e *env, jobs []payload.Job, tokenOf func(i int)
 	}
 	for i, j := range jobs {
 		got := requestsFor(reqs, tokenOf(i))
-		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
+		slot, ok := e.lim.slot(task.Member(j.ID, 0, 0))
 		switch {
-		case handed[memberOf(j.ID, 0, 0)]:
+		case handed[task.Member(j.ID, 0, 0)]:
 			if len(got) != 0 {
 				t.Errorf("job %s: %d pushes and a delivery task, want none and the task", j.ID, len(got))
 			}
@@ -129,7 +130,7 @@ func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 	for id, h := range groups {
 		for _, c := range h.Jobs {
 			held = append(held, c.Job)
-			if mark := e.rdb.HGet(t.Context(), jobKey(c.Job), heldPrefix+"0").Val(); mark != heldMark(heldJoined, id) {
+			if mark := e.rdb.HGet(t.Context(), jobKey(c.Job), heldPrefix+"0").Val(); mark != task.HeldMark(heldJoined, id) {
 				t.Errorf("job %s marked %q, want held by %s in %s", c.Job, mark, id, heldJoined)
 			}
 		}
@@ -159,14 +160,14 @@ func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 		}
 		return apnsToken(fmt.Sprint("sb", i-n))
 	})
-	served := servedHeldQueues(map[string]int{"normal": 1}, 2, []string{heldJoined, heldQueueOf("normal.1") + togetherSuffix, heldQueueOf("other") + togetherSuffix})
-	for _, q := range []string{heldJoined, heldQueueOf("normal.1") + togetherSuffix} {
+	served := task.ServedHeldQueues(map[string]int{"normal": 1}, 2, []string{heldJoined, task.HeldQueueOf("normal.1") + task.TogetherSuffix, task.HeldQueueOf("other") + task.TogetherSuffix})
+	for _, q := range []string{heldJoined, task.HeldQueueOf("normal.1") + task.TogetherSuffix} {
 		if served[q] != 1 {
-			t.Errorf("held queues served %v: want the marked queue %s, by its held queue's weight", sortedQueues(served), q)
+			t.Errorf("held queues served %v: want the marked queue %s, by its held queue's weight", task.SortedQueues(served), q)
 		}
 	}
-	if q := heldQueueOf("other") + togetherSuffix; served[q] != 0 {
-		t.Errorf("held queues served %v: %s is not a served held queue's", sortedQueues(served), q)
+	if q := task.HeldQueueOf("other") + task.TogetherSuffix; served[q] != 0 {
+		t.Errorf("held queues served %v: %s is not a served held queue's", task.SortedQueues(served), q)
 	}
 }
 
@@ -264,7 +265,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 		e.submitBatch(jobs)
 	}
 	groupOf := func(job string) (q, id string) {
-		return parseHeldMark(e.rdb.HGet(t.Context(), jobKey(job), heldPrefix+"0").Val())
+		return task.ParseHeldMark(e.rdb.HGet(t.Context(), jobKey(job), heldPrefix+"0").Val())
 	}
 	// A job's marker names its group before the group joins its second
 	// (the run's end adds its groups: heldJobsGroups.finish), so wait for
@@ -273,7 +274,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 		for _, jobs := range batches {
 			for _, j := range jobs {
 				q, g := groupOf(j.ID)
-				_, _, wake, ok := parseHeldJobsTaskID(g)
+				_, _, wake, ok := task.ParseWaitingJobsID(g)
 				if q != heldJoined || !ok || !e.rdb.HExists(t.Context(), togetherKeys(heldNormal, wake)[0], g).Val() {
 					return false
 				}
@@ -283,7 +284,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 	})
 	// A waker that died: batch 2's group out of its second, no task made.
 	_, g2 := groupOf(batches[2][0].ID)
-	_, _, wake2, _ := parseHeldJobsTaskID(g2)
+	_, _, wake2, _ := task.ParseWaitingJobsID(g2)
 	if err := togetherScript.Run(t.Context(), e.rdb, togetherKeys(heldNormal, wake2), "pluck", recordTTL.Milliseconds(), g2).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -295,14 +296,14 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the cancelled job final", func() bool {
 		st, err := e.client.Status(t.Context(), cancelled)
-		return err == nil && st.Counts[stateCancelled] == 1
+		return err == nil && st.Counts[task.Cancelled] == 1
 	})
-	if _, ok := e.lim.slot(memberOf(cancelled, 0, 0)); ok {
+	if _, ok := e.lim.slot(task.Member(cancelled, 0, 0)); ok {
 		t.Error("the cancelled job's booking kept")
 	}
 	for _, j := range batches[1] {
 		q, g := groupOf(j.ID)
-		_, _, wake, _ := parseHeldJobsTaskID(g)
+		_, _, wake, _ := task.ParseWaitingJobsID(g)
 		if q != heldJoined || !e.rdb.HExists(t.Context(), togetherKeys(heldNormal, wake)[0], g).Val() {
 			t.Errorf("job %s of the other batch: marked %s %s, not waiting in its second (woken with %s?)", j.ID, q, g, g0)
 		}
@@ -369,7 +370,7 @@ func TestHeldRunLateForItsSlotsHandsOver(t *testing.T) {
 	}
 	handed := e.lateHandoffs()
 	for _, j := range ja {
-		if !handed[memberOf(j.ID, 0, 0)] {
+		if !handed[task.Member(j.ID, 0, 0)] {
 			t.Errorf("job %s not handed to its delivery task", j.ID)
 		}
 	}
@@ -381,7 +382,7 @@ func TestHeldRunLateForItsSlotsHandsOver(t *testing.T) {
 	reqs := e.apns.Requests()
 	for i, j := range ja {
 		got := requestsFor(reqs, apnsToken(fmt.Sprint("xa", i)))
-		slot, ok := e.lim.slot(memberOf(j.ID, 0, 0))
+		slot, ok := e.lim.slot(task.Member(j.ID, 0, 0))
 		switch {
 		case len(got) != 1:
 			t.Errorf("job %s: %d pushes after its delivery task, want 1", j.ID, len(got))
@@ -390,7 +391,7 @@ func TestHeldRunLateForItsSlotsHandsOver(t *testing.T) {
 		case got[0].At.Before(slot.Add(-50 * time.Millisecond)):
 			t.Errorf("job %s sent at %s, before its new slot %s", j.ID, got[0].At.Format(time.StampMilli), slot.Format(time.StampMilli))
 		}
-		if st, err := e.client.Status(t.Context(), j.ID); err != nil || st.Counts[stateDelivered] != 1 {
+		if st, err := e.client.Status(t.Context(), j.ID); err != nil || st.Counts[task.Delivered] != 1 {
 			t.Errorf("job %s: status %+v, %v; want 1 delivered", j.ID, st, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/webhook"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Defaults of Options: New fills a zero field with them, and hush serve's
@@ -76,7 +77,7 @@ type Options struct {
 	// Queues to serve and their weights (default DefaultQueues).
 	Queues map[string]int
 	// DeliveryShards spreads each priority's delivery and chunk tasks over
-	// this many queues (see shards.go); 0 or 1: none.
+	// this many queues (task.ShardQueue); 0 or 1: none.
 	DeliveryShards int
 	// Concurrency is the number of deliveries processed at once (default
 	// DefaultConcurrency).
@@ -143,7 +144,7 @@ type Options struct {
 	// redismetrics.Hook).
 	Metrics []prometheus.Collector
 	// Clock is the time the worker decides by (default: the system
-	// clock); the limiter keeps its own (clock.go).
+	// clock); the limiter keeps its own (throttle.Options.Clock).
 	Clock Clock
 }
 
@@ -178,7 +179,7 @@ func (o Options) withDefaults() Options {
 		o.DefaultLocation = time.UTC
 	}
 	if o.Clock == nil {
-		o.Clock = systemClock{}
+		o.Clock = task.SystemClock{}
 	}
 	return o
 }
@@ -377,8 +378,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list queues: %w", err)
 	}
-	queues := servedQueues(w.queues, w.shards, existing)
-	heldQueues := servedHeldQueues(w.queues, w.shards, existing)
+	queues := task.ServedQueues(w.queues, w.shards, existing)
+	heldQueues := task.ServedHeldQueues(w.queues, w.shards, existing)
 	// Read the eviction policy now, so its warning is logged at start.
 	w.ReadyWarnings(ctx)
 
@@ -386,7 +387,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// spares its dequeues the queues it just found empty (dequeue.go): one
 	// for deliveries, chunks, jobs and batches, and one for held tasks,
 	// which wait in their handlers for their slots in slots of their own
-	// (heldQueuePrefix).
+	// (task.HeldQueuePrefix).
 	srv := w.newServer(baseCtx, w.conc, queues)
 	held := w.newServer(baseCtx, w.heldConc, heldQueues)
 	mux, heldMux := w.serveMuxes()
@@ -403,8 +404,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		go func() { defer close(done); w.webhook.run(ctx) }()
 		defer func() { <-done }()
 	}
-	w.log.Info("worker running", "queues", sortedQueues(queues), "concurrency", w.conc,
-		"held_queues", sortedQueues(heldQueues), "held_concurrency", w.heldConc)
+	w.log.Info("worker running", "queues", task.SortedQueues(queues), "concurrency", w.conc,
+		"held_queues", task.SortedQueues(heldQueues), "held_concurrency", w.heldConc)
 
 	<-ctx.Done()
 	w.running.Store(false)
@@ -454,7 +455,7 @@ func (w *Worker) serveMuxes() (mux, held *asynq.ServeMux) {
 	mux.HandleFunc(TypeJob, w.handleJob)
 	mux.HandleFunc(TypeDelivery, w.handleDelivery)
 	mux.HandleFunc(TypeGroupingChunk, w.handleChunk)
-	mux.HandleFunc(typeRereadingChunk, w.handleChunk)
+	mux.HandleFunc(task.TypeRereadingChunk, w.handleChunk)
 	mux.HandleFunc(TypeBatch, w.handleBatch)
 	for _, l := range legacyTasks() {
 		mux.HandleFunc(l.typ, func(ctx context.Context, t *asynq.Task) error { return l.handle(w, ctx, t) })
