@@ -17,10 +17,9 @@ import (
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
-// DefaultApp is the name of the app of the single-app configuration (the
-// HUSH_APNS_*, HUSH_FCM_* and HUSH_THROTTLE_* keys), and of a Worker built
-// from Options.Limiter and Options.Senders.
-const DefaultApp = "default"
+// DefaultApp is the name of the app of the single-app configuration
+// (task.DefaultApp).
+const DefaultApp = task.DefaultApp
 
 // App is one application hush delivers for: its providers' credentials
 // (as senders), its users' limiter and its send rates.
@@ -172,7 +171,7 @@ var (
 func (w *Worker) App(name string) (*App, error) { return w.apps.resolve(name) }
 
 // appOf is the app of delivery d's job.
-func (w *Worker) appOf(d *delivery) (*App, error) { return w.apps.resolve(d.Content.App) }
+func (w *Worker) appOf(d *task.Delivery) (*App, error) { return w.apps.resolve(d.Content.App) }
 
 // DefaultAppWait is how long a delivery waits for an app, or an app's
 // sender for a platform, that the process running it does not have: an
@@ -214,7 +213,7 @@ func appWaitLeft(since, now time.Time, wait time.Duration) time.Duration {
 // waitForApp handles delivery d, whose recorded state is st, lacking what
 // missing names: it comes back (a DeferError) until w.appWait has passed
 // since its job's deliveries began to wait, then fails with the reason.
-func (w *Worker) waitForApp(ctx context.Context, d *delivery, st recipientState, missing error) error {
+func (w *Worker) waitForApp(ctx context.Context, d *task.Delivery, st recipientState, missing error) error {
 	if !st.attempts.carries(st.devices) {
 		// Nothing reached the user under its booking, if it has one (a
 		// chunk booked it): the slot goes back while it waits.
@@ -222,7 +221,7 @@ func (w *Worker) waitForApp(ctx context.Context, d *delivery, st recipientState,
 			return err
 		}
 	}
-	since, err := w.store.appWaitSince(ctx, d.Job, w.now(), d.ttl())
+	since, err := w.store.appWaitSince(ctx, d.Job, w.now(), d.TTL())
 	if err != nil {
 		return err
 	}
@@ -232,13 +231,13 @@ func (w *Worker) waitForApp(ctx context.Context, d *delivery, st recipientState,
 		left = 0
 	}
 	if left <= 0 {
-		w.appWaits.done(d.appName(), d.member())
+		w.appWaits.done(d.AppName(), d.Member())
 		return w.fail(ctx, d, failedOr(slices.Contains(st.devices, task.Delivered)),
 			fmt.Sprintf("%s, waited %s since %s", missing, w.appWait, since.UTC().Format(time.RFC3339)))
 	}
 	next := appRecheckAfter(now.Sub(since), left)
-	if logNow, waiting := w.appWaits.wait(d.appName(), d.member(), now, now.Add(next+appWaitGrace)); logNow {
-		logWait(w.log, d.appName(), waiting, missing, next)
+	if logNow, waiting := w.appWaits.wait(d.AppName(), d.Member(), now, now.Add(next+appWaitGrace)); logNow {
+		logWait(w.log, d.AppName(), waiting, missing, next)
 	}
 	return &DeferError{Delay: next}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 func TestAppRecheckAfter(t *testing.T) {
@@ -63,9 +64,9 @@ func TestManyDeliveriesWaitingForAnApp(t *testing.T) {
 	}
 	job := redistest.Prefix(t) + "waits"
 	due := make([]time.Time, deliveries) // each delivery's next run
-	ds := make([]*delivery, deliveries)
+	ds := make([]*task.Delivery, deliveries)
 	for i := range ds {
-		ds[i] = &delivery{Job: job, Index: i, UserID: fmt.Sprint("u", i), Priority: payload.PriorityNormal, AcceptedAt: start,
+		ds[i] = &task.Delivery{Job: job, Index: i, UserID: fmt.Sprint("u", i), Priority: payload.PriorityNormal, AcceptedAt: start,
 			Content: payload.Content{App: "gone"}, Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken(fmt.Sprint("w", i))}}}
 		due[i] = start
 	}
@@ -87,7 +88,7 @@ func TestManyDeliveriesWaitingForAnApp(t *testing.T) {
 		err := w.waitForApp(ctx, d, recipientState{}, appMissing(nil, appErr, d.Devices, nil))
 		var de *DeferError
 		if !errors.As(err, &de) {
-			t.Fatalf("run %d of %s: %v, want a DeferError", runs, d.member(), err)
+			t.Fatalf("run %d of %s: %v, want a DeferError", runs, d.Member(), err)
 		}
 		runs++
 		due[next] = clock.Now().Add(de.Delay)

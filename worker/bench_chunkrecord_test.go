@@ -73,11 +73,11 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 			}
 			cpu0 := serverCPU(b, rdb)
 			for i := range js {
-				for from := 0; from < size; from += chunkSize {
+				for from := 0; from < size; from += task.ChunkSize {
 					p := rdb.Pipeline()
-					for k := from; k < from+chunkSize; k += 12 {
+					for k := from; k < from+task.ChunkSize; k += 12 {
 						var f []any
-						for x := k; x < min(k+12, from+chunkSize); x++ {
+						for x := k; x < min(k+12, from+task.ChunkSize); x++ {
 							f = append(f, devField(x, 0), task.Delivered)
 						}
 						p.HSet(ctx, devKey(js[i].ID), f...)
@@ -93,12 +93,12 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 				if name == "unranged" {
 					return ""
 				}
-				return strconv.Itoa(from / chunkSize)
+				return strconv.Itoa(from / task.ChunkSize)
 			}
 			for i := range js {
-				for from := 0; from < size; from += chunkSize {
-					entries := make([]any, 0, 3*chunkSize)
-					for x := from; x < from+chunkSize; x++ {
+				for from := 0; from < size; from += task.ChunkSize {
+					entries := make([]any, 0, 3*task.ChunkSize)
+					for x := from; x < from+task.ChunkSize; x++ {
 						entries = append(entries, x, task.Delivered, "")
 					}
 					keys, at := s.retiring(js[i].ID)

@@ -35,7 +35,7 @@ const (
 // one job, in one round trip; why names them in the line or error a
 // failure makes (on says which). A bypass priority books nothing, and
 // an app this process does not have has nothing to give back.
-func (w *Worker) release(ctx context.Context, why string, on onFailure, n int, ds ...*delivery) error {
+func (w *Worker) release(ctx context.Context, why string, on onFailure, n int, ds ...*task.Delivery) error {
 	if len(ds) == 0 || w.bypass[ds[0].Priority] {
 		return nil
 	}
@@ -59,10 +59,10 @@ func (w *Worker) release(ctx context.Context, why string, on onFailure, n int, d
 }
 
 // deliveries is recipients idx of c as deliveries (release's argument).
-func (c *chunk) deliveries(idx []int) []*delivery {
-	ds := make([]*delivery, len(idx))
+func deliveriesOf(c *task.Chunk, idx []int) []*task.Delivery {
+	ds := make([]*task.Delivery, len(idx))
 	for k, i := range idx {
-		d := c.delivery(i)
+		d := c.Delivery(i)
 		ds[k] = &d
 	}
 	return ds
@@ -83,7 +83,7 @@ func (b *booking) held() []int {
 // bookItem is one booking to make: attempt n of d, no earlier than paced
 // (a time its app's send rate granted it; zero: none).
 type bookItem struct {
-	d     *delivery
+	d     *task.Delivery
 	n     int
 	paced time.Time
 }
@@ -235,8 +235,8 @@ func (b *booking) part(k int) *booking {
 // reset mark (a reset may have deleted a booking), and, in book, a
 // process with no recent reading of the limiter's clock (the lookup reads
 // it).
-func carriedSlot(c *chunk, st *chunkStates, i int) int64 {
-	if !c.held() || !st.first || st.cancelled || c.Content.CollapseKey != "" || optOutable(&c.Content, c.Priority) ||
+func carriedSlot(c *task.Chunk, st *chunkStates, i int) int64 {
+	if !c.Held() || !st.first || st.cancelled || c.Content.CollapseKey != "" || optOutable(&c.Content, c.Priority) ||
 		len(c.Slots) != len(c.Recipients) || c.Booked < st.resetMark {
 		return 0
 	}
@@ -252,9 +252,9 @@ func optOutable(content *payload.Content, priority payload.Priority) bool {
 }
 
 // bookItems is the first attempts of recipients idx of c, to book.
-func (c *chunk) bookItems(idx []int) []bookItem {
+func bookItemsOf(c *task.Chunk, idx []int) []bookItem {
 	items := make([]bookItem, len(idx))
-	for k, d := range c.deliveries(idx) {
+	for k, d := range deliveriesOf(c, idx) {
 		items[k] = bookItem{d: d}
 	}
 	return items

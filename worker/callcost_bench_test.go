@@ -64,12 +64,12 @@ func BenchmarkJobScriptCalls(b *testing.B) {
 				{"task-start", startScript, func(i int) ([]string, []any) {
 					r := recordOf(&jobs[i], "normal")
 					r.Task = "batch:callcost"
-					c := s.startCall(r, true, chunkOf(&jobs[i], 0))
+					c := s.startCall(r, true, task.ChunkOf(&jobs[i], 0))
 					return c.keys, c.args
 				}},
 				{"record", recordScript, func(i int) ([]string, []any) {
 					keys, at := s.retiring(jobs[i].ID)
-					return keys, recordArgs(chunkOf(&jobs[i], 0).ttl(), 0, at, "", "", "", []any{0, task.Delivered, ""})
+					return keys, recordArgs(task.ChunkOf(&jobs[i], 0).TTL(), 0, at, "", "", "", []any{0, task.Delivered, ""})
 				}},
 			}
 			for _, ph := range phases {

@@ -16,111 +16,12 @@ import (
 	"github.com/hibiken/asynq"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
-// chunkSize is the most recipients one chunk delivers: one limiter round
-// trip, one read and one write of the job's records for all of them.
-const chunkSize = 100
-
 // maxWave is the most recipients of a chunk booked and sent together.
 const maxWave = 25
-
-// chunk is the payload of a chunk task (and what a job task delivers
-// itself): recipients [From, From+len(Recipients)) of a job. A hush:held
-// task's payload is a chunk too: Indices names its recipients (held back
-// by the chunk starting at From) and Wake the second it wakes at.
-type chunk struct {
-	Job     string `json:"job"`
-	From    int    `json:"from"`
-	Indices []int  `json:"indices,omitempty"`
-	Wake    int64  `json:"wake,omitempty"`
-	// Waits: a held task in a held queue, id "wait:..." (held.go).
-	Waits bool `json:"waits,omitempty"`
-	// Slot is a hush:waiting-jobs member's booked instant on the clock of
-	// the process that held it back (waitingjobs.go); zero when not known.
-	// Kept for processes that read it instead of Slots during a rolling
-	// upgrade (CHANGELOG.md); runs here read Slots.
-	Slot time.Time `json:"slot,omitzero"`
-	// Slots are a hush:held task's recipients' slots, or a
-	// hush:waiting-jobs member's, beside Indices, in Unix ms on the
-	// limiter's clock (their reservations' At); 0 where not known (a
-	// task made by a process that does not set them has none). The task's first run takes them as
-	// found instead of looking its bookings up (heldSlots, bookHeldJobs).
-	Slots []int64 `json:"slots,omitempty"`
-	// Booked is the limiter's instant (Unix ms, its clock) of the earliest
-	// booking whose slot Slots carries; 0 when not known (a task
-	// made by a process that does not set it). A first run booked before the reset mark looks its
-	// bookings up (resetmark.go).
-	Booked     int64               `json:"booked,omitempty"`
-	Recipients []payload.Recipient `json:"recipients"`
-	Content    payload.Content     `json:"content"`
-	Priority   payload.Priority    `json:"priority"`
-	// Deadline is when the deliveries expire; zero: never.
-	Deadline   time.Time `json:"deadline,omitzero"`
-	AcceptedAt time.Time `json:"accepted_at"`
-	// queue is a held task's queue, while its run creates it.
-	queue string
-	// group is the id of the hush:waiting-jobs task c is a member of
-	// (waitingjobs.go), while it runs.
-	group string
-}
-
-// name is the chunk's task id.
-func (c *chunk) name() string {
-	if c.group != "" {
-		return c.group
-	}
-	if c.held() {
-		return task.HeldID(c.Job, c.From/chunkSize, c.Wake, c.Waits)
-	}
-	return task.ChunkID(c.Job, c.From/chunkSize)
-}
-
-// held reports whether c is a hush:held task's: recipients a chunk held
-// back, woken together (held.go).
-func (c *chunk) held() bool { return c.Wake != 0 }
-
-// about names c's i-th recipient for the event of its final state: its
-// job, app, user and the time at.
-func (c *chunk) about(i int, at time.Time) Event {
-	return Event{Job: c.Job, App: appNameOf(&c.Content), UserID: c.Recipients[i].UserID, At: at.UTC()}
-}
-
-// index is the job's recipient index of c's i-th recipient.
-func (c *chunk) index(i int) int {
-	if c.Indices != nil {
-		return c.Indices[i]
-	}
-	return c.From + i
-}
-
-// delivery is the chunk's i-th recipient as a delivery.
-func (c *chunk) delivery(i int) delivery {
-	r := c.Recipients[i]
-	return delivery{
-		Job: c.Job, Index: c.index(i), UserID: r.UserID, Timezone: r.Timezone, Devices: r.Devices,
-		Content: c.Content, Priority: c.Priority, Deadline: c.Deadline, AcceptedAt: c.AcceptedAt,
-	}
-}
-
-// ttl is the TTL of its job's records.
-func (c *chunk) ttl() time.Duration {
-	return ttlFor(retainFrom(c.AcceptedAt, &c.Content), c.Deadline)
-}
-
-// expired reports whether the chunk's deliveries are past their deadline at
-// t.
-func (c *chunk) expired(t time.Time) bool { return !c.Deadline.IsZero() && !t.Before(c.Deadline) }
-
-func chunkOf(job *payload.Job, from int) *chunk {
-	return &chunk{
-		Job: job.ID, From: from, Recipients: job.Recipients[from:min(from+chunkSize, len(job.Recipients))],
-		Content: job.Content, Priority: job.Priority.Effective(), Deadline: job.Deadline(), AcceptedAt: job.AcceptedAt,
-	}
-}
 
 func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) error {
 	return w.handle(ctx, t, w.chunkTask)
@@ -133,7 +34,7 @@ func (w *Worker) handleChunk(ctx context.Context, t *asynq.Task) error {
 // builds' types: legacy.go), which never holds back into held tasks, or a hush:held one (TypeHeld: held.go),
 // which marks its runs too.
 func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
-	var c chunk
+	var c task.Chunk
 	if err := json.Unmarshal(t.Payload(), &c); err != nil {
 		return fmt.Errorf("undecodable chunk payload: %w: %w", err, asynq.SkipRetry)
 	}
@@ -142,11 +43,11 @@ func (w *Worker) chunkTask(ctx context.Context, t *asynq.Task) error {
 	}
 	typ := t.Type()
 	held := typ == TypeHeld
-	if held != c.held() || (c.Indices != nil && len(c.Indices) != len(c.Recipients)) || (held && c.Indices == nil) {
+	if held != c.Held() || (c.Indices != nil && len(c.Indices) != len(c.Recipients)) || (held && c.Indices == nil) {
 		return fmt.Errorf("invalid %s payload (wake %d, %d indices for %d recipients): %w", typ, c.Wake, len(c.Indices), len(c.Recipients), asynq.SkipRetry)
 	}
 	if held {
-		w.logHeldRun(ctx, c.name(), len(c.Recipients))
+		w.logHeldRun(ctx, c.Name(), len(c.Recipients))
 	}
 	st, err := w.store.chunkState(ctx, &c, typ == TypeGroupingChunk || typ == typeMarkedChunk || typ == TypeHeld)
 	if err != nil {
@@ -169,20 +70,20 @@ func (w *Worker) logHeldRun(ctx context.Context, id string, n int) {
 // a job's first run: no run of any version sent to c before), else a
 // hush:rereading-chunk one, which reads its states on every run
 // (chunk.lua). Both hold deferred recipients back into held tasks.
-func (w *Worker) enqueueChunk(ctx context.Context, c *chunk, marked bool) error {
+func (w *Worker) enqueueChunk(ctx context.Context, c *task.Chunk, marked bool) error {
 	b, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("encode chunk %s: %w", c.name(), err)
+		return fmt.Errorf("encode chunk %s: %w", c.Name(), err)
 	}
 	typ := task.TypeRereadingChunk
 	if marked {
 		typ = TypeGroupingChunk
 	}
 	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(typ, b),
-		asynq.TaskID(c.name()), asynq.Queue(task.ShardQueue(string(c.Priority), c.name(), w.shards)),
+		asynq.TaskID(c.Name()), asynq.Queue(task.ShardQueue(string(c.Priority), c.Name(), w.shards)),
 		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(deliveryTimeout))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue chunk %s: %w", c.name(), err)
+		return fmt.Errorf("enqueue chunk %s: %w", c.Name(), err)
 	}
 	return nil
 }
@@ -248,7 +149,7 @@ type handoff struct {
 // nil, is the first wave already booked (singleJobs, bookHeldJobs). hj,
 // when not nil, takes a single-recipient job's deferred recipient
 // (waitingjobs.go): c is the job's only chunk, run by a batch or job task.
-func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pre *booking, hj *heldJobsGroups) error {
+func (w *Worker) deliverChunk(ctx context.Context, c *task.Chunk, st *chunkStates, pre *booking, hj *heldJobsGroups) error {
 	var handoffs []handoff
 	var rec chunkRecord
 	var todo, cancel []int
@@ -257,7 +158,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	// runs that read the markers (st.holds) hold back, and only those whose
 	// kind allows it (st.group: held.go).
 	groups := heldGroups{}
-	grouping := st.group && st.holds != nil && !c.held()
+	grouping := st.group && st.holds != nil && !c.Held()
 	// The hush:waiting-jobs tasks c's recipient joins once its marker
 	// names them (hj).
 	var joins []heldJoin
@@ -270,18 +171,18 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		}
 		switch {
 		case st.finals[i] != "":
-		case c.held() && owner != c.name(), !c.held() && ownerQueue != "" && owner == "":
+		case c.Held() && owner != c.Name(), !c.Held() && ownerQueue != "" && owner == "":
 			// Given up to its delivery task by an earlier run of this task
 			// (whose creation may have answered an error although the task
 			// exists): it is the delivery task's alone.
 			handoffs = append(handoffs, handoff{i: i, foreign: true})
-		case !c.held() && strings.HasPrefix(owner, task.WaitingJobsPrefix):
+		case !c.Held() && strings.HasPrefix(owner, task.WaitingJobsPrefix):
 			// Its job's batch or job task creates it again, whole.
 			if err := hj.check(c, ownerQueue, owner); err != nil {
 				return err
 			}
 			joins = append(joins, heldJoin{id: owner, queue: ownerQueue})
-		case !c.held() && owner != "":
+		case !c.Held() && owner != "":
 			// The same task in the same queue: a task of this id in
 			// another queue would be a second owner.
 			if _, err := groups.again(c, i, ownerQueue, owner); err != nil {
@@ -296,11 +197,11 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// Every device settled: judge needs no retry bound.
 			v := judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, time.Time{}, false)
 			if v.act == actDone && !v.release {
-				rec.final(c.index(i), v.state, c.about(i, now))
+				rec.final(c.Index(i), v.state, c.About(i, now))
 			} else {
 				handoffs = append(handoffs, handoff{i: i})
 			}
-		case c.expired(now), st.attempts[i].begun(), slices.ContainsFunc(st.devices[i], func(s string) bool { return s != "" }):
+		case c.Expired(now), st.attempts[i].begun(), slices.ContainsFunc(st.devices[i], func(s string) bool { return s != "" }):
 			handoffs = append(handoffs, handoff{i: i}) // its delivery task knows
 		case st.cancelled:
 			cancel = append(cancel, i)
@@ -309,7 +210,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		}
 	}
 	if pre != nil && st.cancelled {
-		_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(pre.held())...)
+		_ = w.release(ctx, "cancelled", failureLeft, 0, deliveriesOf(c, pre.held())...)
 		pre = nil
 	}
 	w.cancelled(ctx, c, cancel, &rec)
@@ -319,7 +220,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	var werr error
 	for len(todo) > 0 && ctx.Err() == nil {
 		size := w.wave
-		if c.held() {
+		if c.Held() {
 			// Its bookings are found, not made: one round trip for all,
 			// and each send takes its permit when its slot comes.
 			size = len(todo)
@@ -333,7 +234,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// booking is handed over with the recipient, found existing.
 			booked = nil
 		}
-		if booked == nil && !c.held() {
+		if booked == nil && !c.Held() {
 			if err := w.sends.Acquire(ctx, int64(len(wave))); err != nil {
 				break // shutdown: handled below
 			}
@@ -342,7 +243,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 		switch {
 		case booked != nil:
 			p = booked.permits
-		case !c.held():
+		case !c.Held():
 			p.held.Store(int64(len(wave)))
 		}
 		hs, err := w.deliverWave(ctx, app, c, wave, st, &rec, p, booked)
@@ -360,9 +261,9 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	var holders []heldBy // the recipients held, with their tasks
 	for _, h := range handoffs {
 		switch {
-		case h.deferred && hj != nil && !c.held():
+		case h.deferred && hj != nil && !c.Held():
 			id, queue := hj.id(w, c, h.wake.Unix())
-			rec.held(c.index(h.i), task.HeldMark(queue, id))
+			rec.held(c.Index(h.i), task.HeldMark(queue, id))
 			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot, at: h.at, booked: h.booked})
 			holders = append(holders, heldBy{i: h.i, queue: queue, task: id, joined: true})
 			continue
@@ -373,8 +274,8 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// slots and were booked again at the back of their users'
 			// queues.
 			g := groups.add(w, c, h.i, h.wake.Unix(), h.at, h.booked)
-			rec.held(c.index(h.i), task.HeldMark(g.queue, g.name()))
-			holders = append(holders, heldBy{i: h.i, queue: g.queue, task: g.name()})
+			rec.held(c.Index(h.i), task.HeldMark(g.Queue, g.Name()))
+			holders = append(holders, heldBy{i: h.i, queue: g.Queue, task: g.Name()})
 			continue
 		case h.foreign:
 		default:
@@ -382,8 +283,8 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 			// before the task is made: a re-run that finds the marker
 			// leaves the recipient to the task, even when the task's
 			// creation answered an error although the task exists.
-			d := c.delivery(h.i)
-			rec.held(c.index(h.i), task.HeldMark(w.deliveryQueue(&d), ""))
+			d := c.Delivery(h.i)
+			rec.held(c.Index(h.i), task.HeldMark(w.deliveryQueue(&d), ""))
 		}
 		tasks = append(tasks, h)
 	}
@@ -414,7 +315,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	}
 	for k := 1; k < len(rec.entries); k += 3 {
 		if recorded[k/3] {
-			w.m.deliveries.WithLabelValues(appNameOf(&c.Content), rec.entries[k].(string)).Inc()
+			w.m.deliveries.WithLabelValues(task.AppOf(&c.Content), rec.entries[k].(string)).Inc()
 		}
 	}
 	if werr != nil {
@@ -423,7 +324,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	if err := ctx.Err(); err != nil {
 		// Shutdown interrupted the chunk: what was settled is recorded; the
 		// chunk goes back to its queue and hands the rest over next time.
-		return fmt.Errorf("chunk %s interrupted: %w", c.name(), err)
+		return fmt.Errorf("chunk %s interrupted: %w", c.Name(), err)
 	}
 	for _, id := range slices.Sorted(maps.Keys(groups)) {
 		if err := w.enqueueHeld(ctx, groups[id]); err != nil {
@@ -432,7 +333,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *chunk, st *chunkStates, pr
 	}
 	w.wakeCollapsed(ctx, app, c, holders, hj)
 	for _, h := range tasks {
-		d := c.delivery(h.i)
+		d := c.Delivery(h.i)
 		d.Failed = h.failed
 		d.Unsettled = h.unsettled
 		if err := w.enqueueDelivery(ctx, &d, h.delay); err != nil {
@@ -454,7 +355,7 @@ type heldBy struct {
 // their markers written, their held tasks created) whose bookings a newer
 // push collapsed before their markers named those tasks (collapsedSince):
 // a held task at once, a hush:waiting-jobs group once hj creates it.
-func (w *Worker) wakeCollapsed(ctx context.Context, app *App, c *chunk, hs []heldBy, hj *heldJobsGroups) {
+func (w *Worker) wakeCollapsed(ctx context.Context, app *App, c *task.Chunk, hs []heldBy, hj *heldJobsGroups) {
 	if len(hs) == 0 || c.Content.CollapseKey == "" {
 		return
 	}
@@ -462,13 +363,13 @@ func (w *Worker) wakeCollapsed(ctx context.Context, app *App, c *chunk, hs []hel
 	for k, h := range hs {
 		idx[k] = h.i
 	}
-	for k, gone := range w.collapsedSince(ctx, app, c.bookItems(idx)) {
+	for k, gone := range w.collapsedSince(ctx, app, bookItemsOf(c, idx)) {
 		switch {
 		case gone && hs[k].joined:
 			hj.wakeOnce(hs[k].task)
 		case gone:
 			woken := w.client.wakeHeld(ctx, hs[k].queue, hs[k].task)
-			w.log.Info("held push collapsed before its marker was written", "delivery", task.Member(c.Job, c.index(hs[k].i), 0), "task", hs[k].task, "woken", woken)
+			w.log.Info("held push collapsed before its marker was written", "delivery", task.Member(c.Job, c.Index(hs[k].i), 0), "task", hs[k].task, "woken", woken)
 		}
 	}
 }
@@ -476,15 +377,15 @@ func (w *Worker) wakeCollapsed(ctx context.Context, app *App, c *chunk, hs []hel
 // cancelled ends recipients idx of c as cancelled: the first-attempt
 // bookings of those an earlier run of the chunk left held are given back,
 // then rec records them (and their dropped events).
-func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkRecord) {
+func (w *Worker) cancelled(ctx context.Context, c *task.Chunk, idx []int, rec *chunkRecord) {
 	if len(idx) == 0 {
 		return
 	}
 	// A re-run cancelling them must not leave their slots taken.
-	_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(w.markedHeld(ctx, c, idx))...)
+	_ = w.release(ctx, "cancelled", failureLeft, 0, deliveriesOf(c, w.markedHeld(ctx, c, idx))...)
 	at := w.now()
 	for _, i := range idx {
-		rec.final(c.index(i), task.Cancelled, c.about(i, at))
+		rec.final(c.Index(i), task.Cancelled, c.About(i, at))
 	}
 	w.log.Info("deliveries dropped: job cancelled", "job", c.Job, "deliveries", len(idx))
 }
@@ -493,17 +394,17 @@ func (w *Worker) cancelled(ctx context.Context, c *chunk, idx []int, rec *chunkR
 // held (an earlier run of the chunk deferred them): their first-attempt
 // bookings are still taken. A bypass priority books nothing, so reads
 // nothing.
-func (w *Worker) markedHeld(ctx context.Context, c *chunk, idx []int) []int {
+func (w *Worker) markedHeld(ctx context.Context, c *task.Chunk, idx []int) []int {
 	if w.bypass[c.Priority] {
 		return nil
 	}
 	fields := make([]string, len(idx))
 	for k, i := range idx {
-		fields[k] = heldPrefix + strconv.Itoa(c.index(i))
+		fields[k] = heldPrefix + strconv.Itoa(c.Index(i))
 	}
 	vals, err := w.rdb.HMGet(ctx, jobKey(c.Job), fields...).Result()
 	if err != nil {
-		w.log.Warn("reading held deliveries of a cancelled chunk failed", "chunk", c.name(), "err", err)
+		w.log.Warn("reading held deliveries of a cancelled chunk failed", "chunk", c.Name(), "err", err)
 		return nil
 	}
 	var marked []int
@@ -518,7 +419,7 @@ func (w *Worker) markedHeld(ctx context.Context, c *chunk, idx []int) []int {
 // deliverWave books (unless booked is not nil) and sends recipients idx of
 // c, each recipient's first attempt; it adds their final states to rec and
 // returns the recipients left to delivery tasks.
-func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int, st *chunkStates, rec *chunkRecord, p *wavePermits, booked *booking) ([]handoff, error) {
+func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx []int, st *chunkStates, rec *chunkRecord, p *wavePermits, booked *booking) ([]handoff, error) {
 	var handoffs []handoff
 	// when each recipient's calls may leave (sendTimes).
 	when := make([]sendTimes, len(c.Recipients))
@@ -526,7 +427,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	if booked == nil {
 		var items []bookItem
 		if !bypass {
-			items = c.bookItems(idx)
+			items = bookItemsOf(c, idx)
 		}
 		b := w.book(ctx, app, items, bookHow{job: c.Job})
 		b.idx = idx
@@ -536,7 +437,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	case gateCancelled:
 		// Nothing was sent under the wave's bookings: give them back.
 		if booked.err == nil {
-			_ = w.release(ctx, "cancelled", failureLeft, 0, c.deliveries(booked.held())...)
+			_ = w.release(ctx, "cancelled", failureLeft, 0, deliveriesOf(c, booked.held())...)
 		}
 		p.releaseAll()
 		w.cancelled(ctx, c, idx, rec)
@@ -545,10 +446,10 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		// The job may be cancelled: nothing is sent, the bookings go back,
 		// and the chunk's re-run reads the cancellation again.
 		if booked.err == nil {
-			_ = w.release(ctx, "unread", failureLeft, 0, c.deliveries(booked.held())...)
+			_ = w.release(ctx, "unread", failureLeft, 0, deliveriesOf(c, booked.held())...)
 		}
 		p.releaseAll()
-		return nil, fmt.Errorf("wave of %s: %w", c.name(), booked.cancelErr)
+		return nil, fmt.Errorf("wave of %s: %w", c.Name(), booked.cancelErr)
 	}
 	var sendNow []int
 	// Each recipient's slot, on the local clock and on the limiter's.
@@ -567,7 +468,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			if err == nil {
 				err = fmt.Errorf("%d answers for %d requests", len(res), len(idx))
 			}
-			return nil, fmt.Errorf("limiter reserve for %s: %w", c.name(), err)
+			return nil, fmt.Errorf("limiter reserve for %s: %w", c.Name(), err)
 		}
 		// A booking an earlier run of the chunk made may carry a push when
 		// that run may have ended during its provider call (Asynq counts
@@ -576,7 +477,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		for k, i := range idx {
 			r := res[k]
 			by := byWave
-			if c.held() {
+			if c.Held() {
 				by = byHeld
 			}
 			unsettled := r.Existing && afterUnsettled(retried, 0)
@@ -584,7 +485,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 				handoffs = append(handoffs, handoff{i: i, unsettled: unsettled})
 				continue
 			}
-			d := c.delivery(i)
+			d := c.Delivery(i)
 			if r.Collapsed != "" {
 				w.collapsedBy(&d, r.Collapsed)
 			}
@@ -611,9 +512,9 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 		}
 	}
-	ds := make([]delivery, len(c.Recipients))
+	ds := make([]task.Delivery, len(c.Recipients))
 	for _, i := range sendNow {
-		ds[i] = c.delivery(i)
+		ds[i] = c.Delivery(i)
 	}
 	// The app's send rate (pace.go): each recipient is sent at its turns,
 	// waiting for them without a send permit (callAtTurn), or held: its
@@ -640,7 +541,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		var release []int
 		for k, i := range sendNow {
 			if res[k].hold {
-				held[c.index(i)] = res[k].last
+				held[c.Index(i)] = res[k].last
 				release = append(release, i)
 				if res[k].turn.Sub(now) <= maxInlineWait && (c.Deadline.IsZero() || res[k].turn.Before(c.Deadline)) {
 					near[i] = res[k]
@@ -654,10 +555,10 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 			}
 			kept = append(kept, i)
 		}
-		_ = w.release(ctx, "paced", failureLeft, 0, c.deliveries(release)...)
+		_ = w.release(ctx, "paced", failureLeft, 0, deliveriesOf(c, release)...)
 		// Recorded first: a held recipient this wave does not send keeps
 		// its turn in its delivery task.
-		if err := w.store.holdPaced(ctx, c.Job, held, c.ttl()); err != nil {
+		if err := w.store.holdPaced(ctx, c.Job, held, c.TTL()); err != nil {
 			for i := range near {
 				handoffs = append(handoffs, handoff{i: i})
 			}
@@ -674,7 +575,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	// do those of the paced ones, which take one again at their turns; the
 	// others' go back as each recipient's sends end, so the next wave need
 	// not wait for this one's slowest answer.
-	if !c.held() {
+	if !c.Held() {
 		p.release(int64(len(idx) - len(sendNow) + len(paced)))
 	}
 	results := make([][]*providers.Result, len(c.Recipients))
@@ -687,7 +588,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	}
 	for _, i := range sendNow {
 		results[i] = make([]*providers.Result, len(ds[i].Devices))
-		if c.held() || paced[i] {
+		if c.Held() || paced[i] {
 			calls = append(calls, w.callAtTurn(ctx, app, &ds[i], st.devices[i], when[i], results[i], fold))
 			continue
 		}
@@ -696,13 +597,13 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 	w.pool.all(calls)
 	var errs []error
 	for _, i := range sendNow {
-		v := judge(st.devices[i], results[i], st.attempts[i], w.retry, w.now(), ds[i].retryUntil(), ctx.Err() != nil)
+		v := judge(st.devices[i], results[i], st.attempts[i], w.retry, w.now(), ds[i].RetryUntil(), ctx.Err() != nil)
 		final, n, err := w.after(ctx, &ds[i], st.attempts[i], v)
 		if err != nil && v.act == actRetry {
 			// Its delivery task repeats the attempt after the retry's
 			// delay, not the chunk's re-run after Asynq's backoff.
 			n = unrecordedRetry(v, err)
-			w.log.Warn("delivery retry not recorded, handed to its task", "delivery", ds[i].member(), "in", n.delay, "err", n.cause)
+			w.log.Warn("delivery retry not recorded, handed to its task", "delivery", ds[i].Member(), "in", n.delay, "err", n.cause)
 			err = nil
 		}
 		if fold != nil {
@@ -719,7 +620,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 		case n.failed != "":
 			handoffs = append(handoffs, handoff{i: i, failed: n.failed})
 		case final != "":
-			rec.final(c.index(i), final, c.about(i, w.now()))
+			rec.final(c.Index(i), final, c.About(i, w.now()))
 		case n.stop:
 			// Shutdown: the chunk's re-run hands it over.
 		case v.act == actRebook:
@@ -741,7 +642,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *chunk, idx []int,
 // booking, one task and one worker slot per recipient: kept in the wave, a
 // paced fan-out keeps the rate instead of waiting for worker slots and
 // missing the turns it was granted.
-func (w *Worker) rebookNear(ctx context.Context, app *App, c *chunk, near map[int]paceResult, ds []delivery, slots []time.Time, when []sendTimes, handoffs *[]handoff) []int {
+func (w *Worker) rebookNear(ctx context.Context, app *App, c *task.Chunk, near map[int]paceResult, ds []task.Delivery, slots []time.Time, when []sendTimes, handoffs *[]handoff) []int {
 	if len(near) == 0 {
 		return nil
 	}

@@ -447,6 +447,6 @@ func recordOf(job *payload.Job, queue string) recordInfo {
 		Recipients: len(job.Recipients),
 		AcceptedAt: job.AcceptedAt,
 		Deadline:   job.Deadline(),
-		Retain:     retainFrom(job.AcceptedAt, &job.Content),
+		Retain:     task.RetainFrom(job.AcceptedAt, &job.Content),
 	}
 }

@@ -10,7 +10,7 @@ import (
 // injects it; the default is the system clock. Three reads stay on the
 // system clock because another party measures them in real time: a
 // handler's stop before its Asynq deadline (handling), the dequeue gate's
-// idle spans, and the TTL of a job's keys (ttlFor).
+// idle spans, and the TTL of a job's keys (task.TTLFor).
 type Clock = task.Clock
 
 // now is the time on the worker's clock.

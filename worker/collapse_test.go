@@ -50,14 +50,14 @@ func newCollapseBench(t *testing.T) *collapseBench {
 
 // push is a delivery of job id to user u of app, with collapse key score,
 // accepted at offset after the bench's start.
-func (b *collapseBench) push(app, id string, accepted time.Duration) *delivery {
-	return &delivery{Job: id, UserID: "u", AcceptedAt: b.start.Add(accepted),
+func (b *collapseBench) push(app, id string, accepted time.Duration) *task.Delivery {
+	return &task.Delivery{Job: id, UserID: "u", AcceptedAt: b.start.Add(accepted),
 		Content: payload.Content{App: app, CollapseKey: "score"}}
 }
 
 // book is the booking of d's attempt n, as the worker asks for it, and
 // what it means.
-func (b *collapseBench) book(d *delivery, n int) (throttle.Reservation, step) {
+func (b *collapseBench) book(d *task.Delivery, n int) (throttle.Reservation, step) {
 	b.t.Helper()
 	rs, err := b.lim.ReserveBatch(context.Background(), []throttle.Request{b.w.requestOf(b.apps[d.Content.App], d, n, time.Time{})})
 	if err != nil {

@@ -518,21 +518,6 @@ func retryAfterOr(r *providers.Result, n int, now, until, throttledSince time.Ti
 	return max(at.Sub(now), 0), false
 }
 
-// retryMargin is how long before its records' end a delivery's last retry
-// runs, so it still finds them (Asynq may start it seconds late).
-const retryMargin = time.Hour
-
-// retryUntil is the latest instant a retry of a delivery may run: its
-// deadline (its records outlive it: ttlFor), or, without one, the end of
-// its records' life (recordTTL from retained, retainFrom's answer) less
-// retryMargin.
-func retryUntil(retained, deadline time.Time) time.Time {
-	if !deadline.IsZero() {
-		return deadline
-	}
-	return retained.Add(recordTTL - retryMargin)
-}
-
 func deviceState(o providers.Outcome) string {
 	switch o {
 	case providers.Delivered:

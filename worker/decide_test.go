@@ -349,7 +349,7 @@ func TestRetryAfterClamped(t *testing.T) {
 		{"as given", 30 * time.Second, now.Add(time.Hour), time.Time{}, 0, 30 * time.Second, false},
 		{"no bound", 30 * time.Second, time.Time{}, time.Time{}, 0, 30 * time.Second, false},
 		{"absurd, to the deadline", tenYears, now.Add(3 * time.Second), now, time.Hour, 3 * time.Second, false},
-		{"absurd, no deadline: to the records' end", tenYears, retryUntil(now, time.Time{}), time.Time{}, 0, recordTTL - retryMargin, false},
+		{"absurd, no deadline: to the records' end", tenYears, task.RetryUntil(now, time.Time{}), time.Time{}, 0, task.RecordTTL - task.RetryMargin, false},
 		{"absurd, HUSH_MAX_THROTTLED first: fails", tenYears, now.Add(24 * time.Hour), now, time.Hour, 0, true},
 		{"within HUSH_MAX_THROTTLED", time.Minute, now.Add(24 * time.Hour), now.Add(-30 * time.Minute), time.Hour, time.Minute, false},
 		{"past HUSH_MAX_THROTTLED by a second", 31 * time.Minute, now.Add(24 * time.Hour), now.Add(-30 * time.Minute), time.Hour, 0, true},
@@ -375,11 +375,11 @@ func TestRetryUntil(t *testing.T) {
 		want     time.Time
 	}{
 		{"deadline", acc.Add(time.Hour), acc.Add(time.Hour)},
-		{"no deadline", time.Time{}, acc.Add(recordTTL - retryMargin)},
+		{"no deadline", time.Time{}, acc.Add(task.RecordTTL - task.RetryMargin)},
 		{"deadline after a week: the records outlive it", acc.Add(30 * 24 * time.Hour), acc.Add(30 * 24 * time.Hour)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := retryUntil(acc, tc.deadline); !got.Equal(tc.want) {
+			if got := task.RetryUntil(acc, tc.deadline); !got.Equal(tc.want) {
 				t.Errorf("retryUntil = %s, want %s", got, tc.want)
 			}
 		})

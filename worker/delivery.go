@@ -3,14 +3,12 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
 
-	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker/internal/task"
@@ -31,87 +29,12 @@ const (
 // place (a late booking, devices left late) before it hands itself back.
 const maxLoops = 4
 
-// delivery is the payload of a hush:delivery task: one recipient of a job,
-// readable JSON for asynqmon.
-type delivery struct {
-	Job    string `json:"job"`
-	Index  int    `json:"index"`
-	UserID string `json:"user_id"`
-	// Timezone is the recipient's time zone for the quiet hours (empty:
-	// the worker's default).
-	Timezone string           `json:"timezone,omitempty"`
-	Devices  []payload.Device `json:"devices"`
-	Content  payload.Content  `json:"content"`
-	Priority payload.Priority `json:"priority"`
-	// Deadline is when the delivery expires; zero: never.
-	Deadline   time.Time `json:"deadline,omitzero"`
-	AcceptedAt time.Time `json:"accepted_at"`
-	// Failed, set by a chunk, is the reason of a failure that ends the
-	// delivery: the task records it and is archived with it.
-	Failed string `json:"failed,omitempty"`
-	// Unsettled, set by a chunk, says the run handing the recipient over
-	// found its first booking made by an earlier run that may have ended
-	// during its provider call (afterUnsettled): the first attempt is
-	// unsettled (attempts.unsettled).
-	Unsettled bool `json:"unsettled,omitempty"`
-}
-
-// appName is the app of the delivery's job as it names it, for metrics,
-// events and logs.
-func (d *delivery) appName() string { return appNameOf(&d.Content) }
-
-// about names d for the event of its final state: its job, app, user and
-// the time at, with reason for a failure.
-func (d *delivery) about(at time.Time, reason string) Event {
-	return Event{Job: d.Job, App: d.appName(), UserID: d.UserID, Reason: reason, At: at.UTC()}
-}
-
-// appNameOf is the app a job's content names (DefaultApp when empty: a
-// job accepted before apps, or by a standalone Client).
-func appNameOf(c *payload.Content) string {
-	if c.App == "" {
-		return DefaultApp
-	}
-	return c.App
-}
-
 // later is the later of a and b.
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
 	}
 	return a
-}
-
-// member is the delivery's first attempt's limiter booking id (logs).
-func (d *delivery) member() string { return task.Member(d.Job, d.Index, 0) }
-
-func (d *delivery) check() error {
-	switch {
-	case d.Job == "":
-		return errors.New("no job id")
-	case d.Index < 0:
-		return fmt.Errorf("negative recipient index %d", d.Index)
-	case d.UserID == "":
-		return errors.New("no user_id")
-	case len(d.Devices) == 0:
-		return errors.New("no devices")
-	}
-	return nil
-}
-
-// retryUntil is the latest instant a retry of d may run (retryUntil).
-func (d *delivery) retryUntil() time.Time {
-	return retryUntil(retainFrom(d.AcceptedAt, &d.Content), d.Deadline)
-}
-
-// ttl is the TTL of its job's records.
-func (d *delivery) ttl() time.Duration {
-	return ttlFor(retainFrom(d.AcceptedAt, &d.Content), d.Deadline)
-}
-
-func (d *delivery) expired(at time.Time) bool {
-	return !d.Deadline.IsZero() && !at.Before(d.Deadline)
 }
 
 // handleDelivery takes one recipient of a job through the limiter and the
@@ -121,11 +44,11 @@ func (w *Worker) handleDelivery(ctx context.Context, t *asynq.Task) error {
 }
 
 func (w *Worker) deliveryTask(ctx context.Context, t *asynq.Task) error {
-	var d delivery
+	var d task.Delivery
 	if err := json.Unmarshal(t.Payload(), &d); err != nil {
 		return fmt.Errorf("undecodable delivery payload: %w: %w", err, asynq.SkipRetry)
 	}
-	if err := d.check(); err != nil {
+	if err := d.Check(); err != nil {
 		return fmt.Errorf("invalid delivery payload: %w: %w", err, asynq.SkipRetry)
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
@@ -160,18 +83,18 @@ func (w *Worker) deliveryTask(ctx context.Context, t *asynq.Task) error {
 // send, judge. It returns again when the delivery should go round once
 // more at once (a booking given back, a new attempt without delay), else
 // the task's result.
-func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (again bool, err error) {
+func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientState) (again bool, err error) {
 	a := st.attempts
 	if !slices.Contains(st.devices, "") {
 		// Every device settled, final state not recorded: a run died between
 		// the two.
-		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, w.now(), d.retryUntil(), false)
+		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, w.now(), d.RetryUntil(), false)
 		return false, w.carryOut(ctx, d, a, v)
 	}
 	if st.cancelled {
 		return false, w.drop(ctx, d, st, task.Cancelled)
 	}
-	if d.expired(w.now()) {
+	if d.Expired(w.now()) {
 		return false, w.drop(ctx, d, st, task.Expired)
 	}
 	app, err := w.appOf(d)
@@ -179,7 +102,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		// Accepted by a process with another apps file.
 		return false, w.waitForApp(ctx, d, st, missing)
 	}
-	w.appWaits.done(d.appName(), d.member())
+	w.appWaits.done(d.AppName(), d.Member())
 	if wait := a.retryAt.Sub(w.now()); wait > 0 {
 		// A retry recorded with its delay (a provider's Retry-After, or
 		// the backoff) by a run that stopped before waiting it out (a
@@ -193,7 +116,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return false, fmt.Errorf("waiting for the retry of %s: %w", d.member(), ctx.Err())
+			return false, fmt.Errorf("waiting for the retry of %s: %w", d.Member(), ctx.Err())
 		}
 		return true, nil // read again: the job may be cancelled or expired since
 	}
@@ -217,7 +140,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		case gateUnknown:
 			// The job may be cancelled: nothing is sent; the next run
 			// reads again and finds the booking, if one was made.
-			return false, fmt.Errorf("delivery %s: %w", d.member(), b.cancelErr)
+			return false, fmt.Errorf("delivery %s: %w", d.Member(), b.cancelErr)
 		}
 		if b.err != nil {
 			return false, fmt.Errorf("limiter reserve for %s: %w", task.Member(d.Job, d.Index, a.n), b.err)
@@ -232,17 +155,17 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		case moveDrop:
 			if rt.reason == task.Expired && p.heldBy != "" {
 				// Its deadline may be hours ahead: say which rule's slot is past it.
-				w.log.Info("delivery expires before its slot", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID,
+				w.log.Info("delivery expires before its slot", "delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID,
 					"slot", res.At.UTC().Format(time.RFC3339Nano), "rule", p.heldBy)
 			}
 			return false, w.drop(ctx, d, st, rt.reason)
 		case moveRebook:
 			return true, w.release(ctx, "late", failureReturned, a.n, d)
 		case moveNext:
-			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), time.Time{}, d.ttl())
+			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), time.Time{}, d.TTL())
 			return err == nil, err
 		case moveDefer:
-			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d), d.ttl()); err != nil {
+			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d), d.TTL()); err != nil {
 				return false, err
 			}
 			if w.collapsedSince(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}})[0] {
@@ -263,7 +186,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 		return false, err
 	}
 	if paced[0].hold {
-		if err := w.store.holdPaced(ctx, d.Job, map[int]pacedTurn{d.Index: paced[0].last}, d.ttl()); err != nil {
+		if err := w.store.holdPaced(ctx, d.Job, map[int]pacedTurn{d.Index: paced[0].last}, d.TTL()); err != nil {
 			return false, err
 		}
 		w.m.limiter.WithLabelValues(app.Name, "paced").Inc()
@@ -283,12 +206,12 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 			timer.Stop()
 			// Shutdown or timeout: the task goes back to its queue and
 			// gets the same booking on its next run.
-			return false, fmt.Errorf("waiting for the slot of %s: %w", d.member(), ctx.Err())
+			return false, fmt.Errorf("waiting for the slot of %s: %w", d.Member(), ctx.Err())
 		}
 	}
 	results := make([]*providers.Result, len(d.Devices))
 	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, when, results, nil, func() {}))
-	v := judge(st.devices, results, a, w.retry, w.now(), d.retryUntil(), ctx.Err() != nil)
+	v := judge(st.devices, results, a, w.retry, w.now(), d.RetryUntil(), ctx.Err() != nil)
 	if v.act == actRebook {
 		return true, w.release(ctx, "late", failureReturned, a.n, d)
 	}
@@ -300,7 +223,7 @@ func (w *Worker) attempt(ctx context.Context, d *delivery, st recipientState) (a
 }
 
 // carryOut applies verdict v (after) and turns it into the task's result.
-func (w *Worker) carryOut(ctx context.Context, d *delivery, a attempts, v verdict) error {
+func (w *Worker) carryOut(ctx context.Context, d *task.Delivery, a attempts, v verdict) error {
 	final, n, err := w.after(ctx, d, a, v)
 	switch {
 	case err != nil && v.act == actRetry:
@@ -312,7 +235,7 @@ func (w *Worker) carryOut(ctx context.Context, d *delivery, a attempts, v verdic
 	case final != "":
 		return w.finish(ctx, d, final, "")
 	case n.stop:
-		return fmt.Errorf("delivery %s interrupted: %w", d.member(), context.Canceled)
+		return fmt.Errorf("delivery %s interrupted: %w", d.Member(), context.Canceled)
 	}
 	return retryResult(n)
 }
@@ -337,7 +260,7 @@ func retryResult(n next) error {
 }
 
 // fail records d's final state and archives its task with reason.
-func (w *Worker) fail(ctx context.Context, d *delivery, state, reason string) error {
+func (w *Worker) fail(ctx context.Context, d *task.Delivery, state, reason string) error {
 	if err := w.finish(ctx, d, state, reason); err != nil {
 		return err
 	}
@@ -379,7 +302,7 @@ func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
 // already has the push makes it a delivery. The dropped event is appended
 // before the state is recorded, so it is never lost (a re-run may emit it
 // twice).
-func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reason string) error {
+func (w *Worker) drop(ctx context.Context, d *task.Delivery, st recipientState, reason string) error {
 	if slices.Contains(st.devices, task.Delivered) {
 		// A retry for the rest of the devices ran out of time, but the user
 		// got the push on another device: that is a delivery, and the
@@ -390,7 +313,7 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 				return err
 			}
 		}
-		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.member(), "user_id", d.UserID}, d.Deadline)...)
+		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.Member(), "user_id", d.UserID}, d.Deadline)...)
 		return w.finish(ctx, d, task.Delivered, "")
 	}
 	if !st.attempts.unsettled {
@@ -398,7 +321,7 @@ func (w *Worker) drop(ctx context.Context, d *delivery, st recipientState, reaso
 			return err
 		}
 	}
-	w.log.Info("delivery dropped", withDeadline([]any{"reason", reason, "delivery", d.member(), "app", d.appName(), "user_id", d.UserID}, d.Deadline)...)
+	w.log.Info("delivery dropped", withDeadline([]any{"reason", reason, "delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID}, d.Deadline)...)
 	return w.finish(ctx, d, reason, "")
 }
 
@@ -415,8 +338,8 @@ func withDeadline(attrs []any, deadline time.Time) []any {
 // the rule that holds it: the line that shows a user's pacing in the log.
 // A slot booked before (a held push woken) names no rule: the limiter
 // says which only when it books.
-func (w *Worker) logDeferred(d *delivery, p planned) {
-	attrs := []any{"delivery", d.member(), "app", d.appName(), "user_id", d.UserID,
+func (w *Worker) logDeferred(d *task.Delivery, p planned) {
+	attrs := []any{"delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID,
 		"slot", p.slot.UTC().Format(time.RFC3339Nano), "wait", p.wait.Round(time.Millisecond)}
 	if p.heldBy != "" {
 		attrs = append(attrs, "rule", p.heldBy)

@@ -22,10 +22,10 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(redistest.Client(t), DefaultJobRetention)
 	prefix := redistest.Prefix(t)
-	record := func(c *chunk, recipient int, final string) {
+	record := func(c *task.Chunk, recipient int, final string) {
 		t.Helper()
 		rec := &chunkRecord{folded: &foldedAnswer{pending: true,
-			o: deviceOutcome{job: c.Job, field: devField(recipient, 0), state: task.Delivered, ttl: c.ttl()}}}
+			o: deviceOutcome{job: c.Job, field: devField(recipient, 0), state: task.Delivered, ttl: c.TTL()}}}
 		rec.final(recipient, final, Event{})
 		if _, err := s.record(ctx, c, rec); err != nil {
 			t.Fatal(err)
@@ -35,8 +35,8 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 		t.Helper()
 		return s.rdb.HGet(ctx, devKey(id), devField(recipient, 0)).Val(), s.rdb.PTTL(ctx, devKey(id)).Val()
 	}
-	newJob := func(name string, recipients int) *chunk {
-		c := &chunk{Job: prefix + name, AcceptedAt: time.Now()}
+	newJob := func(name string, recipients int) *task.Chunk {
+		c := &task.Chunk{Job: prefix + name, AcceptedAt: time.Now()}
 		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(c.Job)...) })
 		s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFannedOut, "recipients", recipients,
 			"accepted_at", "2026-11-25T10:00:00Z")
@@ -73,7 +73,7 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 
 	// The record is gone (its TTL ran out): the device state is written,
 	// with a TTL, as recorder.write would.
-	gone := &chunk{Job: prefix + "gone", AcceptedAt: time.Now()}
+	gone := &task.Chunk{Job: prefix + "gone", AcceptedAt: time.Now()}
 	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(gone.Job)...) })
 	record(gone, 0, task.Delivered)
 	if st, ttl := device(gone.Job, 0); st != task.Delivered || ttl <= 0 {

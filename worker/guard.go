@@ -113,8 +113,8 @@ func (b *booking) sendBy(slotBy time.Time) time.Time {
 // refused after d's deadline, and never later than its job's records are
 // kept (less a day), so a slot is never used after the records that stop
 // a second send are gone.
-func (w *Worker) requestOf(a *App, d *delivery, n int, paced time.Time) throttle.Request {
-	notAfter := retainFrom(d.AcceptedAt, &d.Content).Add(recordTTL - 24*time.Hour)
+func (w *Worker) requestOf(a *App, d *task.Delivery, n int, paced time.Time) throttle.Request {
+	notAfter := task.RetainFrom(d.AcceptedAt, &d.Content).Add(task.RecordTTL - 24*time.Hour)
 	if !d.Deadline.IsZero() {
 		notAfter = d.Deadline.Add(-time.Millisecond)
 	}
@@ -134,7 +134,7 @@ func (w *Worker) requestOf(a *App, d *delivery, n int, paced time.Time) throttle
 		if _, ok := a.Policy.Categories[cat]; ok {
 			q.Category = cat
 		} else if _, warned := w.unknownCats.LoadOrStore(a.Name+"/"+cat, true); !warned {
-			w.log.Warn("a job names a category its app does not have here: its pushes keep the global rules alone", "delivery", d.member(), "app", a.Name, "category", cat)
+			w.log.Warn("a job names a category its app does not have here: its pushes keep the global rules alone", "delivery", d.Member(), "app", a.Name, "category", cat)
 		}
 	}
 	return q
@@ -205,10 +205,10 @@ func (w *Worker) wake(job string, index int, queues ...string) bool {
 // user's held push with the same collapse key: the held one's delivery is
 // woken, finds its booking collapsed and drops itself (drop, reason
 // collapsed: event, metric, final state).
-func (w *Worker) collapsedBy(d *delivery, member string) {
+func (w *Worker) collapsedBy(d *task.Delivery, member string) {
 	job, index, _, ok := task.ParseMember(member)
 	if !ok {
-		w.log.Warn("collapsed a booking whose member names no delivery", "delivery", d.member(), "collapsed", member)
+		w.log.Warn("collapsed a booking whose member names no delivery", "delivery", d.Member(), "collapsed", member)
 		return
 	}
 	// Its task waits on the user's shard of its priority, which need not
@@ -220,7 +220,7 @@ func (w *Worker) collapsedBy(d *delivery, member string) {
 		}
 	}
 	woken := w.wake(job, index, queues...)
-	w.log.Info("held push collapsed by a newer one", "delivery", member, "by", d.member(), "user_id", d.UserID, "woken", woken)
+	w.log.Info("held push collapsed by a newer one", "delivery", member, "by", d.Member(), "user_id", d.UserID, "woken", woken)
 }
 
 // collapsedSince reports, per recipient just held back (items: each
@@ -240,7 +240,7 @@ func (w *Worker) collapsedSince(ctx context.Context, app *App, items []bookItem)
 	b := w.book(ctx, app, items, bookHow{})
 	if b.err != nil {
 		w.log.Warn("held pushes not looked up for a collapse since their booking (left to their slots)",
-			"delivery", items[0].d.member(), "deliveries", len(items), "err", b.err)
+			"delivery", items[0].d.Member(), "deliveries", len(items), "err", b.err)
 		return out
 	}
 	for k, r := range b.res {

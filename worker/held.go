@@ -52,8 +52,8 @@ import (
 // heldQueue is the queue of a held task: the shard of its id on its
 // priority's queue, in the held queue beside it (task.HeldQueuePrefix) when
 // the task waits there.
-func (w *Worker) heldQueue(c *chunk) string {
-	q := task.ShardQueue(string(c.Priority), c.name(), w.shards)
+func (w *Worker) heldQueue(c *task.Chunk) string {
+	q := task.ShardQueue(string(c.Priority), c.Name(), w.shards)
 	if c.Waits {
 		q = task.HeldQueueOf(q)
 	}
@@ -62,17 +62,17 @@ func (w *Worker) heldQueue(c *chunk) string {
 
 // heldGroups gathers the held tasks a chunk's run creates or creates
 // again, by task id.
-type heldGroups map[string]*chunk
+type heldGroups map[string]*task.Chunk
 
 // add puts c's recipient i, booked at slot at the limiter's instant
 // booked (both on the limiter's clock), into the held task (in a held
 // queue) waking at Unix second wake, and returns that task.
-func (g heldGroups) add(w *Worker, c *chunk, i int, wake int64, slot, booked time.Time) *chunk {
+func (g heldGroups) add(w *Worker, c *task.Chunk, i int, wake int64, slot, booked time.Time) *task.Chunk {
 	h := g.task(c, wake, true)
-	if h.queue == "" {
-		h.queue = w.heldQueue(h)
+	if h.Queue == "" {
+		h.Queue = w.heldQueue(h)
 	}
-	h.Indices = append(h.Indices, c.index(i))
+	h.Indices = append(h.Indices, c.Index(i))
 	h.Recipients = append(h.Recipients, c.Recipients[i])
 	h.Slots = append(h.Slots, heldSlot(slot, booked))
 	h.Booked = earliestBooking(h.Booked, slot, booked)
@@ -104,29 +104,29 @@ func earliestBooking(ms int64, slot, booked time.Time) int64 {
 // again puts c's recipient i back into the held task its marker names
 // (mark, as task.ParseHeldMark splits it), in the queue the marker names, and
 // returns that task.
-func (g heldGroups) again(c *chunk, i int, queue, owner string) (*chunk, error) {
+func (g heldGroups) again(c *task.Chunk, i int, queue, owner string) (*task.Chunk, error) {
 	job, k, wake, waits, ok := task.ParseHeldID(owner)
-	if !ok || job != c.Job || k != c.From/chunkSize || queue == "" {
-		return nil, fmt.Errorf("chunk %s: recipient %d is held by %q in %q, not a held task of this chunk: %w", c.name(), c.index(i), owner, queue, asynq.SkipRetry)
+	if !ok || job != c.Job || k != c.From/task.ChunkSize || queue == "" {
+		return nil, fmt.Errorf("chunk %s: recipient %d is held by %q in %q, not a held task of this chunk: %w", c.Name(), c.Index(i), owner, queue, asynq.SkipRetry)
 	}
 	h := g.task(c, wake, waits)
-	if h.queue == "" {
-		h.queue = queue
-	} else if h.queue != queue {
-		return nil, fmt.Errorf("chunk %s: held task %s is marked in both %s and %s: %w", c.name(), owner, h.queue, queue, asynq.SkipRetry)
+	if h.Queue == "" {
+		h.Queue = queue
+	} else if h.Queue != queue {
+		return nil, fmt.Errorf("chunk %s: held task %s is marked in both %s and %s: %w", c.Name(), owner, h.Queue, queue, asynq.SkipRetry)
 	}
-	h.Indices = append(h.Indices, c.index(i))
+	h.Indices = append(h.Indices, c.Index(i))
 	h.Recipients = append(h.Recipients, c.Recipients[i])
 	h.Slots = append(h.Slots, 0) // not known here: the task's run looks it up
 	return h, nil
 }
 
 // task is the held task of c's chunk waking at wake, made empty at first.
-func (g heldGroups) task(c *chunk, wake int64, waits bool) *chunk {
-	id := task.HeldID(c.Job, c.From/chunkSize, wake, waits)
+func (g heldGroups) task(c *task.Chunk, wake int64, waits bool) *task.Chunk {
+	id := task.HeldID(c.Job, c.From/task.ChunkSize, wake, waits)
 	h := g[id]
 	if h == nil {
-		h = &chunk{
+		h = &task.Chunk{
 			Job: c.Job, From: c.From, Wake: wake, Waits: waits, Indices: []int{},
 			Content: c.Content, Priority: c.Priority, Deadline: c.Deadline, AcceptedAt: c.AcceptedAt,
 		}
@@ -143,7 +143,7 @@ func (g heldGroups) task(c *chunk, wake int64, waits bool) *chunk {
 // are on the limiter's clock, read here as this process last read that
 // clock (limiterClock), so processes whose clocks disagree still send at
 // the limiter's instants.
-func (w *Worker) heldSlots(ctx context.Context, app *App, c *chunk, st *chunkStates, todo []int) *booking {
+func (w *Worker) heldSlots(ctx context.Context, app *App, c *task.Chunk, st *chunkStates, todo []int) *booking {
 	if app == nil || len(todo) == 0 || w.bypass[c.Priority] {
 		return nil
 	}
@@ -153,7 +153,7 @@ func (w *Worker) heldSlots(ctx context.Context, app *App, c *chunk, st *chunkSta
 			return nil
 		}
 	}
-	b := w.book(ctx, app, c.bookItems(todo), bookHow{found: found, readAt: st.readAt, foundOnly: true})
+	b := w.book(ctx, app, bookItemsOf(c, todo), bookHow{found: found, readAt: st.readAt, foundOnly: true})
 	if b.err != nil {
 		return nil
 	}
@@ -164,12 +164,12 @@ func (w *Worker) heldSlots(ctx context.Context, app *App, c *chunk, st *chunkSta
 // enqueueHeld creates held task h, in its queue, to run at its second of
 // waking. A task with its id that still exists (an earlier run created
 // it) is left as it is.
-func (w *Worker) enqueueHeld(ctx context.Context, h *chunk) error {
+func (w *Worker) enqueueHeld(ctx context.Context, h *task.Chunk) error {
 	b, err := json.Marshal(h)
 	if err != nil {
-		return fmt.Errorf("encode held task %s: %w", h.name(), err)
+		return fmt.Errorf("encode held task %s: %w", h.Name(), err)
 	}
-	return w.client.enqueueHeld(ctx, TypeHeld, h.name(), h.queue, time.Unix(h.Wake, 0), b)
+	return w.client.enqueueHeld(ctx, TypeHeld, h.Name(), h.Queue, time.Unix(h.Wake, 0), b)
 }
 
 // callAtTurn sends d at its time (when): it waits without a send permit,
@@ -178,7 +178,7 @@ func (w *Worker) enqueueHeld(ctx context.Context, h *chunk) error {
 // paced one for its turn: neither keeps a permit another send could use
 // meanwhile. Shutdown during the wait leaves results empty (the task goes
 // back as it is).
-func (w *Worker) callAtTurn(ctx context.Context, app *App, d *delivery, states []string, when sendTimes, results []*providers.Result, fold *foldedAnswer) func() {
+func (w *Worker) callAtTurn(ctx context.Context, app *App, d *task.Delivery, states []string, when sendTimes, results []*providers.Result, fold *foldedAnswer) func() {
 	return func() {
 		first := time.Time{}
 		for j := range d.Devices {

@@ -153,16 +153,16 @@ func (e *env) lateHandoffs() map[string]bool {
 }
 
 // heldOf decodes held tasks' payloads.
-func heldOf(t *testing.T, tasks map[string]*asynq.TaskInfo) []chunk {
+func heldOf(t *testing.T, tasks map[string]*asynq.TaskInfo) []task.Chunk {
 	t.Helper()
-	var out []chunk
+	var out []task.Chunk
 	for _, ti := range tasks {
-		var c chunk
+		var c task.Chunk
 		if err := json.Unmarshal(ti.Payload, &c); err != nil {
 			t.Fatal(err)
 		}
-		if c.name() != ti.ID {
-			t.Errorf("held task %s names itself %s", ti.ID, c.name())
+		if c.Name() != ti.ID {
+			t.Errorf("held task %s names itself %s", ti.ID, c.Name())
 		}
 		out = append(out, c)
 	}
@@ -175,20 +175,20 @@ func checkHeld(t *testing.T, e *env, held map[string]*asynq.TaskInfo, want []int
 	t.Helper()
 	var idx []int
 	for _, c := range heldOf(t, held) {
-		if c.From != c.Indices[0]/chunkSize*chunkSize || len(c.Indices) != len(c.Recipients) {
-			t.Errorf("held task %s: from %d, %d indices for %d recipients", c.name(), c.From, len(c.Indices), len(c.Recipients))
+		if c.From != c.Indices[0]/task.ChunkSize*task.ChunkSize || len(c.Indices) != len(c.Recipients) {
+			t.Errorf("held task %s: from %d, %d indices for %d recipients", c.Name(), c.From, len(c.Indices), len(c.Recipients))
 		}
 		for k, i := range c.Indices {
 			idx = append(idx, i)
 			if c.Recipients[k].UserID != fmt.Sprintf("u-%d", i) {
-				t.Errorf("held task %s: recipient %d is %s", c.name(), i, c.Recipients[k].UserID)
+				t.Errorf("held task %s: recipient %d is %s", c.Name(), i, c.Recipients[k].UserID)
 			}
 			mark, err := e.rdb.HGet(t.Context(), jobKey("held"), heldPrefix+fmt.Sprint(i)).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if q, task := task.ParseHeldMark(mark); q != heldNormal || task != c.name() {
-				t.Errorf("recipient %d marked %q, want held by %s on %s", i, mark, c.name(), heldNormal)
+			if q, task := task.ParseHeldMark(mark); q != heldNormal || task != c.Name() {
+				t.Errorf("recipient %d marked %q, want held by %s on %s", i, mark, c.Name(), heldNormal)
 			}
 		}
 	}
@@ -217,7 +217,7 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 	if len(own) == 0 || len(own) > 3 {
 		t.Fatalf("%d held tasks for the job task's 100 recipients, want 1 to 3", len(own))
 	}
-	ownIDs := checkHeld(t, e, own, seq(0, chunkSize))
+	ownIDs := checkHeld(t, e, own, seq(0, task.ChunkSize))
 	// The job task's re-run (its cursor lost, its held tasks gone) reads
 	// the markers and makes the same held tasks again.
 	if err := e.rdb.HDel(t.Context(), jobKey("held"), "cursor").Err(); err != nil {
@@ -250,7 +250,7 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 	if got := len(e.scheduled(TypeDelivery)); got != 0 {
 		t.Errorf("the chunk made %d delivery tasks, want none", got)
 	}
-	ids := checkHeld(t, e, held, seq(chunkSize, 150))
+	ids := checkHeld(t, e, held, seq(task.ChunkSize, 150))
 	// A re-run with the held tasks queued, then with them gone (they ran,
 	// and Asynq dropped them, or were lost).
 	for _, drop := range []bool{false, true} {
@@ -319,7 +319,7 @@ func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
 		t.Fatal("no held task")
 	}
 	// The first to wake is cut below.
-	slices.SortFunc(held, func(a, b chunk) int { return int(a.Wake - b.Wake) })
+	slices.SortFunc(held, func(a, b task.Chunk) int { return int(a.Wake - b.Wake) })
 	var latest time.Time
 	for _, c := range held {
 		for _, i := range c.Indices {
@@ -376,7 +376,7 @@ func TestHeldTaskSendsAtTheSlotsOnce(t *testing.T) {
 }
 
 // runHeld runs held task c as Asynq would.
-func (e *env) runHeld(ctx context.Context, c chunk) error {
+func (e *env) runHeld(ctx context.Context, c task.Chunk) error {
 	e.t.Helper()
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -387,7 +387,7 @@ func (e *env) runHeld(ctx context.Context, c chunk) error {
 
 // runHeldTogether runs held tasks side by side, as Asynq runs them, each
 // in a held slot of its own; each must end without an error.
-func (e *env) runHeldTogether(held []chunk) {
+func (e *env) runHeldTogether(held []task.Chunk) {
 	e.t.Helper()
 	var wg sync.WaitGroup
 	for _, c := range held {
@@ -450,7 +450,7 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 	for _, ti := range e.scheduled(TypeDelivery) {
 		_, rest, _ := strings.Cut(ti.ID, "/")
 		var i int
-		if _, err := fmt.Sscan(rest, &i); err == nil && i >= chunkSize {
+		if _, err := fmt.Sscan(rest, &i); err == nil && i >= task.ChunkSize {
 			mine = append(mine, ti)
 		}
 	}
@@ -487,13 +487,13 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 		for _, ti := range e.scheduled(TypeDelivery) {
 			_, rest, _ := strings.Cut(ti.ID, "/")
 			var i int
-			if _, err := fmt.Sscan(rest, &i); err == nil && i >= chunkSize && ti.NextProcessAt.Before(time.Now()) {
+			if _, err := fmt.Sscan(rest, &i); err == nil && i >= task.ChunkSize && ti.NextProcessAt.Before(time.Now()) {
 				_ = e.w.handleDelivery(t.Context(), asynq.NewTask(ti.Type, ti.Payload))
 			}
 		}
 	}
 	reqs := e.apns.Requests()
-	for i := chunkSize; i < 150; i++ {
+	for i := task.ChunkSize; i < 150; i++ {
 		if got := len(requestsFor(reqs, apnsToken(fmt.Sprint("held", i)))); got != 1 {
 			t.Errorf("recipient %d got %d pushes, want 1", i, got)
 		}
@@ -526,7 +526,7 @@ func TestCancelWakesHeldTasks(t *testing.T) {
 	e := newEnv(t, envOptions{limits: "100/1m", gap: "20s"})
 	e.waitDone(e.submit(fanJob("one", n)), 20*time.Second)
 	two := e.submit(fanJob("two", n))
-	waitFor(t, 10*time.Second, "the chunk task's held task", func() bool { return heldFrom(t, e, chunkSize) })
+	waitFor(t, 10*time.Second, "the chunk task's held task", func() bool { return heldFrom(t, e, task.ChunkSize) })
 	slot, ok := e.lim.slot("two/120")
 	if !ok {
 		t.Fatal("two/120 not booked")
@@ -573,7 +573,7 @@ func TestCollapseWakesHeldTask(t *testing.T) {
 	old := fanJob("old", n)
 	old.CollapseKey = "score"
 	e.submit(old)
-	waitFor(t, 5*time.Second, "the chunk task's held task", func() bool { return heldFrom(t, e, chunkSize) })
+	waitFor(t, 5*time.Second, "the chunk task's held task", func() bool { return heldFrom(t, e, task.ChunkSize) })
 	oldSlot, ok := e.lim.slot("old/120")
 	if !ok {
 		t.Fatal("old/120 not booked")
@@ -620,7 +620,7 @@ func TestEarlierChunkTasksDoNotHoldBack(t *testing.T) {
 			}
 			for _, c := range heldOf(t, e.scheduled(TypeHeld)) {
 				if c.From != 0 {
-					t.Errorf("held task %s from the chunk task, want none", c.name())
+					t.Errorf("held task %s from the chunk task, want none", c.Name())
 				}
 			}
 			if got := len(e.scheduled(TypeDelivery)); got != 50 {
@@ -711,7 +711,7 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 	}
 	wake := own[0].Wake
 	for _, c := range own {
-		if err := e.insp.DeleteTask(heldNormal, c.name()); err != nil {
+		if err := e.insp.DeleteTask(heldNormal, c.Name()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -723,7 +723,7 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 	movedID := task.HeldID("held", 0, wake+3600, true)
 	const moved = "held-normal.2"
 	marks := map[string]any{"cursor": nil}
-	for i := range chunkSize {
+	for i := range task.ChunkSize {
 		switch {
 		case i < 10:
 			marks[fmt.Sprint(heldPrefix, i)] = task.HeldMark("normal", oldID)
@@ -750,12 +750,12 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 			t.Errorf("held task %s in %s: %v", tc.id, tc.queue, err)
 			continue
 		}
-		var c chunk
+		var c task.Chunk
 		if err := json.Unmarshal(ti.Payload, &c); err != nil {
 			t.Fatal(err)
 		}
-		if c.name() != tc.id || !slices.Equal(c.Indices, tc.want) {
-			t.Errorf("held task %s in %s: named %s, holds %v; want %v", tc.id, tc.queue, c.name(), c.Indices, tc.want)
+		if c.Name() != tc.id || !slices.Equal(c.Indices, tc.want) {
+			t.Errorf("held task %s in %s: named %s, holds %v; want %v", tc.id, tc.queue, c.Name(), c.Indices, tc.want)
 		}
 		for _, i := range tc.want {
 			if mark := e.rdb.HGet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i)).Val(); mark != task.HeldMark(tc.queue, tc.id) {
@@ -765,13 +765,13 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 	}
 	var rest []int
 	for _, c := range heldOf(t, e.scheduled(TypeHeld)) {
-		if c.name() == oldID || c.name() == movedID {
-			t.Errorf("held task %s also in %s", c.name(), heldNormal)
+		if c.Name() == oldID || c.Name() == movedID {
+			t.Errorf("held task %s also in %s", c.Name(), heldNormal)
 		}
 		rest = append(rest, c.Indices...)
 	}
 	slices.Sort(rest)
-	if !slices.Equal(rest, seq(20, chunkSize)) {
+	if !slices.Equal(rest, seq(20, task.ChunkSize)) {
 		t.Errorf("held tasks in %s hold %v, want 20 to 99", heldNormal, rest)
 	}
 	if got := len(e.scheduled(TypeDelivery)); got != 0 {
@@ -937,7 +937,7 @@ func TestHeldTaskTakesItsSlotsFromItsPayload(t *testing.T) {
 	if err := e.w.handleChunk(t.Context(), chunkTask); err != nil {
 		t.Fatal(err)
 	}
-	var own, jobs []chunk
+	var own, jobs []task.Chunk
 	for _, c := range heldOf(t, e.scheduled(TypeHeld)) {
 		if c.From == 0 {
 			jobs = append(jobs, c)
@@ -953,7 +953,7 @@ func TestHeldTaskTakesItsSlotsFromItsPayload(t *testing.T) {
 	var earliest time.Time
 	for _, c := range append(own, jobs...) {
 		if len(c.Slots) != len(c.Indices) {
-			t.Fatalf("held task %s carries %d slots for %d recipients", c.name(), len(c.Slots), len(c.Indices))
+			t.Fatalf("held task %s carries %d slots for %d recipients", c.Name(), len(c.Slots), len(c.Indices))
 		}
 		for k, i := range c.Indices {
 			booked, ok := e.lim.slot(member(i))
@@ -983,7 +983,7 @@ func TestHeldTaskTakesItsSlotsFromItsPayload(t *testing.T) {
 	for _, c := range jobs {
 		wg.Go(func() {
 			if err := run(ctx, c); err == nil {
-				t.Errorf("held task %s cut by shutdown returned no error", c.name())
+				t.Errorf("held task %s cut by shutdown returned no error", c.Name())
 			}
 		})
 	}
@@ -1005,7 +1005,7 @@ func TestHeldTaskTakesItsSlotsFromItsPayload(t *testing.T) {
 	e.runHeldTogether(append(own, jobs...))
 	reqs := e.apns.Requests()
 	handed := e.lateHandoffs()
-	check := func(c chunk, rerun bool) {
+	check := func(c task.Chunk, rerun bool) {
 		for k, i := range c.Indices {
 			asks := e.lim.asked(member(i))
 			if rerun && asks < 2 {
@@ -1042,8 +1042,8 @@ func TestHeldSlotsOnlyWhenUnchanged(t *testing.T) {
 	asked := time.Now()
 	w.limiterClockOf("a").learn([]throttle.Reservation{{Now: asked.Add(ahead + time.Millisecond)}}, asked, asked.Add(2*time.Millisecond))
 	at := time.Now().Add(ahead + 2*time.Second).UnixMilli()
-	base := func() (*chunk, *chunkStates) {
-		c := &chunk{Job: "j", Wake: 1, Indices: []int{3, 5}, Slots: []int64{at, at + 7}, Booked: at - 4000,
+	base := func() (*task.Chunk, *chunkStates) {
+		c := &task.Chunk{Job: "j", Wake: 1, Indices: []int{3, 5}, Slots: []int64{at, at + 7}, Booked: at - 4000,
 			Recipients: make([]payload.Recipient, 2), Priority: payload.PriorityNormal, Content: payload.Content{App: "a"}}
 		// A reset before the bookings: they are as made.
 		return c, &chunkStates{first: true, readAt: time.Now(), resetMark: at - 4000}
@@ -1061,18 +1061,18 @@ func TestHeldSlotsOnlyWhenUnchanged(t *testing.T) {
 	if pl.step != stepWait || pl.slot.Before(want) || pl.slot.After(want.Add(20*time.Millisecond)) {
 		t.Errorf("planned %v at %s, want a wait until %s (the payload's slot on the local clock)", pl.step, pl.slot, want)
 	}
-	for name, change := range map[string]func(*chunk, *chunkStates){
-		"no reading of the limiter's clock": func(c *chunk, _ *chunkStates) { app = &App{Name: "b"} },
-		"re-run":                            func(_ *chunk, st *chunkStates) { st.first = false },
-		"cancelled":                         func(_ *chunk, st *chunkStates) { st.cancelled = true },
-		"collapse key":                      func(c *chunk, _ *chunkStates) { c.Content.CollapseKey = "score" },
-		"bypass priority":                   func(c *chunk, _ *chunkStates) { c.Priority = payload.PriorityCritical },
-		"slot not known":                    func(c *chunk, _ *chunkStates) { c.Slots[1] = 0 },
-		"no slots":                          func(c *chunk, _ *chunkStates) { c.Slots = nil },
-		"slots not beside indices":          func(c *chunk, _ *chunkStates) { c.Slots = c.Slots[:1] },
-		"not a held task":                   func(c *chunk, _ *chunkStates) { c.Wake = 0 },
-		"booked before a reset":             func(_ *chunk, st *chunkStates) { st.resetMark++ },
-		"booking instant not known":         func(c *chunk, _ *chunkStates) { c.Booked = 0 },
+	for name, change := range map[string]func(*task.Chunk, *chunkStates){
+		"no reading of the limiter's clock": func(c *task.Chunk, _ *chunkStates) { app = &App{Name: "b"} },
+		"re-run":                            func(_ *task.Chunk, st *chunkStates) { st.first = false },
+		"cancelled":                         func(_ *task.Chunk, st *chunkStates) { st.cancelled = true },
+		"collapse key":                      func(c *task.Chunk, _ *chunkStates) { c.Content.CollapseKey = "score" },
+		"bypass priority":                   func(c *task.Chunk, _ *chunkStates) { c.Priority = payload.PriorityCritical },
+		"slot not known":                    func(c *task.Chunk, _ *chunkStates) { c.Slots[1] = 0 },
+		"no slots":                          func(c *task.Chunk, _ *chunkStates) { c.Slots = nil },
+		"slots not beside indices":          func(c *task.Chunk, _ *chunkStates) { c.Slots = c.Slots[:1] },
+		"not a held task":                   func(c *task.Chunk, _ *chunkStates) { c.Wake = 0 },
+		"booked before a reset":             func(_ *task.Chunk, st *chunkStates) { st.resetMark++ },
+		"booking instant not known":         func(c *task.Chunk, _ *chunkStates) { c.Booked = 0 },
 	} {
 		c, st := base()
 		app = &App{Name: "a"}
@@ -1151,7 +1151,7 @@ func TestNearRecipientsWaitInHeldTasks(t *testing.T) {
 	now := time.Now().Unix()
 	for _, c := range held {
 		if c.Wake > now {
-			t.Errorf("held task %s wakes at %d, after now (%d): want it due at once", c.name(), c.Wake, now)
+			t.Errorf("held task %s wakes at %d, after now (%d): want it due at once", c.Name(), c.Wake, now)
 		}
 	}
 	e.runHeldTogether(held)

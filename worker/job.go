@@ -16,7 +16,7 @@ import (
 )
 
 // handleJob creates the job record and fans the job out: the job task
-// delivers the first chunkSize recipients itself and creates one chunk
+// delivers the first task.ChunkSize recipients itself and creates one chunk
 // task per further chunk. It is idempotent: a re-run (after a crash or a retry)
 // resumes from the saved cursor, skips recipients with a final state, and a
 // task that already exists is not created again.
@@ -40,16 +40,16 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 // runJob is the work of a job's task, or of the batch task carrying it
 // (task, its id; "" for the job's own task); hj takes a single-recipient
 // job's recipient when the limiter defers it (waitingjobs.go).
-func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string, hj *heldJobsGroups) error {
+func (w *Worker) runJob(ctx context.Context, job *payload.Job, taskID string, hj *heldJobsGroups) error {
 	if app, pipe := w.singlePath(job); pipe != nil {
-		return w.singleJobs(ctx, app, []*payload.Job{job}, task, hj)[0]
+		return w.singleJobs(ctx, app, []*payload.Job{job}, taskID, hj)[0]
 	}
 	queue := string(job.Priority.Effective())
 	n := len(job.Recipients)
-	first := chunkOf(job, 0)
+	first := task.ChunkOf(job, 0)
 	r := recordOf(job, queue)
-	r.Task = task
-	owner, start, states, err := w.store.start(ctx, r, n <= chunkSize, first)
+	r.Task = taskID
+	owner, start, states, err := w.store.start(ctx, r, n <= task.ChunkSize, first)
 	if err != nil {
 		return err
 	}
@@ -62,9 +62,9 @@ func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string, hj *
 		w.log.Warn("duplicate job owned by another submission ignored", "job", job.ID, "owner", r.owner(), "owned by", owner)
 		return nil
 	}
-	if n > chunkSize {
-		for from := max(chunkSize, start); from < n; from += chunkSize {
-			if err := w.enqueueChunk(ctx, chunkOf(job, from), states.fresh); err != nil {
+	if n > task.ChunkSize {
+		for from := max(task.ChunkSize, start); from < n; from += task.ChunkSize {
+			if err := w.enqueueChunk(ctx, task.ChunkOf(job, from), states.fresh); err != nil {
 				return err
 			}
 		}
@@ -85,7 +85,7 @@ func (w *Worker) runJob(ctx context.Context, job *payload.Job, task string, hj *
 // way: one recipient, booked (not a bypass priority), not expired, on a
 // limiter sharing the worker's Redis client; else a nil pipe.
 func (w *Worker) singlePath(job *payload.Job) (*App, pipeLimiter) {
-	if len(job.Recipients) != 1 || w.bypass[job.Priority.Effective()] || chunkOf(job, 0).expired(w.now()) {
+	if len(job.Recipients) != 1 || w.bypass[job.Priority.Effective()] || task.ChunkOf(job, 0).Expired(w.now()) {
 		return nil, nil
 	}
 	app, err := w.apps.resolve(job.App)
@@ -105,7 +105,7 @@ func (w *Worker) singlePath(job *payload.Job) (*App, pipeLimiter) {
 // Otherwise each job goes on alone as in deliverChunk with its slot
 // booked, holding a deferred recipient back in hj's tasks. It answers an
 // error per job.
-func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, task string, hj *heldJobsGroups) []error {
+func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, taskID string, hj *heldJobsGroups) []error {
 	errs := make([]error, len(jobs))
 	if err := w.sends.Acquire(ctx, int64(len(jobs))); err != nil {
 		for i, job := range jobs {
@@ -115,7 +115,7 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, 
 	}
 	type started struct {
 		r    recordInfo
-		c    *chunk
+		c    *task.Chunk
 		call *startCall
 		p    *wavePermits
 	}
@@ -124,10 +124,10 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, 
 	for i, job := range jobs {
 		s := &ss[i]
 		s.r = recordOf(job, string(job.Priority.Effective()))
-		s.r.Task = task
-		s.c = chunkOf(job, 0)
+		s.r.Task = taskID
+		s.c = task.ChunkOf(job, 0)
 		s.call = w.store.startCall(s.r, true, s.c)
-		items[i] = s.c.bookItems([]int{0})[0]
+		items[i] = bookItemsOf(s.c, []int{0})[0]
 		s.p = &wavePermits{sem: w.sends}
 		s.p.held.Store(1)
 	}
@@ -158,7 +158,7 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, 
 
 // startedSingle goes on with a single-recipient job once its start.lua
 // call and its booking b have answered.
-func (w *Worker) startedSingle(ctx context.Context, job *payload.Job, r recordInfo, c *chunk, call *startCall, b *booking, hj *heldJobsGroups) error {
+func (w *Worker) startedSingle(ctx context.Context, job *payload.Job, r recordInfo, c *task.Chunk, call *startCall, b *booking, hj *heldJobsGroups) error {
 	owner, _, st, err := call.result(ctx, nil)
 	if err != nil {
 		return err // a re-run finds the booking and hands it to the delivery task
@@ -171,7 +171,7 @@ func (w *Worker) startedSingle(ctx context.Context, job *payload.Job, r recordIn
 	b.cancelled = st.cancelled
 	if st.finals[0] != "" {
 		if b.err == nil && !b.res[0].Now.IsZero() && !b.res[0].Existing && b.res[0].Refused == "" {
-			_ = w.release(ctx, "settled", failureLeft, 0, c.deliveries([]int{0})...)
+			_ = w.release(ctx, "settled", failureLeft, 0, deliveriesOf(c, []int{0})...)
 		}
 		return nil
 	}
@@ -180,16 +180,16 @@ func (w *Worker) startedSingle(ctx context.Context, job *payload.Job, r recordIn
 
 // deliveryQueue is the queue of d's delivery task: its priority's shard
 // for its user.
-func (w *Worker) deliveryQueue(d *delivery) string {
+func (w *Worker) deliveryQueue(d *task.Delivery) string {
 	return task.ShardQueue(string(d.Priority), d.UserID, w.shards)
 }
 
 // enqueueDelivery creates d's delivery task, to run after delay, on its
 // priority's queue (the user's shard of it).
-func (w *Worker) enqueueDelivery(ctx context.Context, d *delivery, delay time.Duration) error {
+func (w *Worker) enqueueDelivery(ctx context.Context, d *task.Delivery, delay time.Duration) error {
 	b, err := json.Marshal(d)
 	if err != nil {
-		return fmt.Errorf("encode delivery %s: %w", d.member(), err)
+		return fmt.Errorf("encode delivery %s: %w", d.Member(), err)
 	}
 	opts := []asynq.Option{
 		asynq.TaskID(task.DeliveryID(d.Job, d.Index)), asynq.Queue(w.deliveryQueue(d)),
@@ -200,7 +200,7 @@ func (w *Worker) enqueueDelivery(ctx context.Context, d *delivery, delay time.Du
 	}
 	_, err = w.client.aq.EnqueueContext(ctx, asynq.NewTask(TypeDelivery, b), opts...)
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue delivery %s: %w", d.member(), err)
+		return fmt.Errorf("enqueue delivery %s: %w", d.Member(), err)
 	}
 	return nil
 }

@@ -72,8 +72,8 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	if diff := cmp.Diff(wantTasks, e.pending()); diff != "" {
 		t.Fatalf("pending tasks after the job task (-want +got):\n%s", diff)
 	}
-	if got := len(e.apns.Requests()); got != chunkSize-1 {
-		t.Errorf("the job task sent %d pushes, want %d (its chunk but the recipient booked before)", got, chunkSize-1)
+	if got := len(e.apns.Requests()); got != task.ChunkSize-1 {
+		t.Errorf("the job task sent %d pushes, want %d (its chunk but the recipient booked before)", got, task.ChunkSize-1)
 	}
 	// A re-run after a crash that lost the cursor.
 	if err := e.rdb.HDel(t.Context(), jobKey("fan"), "cursor").Err(); err != nil {
@@ -354,18 +354,18 @@ func TestEarlierChunkTasksStillRun(t *testing.T) {
 			if _, err := e.w.store.create(t.Context(), recordOf(&job, "normal"), jobQueued); err != nil {
 				t.Fatal(err)
 			}
-			c := chunkOf(&job, chunkSize)
+			c := task.ChunkOf(&job, task.ChunkSize)
 			b, err := json.Marshal(c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.w.client.aq.Enqueue(asynq.NewTask(typ, b), asynq.TaskID(c.name()), asynq.Queue("normal")); err != nil {
+			if _, err := e.w.client.aq.Enqueue(asynq.NewTask(typ, b), asynq.TaskID(c.Name()), asynq.Queue("normal")); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 10*time.Second, "the chunk's 50 pushes", func() bool { return len(e.apns.Requests()) >= n-chunkSize })
+			waitFor(t, 10*time.Second, "the chunk's 50 pushes", func() bool { return len(e.apns.Requests()) >= n-task.ChunkSize })
 			e.waitQuiet(10 * time.Second) // a second run of the chunk would have sent again
-			if got := len(e.apns.Requests()); got != n-chunkSize {
-				t.Errorf("%d pushes, want %d", got, n-chunkSize)
+			if got := len(e.apns.Requests()); got != n-task.ChunkSize {
+				t.Errorf("%d pushes, want %d", got, n-task.ChunkSize)
 			}
 		})
 	}

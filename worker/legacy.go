@@ -52,8 +52,8 @@ import (
 //     delivery server as the held server runs a "wait:" one. Goes once no
 //     process of a build without held queues runs, no hush:held task is
 //     left in a delivery queue (one not named held-*), and no job record
-//     can still name one: recordTTL (longer for a job whose deadline is
-//     later, ttlFor) after the last such process stopped. With it go the
+//     can still name one: task.RecordTTL (longer for a job whose deadline is
+//     later, task.TTLFor) after the last such process stopped. With it go the
 //     "held:" form in task.HeldID and task.ParseHeldID, and the delivery
 //     queue of a held task that does not wait (chunk.Waits false) in
 //     heldQueue.
@@ -97,7 +97,7 @@ import (
 //     creates that task again (heldJobsGroups.enqueue, a queue that
 //     task.JoinedQueue does not mark); a cancellation runs it by its id
 //     (Client.wakeHeld does so for hush:held tasks too). Goes once no
-//     process without seconds' tasks runs and recordTTL (ttlFor) has
+//     process without seconds' tasks runs and task.RecordTTL (task.TTLFor) has
 //     passed since the last one stopped; with it goes that branch of
 //     heldJobsGroups.enqueue.
 //
@@ -106,7 +106,7 @@ import (
 //     'ranged' and 'f:<range>' counts for them. record.lua then finds the
 //     range not fresh and reads the states, as it does after any call
 //     without a range: no code of its own. The mention in
-//     record.lua goes recordTTL after the last such build stopped.
+//     record.lua goes task.RecordTTL after the last such build stopped.
 //
 //   - A finished job's done entry without a batch task's tag, written for
 //     a batch's job by builds before tagged entries

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // An app's MaxRate caps the sends per second to one provider across every
@@ -87,7 +88,7 @@ func paceKey(app string, p payload.Platform) string { return app + ":" + string(
 // paceItem is one recipient about to be sent: its slot and the platforms
 // of its devices not yet settled.
 type paceItem struct {
-	d      *delivery
+	d      *task.Delivery
 	states []string
 	slot   time.Time // on the local clock
 	// at is the slot on the limiter's clock (the reservation's At; zero:

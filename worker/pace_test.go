@@ -59,7 +59,7 @@ func TestPacedHeldWaveTakesTurnsAtItsSlots(t *testing.T) {
 	}
 	job := withApp(fanJob("hp", n), "heldpace")
 	e.submit(job)
-	c := chunkOf(&job, 0)
+	c := task.ChunkOf(&job, 0)
 	c.Content.App, c.AcceptedAt = "heldpace", time.Now()
 	c.Wake, c.Waits = time.Now().Unix(), true
 	c.Indices = make([]int, n)
@@ -73,7 +73,7 @@ func TestPacedHeldWaveTakesTurnsAtItsSlots(t *testing.T) {
 	slot := map[string]time.Time{}
 	reqs := make([]throttle.Request, n)
 	for i := range n {
-		d := c.delivery(i)
+		d := c.Delivery(i)
 		reqs[i] = e.w.requestOf(app, &d, 0, time.Time{})
 		reqs[i].NotBefore = s
 		if i > 0 {
@@ -93,7 +93,7 @@ func TestPacedHeldWaveTakesTurnsAtItsSlots(t *testing.T) {
 	// Each recipient is the held task's (its marker).
 	marks := map[string]any{}
 	for i := range n {
-		marks[heldPrefix+strconv.Itoa(i)] = task.HeldMark(e.w.heldQueue(c), c.name())
+		marks[heldPrefix+strconv.Itoa(i)] = task.HeldMark(e.w.heldQueue(c), c.Name())
 	}
 	if err := e.rdb.HSet(t.Context(), jobKey("hp"), marks).Err(); err != nil {
 		t.Fatal(err)
@@ -312,9 +312,9 @@ func TestPacedBacklogDrainsWhenRunsWakeLate(t *testing.T) {
 	clock := &fixedClock{t: time.Unix(1_900_000_000, 0)}
 	w := paceWorker(t, clock)
 	app := &App{Name: "backlog", MaxRate: map[payload.Platform]float64{payload.APNs: rate}}
-	ds := make([]delivery, n)
+	ds := make([]task.Delivery, n)
 	for i := range ds {
-		ds[i] = delivery{Job: "j", Index: i, Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken(fmt.Sprint("b", i))}}}
+		ds[i] = task.Delivery{Job: "j", Index: i, Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken(fmt.Sprint("b", i))}}}
 	}
 	item := func(i int, at time.Time, paced pacedTurn) paceItem {
 		return paceItem{d: &ds[i], states: []string{""}, slot: at, at: at, paced: paced.at, told: paced.told}
@@ -398,7 +398,7 @@ func TestPacedHeldRecipientKeepsEveryTurn(t *testing.T) {
 	if _, err := w.pacer.Pace(t.Context(), []throttle.PaceRequest{{Key: paceKey(app.Name, payload.APNs), N: rate, Rate: rate}}); err != nil {
 		t.Fatal(err)
 	}
-	d := delivery{Job: "j", Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken("k0")}, {Platform: payload.APNs, Token: apnsToken("k1")}}}
+	d := task.Delivery{Job: "j", Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken("k0")}, {Platform: payload.APNs, Token: apnsToken("k1")}}}
 	res, err := w.pace(t.Context(), app, []paceItem{{d: &d, states: []string{"", ""}, slot: t0, at: t0}})
 	if err != nil {
 		t.Fatal(err)
@@ -443,7 +443,7 @@ func TestPacedBookingIsHeldByMaxRate(t *testing.T) {
 	now := time.Now()
 	sendAt := now.Add(time.Hour)
 	turn := now.Add(10 * time.Second)
-	paced := delivery{Job: redistest.Prefix(t) + "p", UserID: "u-paced", Priority: payload.PriorityNormal, AcceptedAt: now,
+	paced := task.Delivery{Job: redistest.Prefix(t) + "p", UserID: "u-paced", Priority: payload.PriorityNormal, AcceptedAt: now,
 		Content: payload.Content{App: "paced"}, Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken("p")}}}
 	scheduled := paced
 	scheduled.Job, scheduled.UserID = redistest.Prefix(t)+"s", "u-sched"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // TestDeleteUserCountsHeldPushes: deleting a user deletes the bookings of
@@ -26,7 +27,9 @@ func TestDeleteUserCountsHeldPushes(t *testing.T) {
 	if len(held) == 0 {
 		t.Fatal("no held tasks")
 	}
-	slices.SortFunc(held, func(a, b chunk) int { return cmp.Or(cmp.Compare(a.Wake, b.Wake), strings.Compare(a.name(), b.name())) })
+	slices.SortFunc(held, func(a, b task.Chunk) int {
+		return cmp.Or(cmp.Compare(a.Wake, b.Wake), strings.Compare(a.Name(), b.Name()))
+	})
 	i := held[0].Indices[0]
 	user := fmt.Sprint("u-", i)
 	c := e.w.Client()

@@ -141,11 +141,11 @@ func TestRecordRangeSkipsTheRead(t *testing.T) {
 }
 
 func TestRecordRange(t *testing.T) {
-	many := &chunk{From: 100, Recipients: make([]payload.Recipient, 100)}
-	one := &chunk{From: 0, Recipients: make([]payload.Recipient, 1)}
-	held := &chunk{From: 100, Recipients: make([]payload.Recipient, 2), Indices: []int{120, 130}, Wake: 1764237600}
+	many := &task.Chunk{From: 100, Recipients: make([]payload.Recipient, 100)}
+	one := &task.Chunk{From: 0, Recipients: make([]payload.Recipient, 1)}
+	held := &task.Chunk{From: 100, Recipients: make([]payload.Recipient, 2), Indices: []int{120, 130}, Wake: 1764237600}
 	for _, c := range []struct {
-		c       *chunk
+		c       *task.Chunk
 		entries []any
 		want    string
 	}{

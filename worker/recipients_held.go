@@ -108,7 +108,7 @@ func (w *Worker) heldUsers(ctx context.Context, queue, id string) (map[int]strin
 	out := map[int]string{}
 	switch {
 	case strings.HasPrefix(id, "delivery:"):
-		var d delivery
+		var d task.Delivery
 		if json.Unmarshal(info.Payload, &d) == nil {
 			out[d.Index] = d.UserID
 		}
@@ -120,7 +120,7 @@ func (w *Worker) heldUsers(ctx context.Context, queue, id string) (map[int]strin
 			}
 		}
 	default:
-		var c chunk
+		var c task.Chunk
 		if json.Unmarshal(info.Payload, &c) == nil {
 			addUsers(out, &c)
 		}
@@ -129,10 +129,10 @@ func (w *Worker) heldUsers(ctx context.Context, queue, id string) (map[int]strin
 }
 
 // addUsers puts c's recipients' users into out by index.
-func addUsers(out map[int]string, c *chunk) {
+func addUsers(out map[int]string, c *task.Chunk) {
 	for i, r := range c.Recipients {
 		if c.Indices == nil || i < len(c.Indices) {
-			out[c.index(i)] = r.UserID
+			out[c.Index(i)] = r.UserID
 		}
 	}
 }

@@ -42,9 +42,9 @@ const (
 )
 
 // resetMarkKey is the reset mark's key that task's runs read.
-func resetMarkKey(task string) string {
+func resetMarkKey(taskID string) string {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(task))
+	_, _ = h.Write([]byte(taskID))
 	return resetMarkKeyOf(int(h.Sum32() % resetMarkShards))
 }
 

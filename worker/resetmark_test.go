@@ -72,11 +72,13 @@ func TestResetCountsHeldPushes(t *testing.T) {
 	if len(held) == 0 {
 		t.Fatal("no held tasks")
 	}
-	slices.SortFunc(held, func(a, b chunk) int { return cmp.Or(cmp.Compare(a.Wake, b.Wake), strings.Compare(a.name(), b.name())) })
+	slices.SortFunc(held, func(a, b task.Chunk) int {
+		return cmp.Or(cmp.Compare(a.Wake, b.Wake), strings.Compare(a.Name(), b.Name()))
+	})
 	for _, c := range held {
 		// The payload's booking instant is the limiter's, at the booking.
 		if b := time.UnixMilli(c.Booked); time.Since(b) > 2*gap || time.Until(b) > time.Second {
-			t.Errorf("held task %s carries booking instant %d (%s), want its chunk's booking's", c.name(), c.Booked, b)
+			t.Errorf("held task %s carries booking instant %d (%s), want its chunk's booking's", c.Name(), c.Booked, b)
 		}
 	}
 	i := held[0].Indices[0]
@@ -92,9 +94,9 @@ func TestResetCountsHeldPushes(t *testing.T) {
 // second of waking, as Asynq does, and checks that each recipient was
 // looked up (its chunk's booking, then its held task's lookup) and sent
 // once at its slot, or handed over late. It returns those handed over.
-func runHeldLookingUp(t *testing.T, e *env, held []chunk) map[string]bool {
+func runHeldLookingUp(t *testing.T, e *env, held []task.Chunk) map[string]bool {
 	t.Helper()
-	wake := slices.MinFunc(held, func(a, b chunk) int { return cmp.Compare(a.Wake, b.Wake) }).Wake
+	wake := slices.MinFunc(held, func(a, b task.Chunk) int { return cmp.Compare(a.Wake, b.Wake) }).Wake
 	// Real time: the slots are on the limiter's clock (Redis TIME),
 	// which no injected clock moves.
 	time.Sleep(time.Until(time.Unix(wake, 0)))

@@ -105,21 +105,21 @@ func TestFinishedJobLeavesOneCompactEntry(t *testing.T) {
 		if err := w.handleJob(t.Context(), jobTask(t, j)); err != nil {
 			t.Errorf("re-run of job %s: %v", j.ID, err)
 		}
-		for from := 0; from < len(j.Recipients); from += chunkSize {
-			c := chunkOf(&j, from)
+		for from := 0; from < len(j.Recipients); from += task.ChunkSize {
+			c := task.ChunkOf(&j, from)
 			b, err := json.Marshal(c)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := w.handleChunk(t.Context(), asynq.NewTask(TypeGroupingChunk, b)); err != nil {
-				t.Errorf("re-run of chunk %s: %v", c.name(), err)
+				t.Errorf("re-run of chunk %s: %v", c.Name(), err)
 			}
-			d := c.delivery(0)
+			d := c.Delivery(0)
 			if b, err = json.Marshal(d); err != nil {
 				t.Fatal(err)
 			}
 			if err := w.handleDelivery(t.Context(), asynq.NewTask(TypeDelivery, b)); err != nil {
-				t.Errorf("re-run of delivery %s: %v", d.member(), err)
+				t.Errorf("re-run of delivery %s: %v", d.Member(), err)
 			}
 		}
 		if live := e.liveKeys(j.ID); len(live) > 0 {
@@ -390,7 +390,7 @@ func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
 		if _, err := s.create(ctx, r, jobQueued); err != nil {
 			t.Fatalf("id %q: %v", id, err)
 		}
-		ch := &chunk{Job: id, AcceptedAt: r.AcceptedAt}
+		ch := &task.Chunk{Job: id, AcceptedAt: r.AcceptedAt}
 		rec := &chunkRecord{}
 		rec.final(0, task.Delivered, Event{})
 		rec.final(1, task.Expired, Event{})
@@ -446,7 +446,7 @@ func TestFinishedByTellsBatchesApart(t *testing.T) {
 	}
 	rec := &chunkRecord{}
 	rec.final(0, task.Delivered, Event{})
-	if _, err := s.record(ctx, &chunk{Job: id, AcceptedAt: at}, rec); err != nil {
+	if _, err := s.record(ctx, &task.Chunk{Job: id, AcceptedAt: at}, rec); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.rdb.Exists(ctx, jobKey(id)).Val(); n != 0 {

@@ -51,9 +51,9 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 	s.records = newScriptBatcher(rdb, recordScript, nil, 300*time.Millisecond)
 
 	const jobs = 30
-	chunks := make([]*chunk, jobs)
+	chunks := make([]*task.Chunk, jobs)
 	for i := range chunks {
-		chunks[i] = &chunk{Job: fmt.Sprintf("batched-%d", i), AcceptedAt: time.Now()}
+		chunks[i] = &task.Chunk{Job: fmt.Sprintf("batched-%d", i), AcceptedAt: time.Now()}
 		r := recordInfo{ID: chunks[i].Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}
 		if i == 7 {
 			continue // no record: gone
@@ -158,7 +158,7 @@ func TestRecordEventsLeadTheirStates(t *testing.T) {
 		errs := make([]error, jobs)
 		var wg sync.WaitGroup
 		for i := range jobs {
-			c := &chunk{Job: fmt.Sprintf("%s-%d", prefix, i), AcceptedAt: time.Now()}
+			c := &task.Chunk{Job: fmt.Sprintf("%s-%d", prefix, i), AcceptedAt: time.Now()}
 			if _, err := s.create(ctx, recordInfo{ID: c.Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}, jobQueued); err != nil {
 				t.Fatal(err)
 			}

@@ -101,7 +101,7 @@ func TestScriptArgs(t *testing.T) {
 			script: "start.lua",
 			src:    startSrc,
 			got: startArgs(recordInfo{ID: "j", Queue: "high", Task: "batch:b1", App: "courier", Recipients: 250, AcceptedAt: accepted, Deadline: deadline},
-				jobFanning, false, 90*time.Second, &chunk{Recipients: []payload.Recipient{
+				jobFanning, false, 90*time.Second, &task.Chunk{Recipients: []payload.Recipient{
 					{Devices: make([]payload.Device, 3)}, {Devices: make([]payload.Device, 1)},
 				}}),
 			fixed: map[string]any{
@@ -136,7 +136,7 @@ func TestScriptArgs(t *testing.T) {
 		{
 			script: "chunk.lua",
 			src:    chunkSrc,
-			got:    chunkArgs(&chunk{From: 200}, true, []string{"200", "201"}, []string{"200/0", "200/a"}),
+			got:    chunkArgs(&task.Chunk{From: 200}, true, []string{"200", "201"}, []string{"200/0", "200/a"}),
 			fixed:  map[string]any{"mark": "s:200", "always": int64(1), "nread": 2},
 			groups: [][]any{{"200"}, {"201"}, {"200/0"}, {"200/a"}},
 		},
@@ -220,7 +220,7 @@ func TestParseScriptCatchesDrift(t *testing.T) {
 func TestStoreRecordScript(t *testing.T) {
 	ctx := context.Background()
 	s := store{rdb: redistest.Client(t)}
-	c := &chunk{Job: redistest.Prefix(t) + "rec", AcceptedAt: time.Now()}
+	c := &task.Chunk{Job: redistest.Prefix(t) + "rec", AcceptedAt: time.Now()}
 	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(c.Job)...) })
 	s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFanning, "recipients", 4)
 
@@ -326,7 +326,7 @@ func TestStoreFinalizeScript(t *testing.T) {
 func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(redistest.Client(t), DefaultJobRetention)
-	c := &chunk{Job: redistest.Prefix(t) + "one", AcceptedAt: time.Now()}
+	c := &task.Chunk{Job: redistest.Prefix(t) + "one", AcceptedAt: time.Now()}
 	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(c.Job)...) })
 	s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFannedOut, "recipients", 3,
 		"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 2, "h:1", "normal")
@@ -378,7 +378,7 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 // TestStartKeepsAFoundRecordsExpiry: start.lua sets the TTL of a record it
 // writes, but a record it finds (written by the accepting client, whose
 // TTL ends where the task's would) keeps its expiry, unless the task's TTL
-// is at ttlFor's one-minute floor, which may reach past it.
+// is at task.TTLFor's one-minute floor, which may reach past it.
 func TestStartKeepsAFoundRecordsExpiry(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(redistest.Client(t), DefaultJobRetention)

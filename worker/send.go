@@ -70,7 +70,7 @@ func (t sendTimes) forDevice(j int, notBefore, deadline time.Time) (at, by time.
 // in fold for the caller's record call to write (foldedAnswer); notSent
 // when the call would leave after its time; nil when shutdown began
 // before it. after runs when the last of d's calls ends.
-func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states []string, attempt int, when sendTimes, results []*providers.Result, fold *foldedAnswer, after func()) []func() {
+func (w *Worker) deviceCalls(ctx context.Context, app *App, d *task.Delivery, states []string, attempt int, when sendTimes, results []*providers.Result, fold *foldedAnswer, after func()) []func() {
 	if mutant("resendSettled") {
 		states = make([]string, len(states))
 	}
@@ -120,7 +120,7 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 			r := w.sendOne(ctx, app, d, j, attempt, sendBy)
 			results[j] = &r
 			if fold != nil && r.Outcome == providers.Delivered {
-				fold.o = deviceOutcome{job: d.Job, field: devField(d.Index, j), state: task.Delivered, ttl: d.ttl()}
+				fold.o = deviceOutcome{job: d.Job, field: devField(d.Index, j), state: task.Delivered, ttl: d.TTL()}
 				fold.pending, counted = true, false
 				return
 			}
@@ -135,7 +135,7 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *delivery, states 
 // books no slot; zero for a booked delivery, whose slot the limiter gave
 // no earlier than send_at on its own clock (a skewed local clock must not
 // move it).
-func (w *Worker) sendNotBefore(d *delivery) time.Time {
+func (w *Worker) sendNotBefore(d *task.Delivery) time.Time {
 	if !w.bypass[d.Priority] {
 		return time.Time{}
 	}
@@ -172,7 +172,7 @@ func (w *Worker) onSystemClock(t time.Time) time.Time {
 // waiting for: a push the provider accepted is recorded, not sent again),
 // only Run's hard stop and sendTimeout; a panic in a sender is a transient
 // outcome, not a dead process.
-func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt int, sendBy time.Time) (r providers.Result) {
+func (w *Worker) sendOne(ctx context.Context, app *App, d *task.Delivery, j, attempt int, sendBy time.Time) (r providers.Result) {
 	dev := d.Devices[j]
 	s, ok := app.Senders[dev.Platform]
 	if !ok {
@@ -185,7 +185,7 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt 
 	start := w.now()
 	defer func() {
 		if v := recover(); v != nil {
-			w.log.Error("provider call panicked", "delivery", d.member(), "platform", dev.Platform, "panic", v)
+			w.log.Error("provider call panicked", "delivery", d.Member(), "platform", dev.Platform, "panic", v)
 			r = providers.Result{Outcome: providers.Transient, Reason: "panic", Err: fmt.Errorf("sender panicked: %v", v)}
 		}
 		if errors.Is(r.Err, providers.ErrNotSent) {
@@ -202,7 +202,7 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt 
 		}
 	}()
 	return s.Send(ctx, providers.Push{
-		ID:       d.member() + "/" + strconv.Itoa(j),
+		ID:       d.Member() + "/" + strconv.Itoa(j),
 		UserID:   d.UserID,
 		Platform: dev.Platform,
 		Token:    dev.Token,
@@ -216,24 +216,24 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *delivery, j, attempt 
 // device (outcomes.go), with its token_invalid event. A delivered device
 // of a recipient of several has n recorded beside it: the booking its
 // push went out under, the one a later attempt keeps (attempts.carries).
-func (w *Worker) recordAnswer(d *delivery, j, n int, r providers.Result) {
+func (w *Worker) recordAnswer(d *task.Delivery, j, n int, r providers.Result) {
 	st := deviceState(r.Outcome)
 	if st == "" {
 		return
 	}
-	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: d.ttl()}
+	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: d.TTL()}
 	if st == task.Delivered && len(d.Devices) > 1 {
 		o.under = strconv.Itoa(n)
 	}
 	if r.Outcome == providers.TokenInvalid {
 		dev := d.Devices[j]
-		w.log.Info("token invalid", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "platform", dev.Platform, "token", providers.TokenEnds(dev.Token), "reason", r.Reason)
-		o.event = &Event{Type: EventTokenInvalid, Platform: string(dev.Platform), Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.appName(), At: w.now().UTC()}
+		w.log.Info("token invalid", "delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID, "platform", dev.Platform, "token", providers.TokenEnds(dev.Token), "reason", r.Reason)
+		o.event = &Event{Type: EventTokenInvalid, Platform: string(dev.Platform), Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.AppName(), At: w.now().UTC()}
 	}
 	if err := w.rec.record(o); err != nil {
 		// Redis stayed away for recordTimeout: a later run may send to this
 		// device again.
-		w.log.Error("device outcome not recorded; the device may get the push again", "delivery", d.member(), "device", j, "err", err)
+		w.log.Error("device outcome not recorded; the device may get the push again", "delivery", d.Member(), "device", j, "err", err)
 	}
 }
 
@@ -288,7 +288,7 @@ type next struct {
 // booking back when v says nothing reached the user under it, records the
 // next attempt of a retry, and returns the final state (done) or what
 // happens next. The final state itself is recorded by the caller.
-func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) (final string, n next, err error) {
+func (w *Worker) after(ctx context.Context, d *task.Delivery, a attempts, v verdict) (final string, n next, err error) {
 	if v.release {
 		// Under its own context and through a Redis outage, as the record
 		// of the next attempt that follows it: a verdict reached as
@@ -314,24 +314,24 @@ func (w *Worker) after(ctx context.Context, d *delivery, a attempts, v verdict) 
 		return "", next{}, nil
 	}
 	// actRetry: the next attempt books a slot of its own.
-	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, w.now(), w.now().Add(v.delay), d.ttl()); err != nil {
+	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, w.now(), w.now().Add(v.delay), d.TTL()); err != nil {
 		return "", next{}, err
 	}
-	w.log.Info("delivery retried", "delivery", d.member(), "app", d.appName(), "user_id", d.UserID, "attempt", a.n+1, "in", v.delay, "cause", v.cause)
+	w.log.Info("delivery retried", "delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID, "attempt", a.n+1, "in", v.delay, "cause", v.cause)
 	return "", next{delay: v.delay, throttled: v.throttled, cause: v.cause}, nil
 }
 
 // finish records d's final state once, and its event (reason: a
 // failure's), under a context shutdown does not cancel.
-func (w *Worker) finish(ctx context.Context, d *delivery, state, reason string) error {
+func (w *Worker) finish(ctx context.Context, d *task.Delivery, state, reason string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, d.about(w.now(), reason), d.ttl())
+	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, d.About(w.now(), reason), d.TTL())
 	if err != nil {
 		return err
 	}
 	if recorded {
-		w.m.deliveries.WithLabelValues(d.appName(), state).Inc()
+		w.m.deliveries.WithLabelValues(d.AppName(), state).Inc()
 	}
 	return nil
 }

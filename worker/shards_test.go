@@ -90,7 +90,7 @@ func TestShardedDeliveries(t *testing.T) {
 					continue
 				}
 				if ti.Type == TypeHeld {
-					var c chunk
+					var c task.Chunk
 					if err := json.Unmarshal(ti.Payload, &c); err != nil {
 						t.Fatalf("task %s in %s: %v", ti.ID, ti.Queue, err)
 					}
@@ -140,7 +140,7 @@ func TestShardedDeliveries(t *testing.T) {
 func TestLeftoverShardQueueIsDrained(t *testing.T) {
 	e := newEnv(t, envOptions{shards: 2, noRun: true})
 	tok := apnsToken("leftover")
-	d := delivery{
+	d := task.Delivery{
 		Job: "leftover", Index: 0, UserID: "u-left",
 		Devices:  []payload.Device{{Platform: payload.APNs, Token: tok}},
 		Content:  payload.Content{Alert: &payload.Alert{Title: "t", Body: "b"}},
@@ -151,7 +151,7 @@ func TestLeftoverShardQueueIsDrained(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.client.aq.EnqueueContext(context.Background(), asynq.NewTask(TypeDelivery, b),
-		asynq.TaskID(d.member()), asynq.Queue("normal.9")); err != nil {
+		asynq.TaskID(d.Member()), asynq.Queue("normal.9")); err != nil {
 		t.Fatal(err)
 	}
 	e.start()
@@ -243,7 +243,7 @@ func TestDeliveryShards(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true, shards: shards})
 	used := map[string]bool{}
 	for i := range users {
-		d := delivery{Job: fmt.Sprint("ds-", i), UserID: fmt.Sprint("u-", i), Priority: payload.PriorityNormal,
+		d := task.Delivery{Job: fmt.Sprint("ds-", i), UserID: fmt.Sprint("u-", i), Priority: payload.PriorityNormal,
 			Devices: []payload.Device{{Platform: payload.APNs, Token: apnsToken(fmt.Sprint("ds-", i))}}}
 		if err := e.w.enqueueDelivery(t.Context(), &d, time.Minute); err != nil {
 			t.Fatal(err)

@@ -61,11 +61,6 @@ const (
 	jobFannedOut = wire.StateFannedOut  // every delivery created
 )
 
-// recordTTL is how long a job's records outlive its acceptance (or its
-// deadline, when that is later) when the job never finishes; a finished
-// job's records are retired at once (retire.go).
-const recordTTL = 7 * 24 * time.Hour
-
 // jobTag is what a job's keys hold between braces, their hash tag: the
 // id, or, for an id starting with "}" (which would leave the braces empty,
 // so that Redis Cluster put each of the job's keys on a slot of its own),
@@ -143,7 +138,7 @@ var (
 // (only when the record has none when keep is set) and the record's ttl,
 // then the device count of each recipient of first, whose states start.lua
 // reads (none when first is nil).
-func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *chunk) []any {
+func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *task.Chunk) []any {
 	var read []payload.Recipient
 	if first != nil {
 		read = first.Recipients
@@ -204,19 +199,19 @@ func heldValue(queue string) string { return "@" + queue }
 
 // recordRange is record.lua's range for a call recording entries
 // (recipient, state, queue triples) of c: the recipients' index /
-// chunkSize when every one of them has the same, else "". Two kinds of
+// task.ChunkSize when every one of them has the same, else "". Two kinds of
 // chunk give none, as the range's counts would cost them two writes and
 // save them no read: a chunk of one recipient (a single-recipient job's
 // record call skips its read already, record.lua), and a held task's
 // chunk (the chunk that held its recipients back has, as a rule, recorded
 // final states in their range already).
-func recordRange(c *chunk, entries []any) string {
-	if len(c.Recipients) < 2 || c.held() || len(entries) == 0 {
+func recordRange(c *task.Chunk, entries []any) string {
+	if len(c.Recipients) < 2 || c.Held() || len(entries) == 0 {
 		return ""
 	}
-	r := entries[0].(int) / chunkSize
+	r := entries[0].(int) / task.ChunkSize
 	for k := 3; k < len(entries); k += 3 {
-		if entries[k].(int)/chunkSize != r {
+		if entries[k].(int)/task.ChunkSize != r {
 			return ""
 		}
 	}
@@ -245,24 +240,6 @@ func timeField(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339Nano)
-}
-
-// retainFrom is when a job's records start their recordTTL: its
-// acceptance, or its send_at when that is later.
-func retainFrom(accepted time.Time, c *payload.Content) time.Time {
-	if at := c.NotBefore(); at.After(accepted) {
-		return at
-	}
-	return accepted
-}
-
-// ttlFor is the TTL of a job's keys; accepted is retainFrom's answer.
-func ttlFor(accepted, deadline time.Time) time.Duration {
-	end := accepted.Add(recordTTL)
-	if d := deadline.Add(24 * time.Hour); !deadline.IsZero() && d.After(end) {
-		end = d
-	}
-	return max(time.Until(end), time.Minute)
 }
 
 // store reads and writes the job records.
@@ -349,7 +326,7 @@ type recordInfo struct {
 	Recipients int
 	AcceptedAt time.Time
 	Deadline   time.Time
-	// Retain is when the record's recordTTL starts (retainFrom).
+	// Retain is when the record's task.RecordTTL starts (task.RetainFrom).
 	Retain time.Time
 }
 
@@ -393,8 +370,8 @@ func finishedBy(owner string, st *chunkStates, r recordInfo) bool {
 // taskTag is what a finished job's done entry keeps of the batch task that
 // owned it: the task id's last 6 characters (retire.lua), random in a
 // batch task's id. "" for none.
-func taskTag(task string) string {
-	return task[max(0, len(task)-6):]
+func taskTag(taskID string) string {
+	return taskID[max(0, len(taskID)-6):]
 }
 
 // exists reports whether job id has a live record: a job accepted and not

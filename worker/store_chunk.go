@@ -17,7 +17,7 @@ import (
 // fan-out cursor and, when first is not nil, the states of first's
 // recipients (as chunkState), all in one round trip (start.lua). It reports
 // the queue that owns the id.
-func (s store) start(ctx context.Context, r recordInfo, done bool, first *chunk) (owner string, cursor int, st *chunkStates, err error) {
+func (s store) start(ctx context.Context, r recordInfo, done bool, first *task.Chunk) (owner string, cursor int, st *chunkStates, err error) {
 	c := s.startCall(r, done, first)
 	return c.result(ctx, startScript.Run(ctx, s.rdb, c.keys, c.args...))
 }
@@ -29,12 +29,12 @@ type startCall struct {
 	id     string
 	keys   []string
 	args   []any
-	first  *chunk
+	first  *task.Chunk
 	cmd    *redis.Cmd
 	readAt time.Time // when the call was made or queued
 }
 
-func (s store) startCall(r recordInfo, done bool, first *chunk) *startCall {
+func (s store) startCall(r recordInfo, done bool, first *task.Chunk) *startCall {
 	state := jobFanning
 	if done {
 		state = jobFannedOut
@@ -44,9 +44,9 @@ func (s store) startCall(r recordInfo, done bool, first *chunk) *startCall {
 
 // startCallWith is a call of start.lua setting state (only when the record
 // has none when keep is set).
-func (s store) startCallWith(r recordInfo, state string, keep bool, first *chunk) *startCall {
+func (s store) startCallWith(r recordInfo, state string, keep bool, first *task.Chunk) *startCall {
 	now := s.now()
-	args := startArgs(r, state, keep, ttlFor(r.Retain, r.Deadline), first)
+	args := startArgs(r, state, keep, task.TTLFor(r.Retain, r.Deadline), first)
 	keys := append(jobKeys(r.ID), s.done.keys(r.ID, now)...)
 	return &startCall{s: s, id: r.ID, keys: keys, args: args, first: first, readAt: now}
 }
@@ -136,7 +136,7 @@ type chunkStates struct {
 
 // retiredStates are the states of c's recipients (none when c is nil)
 // once their job has retired.
-func retiredStates(c *chunk, readAt time.Time) *chunkStates {
+func retiredStates(c *task.Chunk, readAt time.Time) *chunkStates {
 	st := &chunkStates{retired: true, readAt: readAt}
 	if c != nil {
 		n := len(c.Recipients)
@@ -151,7 +151,7 @@ func retiredStates(c *chunk, readAt time.Time) *chunkStates {
 // statesOf reads a chunk's states from vals: its recipients' final states,
 // then their held markers, then per recipient its devices' states and its
 // attempt fields (appendRecipientFields).
-func statesOf(c *chunk, vals []any) (*chunkStates, error) {
+func statesOf(c *task.Chunk, vals []any) (*chunkStates, error) {
 	n := len(c.Recipients)
 	if len(vals) < n {
 		return nil, fmt.Errorf("%d states for %d recipients", len(vals), n)
@@ -188,9 +188,9 @@ func statesOf(c *chunk, vals []any) (*chunkStates, error) {
 //
 // A held task's read takes the reset mark too (resetmark.go), in the same
 // round trip, when its first run might take its slots from its payload.
-func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkStates, error) {
+func (s store) chunkState(ctx context.Context, c *task.Chunk, marked bool) (*chunkStates, error) {
 	readAt := s.now()
-	if !c.held() || !marked || len(c.Slots) == 0 || c.Content.CollapseKey != "" {
+	if !c.Held() || !marked || len(c.Slots) == 0 || c.Content.CollapseKey != "" {
 		reply, err := s.chunkRead(ctx, c, !marked)
 		return s.statesFrom(ctx, c, marked, readAt, reply, err)
 	}
@@ -199,7 +199,7 @@ func (s store) chunkState(ctx context.Context, c *chunk, marked bool) (*chunkSta
 	// Each command's error is its own (read below).
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		read = chunkScript.EvalSha(ctx, p, jobKeys(c.Job)[:3], chunkArgs(c, false, nil, nil)...)
-		mark = p.Get(ctx, resetMarkKey(c.name()))
+		mark = p.Get(ctx, resetMarkKey(c.Name()))
 		return nil
 	})
 	reply, err := read.Slice()
@@ -226,16 +226,16 @@ func heldRunKey(task string) string { return "hush:held-run:{" + task + "}" }
 // its members are fresh and its own (waitingjobs.go), and it reads only their
 // jobs' cancellation. A re-run reads each member's states with chunk.lua,
 // one round trip each.
-func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates, []error, error) {
+func (s store) heldJobsStates(ctx context.Context, cs []*task.Chunk) ([]*chunkStates, []error, error) {
 	readAt := s.now()
 	sets := map[string]*redis.BoolCmd{}
 	heads := make([]*redis.SliceCmd, len(cs))
 	var mark *redis.StringCmd
 	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		mark = p.Get(ctx, resetMarkKey(cs[0].group))
+		mark = p.Get(ctx, resetMarkKey(cs[0].Group))
 		for i, c := range cs {
-			if sets[c.group] == nil {
-				sets[c.group] = p.SetNX(ctx, heldRunKey(c.group), 1, recordTTL)
+			if sets[c.Group] == nil {
+				sets[c.Group] = p.SetNX(ctx, heldRunKey(c.Group), 1, task.RecordTTL)
 			}
 			heads[i] = queueHead(ctx, p, c.Job)
 		}
@@ -250,7 +250,7 @@ func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates,
 	at := resetMarkOf(mark)
 	sts, errs := make([]*chunkStates, len(cs)), make([]error, len(cs))
 	for i, c := range cs {
-		if sets[c.group].Val() {
+		if sets[c.Group].Val() {
 			head, _ := heads[i].Result()
 			if len(head) != 2 {
 				errs[i] = fmt.Errorf("read the states of %s: unexpected reply %v", c.Job, head)
@@ -271,13 +271,13 @@ func (s store) heldJobsStates(ctx context.Context, cs []*chunk) ([]*chunkStates,
 
 // chunkRead runs chunk.lua for c; always: read on a first run too, so send
 // the fields to read.
-func (s store) chunkRead(ctx context.Context, c *chunk, always bool) ([]any, error) {
+func (s store) chunkRead(ctx context.Context, c *task.Chunk, always bool) ([]any, error) {
 	var rf, df []string
 	if always {
 		rf = make([]string, len(c.Recipients))
 		for i, r := range c.Recipients {
-			rf[i] = strconv.Itoa(c.index(i))
-			df = appendRecipientFields(df, c.index(i), len(r.Devices))
+			rf[i] = strconv.Itoa(c.Index(i))
+			df = appendRecipientFields(df, c.Index(i), len(r.Devices))
 		}
 	}
 	return chunkScript.Run(ctx, s.rdb, jobKeys(c.Job)[:3], chunkArgs(c, always, rf, df)...).Slice()
@@ -286,7 +286,7 @@ func (s store) chunkRead(ctx context.Context, c *chunk, always bool) ([]any, err
 // statesFrom reads c's states from chunk.lua's first reply (made at
 // readAt, without its fields when marked), reading again with the fields
 // when the reply says a marked chunk's run is a re-run.
-func (s store) statesFrom(ctx context.Context, c *chunk, marked bool, readAt time.Time, reply []any, err error) (*chunkStates, error) {
+func (s store) statesFrom(ctx context.Context, c *task.Chunk, marked bool, readAt time.Time, reply []any, err error) (*chunkStates, error) {
 	if err == nil && marked && len(reply) == 3 && reply[2] == int64(0) {
 		// A re-run (the mark was there). The fields went only to it:
 		// sending them costs Redis about as much as reading them.
@@ -294,16 +294,16 @@ func (s store) statesFrom(ctx context.Context, c *chunk, marked bool, readAt tim
 		reply, err = s.chunkRead(ctx, c, true)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
+		return nil, fmt.Errorf("read the states of %s: %w", c.Name(), err)
 	}
 	if len(reply) < 3 {
-		return nil, fmt.Errorf("read the states of %s: unexpected reply %v", c.name(), reply)
+		return nil, fmt.Errorf("read the states of %s: unexpected reply %v", c.Name(), reply)
 	}
 	hc := redis.NewSliceCmd(ctx)
 	hc.SetVal(reply[:2])
 	cancelled, retired, err := s.headOf(ctx, c.Job, hc)
 	if err != nil {
-		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
+		return nil, fmt.Errorf("read the states of %s: %w", c.Name(), err)
 	}
 	if retired {
 		return retiredStates(c, readAt), nil
@@ -319,14 +319,14 @@ func (s store) statesFrom(ctx context.Context, c *chunk, marked bool, readAt tim
 	}
 	st, err := statesOf(c, vals)
 	if err != nil {
-		return nil, fmt.Errorf("read the states of %s: %w", c.name(), err)
+		return nil, fmt.Errorf("read the states of %s: %w", c.Name(), err)
 	}
-	if none == 1 && c.held() {
+	if none == 1 && c.Held() {
 		// A held task's first run: its chunk recorded every recipient held
 		// by it before creating it, and nothing but this task has run for
 		// them since (held.go).
 		for i := range st.holds {
-			st.holds[i] = task.HeldMark("", c.name())
+			st.holds[i] = task.HeldMark("", c.Name())
 		}
 		st.first = true
 	}
@@ -336,8 +336,8 @@ func (s store) statesFrom(ctx context.Context, c *chunk, marked bool, readAt tim
 
 // chunkMark is a chunk task's field in its job record, set by its first
 // run: "s:<from>", or "w:<from>:<wake>" for a held task's.
-func chunkMark(c *chunk) string {
-	if c.held() {
+func chunkMark(c *task.Chunk) string {
+	if c.Held() {
 		return "w:" + strconv.Itoa(c.From) + ":" + strconv.FormatInt(c.Wake, 10)
 	}
 	return "s:" + strconv.Itoa(c.From)
@@ -346,7 +346,7 @@ func chunkMark(c *chunk) string {
 // chunkArgs is chunk.lua's ARGV: c's mark, whether to read on a first run
 // too (always: an unmarked chunk task), then the fields to read: its
 // recipients' (rf), then their devices' and attempts' (df).
-func chunkArgs(c *chunk, always bool, rf, df []string) []any {
+func chunkArgs(c *task.Chunk, always bool, rf, df []string) []any {
 	args := make([]any, 0, 3+len(rf)+len(df))
 	args = append(args,
 		chunkMark(c), // ARGV[1] mark
@@ -400,13 +400,13 @@ func (r *chunkRecord) held(recipient int, queue string) {
 
 // record writes a chunk's outcomes (record.lua) and reports, per entry,
 // whether this call recorded its final state.
-func (s store) record(ctx context.Context, c *chunk, r *chunkRecord) ([]bool, error) {
+func (s store) record(ctx context.Context, c *task.Chunk, r *chunkRecord) ([]bool, error) {
 	if len(r.entries) == 0 && r.deferrals == 0 {
 		return nil, nil
 	}
-	out, err := s.write(ctx, c.Job, c.ttl(), recordRange(c, r.entries), r)
+	out, err := s.write(ctx, c.Job, c.TTL(), recordRange(c, r.entries), r)
 	if err != nil {
-		return nil, fmt.Errorf("record the outcomes of %s: %w", c.name(), err)
+		return nil, fmt.Errorf("record the outcomes of %s: %w", c.Name(), err)
 	}
 	return out, nil
 }

@@ -53,9 +53,9 @@ import (
 // heldJobs is the payload of a hush:waiting-jobs task: its members, each
 // a job's only recipient as a chunk of one.
 type heldJobs struct {
-	ID   string  `json:"id"`
-	Wake int64   `json:"wake"`
-	Jobs []chunk `json:"jobs"`
+	ID   string       `json:"id"`
+	Wake int64        `json:"wake"`
+	Jobs []task.Chunk `json:"jobs"`
 	// queue is the task's queue (a held queue); again: created again by a
 	// re-run, from markers.
 	queue string
@@ -84,14 +84,14 @@ func newHeldJobsGroups(scope string) *heldJobsGroups {
 // id is the group this run holds a job of priority queue q back in, to
 // wake at Unix second wake, and the queue its markers name: its held
 // queue, marked as waiting for its second's task (waitingsecond.go).
-func (g *heldJobsGroups) id(w *Worker, c *chunk, wake int64) (id, queue string) {
+func (g *heldJobsGroups) id(w *Worker, c *task.Chunk, wake int64) (id, queue string) {
 	id = task.WaitingJobsID(g.scope, g.token, wake)
 	return id, task.HeldQueueOf(task.ShardQueue(string(c.Priority), id, w.shards)) + task.TogetherSuffix
 }
 
 // check reports an error when owner, the task c's marker names in queue,
 // is not a hush:waiting-jobs task of this run's task.
-func (g *heldJobsGroups) check(c *chunk, queue, owner string) error {
+func (g *heldJobsGroups) check(c *task.Chunk, queue, owner string) error {
 	scope, _, _, ok := task.ParseWaitingJobsID(owner)
 	if g == nil || !ok || scope != g.scope || queue == "" {
 		return fmt.Errorf("job %s is held by %q in %q, not a held task of this task: %w", c.Job, owner, queue, asynq.SkipRetry)
@@ -110,7 +110,7 @@ type heldJoin struct {
 
 // put adds c (its job's only recipient) to task j, once its marker names
 // it (an earlier run's task when j's token is not this run's).
-func (g *heldJobsGroups) put(c *chunk, j heldJoin) error {
+func (g *heldJobsGroups) put(c *task.Chunk, j heldJoin) error {
 	_, token, wake, _ := task.ParseWaitingJobsID(j.id)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -122,7 +122,7 @@ func (g *heldJobsGroups) put(c *chunk, j heldJoin) error {
 		return fmt.Errorf("held task %s is marked in both %s and %s: %w", j.id, h.queue, j.queue, asynq.SkipRetry)
 	}
 	m := *c
-	m.From, m.Indices, m.Wake, m.Waits, m.Slot, m.Slots, m.Booked, m.group, m.queue = 0, []int{0}, wake, true, j.slot, nil, 0, "", ""
+	m.From, m.Indices, m.Wake, m.Waits, m.Slot, m.Slots, m.Booked, m.Group, m.Queue = 0, []int{0}, wake, true, j.slot, nil, 0, "", ""
 	if at := heldSlot(j.at, j.booked); at != 0 {
 		m.Slots, m.Booked = []int64{at}, j.booked.UnixMilli()
 	}
@@ -143,7 +143,7 @@ func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) err
 		if h.again && !again {
 			continue
 		}
-		slices.SortFunc(h.Jobs, func(a, b chunk) int { return strings.Compare(a.Job, b.Job) })
+		slices.SortFunc(h.Jobs, func(a, b task.Chunk) int { return strings.Compare(a.Job, b.Job) })
 		body, err := json.Marshal(h)
 		if err != nil {
 			return fmt.Errorf("encode held task %s: %w", id, err)
@@ -231,16 +231,16 @@ func (h *heldJobs) valid() error {
 // runHeldJobs runs hush:waiting-jobs groups (valid ones) in task: a
 // group's own task, or every group of one held queue and second
 // (waitingsecond.go), their members side by side.
-func (w *Worker) runHeldJobs(ctx context.Context, task string, groups []*heldJobs) error {
-	var cs []*chunk
+func (w *Worker) runHeldJobs(ctx context.Context, taskID string, groups []*heldJobs) error {
+	var cs []*task.Chunk
 	for _, h := range groups {
 		for i := range h.Jobs {
 			c := &h.Jobs[i]
-			c.From, c.Indices, c.Wake, c.Waits, c.group = 0, []int{0}, h.Wake, true, h.ID
+			c.From, c.Indices, c.Wake, c.Waits, c.Group = 0, []int{0}, h.Wake, true, h.ID
 			cs = append(cs, c)
 		}
 	}
-	w.logHeldRun(ctx, task, len(cs))
+	w.logHeldRun(ctx, taskID, len(cs))
 	sts, errs, err := w.store.heldJobsStates(ctx, cs)
 	if err != nil {
 		return err
@@ -269,7 +269,7 @@ func (w *Worker) runHeldJobs(ctx context.Context, task string, groups []*heldJob
 	// expires with the job records).
 	handed := map[string]bool{}
 	for i, st := range sts {
-		handed[cs[i].group] = handed[cs[i].group] || st.handed
+		handed[cs[i].Group] = handed[cs[i].Group] || st.handed
 	}
 	dctx := context.WithoutCancel(ctx)
 	_, err = w.rdb.Pipelined(dctx, func(p redis.Pipeliner) error {
@@ -292,7 +292,7 @@ func (w *Worker) runHeldJobs(ctx context.Context, task string, groups []*heldJob
 // found, without a round trip, when every member carries its slot
 // (carriedSlot), else found in one round trip. The cancellation was read
 // with the states, at st.readAt, so sendBy counts from there.
-func (w *Worker) bookHeldJobs(ctx context.Context, cs []*chunk, sts []*chunkStates, errs []error) []*booking {
+func (w *Worker) bookHeldJobs(ctx context.Context, cs []*task.Chunk, sts []*chunkStates, errs []error) []*booking {
 	pres := make([]*booking, len(cs))
 	byApp := map[string][]int{}
 	for i, c := range cs {
@@ -309,7 +309,7 @@ func (w *Worker) bookHeldJobs(ctx context.Context, cs []*chunk, sts []*chunkStat
 		items := make([]bookItem, len(at))
 		found := make([]int64, len(at))
 		for k, i := range at {
-			items[k] = cs[i].bookItems([]int{0})[0]
+			items[k] = bookItemsOf(cs[i], []int{0})[0]
 			found[k] = carriedSlot(cs[i], sts[i], 0)
 		}
 		b := w.book(ctx, app, items, bookHow{found: found})

@@ -226,7 +226,7 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 	e.runHeldSeconds(2)
 	handed := e.lateHandoffs()
 	for id, h := range again {
-		if slices.ContainsFunc(h.Jobs, func(c chunk) bool { return handed[task.Member(c.Job, 0, 0)] }) {
+		if slices.ContainsFunc(h.Jobs, func(c task.Chunk) bool { return handed[task.Member(c.Job, 0, 0)] }) {
 			continue // a member handed over: the mark stays for a re-run
 		}
 		if n := e.rdb.Exists(t.Context(), heldRunKey(id)).Val(); n != 0 {
@@ -253,7 +253,7 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 // sending nothing.
 func TestHeldJobsReRunsCreateOnlyWholeTasks(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
-	c := chunkOf(&payload.Job{ID: "j1", Recipients: []payload.Recipient{apnsRecipient("u", apnsToken("t"))}}, 0)
+	c := task.ChunkOf(&payload.Job{ID: "j1", Recipients: []payload.Recipient{apnsRecipient("u", apnsToken("t"))}}, 0)
 	c.Priority = payload.PriorityNormal
 	old := newHeldJobsGroups("batch:b")
 	cur := newHeldJobsGroups("batch:b")

@@ -127,7 +127,7 @@ func (s *seconds) add(id string, wake int64) {
 // task can no longer take gets a task of its own.
 func (w *Worker) joinSecond(ctx context.Context, id, q string, wake int64, body []byte) error {
 	keys := togetherKeys(q, wake)
-	r, err := togetherScript.Run(ctx, w.rdb, keys, "join", recordTTL.Milliseconds(), id, body).Int()
+	r, err := togetherScript.Run(ctx, w.rdb, keys, "join", task.RecordTTL.Milliseconds(), id, body).Int()
 	if err != nil {
 		return fmt.Errorf("add held jobs %s to %s: %w", id, keys[0], err)
 	}
@@ -185,7 +185,7 @@ func (c *Client) wakeHeld(ctx context.Context, q, id string) bool {
 	if !joined || !ok {
 		return false
 	}
-	body, err := togetherScript.Run(ctx, c.rdb, togetherKeys(q, wake), "pluck", recordTTL.Milliseconds(), id).Text()
+	body, err := togetherScript.Run(ctx, c.rdb, togetherKeys(q, wake), "pluck", task.RecordTTL.Milliseconds(), id).Text()
 	if err != nil {
 		return false // taken, or not waiting there (redis.Nil), or Redis failed
 	}
@@ -208,7 +208,7 @@ func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("invalid held second payload %q (%v): %w", t.Payload(), err, asynq.SkipRetry)
 	}
 	keys := togetherKeys(s.Queue, s.Wake)
-	vals, err := togetherScript.Run(ctx, w.rdb, keys, "take", recordTTL.Milliseconds()).Slice()
+	vals, err := togetherScript.Run(ctx, w.rdb, keys, "take", task.RecordTTL.Milliseconds()).Slice()
 	if err != nil || len(vals) != 2 {
 		return fmt.Errorf("take the held jobs of %s (%v): %w", keys[0], vals, err)
 	}

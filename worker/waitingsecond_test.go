@@ -188,7 +188,7 @@ func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
 	}
 	for _, s := range secs {
 		// The task's first step, before the second batch's run ends.
-		if err := togetherScript.Run(t.Context(), e.rdb, togetherKeys(s.Queue, s.Wake), "take", recordTTL.Milliseconds()).Err(); err != nil {
+		if err := togetherScript.Run(t.Context(), e.rdb, togetherKeys(s.Queue, s.Wake), "take", task.RecordTTL.Milliseconds()).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +209,7 @@ func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
 		if err := json.Unmarshal(own[id].Payload, &g); err != nil || g.Wake != h.Wake {
 			t.Errorf("own task of %s: %+v, %v", id, g, err)
 		}
-		if !slices.ContainsFunc(g.Jobs, func(c chunk) bool { return strings.HasPrefix(c.Job, "lb-") }) {
+		if !slices.ContainsFunc(g.Jobs, func(c task.Chunk) bool { return strings.HasPrefix(c.Job, "lb-") }) {
 			t.Errorf("group %s of the first batch got a task of its own", id)
 		}
 	}
@@ -285,7 +285,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 	// A waker that died: batch 2's group out of its second, no task made.
 	_, g2 := groupOf(batches[2][0].ID)
 	_, _, wake2, _ := task.ParseWaitingJobsID(g2)
-	if err := togetherScript.Run(t.Context(), e.rdb, togetherKeys(heldNormal, wake2), "pluck", recordTTL.Milliseconds(), g2).Err(); err != nil {
+	if err := togetherScript.Run(t.Context(), e.rdb, togetherKeys(heldNormal, wake2), "pluck", task.RecordTTL.Milliseconds(), g2).Err(); err != nil {
 		t.Fatal(err)
 	}
 

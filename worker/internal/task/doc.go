@@ -1,8 +1,9 @@
 // Package task is the worker's vocabulary: the task types and the ids
 // derived from a job id, the limiter members, the held marker, the queue
-// names, the final states and the clock. Every part of the worker speaks
+// names, the task payloads (Chunk, Delivery), the final states, how long
+// a job's records live, and the clock. Every part of the worker speaks
 // it; it decides nothing.
 //
-// It imports the standard library and package payload only, and no part
-// of the worker.
+// It imports the standard library, payload and wire, and no part of the
+// worker.
 package task
