@@ -41,7 +41,7 @@ func TestResolveNamesWhatIsMissing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.apps.resolve(tt.ask)
+			got, err := tt.apps.Resolve(tt.ask)
 			switch {
 			case tt.wantErr != "":
 				if err == nil || err.Error() != tt.wantErr {

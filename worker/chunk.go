@@ -163,7 +163,7 @@ func (w *Worker) deliverChunk(ctx context.Context, c *task.Chunk, st *chunkState
 	// names them (hj).
 	var joins []heldJoin
 	now := w.now()
-	app, appErr := w.apps.resolve(c.Content.App)
+	app, appErr := w.apps.Resolve(c.Content.App)
 	for i := range c.Recipients {
 		ownerQueue, owner := "", ""
 		if st.holds != nil {

@@ -253,7 +253,7 @@ func (c *Client) validate(job *payload.Job, now time.Time) error {
 	before := []string{"id", "accepted_at", "recipients"}
 	cats := c.categories
 	if c.apps != nil && (job.App == "" || payload.ValidApp(job.App)) {
-		app, aerr := c.apps.resolve(job.App)
+		app, aerr := c.apps.Resolve(job.App)
 		switch {
 		case aerr != nil && job.App == "":
 			add("app", "required: this deployment serves the apps "+strings.Join(c.apps.Names(), ", "), before...)
@@ -309,12 +309,12 @@ func missingPlatforms(job *payload.Job, app *App) []string {
 }
 
 // refusedTokens are the problems of the tokens whose senders refuse them
-// (tokenChecker), one per device.
+// (task.TokenChecker), one per device.
 func refusedTokens(job *payload.Job, app *App) []payload.FieldError {
 	var out []payload.FieldError
 	for i, r := range job.Recipients[:min(len(job.Recipients), payload.MaxRecipients)] {
 		for k, d := range r.Devices[:min(len(r.Devices), payload.MaxDevices)] {
-			tc, ok := app.Senders[d.Platform].(tokenChecker)
+			tc, ok := app.Senders[d.Platform].(task.TokenChecker)
 			if !ok {
 				continue
 			}

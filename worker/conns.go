@@ -28,10 +28,9 @@ func newConnCollector(apps *Apps) *connCollector {
 func (c *connCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.open }
 
 func (c *connCollector) Collect(ch chan<- prometheus.Metric) {
-	set := c.apps.cur.Load()
-	for _, name := range set.names {
-		if s, ok := set.byName[name].Senders[payload.WebPush].(connCounter); ok {
-			ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(s.OpenConns()), name)
+	for _, app := range c.apps.All() {
+		if s, ok := app.Senders[payload.WebPush].(connCounter); ok {
+			ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(s.OpenConns()), app.Name)
 		}
 	}
 }

@@ -84,11 +84,11 @@ func (w *Worker) runJob(ctx context.Context, job *payload.Job, taskID string, hj
 // singlePath answers the app and its limiter when job takes singleJob's
 // way: one recipient, booked (not a bypass priority), not expired, on a
 // limiter sharing the worker's Redis client; else a nil pipe.
-func (w *Worker) singlePath(job *payload.Job) (*App, pipeLimiter) {
+func (w *Worker) singlePath(job *payload.Job) (*App, task.PipeLimiter) {
 	if len(job.Recipients) != 1 || w.bypass[job.Priority.Effective()] || task.ChunkOf(job, 0).Expired(w.now()) {
 		return nil, nil
 	}
-	app, err := w.apps.resolve(job.App)
+	app, err := w.apps.Resolve(job.App)
 	if err != nil {
 		return nil, nil
 	}

@@ -53,7 +53,7 @@ func TestPacedHeldWaveTakesTurnsAtItsSlots(t *testing.T) {
 	t.Parallel()
 	const rate, n = 5, 10
 	e := newEnv(t, envOptions{noRun: true, apps: pacedApp(t, "heldpace", rate, 0)})
-	app, err := e.w.apps.resolve("heldpace")
+	app, err := e.w.apps.Resolve("heldpace")
 	if err != nil {
 		t.Fatal(err)
 	}

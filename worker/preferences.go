@@ -41,7 +41,7 @@ func (c *Client) userData(app string) (*App, UserData, error) {
 	if c.apps == nil {
 		return nil, nil, errNoApps
 	}
-	a, err := c.apps.resolve(app)
+	a, err := c.apps.Resolve(app)
 	if err != nil {
 		return nil, nil, err
 	}

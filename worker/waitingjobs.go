@@ -302,7 +302,7 @@ func (w *Worker) bookHeldJobs(ctx context.Context, cs []*task.Chunk, sts []*chun
 		byApp[c.Content.App] = append(byApp[c.Content.App], i)
 	}
 	for name, at := range byApp {
-		app, err := w.apps.resolve(name)
+		app, err := w.apps.Resolve(name)
 		if err != nil {
 			continue // each member fails with the reason (deliverChunk)
 		}

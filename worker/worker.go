@@ -334,7 +334,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.client.m = m
 	w.client.apps = apps
 	w.client.log = o.Logger
-	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger), newConnCollector(apps), apps.reloads, newAppWaitCollector(&w.appWaits, w.now))
+	m.reg.MustRegister(newQueueCollector(w.insp, o.Queues, w.shards, o.Logger), newConnCollector(apps), apps.Reloads(), newAppWaitCollector(&w.appWaits, w.now))
 	for _, c := range o.Metrics {
 		if err := m.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("worker: Options.Metrics: %w", err)
