@@ -260,25 +260,20 @@ func (w *Worker) deliverChunk(ctx context.Context, c *task.Chunk, st *chunkState
 	var tasks []handoff
 	var holders []heldBy // the recipients held, with their tasks
 	for _, h := range handoffs {
-		switch {
-		case h.deferred && hj != nil && !c.Held():
+		switch handoffDest(h.deferred, h.near, h.foreign, hj != nil, c.Held(), grouping) {
+		case toWaitingJobs:
 			id, queue := hj.id(w, c, h.wake.Unix())
 			rec.held(c.Index(h.i), task.HeldMark(queue, id))
 			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot, at: h.at, booked: h.booked})
 			holders = append(holders, heldBy{i: h.i, queue: queue, task: id, joined: true})
 			continue
-		case (h.deferred || h.near && hj == nil) && grouping:
-			// A near recipient waits in a held task too: a delivery task
-			// would wait in place in a delivery slot, and a burst of them
-			// took every slot, so the later ones started after their
-			// slots and were booked again at the back of their users'
-			// queues.
+		case toHeld:
 			g := groups.add(w, c, h.i, h.wake.Unix(), h.at, h.booked)
 			rec.held(c.Index(h.i), task.HeldMark(g.Queue, g.Name()))
 			holders = append(holders, heldBy{i: h.i, queue: g.Queue, task: g.Name()})
 			continue
-		case h.foreign:
-		default:
+		case toOwner:
+		case toDelivery:
 			// Every recipient handed to its delivery task is marked so
 			// before the task is made: a re-run that finds the marker
 			// leaves the recipient to the task, even when the task's
@@ -543,7 +538,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 			if res[k].hold {
 				held[c.Index(i)] = res[k].last
 				release = append(release, i)
-				if res[k].turn.Sub(now) <= maxInlineWait && (c.Deadline.IsZero() || res[k].turn.Before(c.Deadline)) {
+				if pacedNear(res[k].turn, now, c.Deadline) {
 					near[i] = res[k]
 				} else {
 					handoffs = append(handoffs, handoff{i: i})

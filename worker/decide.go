@@ -265,6 +265,53 @@ func routePlan(p planned, by holder) routed {
 	return routed{move: moveNext}
 }
 
+// dest is where a chunk's run puts a recipient it hands off.
+type dest int
+
+const (
+	// toWaitingJobs: the hush:waiting-jobs group of its second of waking,
+	// for a single-recipient job that a batch or job task runs.
+	toWaitingJobs dest = iota
+	// toHeld: the hush:held task of its chunk and second of waking.
+	toHeld
+	// toOwner: the task its held marker names already (a held task's
+	// recipient given to its delivery task before): created again, the
+	// marker kept.
+	toOwner
+	// toDelivery: its own hush:delivery task, marked as its owner first.
+	toDelivery
+)
+
+var destNames = [...]string{"waiting-jobs", "held", "owner", "delivery"}
+
+func (d dest) String() string { return destNames[d] }
+
+// handoffDest is where a handed-off recipient goes: deferred (its slot is
+// further than a wait in place) or near (within one), foreign (its marker
+// names its delivery task already); the run takes single-recipient jobs
+// into waiting-jobs groups (jobs), runs a held task (held), or groups its
+// deferred recipients into held tasks (grouping). A near recipient waits
+// in a held task too where the run groups: in its delivery task it would
+// wait in place in a delivery slot, and a burst of them takes every slot.
+func handoffDest(deferred, near, foreign, jobs, held, grouping bool) dest {
+	switch {
+	case deferred && jobs && !held:
+		return toWaitingJobs
+	case (deferred || near && !jobs) && grouping:
+		return toHeld
+	case foreign:
+		return toOwner
+	}
+	return toDelivery
+}
+
+// pacedNear reports whether a recipient the send rate held, whose turn is
+// at turn, is booked again by its wave (its turn within maxInlineWait of
+// now, and before its deadline) rather than handed to its delivery task.
+func pacedNear(turn, now, deadline time.Time) bool {
+	return turn.Sub(now) <= maxInlineWait && (deadline.IsZero() || turn.Before(deadline))
+}
+
 // action is what a recipient does after an attempt.
 type action int
 

@@ -385,3 +385,52 @@ func TestRetryUntil(t *testing.T) {
 		})
 	}
 }
+
+// TestHandoffDest: where a chunk's run puts each recipient it hands off.
+func TestHandoffDest(t *testing.T) {
+	for _, tc := range []struct {
+		name                                          string
+		deferred, near, foreign, jobs, held, grouping bool
+		want                                          dest
+	}{
+		{name: "a deferred single-recipient job joins its second's group", deferred: true, jobs: true, want: toWaitingJobs},
+		{name: "even where the run could group", deferred: true, jobs: true, grouping: true, want: toWaitingJobs},
+		{name: "a held task's deferred recipient does not join a group", deferred: true, jobs: true, held: true, want: toDelivery},
+		{name: "a deferred recipient of a grouping chunk waits in a held task", deferred: true, grouping: true, want: toHeld},
+		{name: "a near recipient of a grouping chunk waits in a held task", near: true, grouping: true, want: toHeld},
+		{name: "a near single-recipient job waits in its delivery task", near: true, jobs: true, grouping: true, want: toDelivery},
+		{name: "a deferred recipient of a run that does not group", deferred: true, want: toDelivery},
+		{name: "a near recipient of a run that does not group", near: true, want: toDelivery},
+		{name: "a foreign recipient goes back to its owner", foreign: true, grouping: true, want: toOwner},
+		{name: "late, collapsed or failed: its delivery task", grouping: true, want: toDelivery},
+		{name: "nothing set", want: toDelivery},
+	} {
+		if got := handoffDest(tc.deferred, tc.near, tc.foreign, tc.jobs, tc.held, tc.grouping); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPacedNear: a recipient the send rate held is booked again by its
+// wave only when its turn is within a wait in place and before its
+// deadline.
+func TestPacedNear(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	for _, tc := range []struct {
+		name     string
+		turn     time.Time
+		deadline time.Time
+		want     bool
+	}{
+		{"now", now, time.Time{}, true},
+		{"at the longest wait in place", now.Add(maxInlineWait), time.Time{}, true},
+		{"just beyond it", now.Add(maxInlineWait + time.Millisecond), time.Time{}, false},
+		{"near, before its deadline", now.Add(time.Second), now.Add(2 * time.Second), true},
+		{"near, at its deadline", now.Add(time.Second), now.Add(time.Second), false},
+		{"near, after its deadline", now.Add(time.Second), now.Add(500 * time.Millisecond), false},
+	} {
+		if got := pacedNear(tc.turn, now, tc.deadline); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
