@@ -312,7 +312,7 @@ func TestNotReadyHidesRedisInternals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Stop()
+	srv.Down()
 	problems := strings.Join(w.NotReady(t.Context()), "; ")
 	if !strings.Contains(problems, "redis unavailable") {
 		t.Errorf("NotReady: %q, want it to say redis unavailable", problems)

@@ -254,6 +254,29 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Down stops the server for good and keeps its port taken until the test
+// ends, by a listener that closes every connection it accepts: a client
+// of the server then fails as against a Redis that is down, and never
+// reaches another test's server started on the freed port.
+func (s *Server) Down() {
+	s.tb.Helper()
+	s.Stop()
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		s.tb.Fatalf("redistest: holding the port of the stopped server %s: %v", s.Addr, err)
+	}
+	s.tb.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+}
+
 // Restart stops the server and starts it again on the same port and data
 // directory. With Options.Persist the data survives.
 func (s *Server) Restart() {

@@ -725,7 +725,7 @@ func redisDownWorker(t *testing.T) *worker.Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Stop()
+	srv.Down()
 	return w
 }
 
