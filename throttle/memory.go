@@ -162,14 +162,14 @@ func (m *Memory) reserve(ctx context.Context, q Request) (Reservation, error) {
 	accepted := notAfterMs(q.Accepted)
 	if q.CollapseKey != "" {
 		cl := m.collapse(q.User, now)
-		if _, gone := cl["x:"+q.Member]; gone {
-			return reservation(now, now, false, RefusedCollapsed), nil
+		if x, gone := cl["x:"+q.Member]; gone {
+			return replaced(now, x.member), nil
 		}
 		if k, ok := cl[collapseField(q.Category, q.CollapseKey)]; ok && k.member != q.Member {
 			// The newest accepted push wins: one accepted before the push
 			// the key names is stale (on a tie the later booking wins).
 			if accepted < k.accepted {
-				return reservation(now, now, false, RefusedCollapsed), nil
+				return replaced(now, k.member), nil
 			}
 			if i := m.find(q.User, home, k.member); i >= 0 && m.entries(q.User, home)[i].at > now+m.margin {
 				old, oldAt = k.member, m.entries(q.User, home)[i].at
@@ -464,4 +464,12 @@ func times(es []memEntry) []int64 {
 
 func reservation(at, now int64, existing bool, refused Refusal) Reservation {
 	return Reservation{At: ms(at), Wait: time.Duration(max(0, at-now)) * time.Millisecond, Existing: existing, Refused: refused, Now: ms(now)}
+}
+
+// replaced is the RefusedCollapsed answer for a member the member by
+// took the place of.
+func replaced(now int64, by string) Reservation {
+	r := reservation(now, now, false, RefusedCollapsed)
+	r.ReplacedBy = by
+	return r
 }

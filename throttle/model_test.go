@@ -341,12 +341,16 @@ func (m *model) reserve(now int64, q request) throttle.Reservation {
 		return r, ok && now < r.until
 	}
 	if q.collapse != "" {
-		if _, ok := record("x:" + q.member); ok {
-			return answer(now, false, throttle.RefusedCollapsed)
+		if x, ok := record("x:" + q.member); ok {
+			r := answer(now, false, throttle.RefusedCollapsed)
+			r.ReplacedBy = x.member
+			return r
 		}
 		if k, ok := record(field); ok && k.member != q.member {
 			if q.accepted < k.accepted {
-				return answer(now, false, throttle.RefusedCollapsed)
+				r := answer(now, false, throttle.RefusedCollapsed)
+				r.ReplacedBy = k.member
+				return r
 			}
 			if at, ok := find(m.sets[sets[0]], k.member); ok && at > now+m.margin {
 				old, oldAt = k.member, at

@@ -37,6 +37,8 @@ func testPolicies(t *testing.T, newLimiter newLimiterFunc) {
 		return throttle.Reservation{At: time.UnixMilli(at), Wait: time.Duration(wait) * time.Millisecond, Refused: refused, Collapsed: collapsed}
 	}
 	held := func(r throttle.Reservation, by string) throttle.Reservation { r.HeldBy = by; return r }
+	// replacedBy is r naming the member that replaced the refused one.
+	replacedBy := func(r throttle.Reservation, member string) throttle.Reservation { r.ReplacedBy = member; return r }
 	cats := map[string]throttle.Category{
 		"marketing": {Limits: []throttle.Limit{{N: 1, Window: 100 * time.Millisecond}}},
 		"social":    {MinGap: 50 * time.Millisecond},
@@ -95,7 +97,7 @@ func testPolicies(t *testing.T, newLimiter newLimiterFunc) {
 			{0, throttle.Request{Member: "now", CollapseKey: "score"}, res(t0, 0, "", ""), false, status{}, "sent now"},
 			{0, throttle.Request{Member: "old", CollapseKey: "score"}, held(res(t0+1000, 1000, "", ""), "1/1s"), false, status{}, "held for a second"},
 			{10, throttle.Request{Member: "new", CollapseKey: "score"}, held(res(t0+1000, 990, "", "old"), "1/1s"), false, status{}, "takes old's slot"},
-			{20, throttle.Request{Member: "old", CollapseKey: "score"}, res(t0+20, 0, throttle.RefusedCollapsed, ""), false, status{}, "old is told"},
+			{20, throttle.Request{Member: "old", CollapseKey: "score"}, replacedBy(res(t0+20, 0, throttle.RefusedCollapsed, ""), "new"), false, status{}, "old is told"},
 			{20, throttle.Request{Member: "new", CollapseKey: "score"}, throttle.Reservation{At: time.UnixMilli(t0 + 1000), Wait: 980 * time.Millisecond, Existing: true}, false, status{}, "new holds it"},
 			{30, throttle.Request{Member: "other", CollapseKey: "news"}, held(res(t0+2000, 1970, "", ""), "1/1s"), false, status{}, "another key collapses nothing"},
 			{30, throttle.Request{Member: "cat", CollapseKey: "score", Category: "c"}, held(res(t0+3000, 2970, "", ""), "1/1s"), false, status{}, "nor another category's"},
@@ -106,11 +108,11 @@ func testPolicies(t *testing.T, newLimiter newLimiterFunc) {
 		{"the newest accepted push wins whatever books later", throttle.Policy{Limits: []throttle.Limit{{N: 1, Window: time.Second}}}, 100 * time.Millisecond, t0, []policyStep{
 			{0, throttle.Request{Member: "old#0", CollapseKey: "score", Accepted: accepted(10)}, res(t0, 0, "", ""), false, status{}, "old's first attempt is sent now"},
 			{10, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, held(res(t0+1000, 990, "", ""), "1/1s"), false, status{}, "latest is held; old is on its way"},
-			{20, throttle.Request{Member: "old#1", CollapseKey: "score", Accepted: accepted(10)}, res(t0+20, 0, throttle.RefusedCollapsed, ""), false, status{}, "old's retry is older than latest: collapsed"},
+			{20, throttle.Request{Member: "old#1", CollapseKey: "score", Accepted: accepted(10)}, replacedBy(res(t0+20, 0, throttle.RefusedCollapsed, ""), "latest"), false, status{}, "old's retry is older than latest: collapsed"},
 			{30, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, throttle.Reservation{At: time.UnixMilli(t0 + 1000), Wait: 970 * time.Millisecond, Existing: true}, false, status{}, "latest keeps its slot"},
 			{40, throttle.Request{Member: "tie", CollapseKey: "score", Accepted: accepted(20)}, held(res(t0+1000, 960, "", "latest"), "1/1s"), false, status{}, "accepted at the same instant: the later booking wins"},
-			{50, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, res(t0+50, 0, throttle.RefusedCollapsed, ""), false, status{}, "latest is told"},
-			{1500, throttle.Request{Member: "old#2", CollapseKey: "score", Accepted: accepted(10)}, res(t0+1500, 0, throttle.RefusedCollapsed, ""), false, status{}, "tie was sent; old is still older"},
+			{50, throttle.Request{Member: "latest", CollapseKey: "score", Accepted: accepted(20)}, replacedBy(res(t0+50, 0, throttle.RefusedCollapsed, ""), "tie"), false, status{}, "latest is told"},
+			{1500, throttle.Request{Member: "old#2", CollapseKey: "score", Accepted: accepted(10)}, replacedBy(res(t0+1500, 0, throttle.RefusedCollapsed, ""), "tie"), false, status{}, "tie was sent; old is still older"},
 			{2001, throttle.Request{Member: "old#3", CollapseKey: "score", Accepted: accepted(10)}, res(t0+2001, 0, "", ""), false, status{}, "tie's booking left the window: nothing is remembered"},
 		}},
 	}

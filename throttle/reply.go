@@ -91,11 +91,15 @@ func parseReservation(v any, now int64) (Reservation, int64, error) {
 		return Reservation{}, 0, fmt.Errorf("%w: reserve: refusal %#v, collapsed %#v", ErrUnexpectedReply, a[3], a[4])
 	case r != "" && x[1] == 1:
 		return Reservation{}, 0, fmt.Errorf("%w: reserve: an existing booking refused (%s)", ErrUnexpectedReply, r)
-	case collapsed != "" && (r != "" || x[1] == 1):
+	case collapsed != "" && (r != "" && r != RefusedCollapsed || x[1] == 1):
 		return Reservation{}, 0, fmt.Errorf("%w: reserve: collapsed %q on a refused or existing booking", ErrUnexpectedReply, collapsed)
 	}
 	res := reservation(x[0], x[2], x[1] == 1, Refusal(refused))
-	res.Collapsed = collapsed
+	if res.Refused == RefusedCollapsed {
+		res.ReplacedBy = collapsed
+	} else {
+		res.Collapsed = collapsed
+	}
 	return res, held, nil
 }
 

@@ -38,7 +38,9 @@
 -- Reply    per request, in order: for a new booking (the member books
 --          its slot now, and replaces no held booking), the slot (ms)
 --          alone; else {slot ms, existing 0|1, now ms, refused,
---          collapsed member or ""}: refused is '' when the member holds
+--          member or ""}, the member the booking collapsed, or for a
+--          'collapsed' refusal the member that replaced it ("" when not
+--          known): refused is '' when the member holds
 --          the slot, 'full' with slot = the earliest entry after now of
 --          the set at the cap, 'late' with slot = the slot it would have
 --          booked, 'collapsed' with slot = now (a newer push replaced the
@@ -292,8 +294,9 @@ local function reserve(keys, rs, ckey, pkey, member, not_after, not_before, cate
       return {s, 1, now, '', ''}
     end
     rec, kf = collapse_records(ckey), 'k:' .. category .. ':' .. collapse_key
-    if rec.live['x:' .. member] then
-      return {now, 0, now, 'collapsed', ''}
+    local x = rec.live['x:' .. member]
+    if x then
+      return {now, 0, now, 'collapsed', x.member}
     end
     local k = rec.live[kf]
     if k and k.member ~= member then
@@ -301,7 +304,7 @@ local function reserve(keys, rs, ckey, pkey, member, not_after, not_before, cate
       -- key names is stale, booked or not (on a tie the later booking
       -- wins).
       if accepted < k.accepted then
-        return {now, 0, now, 'collapsed', ''}
+        return {now, 0, now, 'collapsed', k.member}
       end
       local at = redis.call('ZSCORE', home, k.member)
       if at and tonumber(at) > now + margin then

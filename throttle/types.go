@@ -100,6 +100,9 @@ type Reservation struct {
 	// Options.CollapseMargin ahead, removed by this Reserve. Empty when
 	// none (and always on an Existing answer).
 	Collapsed string
+	// ReplacedBy, on a RefusedCollapsed answer, is the member of the newer
+	// push that took this one's place; empty when its record is gone.
+	ReplacedBy string
 	// Now is the limiter's clock at the booking.
 	Now time.Time
 }

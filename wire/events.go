@@ -19,8 +19,12 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	Job    string `json:"job,omitempty"`
 	// App is the app of the event's job.
-	App string    `json:"app,omitempty"`
-	At  time.Time `json:"at"`
+	App string `json:"app,omitempty"`
+	// ReplacedBy, on a dropped event of reason collapsed, is the id of the
+	// job whose push for the same user and collapse key took this one's
+	// place; empty when hush no longer knows it.
+	ReplacedBy string    `json:"replaced_by,omitempty"`
+	At         time.Time `json:"at"`
 }
 
 // EventsPage is one page of GET /v1/events (schema EventsPage).

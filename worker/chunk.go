@@ -358,11 +358,11 @@ func (w *Worker) wakeCollapsed(ctx context.Context, app *App, c *task.Chunk, hs 
 	for k, h := range hs {
 		idx[k] = h.i
 	}
-	for k, gone := range w.collapsedSince(ctx, app, bookItemsOf(c, idx)) {
+	for k, seen := range w.collapsedSince(ctx, app, bookItemsOf(c, idx)) {
 		switch {
-		case gone && hs[k].joined:
+		case seen.collapsed && hs[k].joined:
 			hj.wakeOnce(hs[k].task)
-		case gone:
+		case seen.collapsed:
 			woken := w.client.wakeHeld(ctx, hs[k].queue, hs[k].task)
 			w.log.Info("held push collapsed before its marker was written", "delivery", task.Member(c.Job, c.Index(hs[k].i), 0), "task", hs[k].task, "woken", woken)
 		}

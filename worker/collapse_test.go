@@ -211,6 +211,7 @@ func TestCollapsedBeforeItsHeldMarkerEndsAtOnce(t *testing.T) {
 			if got := len(requestsFor(e.apns.Requests(), apnsToken(id+"-"+last))); got != 0 {
 				t.Errorf("the collapsed push was sent %d times", got)
 			}
+			e.checkCollapsedEvent(id, last, id+"-new")
 		})
 	}
 }

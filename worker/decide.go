@@ -74,6 +74,9 @@ type planned struct {
 	// heldBy names the limiter's rule that holds the slot
 	// (throttle.Reservation.HeldBy; stepWait, stepDefer, stepExpire).
 	heldBy string
+	// replacedBy is the limiter member of the push that took this one's
+	// place (throttle.Reservation.ReplacedBy; stepCollapsed).
+	replacedBy string
 }
 
 // plan decides what reservation r means at now. mid is the local instant
@@ -93,7 +96,7 @@ func plan(r throttle.Reservation, mid, answered, now, deadline time.Time, carrie
 	case throttle.RefusedLate:
 		return planned{step: stepExpire, heldBy: r.HeldBy}
 	case throttle.RefusedCollapsed:
-		return planned{step: stepCollapsed}
+		return planned{step: stepCollapsed, replacedBy: r.ReplacedBy}
 	case throttle.RefusedOptedOut:
 		if mutant("optOutIgnored") {
 			break // sent as if the user had not opted out
@@ -214,8 +217,9 @@ type routed struct {
 	move move
 	// delay before the delivery runs again (moveDefer, moveHand).
 	delay time.Duration
-	// reason is the final state of a drop (moveDrop).
-	reason string
+	// reason is the final state of a drop (moveDrop); replacedBy, for
+	// task.Collapsed, the member of the push that took its place.
+	reason, replacedBy string
 	// deferred: the delivery starts waiting for a far slot, which is
 	// logged with its slot (logDeferred).
 	deferred bool
@@ -256,7 +260,7 @@ func routePlan(p planned, by holder) routed {
 	case stepExpire:
 		return routed{move: moveDrop, reason: task.Expired}
 	case stepCollapsed:
-		return routed{move: moveDrop, reason: task.Collapsed}
+		return routed{move: moveDrop, reason: task.Collapsed, replacedBy: p.replacedBy}
 	case stepOptedOut:
 		return routed{move: moveDrop, reason: task.OptedOut}
 	case stepRebook:

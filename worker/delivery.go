@@ -92,10 +92,10 @@ func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientStat
 		return false, w.carryOut(ctx, d, a, v)
 	}
 	if st.cancelled {
-		return false, w.drop(ctx, d, st, task.Cancelled)
+		return false, w.drop(ctx, d, st, task.Cancelled, "")
 	}
 	if d.Expired(w.now()) {
-		return false, w.drop(ctx, d, st, task.Expired)
+		return false, w.drop(ctx, d, st, task.Expired, "")
 	}
 	app, err := w.appOf(d)
 	if missing := appMissing(app, err, d.Devices, st.devices); missing != nil {
@@ -136,7 +136,7 @@ func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientStat
 		b := w.book(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}}, bookHow{job: d.Job})
 		switch b.gate() {
 		case gateCancelled:
-			return false, w.drop(ctx, d, st, task.Cancelled)
+			return false, w.drop(ctx, d, st, task.Cancelled, "")
 		case gateUnknown:
 			// The job may be cancelled: nothing is sent; the next run
 			// reads again and finds the booking, if one was made.
@@ -158,7 +158,7 @@ func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientStat
 				w.log.Info("delivery expires before its slot", "delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID,
 					"slot", res.At.UTC().Format(time.RFC3339Nano), "rule", p.heldBy)
 			}
-			return false, w.drop(ctx, d, st, rt.reason)
+			return false, w.drop(ctx, d, st, rt.reason, rt.replacedBy)
 		case moveRebook:
 			return true, w.release(ctx, "late", failureReturned, a.n, d)
 		case moveNext:
@@ -168,10 +168,10 @@ func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientStat
 			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d), d.TTL()); err != nil {
 				return false, err
 			}
-			if w.collapsedSince(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}})[0] {
+			if c := w.collapsedSince(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}})[0]; c.collapsed {
 				// Collapsed before its marker was written: no wake
 				// reached this running task.
-				return false, w.drop(ctx, d, st, task.Collapsed)
+				return false, w.drop(ctx, d, st, task.Collapsed, c.by)
 			}
 			w.logDeferred(d, p)
 			return false, &DeferError{Delay: rt.delay}
@@ -297,12 +297,13 @@ func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
 // passed, or its earliest slot is after it), task.ThrottleFull (the user
 // holds the most bookings allowed), task.Collapsed (a newer push with its
 // collapse key took its place), task.Cancelled (its job was cancelled) or
-// task.OptedOut (the user opted out of its category). It gives the attempt's booking back, unless the attempt is
+// task.OptedOut (the user opted out of its category); by is the member of
+// the push that took a collapsed one's place, which its event names. It gives the attempt's booking back, unless the attempt is
 // unsettled (its push may have gone out at that slot). A device that
 // already has the push makes it a delivery. The dropped event is appended
 // before the state is recorded, so it is never lost (a re-run may emit it
 // twice).
-func (w *Worker) drop(ctx context.Context, d *task.Delivery, st recipientState, reason string) error {
+func (w *Worker) drop(ctx context.Context, d *task.Delivery, st recipientState, reason, by string) error {
 	if slices.Contains(st.devices, task.Delivered) {
 		// A retry for the rest of the devices ran out of time, but the user
 		// got the push on another device: that is a delivery, and the
@@ -322,7 +323,11 @@ func (w *Worker) drop(ctx context.Context, d *task.Delivery, st recipientState, 
 		}
 	}
 	w.log.Info("delivery dropped", withDeadline([]any{"reason", reason, "delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID}, d.Deadline)...)
-	return w.finish(ctx, d, reason, "")
+	about := d.About(w.now(), "")
+	if job, _, _, ok := task.ParseMember(by); ok {
+		about.ReplacedBy = job
+	}
+	return w.record(ctx, d, reason, about)
 }
 
 // withDeadline is attrs with a delivery's deadline when it has one: a job

@@ -71,6 +71,9 @@ func finalEvent(state string, about Event) (Event, bool) {
 		}
 		about.Type, about.Reason = EventDropped, state
 	}
+	if state != task.Collapsed {
+		about.ReplacedBy = ""
+	}
 	return about, true
 }
 

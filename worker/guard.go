@@ -230,10 +230,10 @@ func (w *Worker) collapsedBy(d *task.Delivery, member string) {
 // wake (wake), so the holder, once the marker is written, looks itself:
 // one booking round trip, which finds each booking or answers it
 // collapsed, and only for a push with a collapse key. A recipient it
-// answers true for is woken (or dropped) by the holder now, rather than at
+// answers collapsed for is woken (or dropped) by the holder now, rather than at
 // its slot. A failed look leaves them to their slots.
-func (w *Worker) collapsedSince(ctx context.Context, app *App, items []bookItem) []bool {
-	out := make([]bool, len(items))
+func (w *Worker) collapsedSince(ctx context.Context, app *App, items []bookItem) []collapseSeen {
+	out := make([]collapseSeen, len(items))
 	if len(items) == 0 || items[0].d.Content.CollapseKey == "" || w.bypass[items[0].d.Priority] {
 		return out
 	}
@@ -244,9 +244,17 @@ func (w *Worker) collapsedSince(ctx context.Context, app *App, items []bookItem)
 		return out
 	}
 	for k, r := range b.res {
-		out[k] = r.Refused == throttle.RefusedCollapsed
+		out[k] = collapseSeen{collapsed: r.Refused == throttle.RefusedCollapsed, by: r.ReplacedBy}
 	}
 	return out
+}
+
+// collapseSeen is collapsedSince's answer for one recipient: whether a
+// newer push collapsed its booking, and that push's limiter member (by;
+// "" when not known).
+type collapseSeen struct {
+	collapsed bool
+	by        string
 }
 
 func containsString(xs []string, x string) bool {

@@ -580,3 +580,18 @@ func fcmToken(s string) string { return testkit.FCMToken(s) }
 func apnsRecipient(user string, tokens ...string) payload.Recipient {
 	return testkit.APNsRecipient(user, tokens...)
 }
+
+// checkCollapsedEvent checks that job's push to user ended with one
+// collapsed event naming the job whose push replaced it (by).
+func (e *env) checkCollapsedEvent(job, user, by string) {
+	e.t.Helper()
+	var got []Event
+	for _, ev := range e.events() {
+		if ev.Job == job && ev.UserID == user && ev.Reason == task.Collapsed {
+			got = append(got, ev)
+		}
+	}
+	if len(got) != 1 || got[0].ReplacedBy != by {
+		e.t.Errorf("collapsed events of %s to %s: %+v, want one replaced by %s", job, user, got, by)
+	}
+}

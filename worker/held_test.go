@@ -597,6 +597,7 @@ func TestCollapseWakesHeldTask(t *testing.T) {
 		t.Errorf("the collapsed push was sent %d times", got)
 	}
 	e.checkSentInTime("latest, at the held one's slot,", arrival(t, reqs, apnsToken("latest")), oldSlot, apnsToken("latest"))
+	e.checkCollapsedEvent("old", "u-120", "latest")
 	for i := range n {
 		if i == 120 {
 			continue

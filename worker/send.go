@@ -324,9 +324,14 @@ func (w *Worker) after(ctx context.Context, d *task.Delivery, a attempts, v verd
 // finish records d's final state once, and its event (reason: a
 // failure's), under a context shutdown does not cancel.
 func (w *Worker) finish(ctx context.Context, d *task.Delivery, state, reason string) error {
+	return w.record(ctx, d, state, d.About(w.now(), reason))
+}
+
+// record is finish with the event's fields given (about).
+func (w *Worker) record(ctx context.Context, d *task.Delivery, state string, about Event) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, d.About(w.now(), reason), d.TTL())
+	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, about, d.TTL())
 	if err != nil {
 		return err
 	}
