@@ -1,6 +1,7 @@
 package faultsim
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -267,6 +268,14 @@ func TestChecks(t *testing.T) {
 				arrive(answeredWith("a", "u", "t-u", 100, 503), pushed("b", "u", "t-u", 600), answeredWith("a", "u", "t-u2", 900, 503), pushed("a", "u", "t-u", 9000)), 0,
 		},
 
+		{"collapse: the event names its replacement", checkCollapse, newHistory().job("a", st(counts(0, "collapsed", 1)), recipients("u"), withCollapse("k")).job("b", st(counts(500, "delivered", 1)), recipients("u"), withCollapse("k")).
+			with(collapsedEvent("a", "u", "b")).arrive(pushed("b", "u", "t-u", 900)), 0},
+		{"collapse: the event names no replacement", checkCollapse, newHistory().job("a", st(counts(0, "collapsed", 1)), recipients("u"), withCollapse("k")).job("b", st(counts(500, "delivered", 1)), recipients("u"), withCollapse("k")).
+			with(collapsedEvent("a", "u", "")).arrive(pushed("b", "u", "t-u", 900)), 0},
+		{"collapse: the event names an older push", checkCollapse, newHistory().job("a", st(counts(500, "collapsed", 1)), recipients("u"), withCollapse("k")).job("b", st(counts(0, "delivered", 1)), recipients("u"), withCollapse("k")).
+			job("c", st(counts(700, "delivered", 1)), recipients("u"), withCollapse("k")).with(collapsedEvent("a", "u", "b")).arrive(pushed("c", "u", "t-u", 900)), 1},
+		{"collapse: the event names another key's push", checkCollapse, newHistory().job("a", st(counts(0, "collapsed", 1)), recipients("u"), withCollapse("k")).job("b", st(counts(500, "delivered", 1)), recipients("u"), withCollapse("k")).
+			job("c", st(counts(600, "delivered", 1)), recipients("u"), withCollapse("other")).with(collapsedEvent("a", "u", "c")).arrive(pushed("b", "u", "t-u", 900)), 1},
 		{"collapse: accepted outside its submissions", checkCollapse, newHistory().job("a", st(counts(0, "delivered", 1)), recipients("u"), withCollapse("k")).
 			with(func(h *history) { h.jobs["a"].lastTry = ms(-10); h.jobs["a"].firstTry = ms(-20) }), 1},
 
@@ -319,5 +328,17 @@ func TestChecks(t *testing.T) {
 				t.Errorf("%d failures, want %d: %v", len(got), tt.want, got)
 			}
 		})
+	}
+}
+
+// collapsedEvent adds job's collapsed event for user, naming by as its
+// replacement.
+func collapsedEvent(job, user, by string) func(*history) {
+	return func(h *history) {
+		b, _ := json.Marshal(worker.Event{ID: "evt-" + job + "-" + user, Type: worker.EventDropped, Reason: "collapsed", Job: job, UserID: user, ReplacedBy: by})
+		if h.events == nil {
+			h.events = map[string]string{}
+		}
+		h.events["evt-"+job+"-"+user] = string(b)
 	}
 }

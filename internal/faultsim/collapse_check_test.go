@@ -1,6 +1,7 @@
 package faultsim
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker"
 )
 
 // checkCollapse: a collapsed push never arrives; a push is collapsed only
@@ -21,9 +23,9 @@ import (
 func checkCollapse(h *history) []failure {
 	var out []failure
 	byJob := h.byJob()
-	type group struct{ app, category, user, key string }
-	groups := map[group][]collapsePush{}
-	var order []group
+	groups := map[collapseGroup][]collapsePush{}
+	groupOf := map[string]collapseGroup{}
+	var order []collapseGroup
 	for _, id := range sortedKeys(h.status) {
 		jr, st := h.jobs[id], h.status[id]
 		if jr == nil || jr.spec.job.CollapseKey == "" {
@@ -48,12 +50,14 @@ func checkCollapse(h *history) []failure {
 					id, st.AcceptedAt.Format("15:04:05.000"), lo.Format("15:04:05.000"), hi.Format("15:04:05.000")))
 			}
 		}
-		g := group{j.App, j.Category, j.Recipients[0].UserID, j.CollapseKey}
+		g := collapseGroup{j.App, j.Category, j.Recipients[0].UserID, j.CollapseKey}
+		groupOf[id] = g
 		if groups[g] == nil {
 			order = append(order, g)
 		}
 		groups[g] = append(groups[g], collapsePush{job: id, accepted: st.AcceptedAt, collapsed: st.Counts["collapsed"] > 0})
 	}
+	out = append(out, wrongReplacements(h, groupOf)...)
 	for _, g := range order {
 		ps := groups[g]
 		for _, p := range wronglyCollapsed(ps) {
@@ -204,4 +208,34 @@ func TestWronglyCollapsed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// collapseGroup is the pushes that may collapse each other: one app's, of
+// one category, to one user, with one collapse key.
+type collapseGroup struct{ app, category, user, key string }
+
+// wrongReplacements: a collapsed push's event names as its replacement
+// (replaced_by) a push of its own collapse group accepted no earlier than
+// it, never itself (docs/events.md, replaced_by). An event that names none
+// is allowed: hush forgets the replacement once its booking left the
+// windows.
+func wrongReplacements(h *history, groupOf map[string]collapseGroup) []failure {
+	var out []failure
+	for _, id := range sortedKeys(h.events) {
+		var e worker.Event
+		if json.Unmarshal([]byte(h.events[id]), &e) != nil || e.Type != worker.EventDropped || e.Reason != "collapsed" || e.ReplacedBy == "" {
+			continue
+		}
+		g, ok := groupOf[e.Job]
+		by, byOK := groupOf[e.ReplacedBy]
+		switch {
+		case !ok:
+			continue // not a collapse-key job of the run: never-lost's and counts'
+		case e.ReplacedBy == e.Job || !byOK || by != g:
+			out = append(out, fail("collapse", nil, "job %s's collapsed event names %s as its replacement, not a push of its collapse key", e.Job, e.ReplacedBy))
+		case h.status[e.ReplacedBy].AcceptedAt.Before(h.status[e.Job].AcceptedAt):
+			out = append(out, fail("collapse", nil, "job %s's collapsed event names %s, accepted before it, as its replacement", e.Job, e.ReplacedBy))
+		}
+	}
+	return out
 }
