@@ -62,7 +62,7 @@
 //	                      kept as long as the job's done entry
 //	hush:done:{<tag>}:<width>:<bucket>
 //	                      hash: job id -> a finished job's compact status,
-//	                      once its three keys above are deleted (retire.go)
+//	                      once its three keys above are deleted (store_retire.go)
 //	hush:jobs-at:{<queue>/<s>}
 //	                      hash: the hush:waiting-jobs groups waiting for
 //	                      their second's task (waitingsecond.go)

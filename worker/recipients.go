@@ -29,7 +29,7 @@ import (
 // What is answerable when: while the job is live (accepted and not
 // finished) every recipient, as far as its deliveries have come; once the
 // job finishes (fanned out, every recipient final) its records are retired
-// at once (retire.go) and, for HUSH_JOB_RETENTION, the counts per state
+// at once (store_retire.go) and, for HUSH_JOB_RETENTION, the counts per state
 // remain and the exceptions: the page then says Retired and lists every
 // recipient's final state (delivered unless an exception says otherwise),
 // without devices or attempts. A job finished by a build that kept no

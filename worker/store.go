@@ -88,14 +88,14 @@ const (
 
 // recordTTL is how long a job's records outlive its acceptance (or its
 // deadline, when that is later) when the job never finishes; a finished
-// job's records are retired at once (retire.go).
+// job's records are retired at once (store_retire.go).
 const recordTTL = 7 * 24 * time.Hour
 
 // jobTag is what a job's keys hold between braces, their hash tag: the
 // id, or, for an id starting with "}" (which would leave the braces empty,
 // so that Redis Cluster put each of the job's keys on a slot of its own),
 // the id after a space, which no id starts with. It is also the job's
-// field in its done bucket (retire.go).
+// field in its done bucket (store_retire.go).
 func jobTag(id string) string {
 	if strings.HasPrefix(id, "}") {
 		return " " + id
@@ -134,7 +134,7 @@ func pushedField(field string) string { return field + "/n" }
 //
 //	store.go        the records, the job store's scripts and their ARGV
 //	store_chunk.go  a chunk's reads and writes (chunk.lua, record.lua)
-//	outcomes.go     device outcomes, recorded as the providers answer
+//	store_outcomes.go     device outcomes, recorded as the providers answer
 //	persist.go      how writes of acknowledged sends outlive a Redis outage
 //
 // Its Lua scripts are declared here and nowhere else, one .lua file each.
@@ -480,7 +480,7 @@ func (s store) appWaitSince(ctx context.Context, id string, now time.Time, ttl t
 }
 
 // stateRetired is what the job store reads as the final state of every
-// recipient of a retired job (retire.go): it is never recorded.
+// recipient of a retired job (store_retire.go): it is never recorded.
 const stateRetired = "retired"
 
 // queueHead queues, after reads of job id's recipient states, a read of

@@ -121,7 +121,7 @@ type chunkStates struct {
 	// handed: the run handed a recipient to a delivery task (set by
 	// deliverChunk).
 	handed bool
-	// retired: the job finished and its records were retired (retire.go);
+	// retired: the job finished and its records were retired (store_retire.go);
 	// every recipient's final state reads stateRetired. acceptedAt is
 	// then the acceptance its done entry keeps (start.lua's answer only).
 	retired    bool
@@ -426,7 +426,7 @@ func (s store) write(ctx context.Context, id string, ttl time.Duration, rng stri
 	if s.held != nil && (r.folded == nil || !r.folded.pending) && r.heldOnly() {
 		return s.writeHeld(id, ttl, r)
 	}
-	// Device states were recorded as the answers came (outcomes.go), but
+	// Device states were recorded as the answers came (store_outcomes.go), but
 	// for a folded one (foldedAnswer).
 	keys, at := s.retiring(id)
 	devField, devState := "", ""

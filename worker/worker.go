@@ -120,7 +120,7 @@ type Options struct {
 	EventsMaxLen int64
 	// JobRetention is how long a finished job's id answers duplicates and
 	// its status stays readable (default DefaultJobRetention); every
-	// process and Client of a deployment must use the same (retire.go).
+	// process and Client of a deployment must use the same (store_retire.go).
 	JobRetention time.Duration
 	// AppWait is how long a delivery waits for its app, or its app's
 	// sender for a platform it needs, when this process has neither
