@@ -155,6 +155,10 @@ var (
 	retireSrc string
 	//go:embed chunk.lua
 	chunkSrc string
+	//go:embed together.lua
+	togetherSrc string
+	//go:embed raise.lua
+	raiseSrc string
 
 	// The scripts that record final states end with retire() (retire.lua).
 	startScript  = redis.NewScript(startSrc)
@@ -162,6 +166,10 @@ var (
 	fannedScript = redis.NewScript(retireScriptSrc + fannedSrc)
 	cancelScript = redis.NewScript(cancelSrc)
 	chunkScript  = redis.NewScript(chunkSrc)
+	// The held groups waiting for their second (waitingsecond.go), and
+	// the reset mark (resetmark.go).
+	togetherScript = redis.NewScript(togetherSrc)
+	raiseScript    = redis.NewScript(raiseSrc)
 )
 
 // startArgs is start.lua's ARGV: r's fixed fields, the state to set

@@ -1,0 +1,64 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+)
+
+// The records of held pushes: held markers, run marks, paced times, and
+// the groups waiting for their second (together.lua, waitingsecond.go).
+
+// togetherKeys are together.lua's keys for held queue q and Unix second
+// wake.
+func togetherKeys(q string, wake int64) []string {
+	base := "hush:jobs-at:{" + q + "/" + strconv.FormatInt(wake, 10) + "}"
+	return []string{base, base + ":taken", base + ":woken"}
+}
+
+// secondJoin adds group id (its payload body) to the second wake of held
+// queue q (together.lua's join), answering its reply.
+func (s store) secondJoin(ctx context.Context, id, q string, wake int64, body []byte) (int, error) {
+	keys := togetherKeys(q, wake)
+	r, err := togetherScript.Run(ctx, s.rdb, keys, "join", recordTTL.Milliseconds(), id, body).Int()
+	if err != nil {
+		return 0, fmt.Errorf("add held jobs %s to %s: %w", id, keys[0], err)
+	}
+	return r, nil
+}
+
+// secondPluck moves group task out of the second wake of held queue q
+// (together.lua's pluck), answering its payload; redis.Nil when it is not
+// there to take.
+func (s store) secondPluck(ctx context.Context, q string, wake int64, task string) (string, error) {
+	return togetherScript.Run(ctx, s.rdb, togetherKeys(q, wake), "pluck", recordTTL.Milliseconds(), task).Text()
+}
+
+// secondTake takes the groups of the second wake of held queue q
+// (together.lua's take): the taken and the woken ones, id to payload, and
+// the key of the taken ones, which names them in errors.
+func (s store) secondTake(ctx context.Context, q string, wake int64) (taken, woken map[string]string, from string, err error) {
+	keys := togetherKeys(q, wake)
+	vals, err := togetherScript.Run(ctx, s.rdb, keys, "take", recordTTL.Milliseconds()).Slice()
+	if err != nil || len(vals) != 2 {
+		return nil, nil, "", fmt.Errorf("take the held jobs of %s (%v): %w", keys[0], vals, err)
+	}
+	return hashOf(vals[0]), hashOf(vals[1]), keys[1], nil
+}
+
+// secondDone marks the second wake of held queue q done (together.lua's
+// done).
+func (s store) secondDone(ctx context.Context, q string, wake int64) error {
+	return togetherScript.Run(ctx, s.rdb, togetherKeys(q, wake), "done", togetherDoneTTL.Milliseconds()).Err()
+}
+
+// hashOf reads an HGETALL reply as a map.
+func hashOf(v any) map[string]string {
+	out := map[string]string{}
+	vals, _ := v.([]any)
+	for i := 0; i+1 < len(vals); i += 2 {
+		k, _ := vals[i].(string)
+		out[k], _ = vals[i+1].(string)
+	}
+	return out
+}
