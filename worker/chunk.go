@@ -500,7 +500,7 @@ func (w *Worker) markedHeld(ctx context.Context, c *chunk, idx []int) []int {
 	for k, i := range idx {
 		fields[k] = heldPrefix + strconv.Itoa(c.index(i))
 	}
-	vals, err := w.rdb.HMGet(ctx, jobKey(c.Job), fields...).Result()
+	vals, err := w.store.heldFields(ctx, c.Job, fields)
 	if err != nil {
 		w.log.Warn("reading held deliveries of a cancelled chunk failed", "chunk", c.name(), "err", err)
 		return nil

@@ -4,10 +4,61 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The records of held pushes: held markers, run marks, paced times, and
 // the groups waiting for their second (together.lua, waitingsecond.go).
+
+// heldMark reads recipient index's held marker in job's record
+// (heldMark): redis.Nil when it has none.
+func (s store) heldMark(ctx context.Context, job string, index int) (string, error) {
+	return s.rdb.HGet(ctx, jobKey(job), heldPrefix+strconv.Itoa(index)).Result()
+}
+
+// heldFields reads fields of job's record (held markers) in one round
+// trip: nil for a field it lacks.
+func (s store) heldFields(ctx context.Context, job string, fields []string) ([]any, error) {
+	return s.rdb.HMGet(ctx, jobKey(job), fields...).Result()
+}
+
+// dropRunMarks deletes the run marks (heldRunKey) of hush:waiting-jobs
+// tasks in one round trip.
+func (s store) dropRunMarks(ctx context.Context, tasks []string) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, task := range tasks {
+			p.Del(ctx, heldRunKey(task))
+		}
+		return nil
+	})
+	return err
+}
+
+// holdPaced records the paced times of held items (recipient index ->
+// time on the limiter's clock, "<ms>", or "<ms>h" when told) in one round
+// trip, so their next bookings are made no earlier.
+func (s store) holdPaced(ctx context.Context, job string, paced map[int]pacedTurn, ttl time.Duration) error {
+	if len(paced) == 0 {
+		return nil
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, pt := range paced {
+			v := strconv.FormatInt(pt.at.UnixMilli(), 10)
+			if pt.told {
+				v += pacedToldMark
+			}
+			p.HSet(ctx, devKey(job), strconv.Itoa(i)+"/p", v)
+		}
+		p.PExpire(ctx, devKey(job), ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record the paced sends of %s: %w", job, err)
+	}
+	return nil
+}
 
 // togetherKeys are together.lua's keys for held queue q and Unix second
 // wake.

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 )
 
 // Held jobs: the single-recipient jobs of one task (a hush:batch task's,
@@ -303,15 +302,13 @@ func (w *Worker) runHeldJobs(ctx context.Context, task string, groups []*heldJob
 		handed[cs[i].group] = handed[cs[i].group] || st.handed
 	}
 	dctx := context.WithoutCancel(ctx)
-	_, err = w.rdb.Pipelined(dctx, func(p redis.Pipeliner) error {
-		for _, h := range groups {
-			if !handed[h.ID] {
-				p.Del(dctx, heldRunKey(h.ID))
-			}
+	var unmark []string
+	for _, h := range groups {
+		if !handed[h.ID] {
+			unmark = append(unmark, h.ID)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := w.store.dropRunMarks(dctx, unmark); err != nil {
 		w.log.Warn("deleting held tasks' run marks failed (they expire with the job records)", "groups", len(groups), "err", err)
 	}
 	return nil
