@@ -442,6 +442,20 @@ func (s store) exists(ctx context.Context, id string) (bool, error) {
 	return n > 0, nil
 }
 
+// existAll looks up whether each of jobs ids has a live record (as
+// exists does), in one round trip (per node on a cluster): an EXISTS
+// answer each.
+func (s store) existAll(ctx context.Context, ids []string) []*redis.IntCmd {
+	found := make([]*redis.IntCmd, len(ids))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, id := range ids {
+			found[k] = p.Exists(ctx, jobKey(id))
+		}
+		return nil
+	})
+	return found
+}
+
 // finalize records a recipient's final state once (a record call of one
 // entry), about naming it for its event; it reports whether this call
 // recorded it.
@@ -522,6 +536,12 @@ func (s store) headOf(ctx context.Context, id string, hc *redis.SliceCmd) (cance
 // is the time the job was cancelled, or redis.Nil.
 func queueCancelled(ctx context.Context, p redis.Pipeliner, id string) *redis.StringCmd {
 	return p.HGet(ctx, jobKey(id), fieldCancelled)
+}
+
+// readCancelled reads job id's cancellation in a round trip of its own,
+// answered as queueCancelled's.
+func (s store) readCancelled(ctx context.Context, id string) *redis.StringCmd {
+	return s.rdb.HGet(ctx, jobKey(id), fieldCancelled)
 }
 
 // isCancelled reads a queueCancelled answer.

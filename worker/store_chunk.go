@@ -54,6 +54,16 @@ func (c *startCall) queue(ctx context.Context, p redis.Pipeliner) {
 	c.cmd = startScript.EvalSha(ctx, p, c.keys, c.args...)
 }
 
+// startAll makes calls in one round trip; each answers by its result.
+func (s store) startAll(ctx context.Context, calls []*startCall) {
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range calls {
+			c.queue(ctx, p)
+		}
+		return nil
+	})
+}
+
 // result reads the call's answer from cmd (the queued one when nil). A
 // queued call that found the script missing runs again on its own.
 func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, cursor int, st *chunkStates, err error) {

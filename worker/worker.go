@@ -321,7 +321,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.stopping = context.Background() // Run replaces it; tests call handlers directly
 	w.events = &events{rdb: rdb, maxLen: o.EventsMaxLen, m: m}
 	w.rec = newRecorder(rdb, w.events)
-	w.store.records = newScriptBatcher(rdb, recordScript, w.events, recordLinger)
+	w.store.records = newRecordBatcher(rdb, w.events)
 	w.store.held = w.rec
 	if o.WebhookURL != "" {
 		w.webhook = newWebhookDelivery(rdb, o.WebhookURL, o.WebhookSecrets, o.WebhookRetries, o.Logger, m)
