@@ -130,12 +130,19 @@ func devField(recipient, device int) string {
 func pushedField(field string) string { return field + "/n" }
 
 // The job store is the Redis records of jobs (their keys are listed in
-// doc.go):
+// doc.go). Its files alone build a job key or call a script
+// (storedoor_test.go):
 //
-//	store.go        the records, the job store's scripts and their ARGV
-//	store_chunk.go  a chunk's reads and writes (chunk.lua, record.lua)
+//	store.go              the records, the job store's scripts and their ARGV
+//	store_chunk.go        a chunk's reads and writes (chunk.lua, record.lua)
+//	store_held.go         held markers, run marks, paced times, and the
+//	                      groups waiting for their second (together.lua)
 //	store_outcomes.go     device outcomes, recorded as the providers answer
-//	persist.go      how writes of acknowledged sends outlive a Redis outage
+//	store_recipients.go   a page of a job's recipients
+//	store_reset.go        the reset mark (raise.lua)
+//	store_retire.go       a finished job's entry in its done bucket
+//	store_scriptbatch.go  record.lua calls in group commits
+//	persist.go            how writes of acknowledged sends outlive a Redis outage
 //
 // Its Lua scripts are declared here and nowhere else, one .lua file each.
 // Each file's header names its KEYS and ARGV and its first lines read ARGV
