@@ -178,7 +178,7 @@ func (w *Worker) location(name string) *time.Location {
 func (w *Worker) wake(job string, index int, queues ...string) bool {
 	id := deliveryTaskID(job, index)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	mark, err := w.store.heldMark(ctx, job, index)
+	mark, err := w.store.readHeldMark(ctx, job, index)
 	cancel()
 	if err == nil {
 		q, task := parseHeldMark(mark)

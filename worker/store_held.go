@@ -12,9 +12,9 @@ import (
 // The records of held pushes: held markers, run marks, paced times, and
 // the groups waiting for their second (together.lua, waitingsecond.go).
 
-// heldMark reads recipient index's held marker in job's record
-// (heldMark): redis.Nil when it has none.
-func (s store) heldMark(ctx context.Context, job string, index int) (string, error) {
+// readHeldMark reads recipient index's held marker in job's record (as
+// heldMark makes it): redis.Nil when it has none.
+func (s store) readHeldMark(ctx context.Context, job string, index int) (string, error) {
 	return s.rdb.HGet(ctx, jobKey(job), heldPrefix+strconv.Itoa(index)).Result()
 }
 
