@@ -148,7 +148,9 @@ func pushedField(field string) string { return field + "/n" }
 // Each file's header names its KEYS and ARGV and its first lines read ARGV
 // into locals of those names; the script's builder below (startArgs,
 // recordArgs, ...) sends ARGV in the header's order.
-// scripts_test.go checks header, locals and builder against each other.
+// scripts_test.go checks header, locals and builder against each other;
+// storedoor_test.go checks header and locals of the scripts without a
+// builder (together.lua, raise.lua).
 var (
 	//go:embed start.lua
 	startSrc string
