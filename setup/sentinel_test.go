@@ -47,7 +47,7 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("job before the failover: %v, want delivered", st)
 	}
 	ctx := context.Background()
-	// The finished job's record is its entry in a done bucket (worker/retire.go).
+	// The finished job's record is its entry in a done bucket (worker/store_retire.go).
 	if keys, err := sn.Master.Client(t).Keys(ctx, "hush:done:*").Result(); err != nil || len(keys) != 1 {
 		t.Fatalf("the finished job's record is not on the first master %s: %v %v", sn.Master.Addr, keys, err)
 	}
@@ -138,7 +138,7 @@ func TestSentinelFailover(t *testing.T) {
 	if n, err := nm.Exists(ctx, "hush:throttle:{u-after}").Result(); err != nil || n != 1 {
 		t.Errorf("the user's limiter key is not on the new master %s: %d %v", newMaster, n, err)
 	}
-	// The finished jobs' records are entries in done buckets (worker/retire.go).
+	// The finished jobs' records are entries in done buckets (worker/store_retire.go).
 	done := map[string]bool{}
 	buckets, err := nm.Keys(ctx, "hush:done:*").Result()
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/worker/internal/task"
@@ -188,13 +187,11 @@ func (c *Client) enqueuePrepared(ctx context.Context, jobs []payload.Job, prepar
 		live = append(live, i)
 	}
 	// One round trip looks every id up (per node on a cluster).
-	found := make([]*redis.IntCmd, len(live))
-	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for k, i := range live {
-			found[k] = p.Exists(ctx, jobKey(jobs[i].ID))
-		}
-		return nil
-	})
+	ids := make([]string, len(live))
+	for k, i := range live {
+		ids[k] = jobs[i].ID
+	}
+	found := c.store.existAll(ctx, ids)
 	byQueue := map[string][]int{}
 	var queues []string
 	for k, i := range live {
@@ -269,15 +266,12 @@ func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int,
 	// duplicate, and the batch task leaves it alone.
 	recs := make([]recordInfo, len(idx))
 	calls := make([]*startCall, len(idx))
-	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for k, i := range idx {
-			recs[k] = recordOf(&jobs[i], q)
-			recs[k].Task = id
-			calls[k] = c.store.startCallWith(recs[k], jobQueued, true, nil)
-			calls[k].queue(ctx, p)
-		}
-		return nil
-	})
+	for k, i := range idx {
+		recs[k] = recordOf(&jobs[i], q)
+		recs[k].Task = id
+		calls[k] = c.store.startCallWith(recs[k], jobQueued, true, nil)
+	}
+	c.store.startAll(ctx, calls)
 	for k, i := range idx {
 		owner, _, st, err := calls[k].result(ctx, nil)
 		switch {

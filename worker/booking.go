@@ -144,11 +144,11 @@ func (w *Worker) book(ctx context.Context, a *App, items []bookItem, how bookHow
 	case how.job == "":
 		b.res, b.err = a.Limiter.ReserveBatch(ctx, reqs)
 	case len(reqs) == 0:
-		cc = w.rdb.HGet(ctx, jobKey(how.job), fieldCancelled)
+		cc = w.store.readCancelled(ctx, how.job)
 	case pipe != nil:
 		b.res, b.err = pipe.ReserveBatchWith(ctx, reqs, func(p redis.Pipeliner) { cc = queueCancelled(ctx, p, how.job) })
 	default:
-		cc = w.rdb.HGet(ctx, jobKey(how.job), fieldCancelled)
+		cc = w.store.readCancelled(ctx, how.job)
 		if cc.Err() == nil || errors.Is(cc.Err(), redis.Nil) {
 			b.res, b.err = a.Limiter.ReserveBatch(ctx, reqs)
 		}

@@ -156,7 +156,7 @@ func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
 // BenchmarkJobKeyLifecycle measures what keeping a single-recipient job's
 // live state in keys of its own costs Redis, against keeping it in one
 // field of a shared hash, as finished jobs' done entries are kept
-// (retire.go): the question a leaner store for single-recipient jobs
+// (store_retire.go): the question a leaner store for single-recipient jobs
 // would answer.
 //
 //	go test -run '^$' -bench JobKeyLifecycle -benchtime 100000x ./worker/

@@ -135,7 +135,7 @@ type handoff struct {
 // make), books its recipients in one limiter round trip, which also reads
 // whether the job was cancelled (book), and sends those allowed now at
 // once, concurrently, so every push reaches the provider right after its
-// booking. Each device's answer is recorded as it comes (outcomes.go); the
+// booking. Each device's answer is recorded as it comes (store_outcomes.go); the
 // recipients' final states, and which are left held, are recorded in one
 // round trip at the end. Every other recipient (held back by the limiter,
 // booked by an earlier run, late for its slot, not delivered to every
@@ -397,7 +397,7 @@ func (w *Worker) markedHeld(ctx context.Context, c *task.Chunk, idx []int) []int
 	for k, i := range idx {
 		fields[k] = heldPrefix + strconv.Itoa(c.Index(i))
 	}
-	vals, err := w.rdb.HMGet(ctx, jobKey(c.Job), fields...).Result()
+	vals, err := w.store.heldFields(ctx, c.Job, fields)
 	if err != nil {
 		w.log.Warn("reading held deliveries of a cancelled chunk failed", "chunk", c.Name(), "err", err)
 		return nil

@@ -22,7 +22,7 @@ import (
 
 // Task options of a job. A finished job task is not retained: its record,
 // written before the task can finish, answers duplicates (and, once the
-// job is done, its done-hash entry: retire.go).
+// job is done, its done-hash entry: store_retire.go).
 const (
 	jobMaxRetry = 25
 	jobTimeout  = 10 * time.Minute
@@ -163,7 +163,7 @@ func (c *Client) prepare(job *payload.Job, now time.Time) error {
 		job.ID = payload.NewID()
 	}
 	// Validate refused one set by the caller. Milliseconds: a finished
-	// job's record keeps no finer (retire.go).
+	// job's record keeps no finer (store_retire.go).
 	job.AcceptedAt = now.Truncate(time.Millisecond)
 	return nil
 }

@@ -22,8 +22,10 @@
 // decisions every path shares live in decide.go (plan: what a booking
 // means now; routePlan: what the path holding it does; judge: what a
 // device's answers mean), guard.go (gateOf: whether a cancellation allows
-// a send) and booking.go (book, release). The job store is store.go and
-// store_chunk.go; its scripts name their KEYS and ARGV in their headers.
+// a send) and booking.go (book, release). The job store is store*.go
+// (store.go lists them): every command on a job's keys and every script is
+// there (storedoor_test.go), and each script names its KEYS and ARGV in
+// its header.
 // What each promises is in docs/delivery.md.
 //
 // # Tasks
@@ -49,7 +51,8 @@
 // # Redis keys
 //
 // Besides Asynq's and the limiter's. A job's keys share the hash tag
-// {<id>} (jobTag), so they live on one Redis Cluster slot.
+// {<id>} (jobTag), so they live on one Redis Cluster slot. The keys but
+// hush:events are built and used in the job store only (store*.go).
 //
 //	hush:job:{<id>}       hash: the job record (state, counters per final
 //	                      state, cancelled_at, app_wait, and "h:<index>",
@@ -63,7 +66,8 @@
 //	                      kept as long as the job's done entry
 //	hush:done:{<tag>}:<width>:<bucket>
 //	                      hash: job id -> a finished job's compact status,
-//	                      once its three keys above are deleted (retire.go)
+//	                      once its three keys above are deleted
+//	                      (store_retire.go)
 //	hush:jobs-at:{<queue>/<s>}
 //	                      hash: the hush:waiting-jobs groups waiting for
 //	                      their second's task (waitingsecond.go)

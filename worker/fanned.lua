@@ -5,7 +5,7 @@
 -- KEYS[1] job record hash   hush:job:{<id>}
 -- KEYS[2] recipient states  hush:job:{<id>}:r
 -- KEYS[3] device states     hush:job:{<id>}:dev
--- KEYS[4] done bucket       hush:done:{<tag>}:<width>:<bucket>  (retire.go)
+-- KEYS[4] done bucket       hush:done:{<tag>}:<width>:<bucket>  (store_retire.go)
 -- KEYS[5] exceptions        hush:job:{<id>}:x    (exceptKey)
 --
 -- ARGV[1] cursor     how many recipients have their chunk task

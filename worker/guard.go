@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/hushpush/hush/payload"
@@ -180,7 +179,7 @@ func (w *Worker) location(name string) *time.Location {
 func (w *Worker) wake(job string, index int, queues ...string) bool {
 	id := task.DeliveryID(job, index)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	mark, err := w.rdb.HGet(ctx, jobKey(job), heldPrefix+strconv.Itoa(index)).Result()
+	mark, err := w.store.readHeldMark(ctx, job, index)
 	cancel()
 	if err == nil {
 		q, task := task.ParseHeldMark(mark)

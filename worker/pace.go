@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
@@ -245,30 +242,6 @@ func (w *Worker) paceAll(ctx context.Context, app *App, reqs []throttle.PaceRequ
 			local = mid.Add(pc.Wait)
 		}
 		got(n, local, limiter, pc.Held)
-	}
-	return nil
-}
-
-// holdPaced records the paced times of held items (recipient index ->
-// time on the limiter's clock, "<ms>", or "<ms>h" when told) in one round
-// trip, so their next bookings are made no earlier.
-func (s store) holdPaced(ctx context.Context, job string, paced map[int]pacedTurn, ttl time.Duration) error {
-	if len(paced) == 0 {
-		return nil
-	}
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, pt := range paced {
-			v := strconv.FormatInt(pt.at.UnixMilli(), 10)
-			if pt.told {
-				v += pacedToldMark
-			}
-			p.HSet(ctx, devKey(job), strconv.Itoa(i)+"/p", v)
-		}
-		p.PExpire(ctx, devKey(job), ttl)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("record the paced sends of %s: %w", job, err)
 	}
 	return nil
 }

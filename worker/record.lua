@@ -4,7 +4,7 @@
 -- tasks (so a cancellation can wake them), and the deferrals. Go side: recordArgs in store.go builds ARGV in
 -- this order.
 --
--- Device outcomes are recorded as their providers answer (outcomes.go,
+-- Device outcomes are recorded as their providers answer (store_outcomes.go,
 -- recorder.write), before this call, with one exception: the one device of
 -- a chunk of one recipient with one device (a single-recipient job's usual
 -- shape), whose answer is its recipient's last event. Its state comes here
@@ -16,7 +16,7 @@
 -- KEYS[1] job record hash   hush:job:{<id>}
 -- KEYS[2] recipient states  hush:job:{<id>}:r
 -- KEYS[3] device states     hush:job:{<id>}:dev  (deleted when the job retires)
--- KEYS[4] done bucket       hush:done:{<tag>}:<width>:<bucket>  (retire.go)
+-- KEYS[4] done bucket       hush:done:{<tag>}:<width>:<bucket>  (store_retire.go)
 -- KEYS[5] exceptions        hush:job:{<id>}:x    (exceptKey: kept after
 --                           the job retires)
 --

@@ -2,15 +2,8 @@ package worker
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"hash/fnv"
 	"log/slog"
-	"math"
-	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Reset marks. A reset (DELETE /v1/users/{id}/throttle) deletes a user's
@@ -40,56 +33,6 @@ const (
 	resetMarkShards = 16
 	resetMargin     = 10 * time.Second
 )
-
-// resetMarkKey is the reset mark's key that task's runs read.
-func resetMarkKey(taskID string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(taskID))
-	return resetMarkKeyOf(int(h.Sum32() % resetMarkShards))
-}
-
-func resetMarkKeyOf(shard int) string {
-	return "hush:throttle-reset:{" + strconv.Itoa(shard) + "}"
-}
-
-// raiseScript sets KEYS[1] to ARGV[1] (Unix ms) unless it holds a later
-// instant. A key holding anything else (another type, or not a number)
-// is overwritten: a spoiled mark does not keep resets failing.
-var raiseScript = redis.NewScript(`local g = redis.pcall('GET', KEYS[1])
-local v = type(g) == 'string' and tonumber(g) or 0
-if tonumber(ARGV[1]) > v then redis.call('SET', KEYS[1], ARGV[1]) end
-return 0`)
-
-// raiseResetMark raises every shard of the reset mark to at (the
-// limiter's clock).
-func (s store) raiseResetMark(ctx context.Context, at time.Time) error {
-	ms := at.UnixMilli()
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range resetMarkShards {
-			raiseScript.Eval(ctx, p, []string{resetMarkKeyOf(i)}, ms)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("write the reset mark: %w", err)
-	}
-	return nil
-}
-
-// resetMarkOf reads a reset mark's GET: Unix ms, 0 for none. A mark that
-// could not be read (its node did not answer, or the key holds something
-// else) is the latest instant: every booking is looked up, which is always
-// safe.
-func resetMarkOf(g *redis.StringCmd) int64 {
-	v, err := g.Int64()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return 0
-	case err != nil:
-		return math.MaxInt64
-	}
-	return v
-}
 
 // ResetThrottle forgets user's limiter state through admin, the limiter of
 // one of the worker's apps (App.Limiter as a ThrottleAdmin), as DELETE

@@ -2,7 +2,7 @@
 -- after their writes (they are built as this file followed
 -- by theirs). When the job is fanned out and every recipient has a final
 -- state, retire() writes the job's compact status into a done hash and
--- deletes the job's records; retire.go explains the keys and
+-- deletes the job's records; store_retire.go explains the keys and
 -- compactStatus reads the entry.
 
 -- epoch_ms turns an RFC 3339 instant in UTC as the job record holds it

@@ -65,7 +65,7 @@ func (t sendTimes) forDevice(j int, notBefore, deadline time.Time) (at, by time.
 
 // deviceCalls returns one call per device of d not yet settled (states),
 // each waiting until its time (when.forDevice), then filling results[j]:
-// the provider's answer, recorded (outcomes.go) before the call returns
+// the provider's answer, recorded (store_outcomes.go) before the call returns
 // when it settles the device, or, with fold set, a delivered answer left
 // in fold for the caller's record call to write (foldedAnswer); notSent
 // when the call would leave after its time; nil when shutdown began
@@ -213,7 +213,7 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *task.Delivery, j, att
 }
 
 // recordAnswer records device j's answer to attempt n when it settles the
-// device (outcomes.go), with its token_invalid event. A delivered device
+// device (store_outcomes.go), with its token_invalid event. A delivered device
 // of a recipient of several has n recorded beside it: the booking its
 // push went out under, the one a later attempt keeps (attempts.carries).
 func (w *Worker) recordAnswer(d *task.Delivery, j, n int, r providers.Result) {

@@ -3,7 +3,7 @@
 -- there, move its state when this submission owns the id, read the fan-out
 -- cursor and the states of the recipients the job task delivers itself.
 -- A job already retired (finished: its records replaced by a done-hash
--- entry, retire.go) is left as it is. Go side: startArgs in store.go builds
+-- entry, store_retire.go) is left as it is. Go side: startArgs in store.go builds
 -- ARGV in this order.
 --
 -- KEYS[1] job record hash   hush:job:{<id>}

@@ -65,7 +65,7 @@ const (
 // id, or, for an id starting with "}" (which would leave the braces empty,
 // so that Redis Cluster put each of the job's keys on a slot of its own),
 // the id after a space, which no id starts with. It is also the job's
-// field in its done bucket (retire.go).
+// field in its done bucket (store_retire.go).
 func jobTag(id string) string {
 	if strings.HasPrefix(id, "}") {
 		return " " + id
@@ -100,18 +100,27 @@ func devField(recipient, device int) string {
 func pushedField(field string) string { return field + "/n" }
 
 // The job store is the Redis records of jobs (their keys are listed in
-// doc.go):
+// doc.go). Its files alone build a job key or call a script
+// (storedoor_test.go):
 //
-//	store.go        the records, the job store's scripts and their ARGV
-//	store_chunk.go  a chunk's reads and writes (chunk.lua, record.lua)
-//	outcomes.go     device outcomes, recorded as the providers answer
-//	persist.go      how writes of acknowledged sends outlive a Redis outage
+//	store.go              the records, the job store's scripts and their ARGV
+//	store_chunk.go        a chunk's reads and writes (chunk.lua, record.lua)
+//	store_held.go         held markers, run marks, paced times, and the
+//	                      groups waiting for their second (together.lua)
+//	store_outcomes.go     device outcomes, recorded as the providers answer
+//	store_recipients.go   a page of a job's recipients
+//	store_reset.go        the reset mark (raise.lua)
+//	store_retire.go       a finished job's entry in its done bucket
+//	store_scriptbatch.go  record.lua calls in group commits
+//	persist.go            how writes of acknowledged sends outlive a Redis outage
 //
 // Its Lua scripts are declared here and nowhere else, one .lua file each.
 // Each file's header names its KEYS and ARGV and its first lines read ARGV
 // into locals of those names; the script's builder below (startArgs,
 // recordArgs, ...) sends ARGV in the header's order.
-// scripts_test.go checks header, locals and builder against each other.
+// scripts_test.go checks header, locals and builder against each other;
+// storedoor_test.go checks header and locals of the scripts without a
+// builder (together.lua, raise.lua).
 var (
 	//go:embed start.lua
 	startSrc string
@@ -125,6 +134,10 @@ var (
 	retireSrc string
 	//go:embed chunk.lua
 	chunkSrc string
+	//go:embed together.lua
+	togetherSrc string
+	//go:embed raise.lua
+	raiseSrc string
 
 	// The scripts that record final states end with retire() (retire.lua).
 	startScript  = redis.NewScript(startSrc)
@@ -132,6 +145,10 @@ var (
 	fannedScript = redis.NewScript(retireScriptSrc + fannedSrc)
 	cancelScript = redis.NewScript(cancelSrc)
 	chunkScript  = redis.NewScript(chunkSrc)
+	// The held groups waiting for their second (waitingsecond.go), and
+	// the reset mark (resetmark.go).
+	togetherScript = redis.NewScript(togetherSrc)
+	raiseScript    = redis.NewScript(raiseSrc)
 )
 
 // startArgs is start.lua's ARGV: r's fixed fields, the state to set
@@ -386,6 +403,20 @@ func (s store) exists(ctx context.Context, id string) (bool, error) {
 	return n > 0, nil
 }
 
+// existAll looks up whether each of jobs ids has a live record (as
+// exists does), in one round trip (per node on a cluster): an EXISTS
+// answer each.
+func (s store) existAll(ctx context.Context, ids []string) []*redis.IntCmd {
+	found := make([]*redis.IntCmd, len(ids))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, id := range ids {
+			found[k] = p.Exists(ctx, jobKey(id))
+		}
+		return nil
+	})
+	return found
+}
+
 // finalize records a recipient's final state once (a record call of one
 // entry), about naming it for its event; it reports whether this call
 // recorded it.
@@ -432,7 +463,7 @@ func (s store) appWaitSince(ctx context.Context, id string, now time.Time, ttl t
 }
 
 // stateRetired is what the job store reads as the final state of every
-// recipient of a retired job (retire.go): it is never recorded.
+// recipient of a retired job (store_retire.go): it is never recorded.
 const stateRetired = "retired"
 
 // queueHead queues, after reads of job id's recipient states, a read of
@@ -466,6 +497,12 @@ func (s store) headOf(ctx context.Context, id string, hc *redis.SliceCmd) (cance
 // is the time the job was cancelled, or redis.Nil.
 func queueCancelled(ctx context.Context, p redis.Pipeliner, id string) *redis.StringCmd {
 	return p.HGet(ctx, jobKey(id), fieldCancelled)
+}
+
+// readCancelled reads job id's cancellation in a round trip of its own,
+// answered as queueCancelled's.
+func (s store) readCancelled(ctx context.Context, id string) *redis.StringCmd {
+	return s.rdb.HGet(ctx, jobKey(id), fieldCancelled)
 }
 
 // isCancelled reads a queueCancelled answer.

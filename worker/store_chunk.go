@@ -56,6 +56,16 @@ func (c *startCall) queue(ctx context.Context, p redis.Pipeliner) {
 	c.cmd = startScript.EvalSha(ctx, p, c.keys, c.args...)
 }
 
+// startAll makes calls in one round trip; each answers by its result.
+func (s store) startAll(ctx context.Context, calls []*startCall) {
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range calls {
+			c.queue(ctx, p)
+		}
+		return nil
+	})
+}
+
 // result reads the call's answer from cmd (the queued one when nil). A
 // queued call that found the script missing runs again on its own.
 func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, cursor int, st *chunkStates, err error) {
@@ -123,7 +133,7 @@ type chunkStates struct {
 	// handed: the run handed a recipient to a delivery task (set by
 	// deliverChunk).
 	handed bool
-	// retired: the job finished and its records were retired (retire.go);
+	// retired: the job finished and its records were retired (store_retire.go);
 	// every recipient's final state reads stateRetired. acceptedAt is
 	// then the acceptance its done entry keeps (start.lua's answer only).
 	retired    bool
@@ -428,7 +438,7 @@ func (s store) write(ctx context.Context, id string, ttl time.Duration, rng stri
 	if s.held != nil && (r.folded == nil || !r.folded.pending) && r.heldOnly() {
 		return s.writeHeld(id, ttl, r)
 	}
-	// Device states were recorded as the answers came (outcomes.go), but
+	// Device states were recorded as the answers came (store_outcomes.go), but
 	// for a folded one (foldedAnswer).
 	keys, at := s.retiring(id)
 	devField, devState := "", ""

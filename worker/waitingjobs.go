@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/worker/internal/task"
 )
@@ -272,15 +271,13 @@ func (w *Worker) runHeldJobs(ctx context.Context, taskID string, groups []*heldJ
 		handed[cs[i].Group] = handed[cs[i].Group] || st.handed
 	}
 	dctx := context.WithoutCancel(ctx)
-	_, err = w.rdb.Pipelined(dctx, func(p redis.Pipeliner) error {
-		for _, h := range groups {
-			if !handed[h.ID] {
-				p.Del(dctx, heldRunKey(h.ID))
-			}
+	var unmark []string
+	for _, h := range groups {
+		if !handed[h.ID] {
+			unmark = append(unmark, h.ID)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := w.store.dropRunMarks(dctx, unmark); err != nil {
 		w.log.Warn("deleting held tasks' run marks failed (they expire with the job records)", "groups", len(groups), "err", err)
 	}
 	return nil

@@ -2,18 +2,15 @@ package worker
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/worker/internal/task"
 )
@@ -67,18 +64,6 @@ import (
 // runs it then.
 const togetherDoneTTL = time.Hour
 
-//go:embed together.lua
-var togetherSrc string
-
-var togetherScript = redis.NewScript(togetherSrc)
-
-// togetherKeys are together.lua's keys for held queue q and Unix second
-// wake.
-func togetherKeys(q string, wake int64) []string {
-	base := "hush:jobs-at:{" + q + "/" + strconv.FormatInt(wake, 10) + "}"
-	return []string{base, base + ":taken", base + ":woken"}
-}
-
 // heldSecond is a hush:waiting-second task's payload.
 type heldSecond struct {
 	Queue string `json:"queue"`
@@ -126,10 +111,9 @@ func (s *seconds) add(id string, wake int64) {
 // queue q, and makes sure the second's task exists; a group the second's
 // task can no longer take gets a task of its own.
 func (w *Worker) joinSecond(ctx context.Context, id, q string, wake int64, body []byte) error {
-	keys := togetherKeys(q, wake)
-	r, err := togetherScript.Run(ctx, w.rdb, keys, "join", task.RecordTTL.Milliseconds(), id, body).Int()
+	r, err := w.store.secondJoin(ctx, id, q, wake, body)
 	if err != nil {
-		return fmt.Errorf("add held jobs %s to %s: %w", id, keys[0], err)
+		return err
 	}
 	switch r {
 	case 1:
@@ -185,7 +169,7 @@ func (c *Client) wakeHeld(ctx context.Context, q, id string) bool {
 	if !joined || !ok {
 		return false
 	}
-	body, err := togetherScript.Run(ctx, c.rdb, togetherKeys(q, wake), "pluck", task.RecordTTL.Milliseconds(), id).Text()
+	body, err := c.store.secondPluck(ctx, q, wake, id)
 	if err != nil {
 		return false // taken, or not waiting there (redis.Nil), or Redis failed
 	}
@@ -207,12 +191,10 @@ func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
 	if err := json.Unmarshal(t.Payload(), &s); err != nil || s.Queue == "" || s.Wake <= 0 {
 		return fmt.Errorf("invalid held second payload %q (%v): %w", t.Payload(), err, asynq.SkipRetry)
 	}
-	keys := togetherKeys(s.Queue, s.Wake)
-	vals, err := togetherScript.Run(ctx, w.rdb, keys, "take", task.RecordTTL.Milliseconds()).Slice()
-	if err != nil || len(vals) != 2 {
-		return fmt.Errorf("take the held jobs of %s (%v): %w", keys[0], vals, err)
+	taken, woken, from, err := w.store.secondTake(ctx, s.Queue, s.Wake)
+	if err != nil {
+		return err
 	}
-	taken, woken := hashOf(vals[0]), hashOf(vals[1])
 	for _, id := range slices.Sorted(maps.Keys(woken)) {
 		if err := w.client.enqueueHeld(ctx, TypeWaitingJobs, id, s.Queue, w.now(), []byte(woken[id])); err != nil {
 			return err
@@ -232,7 +214,7 @@ func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
 		if err != nil {
 			// Not a group a run wrote: archived with the reason, once the
 			// others ran.
-			bad = append(bad, fmt.Errorf("held jobs %s in %s: %w: %w", id, keys[1], err, asynq.SkipRetry))
+			bad = append(bad, fmt.Errorf("held jobs %s in %s: %w: %w", id, from, err, asynq.SkipRetry))
 			continue
 		}
 		groups = append(groups, h)
@@ -246,20 +228,9 @@ func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	dctx := context.WithoutCancel(ctx)
-	if err := togetherScript.Run(dctx, w.rdb, keys, "done", togetherDoneTTL.Milliseconds()).Err(); err != nil {
+	if err := w.store.secondDone(dctx, s.Queue, s.Wake); err != nil {
 		// A later run takes the same groups and finds them settled.
 		w.log.Warn("marking a held second done failed", "queue", s.Queue, "second", s.Wake, "err", err)
 	}
 	return nil
-}
-
-// hashOf reads an HGETALL reply as a map.
-func hashOf(v any) map[string]string {
-	out := map[string]string{}
-	vals, _ := v.([]any)
-	for i := 0; i+1 < len(vals); i += 2 {
-		k, _ := vals[i].(string)
-		out[k], _ = vals[i+1].(string)
-	}
-	return out
 }

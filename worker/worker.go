@@ -121,7 +121,7 @@ type Options struct {
 	EventsMaxLen int64
 	// JobRetention is how long a finished job's id answers duplicates and
 	// its status stays readable (default DefaultJobRetention); every
-	// process and Client of a deployment must use the same (retire.go).
+	// process and Client of a deployment must use the same (store_retire.go).
 	JobRetention time.Duration
 	// AppWait is how long a delivery waits for its app, or its app's
 	// sender for a platform it needs, when this process has neither
@@ -322,7 +322,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.stopping = context.Background() // Run replaces it; tests call handlers directly
 	w.events = &events{rdb: rdb, maxLen: o.EventsMaxLen, m: m}
 	w.rec = newRecorder(rdb, w.events)
-	w.store.records = newScriptBatcher(rdb, recordScript, w.events, recordLinger)
+	w.store.records = newRecordBatcher(rdb, w.events)
 	w.store.held = w.rec
 	if o.WebhookURL != "" {
 		w.webhook = newWebhookDelivery(rdb, o.WebhookURL, o.WebhookSecrets, o.WebhookRetries, o.Logger, m)

@@ -1,8 +1,8 @@
 // Package groupcommit is hush's one group commit: calls that arrive close
 // together are written by one flush (one Redis pipeline, one Asynq task),
 // and each caller is answered with its own result, as if its call had run
-// alone. The worker's device outcomes (outcomes.go), its record.lua calls
-// (scriptbatch.go) and a Client's submissions (gather.go) are its users.
+// alone. The worker's device outcomes (store_outcomes.go), its record.lua calls
+// (store_scriptbatch.go) and a Client's submissions (gather.go) are its users.
 //
 // A Group has two ways of deciding when a flush starts (Options):
 //

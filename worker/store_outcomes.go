@@ -17,7 +17,7 @@ import (
 // to again, by any run of any task, once its answer is recorded. A
 // recipient's final state is recorded afterwards, by record.lua, the one
 // writer of recipients' outcomes (store.write; its calls are
-// group-committed too, scriptbatch.go; store.go lists the job store's
+// group-committed too, store_scriptbatch.go; store.go lists the job store's
 // parts). The one exception is a folded
 // answer (send.go, foldedAnswer): the delivered answer of the one device of
 // a one-recipient chunk, written by that chunk's record.lua call, which

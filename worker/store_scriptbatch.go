@@ -43,6 +43,11 @@ type scriptCall struct {
 	events []Event
 }
 
+// newRecordBatcher is a Worker's batcher of record.lua calls.
+func newRecordBatcher(rdb redis.UniversalClient, ev *events) *scriptBatcher {
+	return newScriptBatcher(rdb, recordScript, ev, recordLinger)
+}
+
 func newScriptBatcher(rdb redis.UniversalClient, script *redis.Script, ev *events, linger time.Duration) *scriptBatcher {
 	b := &scriptBatcher{rdb: rdb, script: script, events: ev}
 	b.group = groupcommit.New(b.runAll, groupcommit.Options{Linger: linger, Timeout: recordTimeout})
