@@ -327,6 +327,9 @@ func (w *Worker) drop(ctx context.Context, d *task.Delivery, st recipientState, 
 	if job, _, _, ok := task.ParseMember(by); ok {
 		about.ReplacedBy = job
 	}
+	if mutant("replacedBySelf") && reason == task.Collapsed {
+		about.ReplacedBy = d.Job
+	}
 	return w.record(ctx, d, reason, about)
 }
 
