@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/hushpush/hush/throttle"
 )
@@ -59,13 +61,45 @@ func (c *Client) userData(app string) (*App, UserData, error) {
 // an app whose limiter keeps no preferences ErrNoPreferences.
 //
 // The limiter applies the opt-outs at the next booking of each of the
-// user's pushes, held ones included (docs/limiter.md).
+// user's pushes, held ones included (docs/limiter.md). A write that adds
+// an opt-out answers cancelGrace after it was made, on this process's
+// clock, as Cancel does: every booking that read the preferences before
+// and allowed a send has started its calls by then, so nothing of a
+// category opted out of leaves after the answer.
 func (c *Client) PutPreferences(ctx context.Context, app, user string, p throttle.Preferences) error {
 	_, ud, err := c.userData(app)
 	if err != nil {
 		return err
 	}
-	return ud.PutPreferences(ctx, user, p)
+	var before throttle.Preferences
+	if len(p.OptOut) > 0 {
+		// A failed read counts every opt-out as added: the answer waits.
+		before, _ = ud.GetPreferences(ctx, user)
+	}
+	if err := ud.PutPreferences(ctx, user, p); err != nil {
+		return err
+	}
+	if !addsOptOut(before, p) || mutant("optOutNoGrace") {
+		return nil
+	}
+	timer := time.NewTimer(cancelGrace)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// addsOptOut reports whether p opts out of a category before does not.
+func addsOptOut(before, p throttle.Preferences) bool {
+	for _, c := range p.OptOut {
+		if !slices.Contains(before.OptOut, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // GetPreferences returns user's preferences in app (the zero Preferences

@@ -49,9 +49,9 @@
 // one; two users whose preferences change while their pushes are held
 // (an opt category with a gap of optGap): one opts out of it (and of a
 // required category) while a fan-out of it waits for its slot, and gets
-// pushes of it, a critical one and a required one after optWindow; the
-// other opts out and back in before the slot, each write made with a
-// node's limiter (throttle.Redis.PutPreferences, as the API makes it) and
+// pushes of it, a critical one and a required one once the opt-out was
+// answered; the other opts out and back in before the slot, each write
+// made with a node's Client (worker.Client.PutPreferences, as the API makes it) and
 // retried while its answer is an error; a rated app with a max_rate on every platform; jobs of
 // an app one worker loads only mid-run; cancellations, some sent twice
 // through two workers with skewed clocks, each retried (up to
@@ -119,8 +119,8 @@
 //     push wins in collapse"), never reaches a device after the newer one.
 //   - opted-out: nothing of a category a user opted out of (not a
 //     required one, nor a critical push) reaches a provider more than
-//     optWindow (3 s, docs/delivery.md section 3c) and the wire's 25 ms
-//     after the opt-out's write was answered, until the user's next
+//     the wire's 25 ms after the opt-out's write was answered
+//     (docs/delivery.md section 3c), until the user's next
 //     write; a job submitted after its recipient's opt-out ends opted_out
 //     for that recipient; and opted_out (never-lost) only for a recipient
 //     whose user was written to opt out of the job's category.

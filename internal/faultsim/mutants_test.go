@@ -34,6 +34,7 @@ var mutants = []struct {
 	{"collapseByBooking", "collapse", []uint64{1, 4, 5}, "collapse orders pushes by booking time, not accepted_at"},
 	{"replacedBySelf", "collapse", []uint64{1}, "a collapsed push's event names its own job as its replacement"},
 	{"optOutIgnored", "opted-out", []uint64{1}, "the worker sends a push whose category its user opted out of, as if the limiter had booked it"},
+	{"optOutNoGrace", "opted-out", []uint64{1}, "an opt-out's write is answered at once, not after the grace that lets the calls earlier bookings allowed start"},
 	{"appWaitNone", "unknown-app", []uint64{4}, "a delivery of an app a worker has not loaded fails at once"},
 	{"noTTL", "memory", []uint64{1}, "the limiter's keys lose their expiry"},
 	{"webhookNoRetry", "webhook", []uint64{1}, "a webhook POST that fails is given up instead of retried"},

@@ -7,15 +7,11 @@ import (
 	"github.com/hushpush/hush/payload"
 )
 
-// optWindow is how long after an opt-out's write was answered a push of
-// its category may still start: every provider call starts within 3 s of
-// the booking round trip that read the user's preferences, as of the one
-// that read its job's cancellation (docs/delivery.md section 3c, "Opting
-// out reaches held pushes").
-const optWindow = 3 * time.Second
-
-// optOutTolerance is optWindow and the wire's time.
-const optOutTolerance = optWindow + loopback
+// optOutTolerance is how long after an opt-out's write was answered a
+// push of its category may still reach a provider: the wire's time. The
+// write answers once every call a booking read before it allowed has
+// started (docs/delivery.md section 3c, "Opting out reaches held pushes").
+const optOutTolerance = loopback
 
 // optOutable reports whether a user's opt-outs apply to a push of job:
 // it names a category that is not required, and it is not critical

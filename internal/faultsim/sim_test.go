@@ -420,7 +420,7 @@ func (s *sim) cancel(jr *jobRun, pick int) {
 }
 
 // writePrefs writes ps's preferences with a live node's limiter of the
-// plain app (throttle.Redis.PutPreferences, as the API writes them),
+// plain app (worker.Client.PutPreferences, as the API writes them),
 // again through the next node while the answer is an error. A later
 // write of the same user waits for it: the workload's writes of one user
 // are made in order.
@@ -434,8 +434,8 @@ func (s *sim) writePrefs(ps *prefSpec) {
 		if n == nil {
 			break
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := n.lims[scopeMain].PutPreferences(ctx, ps.user, throttle.Preferences{OptOut: ps.optOut})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := n.w.Client().PutPreferences(ctx, appPlain, ps.user, throttle.Preferences{OptOut: ps.optOut})
 		cancel()
 		if err == nil {
 			w.answered = time.Now()

@@ -498,7 +498,7 @@ func (sc *scenario) collapsePair(rng *rand.Rand, dur func(lo, hi time.Duration) 
 // the category's gap (optGap), then a fan-out of it to both is held for
 // the gap; meanwhile the first opts out of it (and of the required
 // category, which changes nothing) and the second opts out and back in
-// before the fan-out's slot. After optWindow from its opt-out the first
+// before the fan-out's slot. Once its opt-out was answered the first
 // also gets a push of the opt category (nothing of it may be sent), a
 // critical one (which skips the limiter) and one of the required category
 // (both are sent). The writes are drive's (writePrefs).
@@ -535,7 +535,7 @@ func (sc *scenario) optOuts(rng *rand.Rand, dur func(lo, hi time.Duration) time.
 		&prefSpec{at: out, user: us[0].id, optOut: []string{optCategory, requiredCategory}},
 		&prefSpec{at: out, user: us[1].id, optOut: []string{optCategory}},
 		&prefSpec{at: back, user: us[1].id})
-	later := out + optWindow + dur(500*time.Millisecond, time.Second)
+	later := out + optAnswer + dur(500*time.Millisecond, time.Second)
 	add("on", later, optCategory, payload.PriorityNormal, us[0])
 	add("oc", later, optCategory, payload.PriorityCritical, us[0])
 	add("or", later+dur(0, 500*time.Millisecond), requiredCategory, payload.PriorityNormal, us[0])
@@ -571,11 +571,14 @@ const (
 	pairCalm = 4 * time.Second
 	// optUserPrefix names the users whose preferences change; optCategory
 	// is the category they opt out of, optGap its gap: the fan-out of it
-	// is held past optWindow after the opt-out, so a push sent anyway is
-	// caught. requiredCategory is a category users cannot opt out of.
+	// is held past the opt-out's answer, so a push sent anyway is caught;
+	// optAnswer is how long an opt-out's write takes to answer (the
+	// worker's grace of 3.5 s, and the write). requiredCategory is a
+	// category users cannot opt out of.
 	optUserPrefix    = "o"
 	optCategory      = "opt"
 	optGap           = 8 * time.Second
+	optAnswer        = 4 * time.Second
 	requiredCategory = "receipt"
 	// prefTries is how many times a preference write is made before the
 	// workload gives up on it, prefPause the pause between tries.
