@@ -197,6 +197,12 @@ func TestChecks(t *testing.T) {
 		// never-after-expiry, nothing-after-cancel, send_at
 		{"expiry: before", checkExpiry, newHistory().job("a", nil, recipients("u"), expiresAt(500)).arrive(pushed("a", "u", "t-u", 500)), 0},
 		{"expiry: after", checkExpiry, newHistory().job("a", nil, recipients("u"), expiresAt(500)).arrive(pushed("a", "u", "t-u", 500+26)), 1},
+		{"expiry: a clock 200 ms behind", checkExpiry, newHistory().job("a", nil, recipients("u"), expiresAt(500)).with(func(h *history) { h.skews = []time.Duration{-200 * time.Millisecond, 90 * time.Millisecond} }).
+			arrive(pushed("a", "u", "t-u", 500+220)), 0},
+		{"expiry: later than the clock behind", checkExpiry, newHistory().job("a", nil, recipients("u"), expiresAt(500)).with(func(h *history) { h.skews = []time.Duration{-200 * time.Millisecond, 90 * time.Millisecond} }).
+			arrive(pushed("a", "u", "t-u", 500+230)), 1},
+		{"expiry: a clock ahead excuses nothing", checkExpiry, newHistory().job("a", nil, recipients("u"), expiresAt(500)).with(func(h *history) { h.skews = []time.Duration{200 * time.Millisecond} }).
+			arrive(pushed("a", "u", "t-u", 500+26)), 1},
 		{"cancel: before its answer", checkCancel, newHistory().job("a", nil, recipients("u"), cancelledAt(500)).arrive(pushed("a", "u", "t-u", 520)), 0},
 		{"cancel: after its answer", checkCancel, newHistory().job("a", nil, recipients("u"), cancelledAt(500)).arrive(pushed("a", "u", "t-u", 530)), 1},
 		{"send_at: within the tolerance", checkSendAt, newHistory().job("a", nil, recipients("u"), sendAt(1000)).arrive(pushed("a", "u", "t-u", 760)), 0},

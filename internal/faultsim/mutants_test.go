@@ -32,7 +32,7 @@ var mutants = []struct {
 	{"rateDouble", "never-early/max_rate", []uint64{1}, "the pacer paces at twice max_rate"},
 	{"retryAfterIgnored", "retry-after", []uint64{4, 5}, "a throttled retry waits the backoff, not the Retry-After"},
 	{"collapseByBooking", "collapse", []uint64{1, 4, 5}, "collapse orders pushes by booking time, not accepted_at"},
-	{"replacedBySelf", "collapse", []uint64{1}, "a collapsed push's event names its own job as its replacement"},
+	{"replacedBySelf", "collapse", []uint64{5}, "a collapsed push's event names its own job as its replacement"},
 	{"optOutIgnored", "opted-out", []uint64{1}, "the worker sends a push whose category its user opted out of, as if the limiter had booked it"},
 	{"optOutNoGrace", "opted-out", []uint64{1}, "an opt-out's write is answered at once, not after the grace that lets the calls earlier bookings allowed start"},
 	{"appWaitNone", "unknown-app", []uint64{4}, "a delivery of an app a worker has not loaded fails at once"},

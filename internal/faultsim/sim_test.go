@@ -290,6 +290,10 @@ func (s *sim) drive() {
 	// Stable merge by offset: jobs and faults are each sorted.
 	sortEvents(evs, func(e event) time.Duration { return e.at })
 	var wg sync.WaitGroup
+	// A user's writes are made in order, each after the one before it
+	// was answered; writes of different users, and the rest of the
+	// workload, go on meanwhile (an opt-out's answer waits its grace).
+	prefDone := map[string]chan struct{}{} // a user's last write, closed once made
 	for _, e := range evs {
 		if d := time.Until(s.start.Add(e.at)); d > 0 {
 			time.Sleep(d) // the simulation's own pacing
@@ -298,7 +302,17 @@ func (s *sim) drive() {
 		case e.job != nil:
 			s.submit(e.job, &wg)
 		case e.pref != nil:
-			s.writePrefs(e.pref)
+			prev, done := prefDone[e.pref.user], make(chan struct{})
+			prefDone[e.pref.user] = done
+			wg.Add(1)
+			go func(ps *prefSpec) {
+				defer wg.Done()
+				defer close(done)
+				if prev != nil {
+					<-prev
+				}
+				s.writePrefs(ps)
+			}(e.pref)
 		default:
 			s.inject(*e.f, &wg)
 		}

@@ -493,8 +493,8 @@ func (sc *scenario) collapsePair(rng *rand.Rand, dur func(lo, hi time.Duration) 
 	}
 }
 
-// optOuts adds two users of their own whose preferences change while
-// their pushes are held: each gets a push of the opt category, which takes
+// optOuts adds users of their own whose preferences change while their
+// pushes are held or about to leave: each gets a push of the opt category, which takes
 // the category's gap (optGap), then a fan-out of it to both is held for
 // the gap; meanwhile the first opts out of it (and of the required
 // category, which changes nothing) and the second opts out and back in
@@ -539,6 +539,19 @@ func (sc *scenario) optOuts(rng *rand.Rand, dur func(lo, hi time.Duration) time.
 	add("on", later, optCategory, payload.PriorityNormal, us[0])
 	add("oc", later, optCategory, payload.PriorityCritical, us[0])
 	add("or", later+dur(0, 500*time.Millisecond), requiredCategory, payload.PriorityNormal, us[0])
+	// A third user gets two pushes of a category of its own shortly before
+	// opting out of it: the second's slot, the category's gap after the
+	// first, comes after the write, near enough to be waited for in place
+	// by the task that booked it before the write (nothing drawn: the rest
+	// of the seed stays as it was). It leaves after the write was made:
+	// were the write answered at once, it would leave after the answer.
+	g := &user{id: fmt.Sprintf("%s-%d", optUserPrefix, 2)}
+	g.devices = []payload.Device{{Platform: payload.APNs, Token: apnsToken(fmt.Sprintf("%so%02dd0", seedTag(sc.seed), 2))}}
+	sc.users = append(sc.users, g)
+	sc.policy.Categories[optNearCategory] = throttle.Category{MinGap: optNearGap}
+	add("og", out-optNearLead-200*time.Millisecond, optNearCategory, payload.PriorityNormal, g)
+	add("on2", out-optNearLead, optNearCategory, payload.PriorityNormal, g)
+	sc.prefs = append(sc.prefs, &prefSpec{at: out, user: g.id, optOut: []string{optNearCategory}})
 	slices.SortStableFunc(sc.prefs, func(a, b *prefSpec) int { return int(a.at - b.at) })
 }
 
@@ -580,6 +593,13 @@ const (
 	optGap           = 8 * time.Second
 	optAnswer        = 4 * time.Second
 	requiredCategory = "receipt"
+	// optNearCategory is the third opt user's category, optNearGap its
+	// gap (within a wait in place), optNearLead how long before the user's
+	// opt-out its second push is submitted: its slot comes after the
+	// write.
+	optNearCategory = "optnear"
+	optNearGap      = 2 * time.Second
+	optNearLead     = 1300 * time.Millisecond
 	// prefTries is how many times a preference write is made before the
 	// workload gives up on it, prefPause the pause between tries.
 	prefTries = 8
