@@ -18,7 +18,7 @@ import (
 )
 
 // TestShutdownHandsBackAWaitingDelivery stops the worker while a delivery
-// waits in the handler for its slot (a gap within maxInlineWait: a longer
+// waits in the handler for its slot (a gap within decide.MaxInlineWait: a longer
 // one holds the job back in a held jobs task, TestShutdownHandsBackWaitingHeldJobs):
 // the delivery goes back to its queue without using a retry, and a worker
 // started later sends it once, not before its slot.
