@@ -145,8 +145,8 @@ type BatchResult struct {
 // others. Due jobs of one priority share hush:batch tasks (batchJobs each)
 // and cost a few round trips for the whole call: one lookup, then per task
 // its enqueue and one write of its jobs' records. A scheduled job (send_at
-// later than decide.WakeMargin from now) gets its own task, as from Enqueue, so
-// that it books nothing before it is due.
+// later than decide.WakeMargin from now) gets its own task, as from
+// Enqueue, so that it books nothing before it is due.
 //
 // The error is for the call as a whole: no jobs, or more than MaxBatch
 // (a *payload.ValidationError on the field "jobs"). jobs is not modified.

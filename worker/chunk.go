@@ -632,9 +632,9 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 // turn at the app's send rate is near (within decide.MaxInlineWait: the wave
 // waits for it, as a delivery task would in place), no earlier than their
 // turns, and returns those whose new slot lands on their turn (within
-// decide.PaceLate), with their send times (when); the wave sends them. The others
-// go to their delivery tasks, with the booking made (found there) or none;
-// their turns are recorded. A recipient's task would make the same
+// decide.PaceLate), with their send times (when); the wave sends them. The
+// others go to their delivery tasks, with the booking made (found there) or
+// none; their turns are recorded. A recipient's task would make the same
 // booking, one task and one worker slot per recipient: kept in the wave, a
 // paced fan-out keeps the rate instead of waiting for worker slots and
 // missing the turns it was granted.

@@ -18,8 +18,8 @@ import (
 // Delivery task options. Deliveries get a practically unlimited Asynq
 // MaxRetry because Asynq archives a task whose retry count reached MaxRetry
 // even on a non-failure error (a deferral); HUSH_MAX_RETRY and
-// HUSH_MAX_THROTTLED are enforced by the worker (decide.Judge), which keeps its
-// own attempt count in the job's records. deliveryTimeout leaves handlers
+// HUSH_MAX_THROTTLED are enforced by the worker (decide.Judge), which keeps
+// its own attempt count in the job's records. deliveryTimeout leaves handlers
 // about two minutes: they stop taskMargin before it (see handling).
 const (
 	deliveryMaxRetry = 1 << 20

@@ -428,8 +428,8 @@ func (e *env) checkSentInTime(what string, arrived, slot time.Time, token string
 
 // slotEarly is how far this process's clock and Redis's may round apart;
 // slotRead is the longest round trip through which a test's worker may
-// read the limiter's clock on a loaded machine: a quarter of decide.LateRebook,
-// so a worker that gave a call twice its time still fails.
+// read the limiter's clock on a loaded machine: a quarter of
+// decide.LateRebook, so a worker that gave a call twice its time still fails.
 const (
 	slotEarly = 5 * time.Millisecond
 	slotRead  = decide.LateRebook / 4

@@ -21,36 +21,37 @@ import (
 // slot the user's rules gave. What a turn means for its recipient is
 // decided in one place (decide.PaceVerdict):
 //
-//   - A recipient whose earliest turn falls within decide.PaceSlack of its slot,
-//     and before its deadline, is sent: each device at its own turn, no
+//   - A recipient whose earliest turn falls within decide.PaceSlack of its
+//     slot, and before its deadline, is sent: each device at its own turn, no
 //     more than decide.PaceLate after it (sendTimes). So it keeps the user's
-//     rules (at most decide.LateRebook after the slot) and the provider's rate at
-//     once.
+//     rules (at most decide.LateRebook after the slot) and the provider's
+//     rate at once.
 //   - Any other is not sent: the latest turn granted is recorded as its
 //     paced time ("<i>/p"), its booking is given back, and its delivery
 //     books again no earlier than that time (the limiter's NotBefore), so
 //     it is deferred, not dropped, and its slot moves only because the
 //     rate would break it. A turn at or after the deadline makes that
 //     booking refused as late: the delivery ends expired. When the new
-//     slot lands within decide.PaceLate of the paced time, the delivery sends at
-//     its slot without asking the Pacer again: the turn is its. A chunk's
+//     slot lands within decide.PaceLate of the paced time, the delivery sends
+//     at its slot without asking the Pacer again: the turn is its. A chunk's
 //     wave makes that booking itself for the recipients whose turn is
-//     within decide.MaxInlineWait and sends them (rebookNear): one round trip for
-//     the wave instead of a task and a worker slot per recipient.
+//     within decide.MaxInlineWait and sends them (rebookNear): one round trip
+//     for the wave instead of a task and a worker slot per recipient.
 //
 //   - A recipient that asks again because it lost the turns it was granted
-//     (its new slot came more than decide.PaceLate after them: it woke late, or
-//     its user's rules moved it) takes only turns it can use: its requests
-//     name the latest start within decide.PaceSlack of its slot, and the Pacer
-//     holds back any later one without moving (throttle.PaceRequest's
-//     Latest). A recipient held so records the turn it was told, marked as
-//     told (pacedTurn): its next booking comes no earlier, and it asks
-//     again there, as it never had the turn. So a backlog whose runs keep
-//     waking late does not take turn after turn it never uses, each pushing
-//     every other recipient's turn further out: its turns are taken only
-//     as they are sent, and it drains at the rate. A first ask takes its
-//     turn however far it is, so a fan-out's recipients each get one of
-//     their own, spread at the rate, instead of all being told the same.
+//     (its new slot came more than decide.PaceLate after them: it woke
+//     late, or its user's rules moved it) takes only turns it can use: its
+//     requests name the latest start within decide.PaceSlack of its slot,
+//     and the Pacer holds back any later one without moving
+//     (throttle.PaceRequest's Latest). A recipient held so records the turn
+//     it was told, marked as told (pacedTurn): its next booking comes no
+//     earlier, and it asks again there, as it never had the turn. So a
+//     backlog whose runs keep waking late does not take turn after turn it
+//     never uses, each pushing every other recipient's turn further out:
+//     its turns are taken only as they are sent, and it drains at the rate.
+//     A first ask takes its turn however far it is, so a fan-out's
+//     recipients each get one of their own, spread at the rate, instead of
+//     all being told the same.
 //
 // Waiting for a turn holds no send permit (callAtTurn): one app's paced
 // backlog would otherwise keep the permits another app's sends need.
@@ -59,9 +60,9 @@ import (
 // app whose max_rate on that platform is rate per second (docs/delivery.md,
 // "Apps and their send rates"): turns are 1/rate apart, so a second holds
 // rate of them and one more at its two edges; each send leaves at or after
-// its turn and at most decide.PaceLate after it, and the network and timers may
-// move its arrival as much again, so those of 2 x decide.PaceLate more may land
-// in it.
+// its turn and at most decide.PaceLate after it, and the network and timers
+// may move its arrival as much again, so those of 2 x decide.PaceLate more
+// may land in it.
 func MaxRateBound(rate float64) int {
 	return int(math.Ceil(rate)) + 1 + int(math.Ceil(2*rate*decide.PaceLate.Seconds()))
 }

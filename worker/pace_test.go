@@ -270,8 +270,8 @@ func paceWorker(t *testing.T, clock *fixedClock) *Worker {
 // recipients (one APNs device each, max_rate 5/s) ask at once: the first
 // is sent, the others are held with turns 200 ms apart. Each run of a held
 // recipient then comes 60 ms after its recorded turn (a loaded process:
-// more than decide.PaceLate), so its booking lands past the turn and it asks the
-// Pacer again. Such a second ask takes no turn it cannot use (it is told
+// more than decide.PaceLate), so its booking lands past the turn and it asks
+// the Pacer again. Such a second ask takes no turn it cannot use (it is told
 // one instead), so the turns are taken only as recipients are sent, and
 // every recipient is sent within a bounded number of runs, its turns at
 // least 1/rate apart. A second ask that took its turn however far would

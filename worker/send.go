@@ -35,8 +35,8 @@ var notSent = providers.Result{Outcome: providers.Transient, Reason: "late for i
 
 // sendTimes is when a recipient's device calls may leave: none before at
 // (zero: at once) nor after by (zero: no bound besides the deadline);
-// device j, when paced, at or after turns[j] and at most decide.PaceLate after it
-// (turns nil, or turns[j] zero: unpaced).
+// device j, when paced, at or after turns[j] and at most decide.PaceLate
+// after it (turns nil, or turns[j] zero: unpaced).
 type sendTimes struct {
 	at, by time.Time
 	turns  []time.Time
@@ -216,7 +216,8 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *task.Delivery, j, att
 // recordAnswer records device j's answer to attempt n when it settles the
 // device (store_outcomes.go), with its token_invalid event. A delivered device
 // of a recipient of several has n recorded beside it: the booking its
-// push went out under, the one a later attempt keeps (decide.Attempts.Carries).
+// push went out under, the one a later attempt keeps
+// (decide.Attempts.Carries).
 func (w *Worker) recordAnswer(d *task.Delivery, j, n int, r providers.Result) {
 	st := decide.DeviceState(r.Outcome)
 	if st == "" {

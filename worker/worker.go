@@ -40,7 +40,8 @@ func DefaultHeldConcurrency(conc int) int { return 10 * conc }
 // CollapseMargin is the limiter's Options.CollapseMargin the worker needs:
 // a held booking less than this from its slot is never collapsed, because
 // its delivery may be past its last look at the limiter (it waits in place
-// up to decide.MaxInlineWait, and sends up to decide.LateRebook after its slot).
+// up to decide.MaxInlineWait, and sends up to decide.LateRebook after its
+// slot).
 const CollapseMargin = 5 * time.Second
 
 // DefaultQueues returns the default queues and weights:
