@@ -14,9 +14,9 @@ import (
 
 // The map of the code (internals.md) and the README's "where things are"
 // table name files and the functions in them. A name is written as a code
-// span: a path (`worker/decide.go`, `worker/httpapi/`; a bare file name,
+// span: a path (`worker/booking.go`, `worker/httpapi/`; a bare file name,
 // `record.lua`, is in the directory of the path named before it), and
-// after a path either one code span (`worker/decide.go` `plan`) or a
+// after a path either one code span (`worker/booking.go` `book`) or a
 // parenthesis of them (`worker/booking.go` (`book`, `release`)): those
 // are the path's symbols. A symbol is a name (a function, method, type,
 // constant or variable of a Go file, a function of a Lua file) or

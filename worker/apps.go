@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -85,10 +86,10 @@ func appWaitLeft(since, now time.Time, wait time.Duration) time.Duration {
 // missing names: it comes back (a DeferError) until w.appWait has passed
 // since its job's deliveries began to wait, then fails with the reason.
 func (w *Worker) waitForApp(ctx context.Context, d *task.Delivery, st recipientState, missing error) error {
-	if !st.attempts.carries(st.devices) {
+	if !st.attempts.Carries(st.devices) {
 		// Nothing reached the user under its booking, if it has one (a
 		// chunk booked it): the slot goes back while it waits.
-		if err := w.release(ctx, "app-waiting", failureReturned, st.attempts.n, d); err != nil {
+		if err := w.release(ctx, "app-waiting", failureReturned, st.attempts.N, d); err != nil {
 			return err
 		}
 	}
@@ -103,7 +104,7 @@ func (w *Worker) waitForApp(ctx context.Context, d *task.Delivery, st recipientS
 	}
 	if left <= 0 {
 		w.appWaits.done(d.AppName(), d.Member())
-		return w.fail(ctx, d, failedOr(slices.Contains(st.devices, task.Delivered)),
+		return w.fail(ctx, d, decide.FailedOr(slices.Contains(st.devices, task.Delivered)),
 			fmt.Sprintf("%s, waited %s since %s", missing, w.appWait, since.UTC().Format(time.RFC3339)))
 	}
 	next := appRecheckAfter(now.Sub(since), left)

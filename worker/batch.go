@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -144,8 +145,8 @@ type BatchResult struct {
 // others. Due jobs of one priority share hush:batch tasks (batchJobs each)
 // and cost a few round trips for the whole call: one lookup, then per task
 // its enqueue and one write of its jobs' records. A scheduled job (send_at
-// later than wakeMargin from now) gets its own task, as from Enqueue, so
-// that it books nothing before it is due.
+// later than decide.WakeMargin from now) gets its own task, as from
+// Enqueue, so that it books nothing before it is due.
 //
 // The error is for the call as a whole: no jobs, or more than MaxBatch
 // (a *payload.ValidationError on the field "jobs"). jobs is not modified.
@@ -203,7 +204,7 @@ func (c *Client) enqueuePrepared(ctx context.Context, jobs []payload.Job, prepar
 		case n > 0:
 			c.count("duplicate")
 			res[i].Duplicate = true
-		case job.NotBefore().Sub(now) > wakeMargin:
+		case job.NotBefore().Sub(now) > decide.WakeMargin:
 			res[i].Accepted, res[i].Err = c.submit(ctx, job, now)
 		default:
 			q := string(job.Priority.Effective())

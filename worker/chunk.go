@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -194,14 +195,14 @@ func (w *Worker) deliverChunk(ctx context.Context, c *task.Chunk, st *chunkState
 			handoffs = append(handoffs, handoff{i: i})
 		case !slices.Contains(st.devices[i], ""):
 			// Every device settled by a run that died before the final state.
-			// Every device settled: judge needs no retry bound.
-			v := judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, time.Time{}, false)
-			if v.act == actDone && !v.release {
-				rec.final(c.Index(i), v.state, c.About(i, now))
+			// Every device settled: decide.Judge needs no retry bound.
+			v := decide.Judge(st.devices[i], make([]*providers.Result, len(st.devices[i])), st.attempts[i], w.retry, now, time.Time{}, false)
+			if v.Act == decide.ActDone && !v.Release {
+				rec.final(c.Index(i), v.State, c.About(i, now))
 			} else {
 				handoffs = append(handoffs, handoff{i: i})
 			}
-		case c.Expired(now), st.attempts[i].begun(), slices.ContainsFunc(st.devices[i], func(s string) bool { return s != "" }):
+		case c.Expired(now), st.attempts[i].Begun(), slices.ContainsFunc(st.devices[i], func(s string) bool { return s != "" }):
 			handoffs = append(handoffs, handoff{i: i}) // its delivery task knows
 		case st.cancelled:
 			cancel = append(cancel, i)
@@ -260,20 +261,20 @@ func (w *Worker) deliverChunk(ctx context.Context, c *task.Chunk, st *chunkState
 	var tasks []handoff
 	var holders []heldBy // the recipients held, with their tasks
 	for _, h := range handoffs {
-		switch handoffDest(h.deferred, h.near, h.foreign, hj != nil, c.Held(), grouping) {
-		case toWaitingJobs:
+		switch decide.HandoffDest(h.deferred, h.near, h.foreign, hj != nil, c.Held(), grouping) {
+		case decide.ToWaitingJobs:
 			id, queue := hj.id(w, c, h.wake.Unix())
 			rec.held(c.Index(h.i), task.HeldMark(queue, id))
 			joins = append(joins, heldJoin{id: id, queue: queue, slot: h.slot, at: h.at, booked: h.booked})
 			holders = append(holders, heldBy{i: h.i, queue: queue, task: id, joined: true})
 			continue
-		case toHeld:
+		case decide.ToHeld:
 			g := groups.add(w, c, h.i, h.wake.Unix(), h.at, h.booked)
 			rec.held(c.Index(h.i), task.HeldMark(g.Queue, g.Name()))
 			holders = append(holders, heldBy{i: h.i, queue: g.Queue, task: g.Name()})
 			continue
-		case toOwner:
-		case toDelivery:
+		case decide.ToOwner:
+		case decide.ToDelivery:
 			// Every recipient handed to its delivery task is marked so
 			// before the task is made: a re-run that finds the marker
 			// leaves the recipient to the task, even when the task's
@@ -429,7 +430,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 		booked = &b
 	}
 	switch booked.gate() {
-	case gateCancelled:
+	case decide.GateCancelled:
 		// Nothing was sent under the wave's bookings: give them back.
 		if booked.err == nil {
 			_ = w.release(ctx, "cancelled", failureLeft, 0, deliveriesOf(c, booked.held())...)
@@ -437,7 +438,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 		p.releaseAll()
 		w.cancelled(ctx, c, idx, rec)
 		return nil, nil
-	case gateUnknown:
+	case decide.GateUnknown:
 		// The job may be cancelled: nothing is sent, the bookings go back,
 		// and the chunk's re-run reads the cancellation again.
 		if booked.err == nil {
@@ -471,12 +472,12 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 		retried, _ := asynq.GetRetryCount(ctx)
 		for k, i := range idx {
 			r := res[k]
-			by := byWave
+			by := decide.ByWave
 			if c.Held() {
-				by = byHeld
+				by = decide.ByHeld
 			}
-			unsettled := r.Existing && afterUnsettled(retried, 0)
-			if !plansItself(r, by) {
+			unsettled := r.Existing && decide.AfterUnsettled(retried, 0)
+			if !decide.PlansItself(r, by) {
 				handoffs = append(handoffs, handoff{i: i, unsettled: unsettled})
 				continue
 			}
@@ -484,26 +485,26 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 			if r.Collapsed != "" {
 				w.collapsedBy(&d, r.Collapsed)
 			}
-			pl := plan(r, booked.mid, booked.answered, w.now(), c.Deadline, unsettled)
+			pl := decide.Plan(r, booked.mid, booked.answered, w.now(), c.Deadline, unsettled)
 			w.countPlan(app, pl, r)
-			rt := routePlan(pl, by)
-			if rt.deferred {
+			rt := decide.RoutePlan(pl, by)
+			if rt.Deferred {
 				w.logDeferred(&d, pl)
 			}
-			switch rt.move {
-			case moveSend:
-				when[i] = sendTimes{at: pl.slot, by: booked.sendBy(pl.slot.Add(lateRebook))}
-				slots[i], ats[i] = pl.slot, r.At
+			switch rt.Move {
+			case decide.MoveSend:
+				when[i] = sendTimes{at: pl.Slot, by: booked.sendBy(pl.Slot.Add(decide.LateRebook))}
+				slots[i], ats[i] = pl.Slot, r.At
 				sendNow = append(sendNow, i)
-			case moveDefer:
+			case decide.MoveDefer:
 				rec.deferrals++
-				handoffs = append(handoffs, handoff{i: i, delay: rt.delay, deferred: true, wake: w.now().Add(rt.delay), slot: pl.slot, at: r.At, booked: r.Now})
-			case moveNear:
+				handoffs = append(handoffs, handoff{i: i, delay: rt.Delay, deferred: true, wake: w.now().Add(rt.Delay), slot: pl.Slot, at: r.At, booked: r.Now})
+			case decide.MoveNear:
 				// It waits in a held task of this second (a run that
 				// groups), else in its delivery task, in place.
-				handoffs = append(handoffs, handoff{i: i, near: true, wake: w.now(), slot: pl.slot, at: r.At, booked: r.Now})
+				handoffs = append(handoffs, handoff{i: i, near: true, wake: w.now(), slot: pl.Slot, at: r.At, booked: r.Now})
 			default:
-				handoffs = append(handoffs, handoff{i: i, delay: rt.delay, unsettled: unsettled})
+				handoffs = append(handoffs, handoff{i: i, delay: rt.Delay, unsettled: unsettled})
 			}
 		}
 	}
@@ -530,7 +531,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 			return handoffs, err
 		}
 		held := map[int]pacedTurn{}
-		near := map[int]paceResult{} // held, their turn within maxInlineWait
+		near := map[int]paceResult{} // held, their turn within decide.MaxInlineWait
 		kept := sendNow[:0:0]
 		now := w.now()
 		var release []int
@@ -538,7 +539,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 			if res[k].hold {
 				held[c.Index(i)] = res[k].last
 				release = append(release, i)
-				if pacedNear(res[k].turn, now, c.Deadline) {
+				if decide.PacedNear(res[k].turn, now, c.Deadline) {
 					near[i] = res[k]
 				} else {
 					handoffs = append(handoffs, handoff{i: i})
@@ -592,9 +593,9 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 	w.pool.all(calls)
 	var errs []error
 	for _, i := range sendNow {
-		v := judge(st.devices[i], results[i], st.attempts[i], w.retry, w.now(), ds[i].RetryUntil(), ctx.Err() != nil)
+		v := decide.Judge(st.devices[i], results[i], st.attempts[i], w.retry, w.now(), ds[i].RetryUntil(), ctx.Err() != nil)
 		final, n, err := w.after(ctx, &ds[i], st.attempts[i], v)
-		if err != nil && v.act == actRetry {
+		if err != nil && v.Act == decide.ActRetry {
 			// Its delivery task repeats the attempt after the retry's
 			// delay, not the chunk's re-run after Asynq's backoff.
 			n = unrecordedRetry(v, err)
@@ -618,7 +619,7 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 			rec.final(c.Index(i), final, c.About(i, w.now()))
 		case n.stop:
 			// Shutdown: the chunk's re-run hands it over.
-		case v.act == actRebook:
+		case v.Act == decide.ActRebook:
 			handoffs = append(handoffs, handoff{i: i})
 		default:
 			handoffs = append(handoffs, handoff{i: i, delay: retryWake(n.delay)})
@@ -628,12 +629,12 @@ func (w *Worker) deliverWave(ctx context.Context, app *App, c *task.Chunk, idx [
 }
 
 // rebookNear books again, in one round trip, the held recipients whose
-// turn at the app's send rate is near (within maxInlineWait: the wave
+// turn at the app's send rate is near (within decide.MaxInlineWait: the wave
 // waits for it, as a delivery task would in place), no earlier than their
 // turns, and returns those whose new slot lands on their turn (within
-// paceLate), with their send times (when); the wave sends them. The others
-// go to their delivery tasks, with the booking made (found there) or none;
-// their turns are recorded. A recipient's task would make the same
+// decide.PaceLate), with their send times (when); the wave sends them. The
+// others go to their delivery tasks, with the booking made (found there) or
+// none; their turns are recorded. A recipient's task would make the same
 // booking, one task and one worker slot per recipient: kept in the wave, a
 // paced fan-out keeps the rate instead of waiting for worker slots and
 // missing the turns it was granted.
@@ -657,7 +658,7 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *task.Chunk, near m
 		items[k] = bookItem{d: &ds[i], paced: near[i].paced}
 	}
 	b := w.book(ctx, app, items, bookHow{job: c.Job})
-	if b.err != nil || b.gate() != gateOpen {
+	if b.err != nil || b.gate() != decide.GateOpen {
 		// The delivery tasks find the bookings made, or book, read the
 		// cancellation again and drop a cancelled job's.
 		for _, i := range idx {
@@ -668,25 +669,25 @@ func (w *Worker) rebookNear(ctx context.Context, app *App, c *task.Chunk, near m
 	now := w.now()
 	for k, i := range idx {
 		r := b.res[k]
-		if !plansItself(r, byTurn) {
+		if !decide.PlansItself(r, decide.ByTurn) {
 			*handoffs = append(*handoffs, handoff{i: i})
 			continue
 		}
 		if r.Collapsed != "" {
 			w.collapsedBy(&ds[i], r.Collapsed)
 		}
-		pl := plan(r, b.mid, b.answered, now, c.Deadline, false)
+		pl := decide.Plan(r, b.mid, b.answered, now, c.Deadline, false)
 		w.countPlan(app, pl, r)
-		rt := routeTurn(pl, r.At, near[i].paced)
-		if rt.move != moveSend {
-			if rt.deferred {
+		rt := decide.RouteTurn(pl, r.At, near[i].paced)
+		if rt.Move != decide.MoveSend {
+			if rt.Deferred {
 				w.logDeferred(&ds[i], pl)
 			}
-			*handoffs = append(*handoffs, handoff{i: i, delay: rt.delay})
+			*handoffs = append(*handoffs, handoff{i: i, delay: rt.Delay})
 			continue
 		}
-		slots[i] = pl.slot
-		when[i] = sendTimes{at: pl.slot, by: b.sendBy(pl.slot.Add(lateRebook)), turns: near[i].turns}
+		slots[i] = pl.Slot
+		when[i] = sendTimes{at: pl.Slot, by: b.sendBy(pl.Slot.Add(decide.LateRebook)), turns: near[i].turns}
 		kept = append(kept, i)
 	}
 	return kept

@@ -16,6 +16,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -130,17 +131,17 @@ func TestUnrecordedRetryKeepsTheDelay(t *testing.T) {
 	cause, down := errors.New("QUOTA_EXCEEDED"), errors.New("redis down")
 	tests := []struct {
 		name string
-		v    verdict
+		v    decide.Verdict
 	}{
-		{"throttled with a Retry-After", verdict{act: actRetry, throttled: true, delay: 3 * time.Second, cause: cause}},
-		{"transient", verdict{act: actRetry, transient: true, delay: time.Second, cause: cause}},
-		{"devices left late", verdict{act: actRetry, cause: cause}},
+		{"throttled with a Retry-After", decide.Verdict{Act: decide.ActRetry, Throttled: true, Delay: 3 * time.Second, Cause: cause}},
+		{"transient", decide.Verdict{Act: decide.ActRetry, Transient: true, Delay: time.Second, Cause: cause}},
+		{"devices left late", decide.Verdict{Act: decide.ActRetry, Cause: cause}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := unrecordedRetry(tt.v, down)
-			if n.delay != tt.v.delay || n.throttled != tt.v.throttled || n.failed != "" || n.stop {
-				t.Errorf("next = %+v, want delay %s, throttled %v", n, tt.v.delay, tt.v.throttled)
+			if n.delay != tt.v.Delay || n.throttled != tt.v.Throttled || n.failed != "" || n.stop {
+				t.Errorf("next = %+v, want delay %s, throttled %v", n, tt.v.Delay, tt.v.Throttled)
 			}
 			if !errors.Is(n.cause, cause) || !errors.Is(n.cause, down) {
 				t.Errorf("cause %q does not wrap both %q and %q", n.cause, cause, down)
@@ -152,7 +153,7 @@ func TestUnrecordedRetryKeepsTheDelay(t *testing.T) {
 // A device answers 429 with a Retry-After while shutdown is stopping the
 // worker (after ShutdownTimeout, before its calls are halted), and another
 // process takes the delivery over at once. The retry is recorded with its
-// Retry-After (attempts.retryAt), so the run that takes it over, a
+// Retry-After (decide.Attempts.RetryAt), so the run that takes it over, a
 // chunk's re-run or a delivery task, does not ask the provider sooner.
 func TestRetryAfterHoldsAcrossAShutdown(t *testing.T) {
 	t.Parallel()
@@ -224,7 +225,7 @@ func (h *enqueueFails) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // A fan-out's device answers 429 with a Retry-After; the retry is
 // recorded, but making the recipient's delivery task fails, so the
 // chunk's re-run hands the recipient over again, at once. The delivery
-// task waits out the recorded Retry-After (attempts.retryAt) before it
+// task waits out the recorded Retry-After (decide.Attempts.RetryAt) before it
 // asks the provider again.
 func TestChunkRetryAfterHoldsWhenTheHandoffFails(t *testing.T) {
 	t.Parallel()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/wire"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/groupcommit"
 	"github.com/hushpush/hush/worker/internal/task"
 )
@@ -133,7 +134,7 @@ func (c *Client) Enqueue(ctx context.Context, job payload.Job) (Accepted, error)
 	if err := c.prepare(&job, now); err != nil {
 		return Accepted{}, err
 	}
-	if c.gathers && job.NotBefore().Sub(now) <= wakeMargin {
+	if c.gathers && job.NotBefore().Sub(now) <= decide.WakeMargin {
 		return c.gather(ctx, job)
 	}
 	return c.enqueueOne(ctx, &job)
@@ -178,11 +179,11 @@ func (c *Client) submit(ctx context.Context, job *payload.Job, now time.Time) (A
 	queue := string(job.Priority.Effective())
 	opts := []asynq.Option{asynq.TaskID(task.JobID(job.ID)), asynq.Queue(task.ShardQueue(queue, task.JobID(job.ID), c.shards)), asynq.MaxRetry(jobMaxRetry),
 		asynq.Timeout(jobTimeout)}
-	if at := job.NotBefore(); at.Sub(now) > wakeMargin {
+	if at := job.NotBefore(); at.Sub(now) > decide.WakeMargin {
 		// A scheduled job books nothing until it is due: its task wakes
 		// shortly before send_at and books from there (the limiter's
 		// NotBefore keeps it from going out earlier).
-		opts = append(opts, asynq.ProcessAt(at.Add(-wakeMargin)))
+		opts = append(opts, asynq.ProcessAt(at.Add(-decide.WakeMargin)))
 	}
 	_, err = c.aq.EnqueueContext(ctx, asynq.NewTask(TypeJob, b), opts...)
 	if errors.Is(err, asynq.ErrTaskIDConflict) {

@@ -16,6 +16,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -57,13 +58,13 @@ func (b *collapseBench) push(app, id string, accepted time.Duration) *task.Deliv
 
 // book is the booking of d's attempt n, as the worker asks for it, and
 // what it means.
-func (b *collapseBench) book(d *task.Delivery, n int) (throttle.Reservation, step) {
+func (b *collapseBench) book(d *task.Delivery, n int) (throttle.Reservation, decide.Step) {
 	b.t.Helper()
 	rs, err := b.lim.ReserveBatch(context.Background(), []throttle.Request{b.w.requestOf(b.apps[d.Content.App], d, n, time.Time{})})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return rs[0], plan(rs[0], b.now, b.now, b.now, d.Deadline, n > 0).step
+	return rs[0], decide.Plan(rs[0], b.now, b.now, b.now, d.Deadline, n > 0).Step
 }
 
 // The newest accepted push wins in collapse: push "old" reached one
@@ -73,25 +74,25 @@ func TestCollapseNewestAcceptedWins(t *testing.T) {
 	t.Parallel()
 	b := newCollapseBench(t)
 	old, latest := b.push("shop", "old", 0), b.push("shop", "latest", time.Second)
-	if r, s := b.book(old, 0); s != stepSend {
-		t.Fatalf("old's first attempt: %+v (%s), want sent now", r, stepNames[s])
+	if r, s := b.book(old, 0); s != decide.StepSend {
+		t.Fatalf("old's first attempt: %+v (%s), want sent now", r, s)
 	}
 	b.now = b.now.Add(2 * time.Second)
 	held, s := b.book(latest, 0)
-	if s != stepDefer || held.Collapsed != "" {
-		t.Fatalf("latest: %+v (%s), want held 8 s, collapsing nothing", held, stepNames[s])
+	if s != decide.StepDefer || held.Collapsed != "" {
+		t.Fatalf("latest: %+v (%s), want held 8 s, collapsing nothing", held, s)
 	}
 	b.now = b.now.Add(time.Second)
-	if r, s := b.book(old, 1); s != stepCollapsed {
-		t.Errorf("old's retry: %+v (%s), want collapsed", r, stepNames[s])
+	if r, s := b.book(old, 1); s != decide.StepCollapsed {
+		t.Errorf("old's retry: %+v (%s), want collapsed", r, s)
 	}
 	if r, _ := b.book(latest, 0); !r.Existing || !r.At.Equal(held.At) {
 		t.Errorf("latest after old's retry: %+v, want its slot %s still held", r, held.At)
 	}
 	// Sent at its slot, latest still outranks old's next retry.
 	b.now = held.At.Add(time.Second)
-	if r, s := b.book(old, 2); s != stepCollapsed {
-		t.Errorf("old's retry after latest was sent: %+v (%s), want collapsed", r, stepNames[s])
+	if r, s := b.book(old, 2); s != decide.StepCollapsed {
+		t.Errorf("old's retry after latest was sent: %+v (%s), want collapsed", r, s)
 	}
 }
 
@@ -101,8 +102,8 @@ func TestCollapseNewestAcceptedWins(t *testing.T) {
 func TestCollapseKeysArePerApp(t *testing.T) {
 	t.Parallel()
 	b := newCollapseBench(t)
-	if r, s := b.book(b.push("shop", "first", 0), 0); s != stepSend {
-		t.Fatalf("first: %+v (%s), want sent now", r, stepNames[s])
+	if r, s := b.book(b.push("shop", "first", 0), 0); s != decide.StepSend {
+		t.Fatalf("first: %+v (%s), want sent now", r, s)
 	}
 	held, _ := b.book(b.push("shop", "held", time.Second), 0)
 	lite, _ := b.book(b.push("shop-lite", "lite", 2*time.Second), 0)

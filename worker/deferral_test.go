@@ -187,7 +187,7 @@ func (l slowBatch) ReserveBatchWith(ctx context.Context, reqs []throttle.Request
 }
 
 // TestChunkLateForItsSlotRebooks: a chunk that would reach the provider
-// more than lateRebook after the slot it booked sends nothing; the
+// more than decide.LateRebook after the slot it booked sends nothing; the
 // recipient's delivery task gives the slot back, books a new one and sends
 // right after it.
 func TestChunkLateForItsSlotRebooks(t *testing.T) {

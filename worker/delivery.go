@@ -11,14 +11,15 @@ import (
 
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Delivery task options. Deliveries get a practically unlimited Asynq
 // MaxRetry because Asynq archives a task whose retry count reached MaxRetry
 // even on a non-failure error (a deferral); HUSH_MAX_RETRY and
-// HUSH_MAX_THROTTLED are enforced by the worker (judge), which keeps its
-// own attempt count in the job's records. deliveryTimeout leaves handlers
+// HUSH_MAX_THROTTLED are enforced by the worker (decide.Judge), which keeps
+// its own attempt count in the job's records. deliveryTimeout leaves handlers
 // about two minutes: they stop taskMargin before it (see handling).
 const (
 	deliveryMaxRetry = 1 << 20
@@ -59,17 +60,17 @@ func (w *Worker) deliveryTask(ctx context.Context, t *asynq.Task) error {
 			return err
 		}
 		if first < 0 {
-			first = st.attempts.n
+			first = st.attempts.N
 		}
 		// Only the attempt an earlier run may have ended in is unsettled:
 		// one this run went on to is its own.
-		st.attempts.unsettled = st.attempts.n == first && afterUnsettled(retried, st.attempts.failures) ||
-			st.attempts.n == 0 && d.Unsettled
+		st.attempts.Unsettled = st.attempts.N == first && decide.AfterUnsettled(retried, st.attempts.Failures) ||
+			st.attempts.N == 0 && d.Unsettled
 		if st.final != "" {
 			return nil // settled by an earlier run
 		}
 		if d.Failed != "" {
-			return w.fail(ctx, &d, failedOr(slices.Contains(st.devices, task.Delivered)), d.Failed)
+			return w.fail(ctx, &d, decide.FailedOr(slices.Contains(st.devices, task.Delivered)), d.Failed)
 		}
 		again, err := w.attempt(ctx, &d, st)
 		if !again {
@@ -88,7 +89,7 @@ func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientStat
 	if !slices.Contains(st.devices, "") {
 		// Every device settled, final state not recorded: a run died between
 		// the two.
-		v := judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, w.now(), d.RetryUntil(), false)
+		v := decide.Judge(st.devices, make([]*providers.Result, len(st.devices)), a, w.retry, w.now(), d.RetryUntil(), false)
 		return false, w.carryOut(ctx, d, a, v)
 	}
 	if st.cancelled {
@@ -103,12 +104,12 @@ func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientStat
 		return false, w.waitForApp(ctx, d, st, missing)
 	}
 	w.appWaits.done(d.AppName(), d.Member())
-	if wait := a.retryAt.Sub(w.now()); wait > 0 {
+	if wait := a.RetryAt.Sub(w.now()); wait > 0 {
 		// A retry recorded with its delay (a provider's Retry-After, or
 		// the backoff) by a run that stopped before waiting it out (a
 		// chunk that handed the recipient over, a shutdown, a re-run):
 		// the provider is not asked again sooner.
-		if wait > maxInlineWait {
+		if wait > decide.MaxInlineWait {
 			return false, &DeferError{Delay: wait}
 		}
 		timer := time.NewTimer(wait)
@@ -127,61 +128,61 @@ func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientStat
 	var at time.Time // the slot on the limiter's clock (zero: none)
 	if w.bypass[d.Priority] {
 		w.m.limiter.WithLabelValues(app.Name, "bypass").Inc()
-		if wait := a.paced.Sub(w.now()); wait > maxInlineWait {
+		if wait := a.Paced.Sub(w.now()); wait > decide.MaxInlineWait {
 			return false, &DeferError{Delay: wait}
 		} else if wait > 0 {
-			slot, at = a.paced, a.paced
+			slot, at = a.Paced, a.Paced
 		}
 	} else {
-		b := w.book(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}}, bookHow{job: d.Job})
+		b := w.book(ctx, app, []bookItem{{d: d, n: a.N, paced: a.Paced}}, bookHow{job: d.Job})
 		switch b.gate() {
-		case gateCancelled:
+		case decide.GateCancelled:
 			return false, w.drop(ctx, d, st, task.Cancelled, "")
-		case gateUnknown:
+		case decide.GateUnknown:
 			// The job may be cancelled: nothing is sent; the next run
 			// reads again and finds the booking, if one was made.
 			return false, fmt.Errorf("delivery %s: %w", d.Member(), b.cancelErr)
 		}
 		if b.err != nil {
-			return false, fmt.Errorf("limiter reserve for %s: %w", task.Member(d.Job, d.Index, a.n), b.err)
+			return false, fmt.Errorf("limiter reserve for %s: %w", task.Member(d.Job, d.Index, a.N), b.err)
 		}
 		res := b.res[0]
 		if res.Collapsed != "" {
 			w.collapsedBy(d, res.Collapsed)
 		}
-		p := plan(res, b.mid, b.answered, w.now(), d.Deadline, a.carries(st.devices))
+		p := decide.Plan(res, b.mid, b.answered, w.now(), d.Deadline, a.Carries(st.devices))
 		w.countPlan(app, p, res)
-		switch rt := routePlan(p, byDelivery); rt.move {
-		case moveDrop:
-			if rt.reason == task.Expired && p.heldBy != "" {
+		switch rt := decide.RoutePlan(p, decide.ByDelivery); rt.Move {
+		case decide.MoveDrop:
+			if rt.Reason == task.Expired && p.HeldBy != "" {
 				// Its deadline may be hours ahead: say which rule's slot is past it.
 				w.log.Info("delivery expires before its slot", "delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID,
-					"slot", res.At.UTC().Format(time.RFC3339Nano), "rule", p.heldBy)
+					"slot", res.At.UTC().Format(time.RFC3339Nano), "rule", p.HeldBy)
 			}
-			return false, w.drop(ctx, d, st, rt.reason, rt.replacedBy)
-		case moveRebook:
-			return true, w.release(ctx, "late", failureReturned, a.n, d)
-		case moveNext:
+			return false, w.drop(ctx, d, st, rt.Reason, rt.ReplacedBy)
+		case decide.MoveRebook:
+			return true, w.release(ctx, "late", failureReturned, a.N, d)
+		case decide.MoveNext:
 			_, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, false, false, w.now(), time.Time{}, d.TTL())
 			return err == nil, err
-		case moveDefer:
+		case decide.MoveDefer:
 			if err := w.store.hold(ctx, d.Job, d.Index, w.deliveryQueue(d), d.TTL()); err != nil {
 				return false, err
 			}
-			if c := w.collapsedSince(ctx, app, []bookItem{{d: d, n: a.n, paced: a.paced}})[0]; c.collapsed {
+			if c := w.collapsedSince(ctx, app, []bookItem{{d: d, n: a.N, paced: a.Paced}})[0]; c.collapsed {
 				// Collapsed before its marker was written: no wake
 				// reached this running task.
 				return false, w.drop(ctx, d, st, task.Collapsed, c.by)
 			}
 			w.logDeferred(d, p)
-			return false, &DeferError{Delay: rt.delay}
+			return false, &DeferError{Delay: rt.Delay}
 		}
-		slot, at = p.slot, res.At
-		sendBy = b.sendBy(p.slot.Add(lateRebook))
+		slot, at = p.Slot, res.At
+		sendBy = b.sendBy(p.Slot.Add(decide.LateRebook))
 	}
 	// The app's send rate (pace.go): send at the turns granted, or hold
 	// the delivery until its turn and book again from there.
-	paced, err := w.pace(ctx, app, []paceItem{{d: d, states: st.devices, slot: slot, at: at, paced: a.paced, told: a.pacedTold}})
+	paced, err := w.pace(ctx, app, []paceItem{{d: d, states: st.devices, slot: slot, at: at, paced: a.Paced, told: a.PacedTold}})
 	if err != nil {
 		return false, err
 	}
@@ -193,11 +194,11 @@ func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientStat
 		if w.bypass[d.Priority] {
 			return false, &DeferError{Delay: paced[0].turn.Sub(w.now())}
 		}
-		return true, w.release(ctx, "paced", failureReturned, a.n, d)
+		return true, w.release(ctx, "paced", failureReturned, a.N, d)
 	}
 	when := sendTimes{at: slot, by: sendBy, turns: paced[0].turns}
 	if start := later(slot, paced[0].turn); start.Sub(w.now()) > 0 {
-		// The slot (stepWait) or the earliest turn, at most paceSlack
+		// The slot (decide.StepWait) or the earliest turn, at most decide.PaceSlack
 		// later.
 		timer := time.NewTimer(start.Sub(w.now()))
 		select {
@@ -210,12 +211,12 @@ func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientStat
 		}
 	}
 	results := make([]*providers.Result, len(d.Devices))
-	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.n, when, results, nil, func() {}))
-	v := judge(st.devices, results, a, w.retry, w.now(), d.RetryUntil(), ctx.Err() != nil)
-	if v.act == actRebook {
-		return true, w.release(ctx, "late", failureReturned, a.n, d)
+	w.pool.all(w.deviceCalls(ctx, app, d, st.devices, a.N, when, results, nil, func() {}))
+	v := decide.Judge(st.devices, results, a, w.retry, w.now(), d.RetryUntil(), ctx.Err() != nil)
+	if v.Act == decide.ActRebook {
+		return true, w.release(ctx, "late", failureReturned, a.N, d)
 	}
-	if v.act == actRetry && v.delay <= 0 {
+	if v.Act == decide.ActRetry && v.Delay <= 0 {
 		_, _, err := w.after(ctx, d, a, v)
 		return err == nil, err
 	}
@@ -223,10 +224,10 @@ func (w *Worker) attempt(ctx context.Context, d *task.Delivery, st recipientStat
 }
 
 // carryOut applies verdict v (after) and turns it into the task's result.
-func (w *Worker) carryOut(ctx context.Context, d *task.Delivery, a attempts, v verdict) error {
+func (w *Worker) carryOut(ctx context.Context, d *task.Delivery, a decide.Attempts, v decide.Verdict) error {
 	final, n, err := w.after(ctx, d, a, v)
 	switch {
-	case err != nil && v.act == actRetry:
+	case err != nil && v.Act == decide.ActRetry:
 		return retryResult(unrecordedRetry(v, err))
 	case err != nil:
 		return err
@@ -246,8 +247,8 @@ func (w *Worker) carryOut(ctx context.Context, d *task.Delivery, a attempts, v v
 // so a provider's Retry-After holds, and its next run repeats this
 // attempt. A delivery task returns it (carryOut); a chunk hands the
 // recipient to its delivery task with its delay (deliverWave).
-func unrecordedRetry(v verdict, err error) next {
-	return next{delay: v.delay, throttled: v.throttled, cause: fmt.Errorf("%w (recording the retry failed: %w)", v.cause, err)}
+func unrecordedRetry(v decide.Verdict, err error) next {
+	return next{delay: v.Delay, throttled: v.Throttled, cause: fmt.Errorf("%w (recording the retry failed: %w)", v.Cause, err)}
 }
 
 // retryResult is the task's result for a retry after n.delay: a
@@ -269,23 +270,23 @@ func (w *Worker) fail(ctx context.Context, d *task.Delivery, state, reason strin
 
 // countPlan counts a booking's plan in hush_limiter_decisions_total and
 // hush_deferral_seconds.
-func (w *Worker) countPlan(app *App, p planned, res throttle.Reservation) {
-	switch p.step {
-	case stepSend:
+func (w *Worker) countPlan(app *App, p decide.Planned, res throttle.Reservation) {
+	switch p.Step {
+	case decide.StepSend:
 		w.m.limiter.WithLabelValues(app.Name, "allowed").Inc()
-	case stepWait:
+	case decide.StepWait:
 		w.m.limiter.WithLabelValues(app.Name, "waited").Inc()
-	case stepDefer:
+	case decide.StepDefer:
 		w.m.limiter.WithLabelValues(app.Name, "deferred").Inc()
-	case stepExpire:
+	case decide.StepExpire:
 		w.m.limiter.WithLabelValues(app.Name, "expired").Inc()
-	case stepFull:
+	case decide.StepFull:
 		w.m.limiter.WithLabelValues(app.Name, "full").Inc()
-	case stepCollapsed:
+	case decide.StepCollapsed:
 		w.m.limiter.WithLabelValues(app.Name, "collapsed").Inc()
-	case stepOptedOut:
+	case decide.StepOptedOut:
 		w.m.limiter.WithLabelValues(app.Name, "opted_out").Inc()
-	case stepRebook, stepNext:
+	case decide.StepRebook, decide.StepNext:
 		w.m.limiter.WithLabelValues(app.Name, "rebooked").Inc()
 	}
 	if !res.Existing && res.Refused == "" && res.Wait > 0 {
@@ -309,16 +310,16 @@ func (w *Worker) drop(ctx context.Context, d *task.Delivery, st recipientState, 
 		// got the push on another device: that is a delivery, and the
 		// limiter entry it went out under records a real push. The
 		// attempt's own booking goes back unless it is that one.
-		if !st.attempts.carries(st.devices) {
-			if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {
+		if !st.attempts.Carries(st.devices) {
+			if err := w.release(ctx, "dropped", failureReturned, st.attempts.N, d); err != nil {
 				return err
 			}
 		}
 		w.log.Info("delivery expired before every device was reached", withDeadline([]any{"delivery", d.Member(), "user_id", d.UserID}, d.Deadline)...)
 		return w.finish(ctx, d, task.Delivered, "")
 	}
-	if !st.attempts.unsettled {
-		if err := w.release(ctx, "dropped", failureReturned, st.attempts.n, d); err != nil {
+	if !st.attempts.Unsettled {
+		if err := w.release(ctx, "dropped", failureReturned, st.attempts.N, d); err != nil {
 			return err
 		}
 	}
@@ -346,11 +347,11 @@ func withDeadline(attrs []any, deadline time.Time) []any {
 // the rule that holds it: the line that shows a user's pacing in the log.
 // A slot booked before (a held push woken) names no rule: the limiter
 // says which only when it books.
-func (w *Worker) logDeferred(d *task.Delivery, p planned) {
+func (w *Worker) logDeferred(d *task.Delivery, p decide.Planned) {
 	attrs := []any{"delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID,
-		"slot", p.slot.UTC().Format(time.RFC3339Nano), "wait", p.wait.Round(time.Millisecond)}
-	if p.heldBy != "" {
-		attrs = append(attrs, "rule", p.heldBy)
+		"slot", p.Slot.UTC().Format(time.RFC3339Nano), "wait", p.Wait.Round(time.Millisecond)}
+	if p.HeldBy != "" {
+		attrs = append(attrs, "rule", p.HeldBy)
 	}
 	w.log.Info("delivery deferred until its slot", attrs...)
 }

@@ -19,10 +19,12 @@
 //
 // docs/internals.md walks one push, and one held push, through the files
 // of this package, naming at each step the function that decides it. The
-// decisions every path shares live in decide.go (plan: what a booking
-// means now; routePlan: what the path holding it does; judge: what a
-// device's answers mean), guard.go (gateOf: whether a cancellation allows
-// a send) and booking.go (book, release). The job store is store*.go
+// decisions every path shares are the part worker/internal/decide
+// (decide.Plan: what a booking means now; decide.RoutePlan: what the path
+// holding it does; decide.Judge: what a device's answers mean;
+// decide.GateOf: whether a cancellation allows a send), pure functions
+// this package calls and carries out; the bookings they judge are made and
+// given back in booking.go (book, release). The job store is store*.go
 // (store.go lists them): every command on a job's keys and every script is
 // there (storedoor_test.go), and each script names its KEYS and ARGV in
 // its header.

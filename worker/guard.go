@@ -6,6 +6,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -22,11 +23,11 @@ import (
 //     read that allowed a send came before the first write, so no push
 //     leaves after its answer, whatever the clocks of other processes.
 //     A read that fails allows nothing: its delivery sends nothing and
-//     reads again (gateOf).
+//     reads again (decide.GateOf).
 //   - A collapsed booking is gone from the limiter, which answers its
 //     member RefusedCollapsed; a booking within worker.CollapseMargin of
 //     its slot (one a delivery may be waiting on in place, up to
-//     maxInlineWait) is never collapsed.
+//     decide.MaxInlineWait) is never collapsed.
 //
 // Either way the delivery drops itself (drop), giving its booking back and
 // emitting its event; the worker that cancelled or collapsed it only wakes
@@ -54,42 +55,13 @@ type booking struct {
 	cancelErr error
 	// asked is when the round trip began; mid its middle (where the
 	// limiter most likely read its clock); answered when its answer came
-	// (the limiter read its clock before: see plan).
+	// (the limiter read its clock before: see decide.Plan).
 	asked, mid, answered time.Time
 	permits              *wavePermits // set when booked ahead
 }
 
-// gate is what a read of a job's cancellation lets its deliveries do.
-type gate int
-
-const (
-	// gateOpen: the job was not cancelled when read: a call may start
-	// within cancelWindow of the read.
-	gateOpen gate = iota
-	// gateCancelled: the job is cancelled: drop, sending nothing.
-	gateCancelled
-	// gateUnknown: the read failed (a dropped connection, a failover), so
-	// the job may be cancelled: nothing is sent, and the delivery reads
-	// again on its next run.
-	gateUnknown
-)
-
-// gateOf decides whether a delivery may send given a read of its job's
-// cancellation: its answer (cancelled) and its error. Every path that
-// reads the cancellation apart from the delivery's states asks it, through
-// booking.gate.
-func gateOf(cancelled bool, readErr error) gate {
-	switch {
-	case readErr != nil:
-		return gateUnknown
-	case cancelled:
-		return gateCancelled
-	}
-	return gateOpen
-}
-
 // gate is what the booking's read of its job's cancellation allows.
-func (b *booking) gate() gate { return gateOf(b.cancelled, b.cancelErr) }
+func (b *booking) gate() decide.Gate { return decide.GateOf(b.cancelled, b.cancelErr) }
 
 // sendBy is the latest instant a call under this booking may start: the
 // slot's lateness bound (zero for a bypass priority), and never later

@@ -24,6 +24,7 @@ import (
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/providers/fcm"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -404,12 +405,12 @@ func (r *callRecorder) Send(ctx context.Context, p providers.Push) providers.Res
 
 // checkSentInTime checks that the one push for token arrived no earlier
 // than slot and that the worker let its call leave no later than
-// lateRebook after slot. slot is on the limiter's clock (Redis TIME);
+// decide.LateRebook after slot. slot is on the limiter's clock (Redis TIME);
 // arrivals and SendBy are on this process's, to which the worker maps a
 // slot through a booking's round trip (limiterClock): at or after the
 // true instant, by up to that round trip. So an arrival may precede slot
 // only by the clocks' rounding (slotEarly), and SendBy may pass slot +
-// lateRebook by a round trip (slotRead).
+// decide.LateRebook by a round trip (slotRead).
 func (e *env) checkSentInTime(what string, arrived, slot time.Time, token string) {
 	e.t.Helper()
 	if early := slot.Sub(arrived); early > slotEarly {
@@ -420,18 +421,18 @@ func (e *env) checkSentInTime(what string, arrived, slot time.Time, token string
 		e.t.Errorf("%s: no sender call recorded", what)
 		return
 	}
-	if by := bys[len(bys)-1]; by.IsZero() || by.After(slot.Add(lateRebook+slotRead)) {
-		e.t.Errorf("%s: its call might leave until %s after its slot, want at most %s and a round trip", what, by.Sub(slot), lateRebook)
+	if by := bys[len(bys)-1]; by.IsZero() || by.After(slot.Add(decide.LateRebook+slotRead)) {
+		e.t.Errorf("%s: its call might leave until %s after its slot, want at most %s and a round trip", what, by.Sub(slot), decide.LateRebook)
 	}
 }
 
 // slotEarly is how far this process's clock and Redis's may round apart;
 // slotRead is the longest round trip through which a test's worker may
-// read the limiter's clock on a loaded machine: a quarter of lateRebook,
-// so a worker that gave a call twice its time still fails.
+// read the limiter's clock on a loaded machine: a quarter of
+// decide.LateRebook, so a worker that gave a call twice its time still fails.
 const (
 	slotEarly = 5 * time.Millisecond
-	slotRead  = lateRebook / 4
+	slotRead  = decide.LateRebook / 4
 )
 
 // recordingLimiter remembers the slot booked for each member, so tests can

@@ -19,6 +19,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -85,8 +86,8 @@ func (e *env) lateSends() int {
 }
 
 // rebooked is the worker's hush_limiter_decisions_total{decision="rebooked"},
-// summed over apps: bookings found more than lateRebook past their slot
-// before any call (plan), given back and booked again.
+// summed over apps: bookings found more than decide.LateRebook past their slot
+// before any call (decide.Plan), given back and booked again.
 func (e *env) rebooked() int {
 	e.t.Helper()
 	return e.counterSum(e.w.m.limiter, func(l map[string]string) bool { return l["decision"] == "rebooked" })
@@ -127,7 +128,7 @@ func counterTotal(t testing.TB, c prometheus.Collector, keep func(labels map[str
 
 // lateHandoffs checks that every delivery task waiting in queue normal is
 // one lateness made, and returns their members ("<job>/<index>"). A held
-// run that the machine's load makes reach a slot more than lateRebook
+// run that the machine's load makes reach a slot more than decide.LateRebook
 // after it does not send: it hands the recipient to its delivery task,
 // which books again (the product's answer to a late worker,
 // TestHeldRunLateForItsSlotsHandsOver), and counts it: in
@@ -435,7 +436,7 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 	}
 	// Past every slot, in real time: the slots are on the limiter's clock
 	// (Redis TIME), which no injected clock moves.
-	time.Sleep(3*time.Second + 2*lateRebook)
+	time.Sleep(3*time.Second + 2*decide.LateRebook)
 	for range 2 {
 		for _, ti := range held {
 			if err := e.w.handleChunk(t.Context(), asynq.NewTask(ti.Type, ti.Payload)); err != nil {
@@ -839,7 +840,7 @@ func TestShutdownHandsBackAWaitingHeldTask(t *testing.T) {
 // (its id returned) waits in the handler for the slots of members, then
 // shuts the worker down and returns the env and the task's id. Asynq
 // wakes a held task between about 2 s and 0.1 s before its slots
-// (wakeMargin), and shutdown lets work under way go on for the shutdown
+// (decide.WakeMargin), and shutdown lets work under way go on for the shutdown
 // timeout: a shutdown that begins less than that (and 200 ms for the
 // test's own steps) before the first slot rightly sends, and shows
 // nothing about a shutdown during the wait. Such a run is made again with
@@ -1057,10 +1058,10 @@ func TestHeldSlotsOnlyWhenUnchanged(t *testing.T) {
 	}
 	// Planned on the local clock: the slot 5 s earlier, never before the
 	// limiter's instant (its reading came 1 ms before the answer).
-	pl := plan(b.res[0], b.mid, b.answered, b.answered, time.Time{}, false)
+	pl := decide.Plan(b.res[0], b.mid, b.answered, b.answered, time.Time{}, false)
 	want := time.UnixMilli(at + 7).Add(-ahead + time.Millisecond)
-	if pl.step != stepWait || pl.slot.Before(want) || pl.slot.After(want.Add(20*time.Millisecond)) {
-		t.Errorf("planned %v at %s, want a wait until %s (the payload's slot on the local clock)", pl.step, pl.slot, want)
+	if pl.Step != decide.StepWait || pl.Slot.Before(want) || pl.Slot.After(want.Add(20*time.Millisecond)) {
+		t.Errorf("planned %v at %s, want a wait until %s (the payload's slot on the local clock)", pl.Step, pl.Slot, want)
 	}
 	for name, change := range map[string]func(*task.Chunk, *chunkStates){
 		"no reading of the limiter's clock": func(c *task.Chunk, _ *chunkStates) { app = &App{Name: "b"} },

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -86,7 +87,7 @@ func TestRerunAfterKillKeepsLateBooking(t *testing.T) {
 				t.Fatalf("first booking: %+v, %v", r, err)
 			}
 			booked := time.Now()
-			waitFor(t, 10*time.Second, "the booking to be late", func() bool { return time.Since(booked) > 2*lateRebook })
+			waitFor(t, 10*time.Second, "the booking to be late", func() bool { return time.Since(booked) > 2*decide.LateRebook })
 			e.start()
 			t.Cleanup(e.shutdown)
 			e.submit(alertJob(job, job, apnsRecipient("u", apnsToken(job+"/a"))))

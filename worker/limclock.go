@@ -23,7 +23,7 @@ const limiterClockAge = 30 * time.Second
 // at most the skew (the limiter's clock ahead of this one's), by up to the
 // round trip. A slot at on the limiter's clock is then at - ahead on the
 // local one, at or after the true instant (never early), as a booking's
-// answer makes it (plan: answered + the wait).
+// answer makes it (decide.Plan: answered + the wait).
 type limiterClock struct {
 	mu    sync.Mutex
 	ahead time.Duration

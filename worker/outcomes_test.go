@@ -165,8 +165,8 @@ func TestRetriesAfterADeliveryGiveTheirBookingsBack(t *testing.T) {
 // without Retry-After grows with the provider's refusals, not with the
 // attempts whose devices were left late for their slot. Here each of four
 // attempts delivers one device and finds the rest late; the fifth device's
-// first answer is a 429, so its retry waits backoff(0), 0.5 to 1 s, not
-// backoff(4).
+// first answer is a 429, so its retry waits decide.Backoff(0), 0.5 to 1 s, not
+// decide.Backoff(4).
 func TestThrottledBackoffCountsRefusalsOnly(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -210,7 +210,7 @@ func TestThrottledBackoffCountsRefusalsOnly(t *testing.T) {
 		t.Fatalf("%d throttled retries logged, want 1", len(delays))
 	}
 	if delays[0] > time.Second {
-		t.Errorf("the first 429's retry waits %s, want backoff(0): at most 1s (the attempts left late are no refusals)", delays[0])
+		t.Errorf("the first 429's retry waits %s, want decide.Backoff(0): at most 1s (the attempts left late are no refusals)", delays[0])
 	}
 }
 

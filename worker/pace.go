@@ -9,6 +9,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -18,61 +19,52 @@ import (
 // Pacer, in one round trip, for a turn per device, each no earlier than
 // its recipient's own slot, so turns are 1/rate apart and never before the
 // slot the user's rules gave. What a turn means for its recipient is
-// decided in one place (paceVerdict):
+// decided in one place (decide.PaceVerdict):
 //
-//   - A recipient whose earliest turn falls within paceSlack of its slot,
-//     and before its deadline, is sent: each device at its own turn, no
-//     more than paceLate after it (sendTimes). So it keeps the user's
-//     rules (at most lateRebook after the slot) and the provider's rate at
-//     once.
+//   - A recipient whose earliest turn falls within decide.PaceSlack of its
+//     slot, and before its deadline, is sent: each device at its own turn, no
+//     more than decide.PaceLate after it (sendTimes). So it keeps the user's
+//     rules (at most decide.LateRebook after the slot) and the provider's
+//     rate at once.
 //   - Any other is not sent: the latest turn granted is recorded as its
 //     paced time ("<i>/p"), its booking is given back, and its delivery
 //     books again no earlier than that time (the limiter's NotBefore), so
 //     it is deferred, not dropped, and its slot moves only because the
 //     rate would break it. A turn at or after the deadline makes that
 //     booking refused as late: the delivery ends expired. When the new
-//     slot lands within paceLate of the paced time, the delivery sends at
-//     its slot without asking the Pacer again: the turn is its. A chunk's
+//     slot lands within decide.PaceLate of the paced time, the delivery sends
+//     at its slot without asking the Pacer again: the turn is its. A chunk's
 //     wave makes that booking itself for the recipients whose turn is
-//     within maxInlineWait and sends them (rebookNear): one round trip for
-//     the wave instead of a task and a worker slot per recipient.
+//     within decide.MaxInlineWait and sends them (rebookNear): one round trip
+//     for the wave instead of a task and a worker slot per recipient.
 //
 //   - A recipient that asks again because it lost the turns it was granted
-//     (its new slot came more than paceLate after them: it woke late, or
-//     its user's rules moved it) takes only turns it can use: its requests
-//     name the latest start within paceSlack of its slot, and the Pacer
-//     holds back any later one without moving (throttle.PaceRequest's
-//     Latest). A recipient held so records the turn it was told, marked as
-//     told (pacedTurn): its next booking comes no earlier, and it asks
-//     again there, as it never had the turn. So a backlog whose runs keep
-//     waking late does not take turn after turn it never uses, each pushing
-//     every other recipient's turn further out: its turns are taken only
-//     as they are sent, and it drains at the rate. A first ask takes its
-//     turn however far it is, so a fan-out's recipients each get one of
-//     their own, spread at the rate, instead of all being told the same.
+//     (its new slot came more than decide.PaceLate after them: it woke
+//     late, or its user's rules moved it) takes only turns it can use: its
+//     requests name the latest start within decide.PaceSlack of its slot,
+//     and the Pacer holds back any later one without moving
+//     (throttle.PaceRequest's Latest). A recipient held so records the turn
+//     it was told, marked as told (pacedTurn): its next booking comes no
+//     earlier, and it asks again there, as it never had the turn. So a
+//     backlog whose runs keep waking late does not take turn after turn it
+//     never uses, each pushing every other recipient's turn further out:
+//     its turns are taken only as they are sent, and it drains at the rate.
+//     A first ask takes its turn however far it is, so a fan-out's
+//     recipients each get one of their own, spread at the rate, instead of
+//     all being told the same.
 //
 // Waiting for a turn holds no send permit (callAtTurn): one app's paced
 // backlog would otherwise keep the permits another app's sends need.
-
-// paceLate is the most a paced send leaves after its turn; a call that
-// would leave later is not made then (sendTimes.forDevice). It sets the
-// rate bound (MaxRateBound).
-const paceLate = 25 * time.Millisecond
-
-// paceSlack is the most a turn may be after its recipient's slot for the
-// recipient to be sent at it: the send then leaves at most lateRebook
-// after its slot.
-const paceSlack = lateRebook - paceLate
 
 // MaxRateBound is the most sends a provider sees in any one second from an
 // app whose max_rate on that platform is rate per second (docs/delivery.md,
 // "Apps and their send rates"): turns are 1/rate apart, so a second holds
 // rate of them and one more at its two edges; each send leaves at or after
-// its turn and at most paceLate after it, and the network and timers may
-// move its arrival as much again, so those of 2 x paceLate more may land
-// in it.
+// its turn and at most decide.PaceLate after it, and the network and timers
+// may move its arrival as much again, so those of 2 x decide.PaceLate more
+// may land in it.
 func MaxRateBound(rate float64) int {
-	return int(math.Ceil(rate)) + 1 + int(math.Ceil(2*rate*paceLate.Seconds()))
+	return int(math.Ceil(rate)) + 1 + int(math.Ceil(2*rate*decide.PaceLate.Seconds()))
 }
 
 // pacedToldMark ends a recorded paced time the Pacer held back
@@ -123,17 +115,6 @@ type paceResult struct {
 	last  pacedTurn
 }
 
-// paceVerdict decides what a recipient's earliest turn means: hold is
-// true when the turn (first, on the limiter's clock) is more than
-// paceSlack after its slot (at, the limiter's clock; zero: no slot), or
-// the same instant on the local clock (local) is at or after its deadline
-// (zero: none). Its other devices' turns follow, 1/rate apart on one
-// platform; one that would leave more than lateRebook after the slot is
-// not made then (the booking's sendBy) and goes under the next attempt.
-func paceVerdict(at, first, local, deadline time.Time) (hold bool) {
-	return !at.IsZero() && first.Sub(at) > paceSlack || !deadline.IsZero() && !local.Before(deadline)
-}
-
 // pace paces items of app: one Pacer round trip for all of them. Each
 // device asks for its own turn, no earlier than its recipient's slot, the
 // recipients in the order of their slots, so a turn never goes to a
@@ -160,7 +141,7 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 				devs = append(devs, j)
 			}
 		}
-		if len(devs) > 0 && !it.told && !it.paced.IsZero() && !it.at.IsZero() && !it.at.Before(it.paced) && it.at.Sub(it.paced) <= paceLate {
+		if len(devs) > 0 && !it.told && !it.paced.IsZero() && !it.at.IsZero() && !it.at.Before(it.paced) && it.at.Sub(it.paced) <= decide.PaceLate {
 			// The turns granted earlier are the item's: its slot kept the
 			// latest of them, so every device leaves then, at or after its
 			// own turn. Asking again would take turns it never uses and
@@ -177,7 +158,7 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 		// than it can send at. A bypass priority books no slot to keep.
 		var latest time.Time
 		if !it.paced.IsZero() && !it.at.IsZero() && !w.bypass[it.d.Priority] {
-			latest = it.at.Add(paceSlack)
+			latest = it.at.Add(decide.PaceSlack)
 		}
 		for _, j := range devs {
 			p := it.d.Devices[j].Platform
@@ -195,8 +176,8 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 			if held {
 				// Not its turn: the device is not sent under this attempt
 				// (its call would leave after the booking's bound, slot +
-				// lateRebook) and goes under the next.
-				r.turns[a.j] = items[a.k].slot.Add(lateRebook + time.Nanosecond)
+				// decide.LateRebook) and goes under the next.
+				r.turns[a.j] = items[a.k].slot.Add(decide.LateRebook + time.Nanosecond)
 				r.last.told = true
 			}
 			if r.turn.IsZero() || local.Before(r.turn) {
@@ -211,7 +192,7 @@ func (w *Worker) pace(ctx context.Context, app *App, items []paceItem) ([]paceRe
 	}
 	for k, it := range items {
 		if r := &out[k]; r.turns != nil {
-			r.hold = paceVerdict(it.at, r.paced, r.turn, it.d.Deadline)
+			r.hold = decide.PaceVerdict(it.at, r.paced, r.turn, it.d.Deadline)
 		}
 	}
 	return out, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -213,38 +214,8 @@ func TestPacedAppDoesNotStarveAnother(t *testing.T) {
 	t.Logf("app B: %d sends over %s, least in a second %d", nB, b[len(b)-1].Sub(b[0]).Round(time.Millisecond), least)
 }
 
-// TestPaceVerdict: a recipient is held when its earliest turn is more than
-// paceSlack after its slot, or at or after its deadline.
-func TestPaceVerdict(t *testing.T) {
-	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	ms := time.Millisecond
-	for _, tc := range []struct {
-		name               string
-		turn, deadline     time.Time
-		slotless, wantHold bool
-	}{
-		{name: "turn at the slot", turn: at},
-		{name: "turn within the slack", turn: at.Add(paceSlack)},
-		{name: "turn past the slack", turn: at.Add(paceSlack + ms), wantHold: true},
-		{name: "no slot: any turn", turn: at.Add(time.Hour), slotless: true},
-		{name: "turn before the deadline", turn: at.Add(20 * ms), deadline: at.Add(25 * ms)},
-		{name: "turn at the deadline", turn: at.Add(25 * ms), deadline: at.Add(25 * ms), wantHold: true},
-		{name: "turn after the deadline, within the slack", turn: at.Add(60 * ms), deadline: at.Add(25 * ms), wantHold: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			slot := at
-			if tc.slotless {
-				slot = time.Time{}
-			}
-			if got := paceVerdict(slot, tc.turn, tc.turn, tc.deadline); got != tc.wantHold {
-				t.Errorf("hold: want %v, got %v", tc.wantHold, got)
-			}
-		})
-	}
-}
-
 // TestSendTimesForDevice: a device leaves at or after its turn and its
-// recipient's time and send_at, no later than paceLate after its turn,
+// recipient's time and send_at, no later than decide.PaceLate after its turn,
 // the booking's bound, or just before the deadline.
 func TestSendTimesForDevice(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -258,7 +229,7 @@ func TestSendTimesForDevice(t *testing.T) {
 	}{
 		{name: "unpaced", when: sendTimes{at: t0, by: t0.Add(100 * ms)}, wantAt: t0, wantBy: t0.Add(100 * ms)},
 		{name: "turn after the slot", when: sendTimes{at: t0, by: t0.Add(100 * ms), turns: []time.Time{t0.Add(40 * ms)}},
-			wantAt: t0.Add(40 * ms), wantBy: t0.Add(40*ms + paceLate)},
+			wantAt: t0.Add(40 * ms), wantBy: t0.Add(40*ms + decide.PaceLate)},
 		{name: "turn near the slot's bound", when: sendTimes{at: t0, by: t0.Add(100 * ms), turns: []time.Time{t0.Add(90 * ms)}},
 			wantAt: t0.Add(90 * ms), wantBy: t0.Add(100 * ms)},
 		{name: "deadline first", when: sendTimes{at: t0, by: t0.Add(100 * ms), turns: []time.Time{t0.Add(10 * ms)}}, deadline: t0.Add(20 * ms),
@@ -299,8 +270,8 @@ func paceWorker(t *testing.T, clock *fixedClock) *Worker {
 // recipients (one APNs device each, max_rate 5/s) ask at once: the first
 // is sent, the others are held with turns 200 ms apart. Each run of a held
 // recipient then comes 60 ms after its recorded turn (a loaded process:
-// more than paceLate), so its booking lands past the turn and it asks the
-// Pacer again. Such a second ask takes no turn it cannot use (it is told
+// more than decide.PaceLate), so its booking lands past the turn and it asks
+// the Pacer again. Such a second ask takes no turn it cannot use (it is told
 // one instead), so the turns are taken only as recipients are sent, and
 // every recipient is sent within a bounded number of runs, its turns at
 // least 1/rate apart. A second ask that took its turn however far would

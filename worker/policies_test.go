@@ -12,6 +12,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -127,8 +128,8 @@ func TestSendAtBooksNothingBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ti.State != asynq.TaskStateScheduled || ti.NextProcessAt.Before(at.Add(-wakeMargin-time.Second)) {
-		t.Errorf("job task %s, due at %s, want scheduled for %s before send_at", ti.State, ti.NextProcessAt.Format(time.StampMilli), wakeMargin)
+	if ti.State != asynq.TaskStateScheduled || ti.NextProcessAt.Before(at.Add(-decide.WakeMargin-time.Second)) {
+		t.Errorf("job task %s, due at %s, want scheduled for %s before send_at", ti.State, ti.NextProcessAt.Format(time.StampMilli), decide.WakeMargin)
 	}
 	st, err := e.lim.Status(context.Background(), "u", nil)
 	if err != nil {

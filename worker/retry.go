@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/worker/internal/decide"
 )
 
 // DeferError is returned by the delivery handler when the limiter booked a
@@ -50,15 +51,6 @@ func (e *retryError) Error() string {
 
 func (e *retryError) Unwrap() error { return e.cause }
 
-// wakeMargin is how much earlier than its slot a deferred delivery asks
-// Asynq to wake it. Asynq stores retry times in whole seconds (truncated: up
-// to 1 s early), moves due tasks every delayedCheck, and a worker polls
-// when all its queues are empty every 125-375 ms (taskCheckInterval) and
-// spares a queue found empty for up to idleMax (dequeue.go), so the
-// delivery wakes between wakeMargin+1 s before its slot and about 0.1 s
-// before it, and sleeps the rest in the handler.
-const wakeMargin = time.Second
-
 // delayedCheck is Asynq's DelayedTaskCheckInterval.
 const delayedCheck = 500 * time.Millisecond
 
@@ -66,16 +58,6 @@ const delayedCheck = 500 * time.Millisecond
 // queue empty waits half of it to one and a half times it before asking
 // again.
 const taskCheckInterval = 250 * time.Millisecond
-
-// maxInlineWait is the longest wait done inside the handler instead of
-// deferring through Asynq; it covers the wake-up window above.
-const maxInlineWait = wakeMargin + 1500*time.Millisecond
-
-// lateRebook: a delivery that finds its booked slot more than this in the
-// past (it woke late: the queue was busy, the process was restarted) books a
-// new slot instead of sending now, because a late send could land too close
-// to the user's next booked push. Well under the 250 ms tolerance.
-const lateRebook = 100 * time.Millisecond
 
 // isFailure tells Asynq which errors count as failures (consume a retry,
 // count in the failed stats).
@@ -100,7 +82,7 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	var r *retryError
 	switch {
 	case errors.As(err, &d):
-		return deferDelay(d.Delay)
+		return decide.DeferDelay(d.Delay)
 	case errors.As(err, &t) && t.RetryAfter > 0:
 		return retryWake(t.RetryAfter)
 	case errors.As(err, &r):
@@ -108,7 +90,7 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	case errors.Is(err, context.Canceled):
 		return time.Second
 	}
-	return backoff(n)
+	return decide.Backoff(n)
 }
 
 // retryWake turns a retry's delay into the Asynq retry delay: Asynq
@@ -116,20 +98,3 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 // the provider is not asked again before its Retry-After (or hush's
 // backoff) has passed.
 func retryWake(delay time.Duration) time.Duration { return delay + time.Second }
-
-// deferDelay turns a wait into the Asynq retry delay: wakeMargin early, at
-// least 1 s.
-func deferDelay(wait time.Duration) time.Duration {
-	return max(wait-wakeMargin, time.Second)
-}
-
-// backoff is exponential with full jitter on the upper half: about 1 s, 2 s,
-// 4 s ... capped at 5 minutes.
-func backoff(n int) time.Duration {
-	const base, limit = time.Second, 5 * time.Minute
-	d := limit
-	if n < 20 {
-		d = min(base<<n, limit)
-	}
-	return d/2 + rand.N(d/2+1)
-}

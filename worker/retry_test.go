@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/hushpush/hush/worker/internal/decide"
 )
 
 func TestRetryPolicy(t *testing.T) {
@@ -38,8 +40,8 @@ func TestRetryPolicy(t *testing.T) {
 			}
 		})
 	}
-	if d := backoff(30); d < 150*time.Second || d > 5*time.Minute {
-		t.Errorf("backoff(30) = %s, want capped at 5m (at least half of it)", d)
+	if d := decide.Backoff(30); d < 150*time.Second || d > 5*time.Minute {
+		t.Errorf("decide.Backoff(30) = %s, want capped at 5m (at least half of it)", d)
 	}
 }
 

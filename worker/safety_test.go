@@ -156,7 +156,7 @@ func TestProviderThrottlingBacksOffAndEnds(t *testing.T) {
 	if len(reqs) < 3 || len(reqs) > 5 {
 		t.Errorf("%d requests to a provider throttling for 5 s, want 3 to 5 (backoff 1, 2, 4 s)", len(reqs))
 	}
-	// Attempt k waits backoff(k) (in [2^k/2, 2^k] s) plus a second for
+	// Attempt k waits decide.Backoff(k) (in [2^k/2, 2^k] s) plus a second for
 	// Asynq's whole-second wake-up, less up to a second of its truncation.
 	for i := 1; i < len(reqs); i++ {
 		if d, least := reqs[i].At.Sub(reqs[i-1].At), (500*time.Millisecond)<<(i-1); d < least {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hushpush/hush/providers"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -34,8 +35,8 @@ var notSent = providers.Result{Outcome: providers.Transient, Reason: "late for i
 
 // sendTimes is when a recipient's device calls may leave: none before at
 // (zero: at once) nor after by (zero: no bound besides the deadline);
-// device j, when paced, at or after turns[j] and at most paceLate after it
-// (turns nil, or turns[j] zero: unpaced).
+// device j, when paced, at or after turns[j] and at most decide.PaceLate
+// after it (turns nil, or turns[j] zero: unpaced).
 type sendTimes struct {
 	at, by time.Time
 	turns  []time.Time
@@ -55,7 +56,7 @@ func (t sendTimes) forDevice(j int, notBefore, deadline time.Time) (at, by time.
 	}
 	if j < len(t.turns) && !t.turns[j].IsZero() {
 		at = later(at, t.turns[j])
-		earlier(t.turns[j].Add(paceLate))
+		earlier(t.turns[j].Add(decide.PaceLate))
 	}
 	if !deadline.IsZero() {
 		earlier(deadline.Add(-time.Nanosecond))
@@ -215,9 +216,10 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *task.Delivery, j, att
 // recordAnswer records device j's answer to attempt n when it settles the
 // device (store_outcomes.go), with its token_invalid event. A delivered device
 // of a recipient of several has n recorded beside it: the booking its
-// push went out under, the one a later attempt keeps (attempts.carries).
+// push went out under, the one a later attempt keeps
+// (decide.Attempts.Carries).
 func (w *Worker) recordAnswer(d *task.Delivery, j, n int, r providers.Result) {
-	st := deviceState(r.Outcome)
+	st := decide.DeviceState(r.Outcome)
 	if st == "" {
 		return
 	}
@@ -288,37 +290,37 @@ type next struct {
 // booking back when v says nothing reached the user under it, records the
 // next attempt of a retry, and returns the final state (done) or what
 // happens next. The final state itself is recorded by the caller.
-func (w *Worker) after(ctx context.Context, d *task.Delivery, a attempts, v verdict) (final string, n next, err error) {
-	if v.release {
+func (w *Worker) after(ctx context.Context, d *task.Delivery, a decide.Attempts, v decide.Verdict) (final string, n next, err error) {
+	if v.Release {
 		// Under its own context and through a Redis outage, as the record
 		// of the next attempt that follows it: a verdict reached as
 		// shutdown interrupted the attempt, or while Redis was away, is
 		// carried out whole, and a retry keeps its delay (retryAt).
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		err := persist(rctx, func(ctx context.Context) error {
-			return w.release(ctx, "unreached", failureReturned, a.n, d)
+			return w.release(ctx, "unreached", failureReturned, a.N, d)
 		})
 		cancel()
 		if err != nil {
 			return "", next{}, err
 		}
 	}
-	switch v.act {
-	case actDone:
-		return v.state, next{}, nil
-	case actFail:
-		return v.state, next{failed: v.cause.Error()}, nil
-	case actStop:
+	switch v.Act {
+	case decide.ActDone:
+		return v.State, next{}, nil
+	case decide.ActFail:
+		return v.State, next{failed: v.Cause.Error()}, nil
+	case decide.ActStop:
 		return "", next{stop: true}, nil
-	case actRebook:
+	case decide.ActRebook:
 		return "", next{}, nil
 	}
-	// actRetry: the next attempt books a slot of its own.
-	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.transient, v.throttled, w.now(), w.now().Add(v.delay), d.TTL()); err != nil {
+	// decide.ActRetry: the next attempt books a slot of its own.
+	if _, err := w.store.nextAttempt(ctx, d.Job, d.Index, a, v.Transient, v.Throttled, w.now(), w.now().Add(v.Delay), d.TTL()); err != nil {
 		return "", next{}, err
 	}
-	w.log.Info("delivery retried", "delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID, "attempt", a.n+1, "in", v.delay, "cause", v.cause)
-	return "", next{delay: v.delay, throttled: v.throttled, cause: v.cause}, nil
+	w.log.Info("delivery retried", "delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID, "attempt", a.N+1, "in", v.Delay, "cause", v.Cause)
+	return "", next{delay: v.Delay, throttled: v.Throttled, cause: v.Cause}, nil
 }
 
 // finish records d's final state once, and its event (reason: a
@@ -340,25 +342,3 @@ func (w *Worker) record(ctx context.Context, d *task.Delivery, state string, abo
 	}
 	return nil
 }
-
-func reasonOf(r *providers.Result) string {
-	switch {
-	case r.Reason != "":
-		return r.Reason
-	case r.StatusCode != 0:
-		return "status " + strconv.Itoa(r.StatusCode)
-	case r.Err != nil:
-		return "error"
-	}
-	return "unknown"
-}
-
-// errOf is the result's error, or a sentinel naming the outcome.
-func errOf(r *providers.Result) error {
-	if r.Err != nil {
-		return r.Err
-	}
-	return errProvider
-}
-
-var errProvider = errors.New("provider answer")

@@ -18,10 +18,11 @@ import (
 )
 
 // TestShutdownHandsBackAWaitingDelivery stops the worker while a delivery
-// waits in the handler for its slot (a gap within maxInlineWait: a longer
-// one holds the job back in a held jobs task, TestShutdownHandsBackWaitingHeldJobs):
-// the delivery goes back to its queue without using a retry, and a worker
-// started later sends it once, not before its slot.
+// waits in the handler for its slot (a gap within decide.MaxInlineWait: a
+// longer one holds the job back in a held jobs task,
+// TestShutdownHandsBackWaitingHeldJobs): the delivery goes back to its queue
+// without using a retry, and a worker started later sends it once, not before
+// its slot.
 func TestShutdownHandsBackAWaitingDelivery(t *testing.T) {
 	e := newEnv(t, envOptions{limits: "100/1m", gap: "2s", shutdownTimeout: 300 * time.Millisecond, noRun: true})
 	e.start()

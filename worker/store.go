@@ -13,6 +13,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/wire"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -633,21 +634,21 @@ func appendRecipientFields(fields []string, i, n int) []string {
 }
 
 // attemptsOf reads the attempt fields (as HMGET answers them).
-func attemptsOf(vals []any) attempts {
-	var a attempts
+func attemptsOf(vals []any) decide.Attempts {
+	var a decide.Attempts
 	s := strs(vals)
-	a.n, _ = strconv.Atoi(s[0])
-	a.failures, _ = strconv.Atoi(s[1])
+	a.N, _ = strconv.Atoi(s[0])
+	a.Failures, _ = strconv.Atoi(s[1])
 	if ms, err := strconv.ParseInt(s[2], 10, 64); err == nil {
-		a.throttledSince = time.UnixMilli(ms)
+		a.ThrottledSince = time.UnixMilli(ms)
 	}
 	p, told := strings.CutSuffix(s[3], pacedToldMark)
 	if ms, err := strconv.ParseInt(p, 10, 64); err == nil {
-		a.paced, a.pacedTold = time.UnixMilli(ms), told
+		a.Paced, a.PacedTold = time.UnixMilli(ms), told
 	}
-	a.refusals, _ = strconv.Atoi(s[4])
+	a.Refusals, _ = strconv.Atoi(s[4])
 	if ms, err := strconv.ParseInt(s[5], 10, 64); err == nil {
-		a.retryAt = time.UnixMilli(ms)
+		a.RetryAt = time.UnixMilli(ms)
 	}
 	return a
 }
@@ -665,7 +666,7 @@ func strs(vals []any) []string {
 type recipientState struct {
 	final    string
 	devices  []string
-	attempts attempts
+	attempts decide.Attempts
 	// cancelled: the job was cancelled; readAt is when the read that said
 	// so (or not) began, on the local clock.
 	cancelled bool
@@ -710,7 +711,7 @@ func (s store) recipient(ctx context.Context, id string, i, devices int) (recipi
 	st := recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:]),
 		cancelled: cancelled, readAt: readAt}
 	if uc != nil {
-		st.attempts.pushedUnder = pushedUnder(st.devices, uc.Val())
+		st.attempts.PushedUnder = pushedUnder(st.devices, uc.Val())
 	}
 	return st, nil
 }
@@ -741,7 +742,7 @@ func pushedUnder(states []string, vals []any) []int {
 // under its own context like device outcomes: the next attempt must book
 // a slot of its own, and keep a provider's Retry-After, even when
 // shutdown cancelled the task and another process runs it.
-func (s store) nextAttempt(ctx context.Context, id string, i int, a attempts, transient, throttled bool, now, retryAt time.Time, ttl time.Duration) (attempts, error) {
+func (s store) nextAttempt(ctx context.Context, id string, i int, a decide.Attempts, transient, throttled bool, now, retryAt time.Time, ttl time.Duration) (decide.Attempts, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	k, p := devKey(id), strconv.Itoa(i)+"/"
@@ -772,12 +773,12 @@ func (s store) nextAttempt(ctx context.Context, id string, i int, a attempts, tr
 	if err != nil {
 		return a, fmt.Errorf("record the next attempt of %s/%d: %w", id, i, err)
 	}
-	out := attempts{n: int(nc.Val()), failures: int(fc.Val()), refusals: int(rc.Val())}
+	out := decide.Attempts{N: int(nc.Val()), Failures: int(fc.Val()), Refusals: int(rc.Val())}
 	if retryAt.After(now) {
-		out.retryAt = time.UnixMilli(retryAt.UnixMilli())
+		out.RetryAt = time.UnixMilli(retryAt.UnixMilli())
 	}
 	if ms, err := strconv.ParseInt(tc.Val(), 10, 64); err == nil {
-		out.throttledSince = time.UnixMilli(ms)
+		out.ThrottledSince = time.UnixMilli(ms)
 	}
 	return out, nil
 }

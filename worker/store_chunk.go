@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -111,9 +112,9 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 
 // chunkStates are the recorded states of a chunk's recipients.
 type chunkStates struct {
-	finals   []string   // per recipient, "" for none
-	devices  [][]string // per recipient and device, "" for none
-	attempts []attempts // per recipient
+	finals   []string          // per recipient, "" for none
+	devices  [][]string        // per recipient and device, "" for none
+	attempts []decide.Attempts // per recipient
 	// holds are the recipients' held markers (task.HeldMark), "" for none; nil
 	// for a retired job's states.
 	holds []string
@@ -150,7 +151,7 @@ func retiredStates(c *task.Chunk, readAt time.Time) *chunkStates {
 	st := &chunkStates{retired: true, readAt: readAt}
 	if c != nil {
 		n := len(c.Recipients)
-		st.finals, st.devices, st.attempts = make([]string, n), make([][]string, n), make([]attempts, n)
+		st.finals, st.devices, st.attempts = make([]string, n), make([][]string, n), make([]decide.Attempts, n)
 		for i, r := range c.Recipients {
 			st.finals[i], st.devices[i] = stateRetired, make([]string, len(r.Devices))
 		}
@@ -166,7 +167,7 @@ func statesOf(c *task.Chunk, vals []any) (*chunkStates, error) {
 	if len(vals) < n {
 		return nil, fmt.Errorf("%d states for %d recipients", len(vals), n)
 	}
-	st := &chunkStates{finals: make([]string, n), devices: make([][]string, n), attempts: make([]attempts, n)}
+	st := &chunkStates{finals: make([]string, n), devices: make([][]string, n), attempts: make([]decide.Attempts, n)}
 	for i := range n {
 		st.finals[i], _ = vals[i].(string)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -426,7 +427,7 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 	latest := latestSlot(t, e, jobs)
 	// Real time: the slots are on the limiter's clock (Redis TIME),
 	// which no injected clock moves.
-	time.Sleep(time.Until(latest.Add(lateRebook + 300*time.Millisecond)))
+	time.Sleep(time.Until(latest.Add(decide.LateRebook + 300*time.Millisecond)))
 	// The second's task, twice (the second run takes nothing: done), then
 	// each group's own task by hand (it reads its members' states).
 	e.runHeldSeconds(2)

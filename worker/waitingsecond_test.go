@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -357,7 +358,7 @@ func TestHeldRunLateForItsSlotsHandsOver(t *testing.T) {
 		defer close(freed)
 		// Real time: the slots are on the limiter's clock (Redis TIME),
 		// which no injected clock moves.
-		time.Sleep(time.Until(latest.Add(lateRebook + 400*time.Millisecond)))
+		time.Sleep(time.Until(latest.Add(decide.LateRebook + 400*time.Millisecond)))
 		e.w.sends.Release(10)
 	}()
 	e.runHeldSeconds(1)

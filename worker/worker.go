@@ -17,6 +17,7 @@ import (
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/webhook"
+	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -39,7 +40,8 @@ func DefaultHeldConcurrency(conc int) int { return 10 * conc }
 // CollapseMargin is the limiter's Options.CollapseMargin the worker needs:
 // a held booking less than this from its slot is never collapsed, because
 // its delivery may be past its last look at the limiter (it waits in place
-// up to maxInlineWait, and sends up to lateRebook after its slot).
+// up to decide.MaxInlineWait, and sends up to decide.LateRebook after its
+// slot).
 const CollapseMargin = 5 * time.Second
 
 // DefaultQueues returns the default queues and weights:
@@ -204,7 +206,7 @@ type Worker struct {
 	shards      int            // delivery shards per priority
 	conc        int
 	heldConc    int
-	retry       retryPolicy
+	retry       decide.RetryPolicy
 	bypass      map[payload.Priority]bool
 	shutdown    time.Duration
 	appWait     time.Duration // Options.AppWait
@@ -299,7 +301,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 		shards:     max(1, o.DeliveryShards),
 		conc:       o.Concurrency,
 		heldConc:   o.HeldConcurrency,
-		retry:      retryPolicy{maxRetry: o.MaxRetry, maxThrottled: o.MaxThrottled},
+		retry:      decide.RetryPolicy{MaxRetry: o.MaxRetry, MaxThrottled: o.MaxThrottled},
 		bypass:     map[payload.Priority]bool{},
 		shutdown:   o.ShutdownTimeout,
 		appWait:    o.AppWait,
