@@ -37,7 +37,7 @@ func commands() []command {
 		{"apps", "check an apps file (HUSH_APPS_FILE) offline and list its apps", runApps, noFlags("apps"), appsCommands},
 		{"webpush", "generate a VAPID key pair for Web Push (keys)", runWebPush, noFlags("webpush"), webpushCommands},
 		{"webhook", "make a secret that signs the webhook's POSTs (secret)", runWebhook, noFlags("webhook"), webhookCommands},
-		{"simulate", "replay a \"time,user[,category[,timezone]]\" trace against the limiter offline and compare rule sets", runSimulate, flagsOf(simulateFlagSet), nil},
+		{"simulate", "replay a \"time,user[,category[,timezone[,opted_out]]]\" trace against the limiter offline and compare rule sets", runSimulate, flagsOf(simulateFlagSet), nil},
 		{"demo", "watch the throttle at work: embedded Redis, worker and fake APNs/FCM, a burst and a live timeline", runDemo, flagsOf(demoFlagSet), nil},
 		{"bench", "measure deliveries/s and Redis CPU per delivery on a Redis you choose, with fake APNs, to size a deployment", runBench, flagsOf(benchFlagSet), nil},
 		{"version", "print the version and the commit it was built from (also: hush --version)", runVersion, noFlags("version"), nil},

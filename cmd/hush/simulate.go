@@ -62,19 +62,22 @@ HUSH_THROTTLE_MIN_GAP, HUSH_THROTTLE_CATEGORIES and HUSH_QUIET_HOURS.
 
 The trace is CSV, one push per line, from FILE or standard input ("-"):
 
-  time,user,category,timezone
+  time,user,category,timezone,opted_out
   2026-11-21T10:00:00Z,u-42
   1795255200500,u-42,marketing
   2026-11-21T23:30:00+01:00,u-7,social,Europe/Berlin
   1795255260000,u-7,,America/New_York
+  1795255320000,u-42,marketing,,marketing;promo
 
 time is RFC 3339 or Unix epoch milliseconds. category, optional, names one
 of the rule set's categories (--categories), whose rules the push keeps
 besides the global ones; empty or missing: none, the global rules alone. A
 category the rule set does not define is an error naming the first line
 with it. timezone, optional, is the IANA zone the user's quiet hours are
-read in; empty or missing: --timezone (UTC by default). Further columns are
-ignored; a header line, blank lines and # comments are skipped. Lines need
+read in; empty or missing: --timezone (UTC by default). opted_out,
+optional, is the categories the user had opted out of at that push,
+separated by ";" or spaces: a push of one of them is dropped unsent and
+books nothing ("opted out" in the report). Further columns are ignored; a header line, blank lines and # comments are skipped. Lines need
 not be in order: pushes are replayed sorted by time (equal times in input
 order). Without a trace of your own, --generate writes a synthetic one: N
 bursty pushes over a day, spread unevenly over --generate-users users;

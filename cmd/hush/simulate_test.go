@@ -103,14 +103,14 @@ func TestSimulateCommandComparesRuleSets(t *testing.T) {
 		if len(f) > 10 && f[1] == "events" {
 			continue
 		}
-		if strings.Contains(line, "%") && len(f) >= 12 {
+		if strings.Contains(line, "%") && len(f) >= 13 {
 			// The rule name has spaces: take the columns from the right.
-			rows[strings.Join(f[:len(f)-11], " ")] = f[len(f)-11:]
+			rows[strings.Join(f[:len(f)-12], " ")] = f[len(f)-12:]
 		}
 	}
 	want := map[string][]string{
-		"3/10s min-gap 2s": {"5", "1", "2", "40.0%", "2", "40.0%", "1.0s", "2.0s", "2.0s", "2.0s", "1/1"},
-		"min-gap 1s":       {"5", "5", "0", "0.0%", "0", "0.0%", "0", "0", "0", "0", "0/1"},
+		"3/10s min-gap 2s": {"5", "1", "2", "40.0%", "2", "40.0%", "0", "1.0s", "2.0s", "2.0s", "2.0s", "1/1"},
+		"min-gap 1s":       {"5", "5", "0", "0.0%", "0", "0.0%", "0", "0", "0", "0", "0", "0/1"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("table rows (-want +got):\n%s\nstdout:\n%s", diff, stdout)

@@ -25,6 +25,9 @@ type Result struct {
 	Allowed       int               `json:"allowed_now"`
 	Deferred      int               `json:"deferred"`
 	Dropped       int               `json:"dropped_expired"`
+	// OptedOut counts the pushes dropped unsent because their user had
+	// opted out of their category (the trace's opted_out column).
+	OptedOut int `json:"opted_out"`
 	// DeferredPct and DroppedPct are shares of Events.
 	DeferredPct float64 `json:"deferred_pct"`
 	DroppedPct  float64 `json:"dropped_pct"`
@@ -83,6 +86,7 @@ type categoryResult struct {
 	Dropped     int     `json:"dropped_expired"`
 	DeferredPct float64 `json:"deferred_pct"`
 	DroppedPct  float64 `json:"dropped_pct"`
+	OptedOut    int     `json:"opted_out"`
 	DelayP50    int64   `json:"delay_p50_ms"`
 	DelayP99    int64   `json:"delay_p99_ms"`
 	DelayMax    int64   `json:"delay_max_ms"`
@@ -112,7 +116,7 @@ type outcomeTimeline struct {
 }
 
 // outcomes counts pushes by what the limiter did to them.
-type outcomes struct{ Allowed, Deferred, Dropped int }
+type outcomes struct{ Allowed, Deferred, Dropped, OptedOut int }
 
 // timelineMaxBins caps how many bins an outcomeTimeline has.
 const timelineMaxBins = 100
@@ -181,9 +185,9 @@ type simOptions struct {
 // tally accumulates the outcomes of a replay, or of one category's part
 // of it.
 type tally struct {
-	events, allowed, deferred, dropped int
-	quietDeferred, quietDropped        int
-	delays, quietDelays                []int64 // of the pushes sent; quiet hours' extra delay
+	events, allowed, deferred, dropped, optedOut int
+	quietDeferred, quietDropped                  int
+	delays, quietDelays                          []int64 // of the pushes sent; quiet hours' extra delay
 }
 
 // simulate replays tr's events through an in-memory limiter with rs's
@@ -192,8 +196,10 @@ type tally struct {
 // wait is its delay), refusing one at or after its time + TTL, which is
 // then dropped. Explain first says, booking nothing, what the rules alone
 // would give and which rule holds the push back most, when o.HeldBy asks
-// or rs has quiet hours. The figures are broken down by category when
-// tr's lines name categories.
+// or rs has quiet hours. A user's opt-outs (the trace's opted_out column)
+// are put to the limiter when they change, before the push's booking,
+// which refuses a push of a category opted out of. The figures are broken
+// down by category when tr's lines name categories.
 func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (Result, error) {
 	events := tr.events
 	start := time.Now()
@@ -220,7 +226,8 @@ func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (Result, 
 	if len(tr.categories) > 1 {
 		cats = make([]tally, len(tr.categories))
 	}
-	held := make([]bool, len(tr.users)) // by trace.users: held back at least once
+	held := make([]bool, len(tr.users))    // by trace.users: held back at least once
+	prefs := make([]uint16, len(tr.users)) // by trace.users: the opt-outs the limiter holds
 	ttlMs := o.TTL.Milliseconds()
 	var member []byte
 	var tl outcomeTimeline
@@ -238,6 +245,14 @@ func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (Result, 
 			}
 		}
 		now = time.UnixMilli(ev.at)
+		if ev.opt != prefs[ev.user] {
+			// The user's opt-outs changed since their last push: the
+			// limiter reads them at the booking, as the worker's does.
+			if err := lim.PutPreferences(ctx, tr.users[ev.user], throttle.Preferences{OptOut: tr.optOuts[ev.opt]}); err != nil {
+				return Result{}, fmt.Errorf("event %d: %w", i+1, err)
+			}
+			prefs[ev.user] = ev.opt
+		}
 		member = strconv.AppendInt(member[:0], int64(i), 36)
 		q := throttle.Request{User: tr.users[ev.user], Member: string(member), Category: tr.categories[ev.cat],
 			Location: cmp.Or(tr.zones[ev.zone], zone)}
@@ -269,7 +284,7 @@ func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (Result, 
 		if tl.Bins != nil {
 			tl.bin(ev.at).add(oc.kind)
 		}
-		if oc.kind == outcomeAllowed {
+		if oc.kind == outcomeAllowed || oc.kind == outcomeOptedOut {
 			continue
 		}
 		held[ev.user] = true
@@ -283,7 +298,7 @@ func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (Result, 
 			res.UsersDeferred++
 		}
 	}
-	res.Allowed, res.Deferred, res.Dropped = all.allowed, all.deferred, all.dropped
+	res.Allowed, res.Deferred, res.Dropped, res.OptedOut = all.allowed, all.deferred, all.dropped, all.optedOut
 	res.DeferredPct, res.DroppedPct = pct(all.deferred, all.events), pct(all.dropped, all.events)
 	slices.Sort(all.delays)
 	res.DelayP50 = percentile(all.delays, 50)
@@ -304,7 +319,7 @@ func simulate(ctx context.Context, tr trace, rs ruleSet, o simOptions) (Result, 
 		t := &cats[c]
 		slices.Sort(t.delays)
 		res.Categories = append(res.Categories, categoryResult{Category: tr.categories[c], Events: t.events, Allowed: t.allowed,
-			Deferred: t.deferred, Dropped: t.dropped, DeferredPct: pct(t.deferred, t.events), DroppedPct: pct(t.dropped, t.events),
+			Deferred: t.deferred, Dropped: t.dropped, OptedOut: t.optedOut, DeferredPct: pct(t.deferred, t.events), DroppedPct: pct(t.dropped, t.events),
 			DelayP50: percentile(t.delays, 50), DelayP99: percentile(t.delays, 99), DelayMax: percentile(t.delays, 100),
 			QuietDeferred: t.quietDeferred})
 	}
@@ -334,6 +349,7 @@ const (
 	outcomeAllowed  outcomeKind = iota // sent at its own time
 	outcomeDeferred                    // sent later, in its booked slot
 	outcomeDropped                     // refused: its slot came too late
+	outcomeOptedOut                    // refused: its user opted out of its category
 )
 
 // outcome is what the replay makes of one push's booking.
@@ -353,8 +369,9 @@ type outcome struct {
 }
 
 // outcomeOf decides what booking r means for a push: allowed when its
-// slot is now, dropped when the limiter refused it (its slot at or after
-// deadline, or, under quiet hours, too far ahead), else deferred. With
+// slot is now, opted out when its user opted out of its category, dropped
+// when the limiter refused it otherwise (its slot at or after deadline,
+// or, under quiet hours, too far ahead), else deferred. With
 // explained, ex is the limiter's explanation of the same request just
 // before: At - WithoutQuiet is the quiet hours' share of the wait,
 // WithoutQuiet - Now the rules', and the larger names what held the push
@@ -362,8 +379,11 @@ type outcome struct {
 // none).
 func outcomeOf(r throttle.Reservation, ex throttle.Explanation, explained bool, deadline time.Time) outcome {
 	wait := r.Wait.Milliseconds()
-	if r.Refused == "" && wait == 0 {
+	switch {
+	case r.Refused == "" && wait == 0:
 		return outcome{kind: outcomeAllowed}
+	case r.Refused == throttle.RefusedOptedOut:
+		return outcome{kind: outcomeOptedOut}
 	}
 	o := outcome{kind: outcomeDeferred, delay: wait}
 	if r.Refused != "" {
@@ -406,6 +426,8 @@ func (t *tally) add(o outcome) {
 		if o.quietDropped {
 			t.quietDropped++
 		}
+	case outcomeOptedOut:
+		t.optedOut++
 	}
 }
 
@@ -418,6 +440,8 @@ func (b *outcomes) add(k outcomeKind) {
 		b.Deferred++
 	case outcomeDropped:
 		b.Dropped++
+	case outcomeOptedOut:
+		b.OptedOut++
 	}
 }
 

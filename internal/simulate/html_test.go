@@ -63,8 +63,9 @@ func TestSimulateDetail(t *testing.T) {
 				sum.Allowed += b.Allowed
 				sum.Deferred += b.Deferred
 				sum.Dropped += b.Dropped
+				sum.OptedOut += b.OptedOut
 			}
-			if want := (outcomes{r.Allowed, r.Deferred, r.Dropped}); sum != want {
+			if want := (outcomes{r.Allowed, r.Deferred, r.Dropped, r.OptedOut}); sum != want {
 				t.Errorf("bins add up to %+v, want %+v", sum, want)
 			}
 			if n := tl.Bins[0].Allowed + tl.Bins[0].Deferred + tl.Bins[0].Dropped; n != 3 {

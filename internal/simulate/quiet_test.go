@@ -305,8 +305,8 @@ func TestSimulateCommandQuietHours(t *testing.T) {
 		t.Errorf("held-back lines %q, want %q", rep.held, want)
 	}
 	wantCats := map[string][]string{
-		"(none)": {"5", "3", "2", "40.0%", "0", "0.0%", "0", "19h0m", "2"},
-		"social": {"2", "1", "1", "50.0%", "0", "0.0%", "0", "21h59m", "1"},
+		"(none)": {"5", "3", "2", "40.0%", "0", "0.0%", "0", "0", "19h0m", "2"},
+		"social": {"2", "1", "1", "50.0%", "0", "0.0%", "0", "0", "21h59m", "1"},
 	}
 	if diff := cmp.Diff(wantCats, rep.cats["1/12h"]); diff != "" {
 		t.Errorf("table by category of 1/12h (-want +got):\n%s", diff)

@@ -27,6 +27,7 @@ var reportColumns = []reportColumn{
 	{"deferred_pct", "%", "deferred %", "deferred, as a share of all pushes"},
 	{"dropped", "dropped", "dropped", "expired before their slot (--ttl only)"},
 	{"dropped_pct", "%", "dropped %", "dropped, as a share of all pushes"},
+	{"opted_out", "opted out", "opted out", "dropped unsent: the user had opted out of the push's category (the trace's opted_out column)"},
 	{"p50", "p50", "p50 delay", "half of the pushes sent waited at most this long"},
 	{"p90", "p90", "p90 delay", "90% of the pushes sent waited at most this long"},
 	{"p99", "p99", "p99 delay", "99% of the pushes sent waited at most this long"},
@@ -54,6 +55,7 @@ var categoryColumns = []reportColumn{
 	{"deferred_pct", "%", "deferred %", "deferred, as a share of the category's pushes"},
 	{"dropped", "dropped", "dropped", "expired before their slot (--ttl only)"},
 	{"dropped_pct", "%", "dropped %", "dropped, as a share of the category's pushes"},
+	{"opted_out", "opted out", "opted out", "dropped unsent: the user had opted out of the category"},
 	{"p50", "p50", "p50 delay", "half of the category's pushes sent waited at most this long"},
 	{"p99", "p99", "p99 delay", "99% of the category's pushes sent waited at most this long"},
 	{"quiet_moved", "moved", "moved by quiet hours", "pushes sent later than the rules alone would send them, because of the quiet hours"},
@@ -134,7 +136,7 @@ func newSimReport(results []Result, ttl time.Duration, setup string) simReport {
 		s := setReport{Result: r, Cells: []string{
 			fmt.Sprint(r.Events), fmt.Sprint(r.Allowed),
 			fmt.Sprint(r.Deferred), fmtPct(r.DeferredPct),
-			fmt.Sprint(r.Dropped), fmtPct(r.DroppedPct),
+			fmt.Sprint(r.Dropped), fmtPct(r.DroppedPct), fmt.Sprint(r.OptedOut),
 			fmtDelay(r.DelayP50), fmtDelay(r.DelayP90), fmtDelay(r.DelayP99), fmtDelay(r.DelayMax),
 			fmt.Sprintf("%d/%d", r.UsersDeferred, r.Users),
 		}}
@@ -153,7 +155,7 @@ func newSimReport(results []Result, ttl time.Duration, setup string) simReport {
 			s.Categories = append(s.Categories, categoryRow{Name: cmp.Or(c.Category, noCategory), Cells: []string{
 				fmt.Sprint(c.Events), fmt.Sprint(c.Allowed),
 				fmt.Sprint(c.Deferred), fmtPct(c.DeferredPct),
-				fmt.Sprint(c.Dropped), fmtPct(c.DroppedPct),
+				fmt.Sprint(c.Dropped), fmtPct(c.DroppedPct), fmt.Sprint(c.OptedOut),
 				fmtDelay(c.DelayP50), fmtDelay(c.DelayP99), moved,
 			}})
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hushpush/hush/throttle"
 )
 
 // fivePushes is one user pushed five times one second apart, in both time
@@ -109,6 +110,7 @@ func mustZone(t testing.TB, name string) *time.Location {
 type namedEvent struct {
 	At              int64
 	User, Cat, Zone string
+	OptOut          []string
 }
 
 // eventsOf are tr's events with their names.
@@ -119,6 +121,7 @@ func eventsOf(tr trace) []namedEvent {
 		if loc := tr.zones[e.zone]; loc != nil {
 			ev.Zone = loc.String()
 		}
+		ev.OptOut = tr.optOuts[e.opt]
 		out = append(out, ev)
 	}
 	return out
@@ -136,7 +139,10 @@ func TestReadTrace(t *testing.T) {
 			{At: 1795255200000, User: "u-1"}, {At: 1795255201000, User: "u-1"}, {At: 1795255202000, User: "u-1"},
 			{At: 1795255203000, User: "u-1"}, {At: 1795255204000, User: "u-1"},
 		}, []string{""}, []int{0}},
-		{"no header, columns after the fourth ignored", "5,a,,,x\n7,b,,,y\n", []namedEvent{{At: 5, User: "a"}, {At: 7, User: "b"}}, []string{""}, []int{0}},
+		{"no header, columns after the fifth ignored", "5,a,,,,x\n7,b,,,,y\n", []namedEvent{{At: 5, User: "a"}, {At: 7, User: "b"}}, []string{""}, []int{0}},
+		{"opt-outs, by spaces or semicolons, each once, sorted", "1,a,promo,,promo;news\n2,a,,,news promo news\n3,b,,, ; \n4,b\n", []namedEvent{
+			{At: 1, User: "a", Cat: "promo", OptOut: []string{"news", "promo"}}, {At: 2, User: "a", OptOut: []string{"news", "promo"}},
+			{At: 3, User: "b"}, {At: 4, User: "b"}}, []string{"", "promo"}, []int{0, 1}},
 		{"sorted by time, equal times in input order", "9,a\n3,b\n9,c\n1,d\n", []namedEvent{
 			{At: 1, User: "d"}, {At: 3, User: "b"}, {At: 9, User: "a"}, {At: 9, User: "c"}}, []string{""}, []int{0}},
 		{"fractional seconds", "2026-11-21T10:00:00.250Z,a\n", []namedEvent{{At: 1795255200250, User: "a"}}, []string{""}, []int{0}},
@@ -206,6 +212,7 @@ func TestReadTraceErrors(t *testing.T) {
 		{"category too long", "1,a," + strings.Repeat("x", 33) + "\n", traceLineError{Line: 1, Field: "category", Text: strings.Repeat("x", 33)}},
 		{"unknown zone", "time,user,category,timezone\n1,a,,Europe/Berlin\n2,b,,Mars/Olympus\n", traceLineError{Line: 3, Field: "timezone", Text: "Mars/Olympus"}},
 		{"the machine's own zone", "1,a,,Local\n", traceLineError{Line: 1, Field: "timezone", Text: "Local"}},
+		{"an opt-out not a category name", "1,a,,,promo\n2,a,,,promo;Promo\n", traceLineError{Line: 2, Field: "opted_out", Text: "promo;Promo"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,5 +357,45 @@ func BenchmarkReadTrace(b *testing.B) {
 			}
 			b.ReportMetric(float64(g.n)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 		})
+	}
+}
+
+// TestSimulateOptOuts: a push of a category its user had opted out of at
+// that line is counted opted out, books nothing (the next push of the
+// user is not held by it), and counts in its category's row; opting back
+// in lets the category through again.
+func TestSimulateOptOuts(t *testing.T) {
+	const trace = `time,user,category,timezone,opted_out
+0,u-1,promo
+10000,u-1,promo,,promo
+10500,u-1,news,,promo
+20000,u-1,promo
+`
+	tr, err := readTrace(strings.NewReader(trace), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := parseRuleSet("1/1m", sharedRules{categories: map[string]throttle.Category{"promo": {}, "news": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := simulate(context.Background(), tr, rs, simOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0: sent; 10000: opted out, nothing booked; 10500: news, held by the
+	// 1/1m after 0 until 60000; 20000: promo again, after news's booking.
+	if got.OptedOut != 1 || got.Allowed != 1 || got.Deferred != 2 {
+		t.Errorf("opted out %d, allowed %d, deferred %d; want 1, 1, 2", got.OptedOut, got.Allowed, got.Deferred)
+	}
+	cats := map[string]categoryResult{}
+	for _, c := range got.Categories {
+		cats[c.Category] = c
+	}
+	if cats["promo"].OptedOut != 1 || cats["promo"].Events != 3 || cats["news"].OptedOut != 0 {
+		t.Errorf("by category %+v, want promo's 3 pushes with 1 opted out, news's none", got.Categories)
+	}
+	if got.DelayP50 != 49500 || got.DelayMax != 100000 {
+		t.Errorf("delays p50 %d, max %d ms; want 49500 (news until 60000) and 100000 (promo until 120000)", got.DelayP50, got.DelayMax)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hushpush/hush/payload"
@@ -18,14 +19,15 @@ import (
 )
 
 // traceEvent is one push of a trace: a user at an instant (Unix ms), in
-// a category and a time zone, the three as indexes into its trace's
-// tables, so a million events are 16 MB the garbage collector need not
-// scan.
+// a category and a time zone, with the categories the user had opted out
+// of then, the four as indexes into its trace's tables, so a million
+// events are 24 MB the garbage collector need not scan.
 type traceEvent struct {
 	at   int64
 	user int32  // trace.users
 	cat  uint16 // trace.categories; 0 is none
 	zone uint16 // trace.zones; 0 is the default (--timezone)
+	opt  uint16 // trace.optOuts; 0 is none
 }
 
 // trace is what readTrace read: the events, sorted by time, and the
@@ -39,6 +41,9 @@ type trace struct {
 	catLines   []int
 	// zones[0] is nil, the default zone.
 	zones []*time.Location
+	// optOuts are the distinct sets of opted-out categories the lines
+	// name, each sorted; optOuts[0] is none.
+	optOuts [][]string
 }
 
 // maxTags is the most distinct categories, and zones, a trace may name.
@@ -48,7 +53,7 @@ const maxTags = 1<<16 - 1
 // the field.
 type traceLineError struct {
 	Line  int
-	Field string // "time", "user", "category" or "timezone"
+	Field string // "time", "user", "category", "timezone" or "opted_out"
 	Text  string
 	Err   error
 }
@@ -70,10 +75,13 @@ var (
 	errNotCategory = fmt.Errorf("want 1 to %d of a-z, 0-9, _ and - (or nothing, for none)", throttle.MaxCategoryLen)
 )
 
-// readTrace reads "time,user[,category[,timezone]]" lines. Blank lines and
-// lines starting with # are skipped, and so is a first line whose time
-// does not parse (a header). An empty category is none; an empty timezone
-// is the default zone. Further columns are ignored; surrounding spaces and
+// readTrace reads "time,user[,category[,timezone[,opted_out]]]" lines.
+// Blank lines and lines starting with # are skipped, and so is a first
+// line whose time does not parse (a header). An empty category is none; an
+// empty timezone is the default zone; opted_out is the categories the user
+// had opted out of at that push, separated by spaces or ";" (empty:
+// none), as their preferences would say (throttle.Preferences.OptOut).
+// Further columns are ignored; surrounding spaces and
 // double quotes are trimmed. The events come back sorted by time (stable,
 // so equal times keep their input order). progress, when not nil, is
 // called with the bytes and lines read so far every 64k lines.
@@ -81,7 +89,7 @@ func readTrace(r io.Reader, progress func(bytesRead int64, lines int)) (trace, e
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	var (
-		tr      = trace{categories: []string{""}, catLines: []int{0}, zones: []*time.Location{nil}}
+		tr      = trace{categories: []string{""}, catLines: []int{0}, zones: []*time.Location{nil}, optOuts: [][]string{nil}}
 		read    int64
 		line    int
 		content int // non-blank, non-comment lines seen
@@ -91,6 +99,7 @@ func readTrace(r io.Reader, progress func(bytesRead int64, lines int)) (trace, e
 		users = map[string]int32{}
 		cats  = map[string]uint16{}
 		zones = map[string]uint16{}
+		opts  = map[string]uint16{}
 	)
 	for sc.Scan() {
 		line++
@@ -115,11 +124,12 @@ func readTrace(r io.Reader, progress func(bytesRead int64, lines int)) (trace, e
 		}
 		user, rest, _ := bytes.Cut(rest, comma)
 		cat, rest, _ := bytes.Cut(rest, comma)
-		zone, _, _ := bytes.Cut(rest, comma)
+		zone, rest, _ := bytes.Cut(rest, comma)
+		opt, _, _ := bytes.Cut(rest, comma)
 		ev := traceEvent{at: at}
 		var ok bool
 		if user = unquote(user); len(user) == 0 {
-			return trace{}, &traceLineError{Line: line, Field: "user", Text: "", Err: errors.New("empty (want time,user[,category[,timezone]])")}
+			return trace{}, &traceLineError{Line: line, Field: "user", Text: "", Err: errors.New("empty (want time,user[,category[,timezone[,opted_out]]])")}
 		}
 		if ev.user, ok = users[string(user)]; !ok {
 			ev.user = int32(len(tr.users))
@@ -155,6 +165,22 @@ func readTrace(r io.Reader, progress func(bytesRead int64, lines int)) (trace, e
 				zones[name] = ev.zone
 			}
 		}
+		if opt = unquote(opt); len(opt) > 0 {
+			if ev.opt, ok = opts[string(opt)]; !ok {
+				set, err := parseOptOuts(string(opt))
+				switch {
+				case err != nil:
+					return trace{}, &traceLineError{Line: line, Field: "opted_out", Text: string(opt), Err: err}
+				case len(tr.optOuts) > maxTags:
+					return trace{}, &traceLineError{Line: line, Field: "opted_out", Text: string(opt), Err: fmt.Errorf("more than %d sets of opt-outs", maxTags)}
+				}
+				if set != nil {
+					ev.opt = uint16(len(tr.optOuts))
+					tr.optOuts = append(tr.optOuts, set)
+				}
+				opts[string(opt)] = ev.opt
+			}
+		}
 		if n := len(tr.events); n > 0 && at < tr.events[n-1].at {
 			sorted = false
 		}
@@ -176,6 +202,25 @@ var comma = []byte{','}
 // zone is valid exactly when a job's would be.
 func loadZone(name string) (*time.Location, error) {
 	return payload.Recipient{Timezone: name}.Location()
+}
+
+// parseOptOuts reads an opted_out field: category names separated by
+// spaces or ";", each once, at most throttle.MaxOptOuts; nil for none.
+func parseOptOuts(s string) ([]string, error) {
+	var set []string
+	for _, c := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ' ' }) {
+		if !throttle.ValidCategory(c) {
+			return nil, fmt.Errorf("%q: %w", c, errNotCategory)
+		}
+		if !slices.Contains(set, c) {
+			set = append(set, c)
+		}
+	}
+	if len(set) > throttle.MaxOptOuts {
+		return nil, fmt.Errorf("%d categories, at most %d", len(set), throttle.MaxOptOuts)
+	}
+	slices.Sort(set)
+	return set, nil
 }
 
 // unquote trims spaces and one pair of double quotes around a field.
