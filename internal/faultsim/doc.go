@@ -50,12 +50,17 @@
 // (an opt category with a gap of optGap): one opts out of it (and of a
 // required category) while a fan-out of it waits for its slot, and gets
 // pushes of it, a critical one and a required one once the opt-out was
-// answered; the other opts out and back in before the slot, each write
-// made with a node's Client (worker.Client.PutPreferences, as the API makes it) and
-// retried while its answer is an error; a rated app with a max_rate on every platform; jobs of
-// an app one worker loads only mid-run; cancellations, some sent twice
-// through two workers with skewed clocks, each retried (up to
-// cancelTries) while its answer is an error, as a backend would. The
+// answered; the other opts out and back in before the slot; a third gets
+// a push booked before its opt-out and sent, waited for in place, after
+// the write (so an answer that does not wait its grace is caught); each
+// write made with a node's Client (worker.Client.PutPreferences, as the
+// API makes it) and retried while its answer is an error; a rated app
+// with a max_rate on every platform; jobs of an app one worker loads only
+// mid-run; cancellations, some sent twice through two workers with skewed
+// clocks, each retried (up to cancelTries) while its answer is an error,
+// as a backend would, and one at a calm moment (cancelNear) of a push
+// booked before it and sent, waited for in place, after it was written.
+// The
 // apps' limiters are scoped as production scopes them: the plain and
 // late apps share one throttle_group's scope, the rated app has its own.
 // TestWorkloadCoversProduction checks that every seed has each of these.
@@ -188,11 +193,6 @@
 //   - webhook (seed 3, once in six runs): an event waits for its retry
 //     past the settle with the retrier lease held; not reproduced since
 //     the lease was shortened, not diagnosed.
-//   - The mutant cancelNoGrace is caught only now and then since the
-//     opt-out workload changed the seeds' draws: at seed 5 once in two
-//     runs, at seeds 1 and 4 not in one run each (TestMutants). The
-//     cancels of a seed rarely race a call that an earlier read allowed;
-//     the workload needs a cancel placed in that window on purpose.
 //   - never-lost under -race (HUSH_SIM_RACE=1): seed 1 passed once after
 //     the backoff fix; not run since.
 //   - never-early/max_rate (seed 9, once): the rated app's Web Push

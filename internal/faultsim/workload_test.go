@@ -431,6 +431,7 @@ func newScenario(seed uint64, start time.Time, span time.Duration, nodes int, ma
 	// what they were without it.
 	sc.collapsePair(rng, dur, span)
 	sc.optOuts(rng, dur, span)
+	sc.cancelNear(span)
 	slices.SortStableFunc(sc.jobs, func(a, b *jobSpec) int { return int(a.at - b.at) })
 	for i, js := range sc.jobs {
 		js.seq = i
@@ -555,6 +556,35 @@ func (sc *scenario) optOuts(rng *rand.Rand, dur func(lo, hi time.Duration) time.
 	slices.SortStableFunc(sc.prefs, func(a, b *prefSpec) int { return int(a.at - b.at) })
 }
 
+// cancelNear adds a user of its own whose second push waits in place for
+// its slot, the gap of a category of its own after the first, when its
+// job is cancelled, at a calm moment of the run (cancelNearCalm without a
+// fault): the booking read the job's record before the
+// cancellation, so the push leaves after the cancellation was written,
+// and before its answer only because the answer waits the grace
+// (docs/delivery.md section 3a). Nothing is drawn: the rest of the seed
+// stays as it was.
+func (sc *scenario) cancelNear(span time.Duration) {
+	u := &user{id: cancelNearUser}
+	u.devices = []payload.Device{{Platform: payload.APNs, Token: apnsToken(seedTag(sc.seed) + "cn00d0")}}
+	sc.users = append(sc.users, u)
+	sc.policy.Categories[cancelNearCategory] = throttle.Category{MinGap: cancelNearGap}
+	at := sc.calm(span/3, cancelNearCalm)
+	for k, off := range []time.Duration{0, cancelNearNext} {
+		js := &jobSpec{at: at + off}
+		j := &js.job
+		j.ID = fmt.Sprintf("%s-cn%d", seedTag(sc.seed), k)
+		j.App, j.Priority, j.Category = appPlain, payload.PriorityNormal, cancelNearCategory
+		j.Alert = &payload.Alert{Title: "t", Body: j.ID}
+		j.Data = map[string]string{"j": j.ID}
+		j.Recipients = []payload.Recipient{recipient(u)}
+		if k == 1 {
+			js.cancelAfter = cancelNearAfter
+		}
+		sc.jobs = append(sc.jobs, js)
+	}
+}
+
 // The workload's drawn bounds.
 const (
 	// cancelFaultSpan is how long Redis fails on every node from each
@@ -600,6 +630,17 @@ const (
 	optNearCategory = "optnear"
 	optNearGap      = 2 * time.Second
 	optNearLead     = 1300 * time.Millisecond
+	// cancelNearUser and cancelNearCategory are cancelNear's user and
+	// category, cancelNearGap the category's gap (within a wait in place),
+	// cancelNearNext how long after the first push the second is
+	// submitted, cancelNearAfter how long after that it is cancelled:
+	// before its slot, after its booking.
+	cancelNearUser     = "cn-0"
+	cancelNearCategory = "cancelnear"
+	cancelNearGap      = 2 * time.Second
+	cancelNearNext     = 200 * time.Millisecond
+	cancelNearAfter    = 800 * time.Millisecond
+	cancelNearCalm     = 3 * time.Second
 	// prefTries is how many times a preference write is made before the
 	// workload gives up on it, prefPause the pause between tries.
 	prefTries = 8
