@@ -81,19 +81,20 @@ func (r *recorder) take(req Request, status func(Answer) int) (Answer, ticket) {
 	return a, ticket{gen: r.gen, i: len(r.reqs) - 1}
 }
 
-// answered flushes the answer written to w and records the instant as
-// the request's Answered. Handlers defer it once the answer's latency has
+// answered records the instant as the request's Answered, then flushes
+// the answer written to w. Handlers defer it once the answer's latency has
 // passed with the client still there (Answer.begin): a client may hang up
 // as soon as it has the status (hush reads no body of a 2xx), which does
-// not undo the answer.
+// not undo the answer. The record comes first, so a client that has its
+// answer finds it in Requests.
 func (r *recorder) answered(tk ticket, w http.ResponseWriter, req *http.Request) {
-	_ = http.NewResponseController(w).Flush()
 	at := time.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if tk.gen == r.gen && tk.i < len(r.reqs) {
 		r.reqs[tk.i].Answered = at
 	}
+	r.mu.Unlock()
+	_ = http.NewResponseController(w).Flush()
 }
 
 func pop(scripts map[string][]Answer, token string, fallback *[]Answer) Answer {
