@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/hushpush/hush/throttle"
@@ -61,25 +60,23 @@ func (c *Client) userData(app string) (*App, UserData, error) {
 // an app whose limiter keeps no preferences ErrNoPreferences.
 //
 // The limiter applies the opt-outs at the next booking of each of the
-// user's pushes, held ones included (docs/limiter.md). A write that adds
-// an opt-out answers cancelGrace after it was made, on this process's
-// clock, as Cancel does: every booking that read the preferences before
-// and allowed a send has started its calls by then, so nothing of a
-// category opted out of leaves after the answer.
+// user's pushes, held ones included (docs/limiter.md). A write with an
+// opt-out answers cancelGrace after it was made, on this process's clock,
+// as Cancel does: every booking that read the preferences before and
+// allowed a send has started its calls by then, so nothing of a category
+// opted out of leaves after the answer. Every such write waits, the
+// opt-outs it keeps too: a retry of a write whose answer was lost finds
+// its opt-outs stored already, and must still wait for the bookings that
+// read the preferences before the first try.
 func (c *Client) PutPreferences(ctx context.Context, app, user string, p throttle.Preferences) error {
 	_, ud, err := c.userData(app)
 	if err != nil {
 		return err
 	}
-	var before throttle.Preferences
-	if len(p.OptOut) > 0 {
-		// A failed read counts every opt-out as added: the answer waits.
-		before, _ = ud.GetPreferences(ctx, user)
-	}
 	if err := ud.PutPreferences(ctx, user, p); err != nil {
 		return err
 	}
-	if !addsOptOut(before, p) || mutant("optOutNoGrace") {
+	if len(p.OptOut) == 0 || mutant("optOutNoGrace") {
 		return nil
 	}
 	timer := time.NewTimer(cancelGrace)
@@ -90,16 +87,6 @@ func (c *Client) PutPreferences(ctx context.Context, app, user string, p throttl
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// addsOptOut reports whether p opts out of a category before does not.
-func addsOptOut(before, p throttle.Preferences) bool {
-	for _, c := range p.OptOut {
-		if !slices.Contains(before.OptOut, c) {
-			return true
-		}
-	}
-	return false
 }
 
 // GetPreferences returns user's preferences in app (the zero Preferences

@@ -145,9 +145,12 @@ func checkNeverLost(h *history) []failure {
 // recipients of a category their user's preferences were written to opt
 // out of (not a required category, nor a critical push); throttle_full only when a
 // user could hold the pending cap of bookings; failed (or expired) only
-// for recipients whose live devices answer what ends a delivery (an
-// absurd Retry-After), never else (the workload's other refusals are
-// transient and answered once, within HUSH_MAX_RETRY).
+// for recipients with a device that answers what ends a delivery (an
+// absurd Retry-After: the longest Retry-After of a recipient's devices
+// decides its retry, and one past HUSH_MAX_THROTTLED fails the delivery,
+// docs/delivery.md sections 5 and 6, whatever its other devices answer),
+// never else (the workload's other refusals are transient and answered
+// once, within HUSH_MAX_RETRY).
 func allowedStates(h *history, jr *jobRun) map[string]int {
 	j := jr.spec.job
 	all := len(j.Recipients)
@@ -159,9 +162,9 @@ func allowedStates(h *history, jr *jobRun) map[string]int {
 			ending = ending || h.ending[d.Token]
 		}
 		switch {
-		case live:
 		case ending:
 			a["failed"]++
+		case live:
 		default:
 			a["token_invalid"]++
 		}

@@ -42,6 +42,17 @@ func recipients(users ...string) jobOpt {
 	}
 }
 
+// secondDevice gives user's recipient another APNs device, token.
+func secondDevice(user, token string) jobOpt {
+	return func(jr *jobRun) {
+		for i, r := range jr.spec.job.Recipients {
+			if r.UserID == user {
+				jr.spec.job.Recipients[i].Devices = append(r.Devices, payload.Device{Platform: payload.APNs, Token: token})
+			}
+		}
+	}
+}
+
 func withCollapse(key string) jobOpt {
 	return func(jr *jobRun) { jr.spec.job.CollapseKey = key }
 }
@@ -77,7 +88,7 @@ type histBuilder struct{ h *history }
 
 func newHistory() *histBuilder {
 	return &histBuilder{h: &history{jobs: map[string]*jobRun{}, status: map[string]worker.JobStatus{}, unknown: map[string]bool{},
-		statusErr: map[string]error{}, excused: map[callKey]bool{}, dead: map[string]bool{}, retryAfter: map[string]time.Duration{},
+		statusErr: map[string]error{}, excused: map[callKey]bool{}, dead: map[string]bool{}, ending: map[string]bool{}, retryAfter: map[string]time.Duration{},
 		lookups: map[string]worker.RecipientsPage{}, lookupErr: map[string]error{},
 		policy: throttle.Policy{Limits: []throttle.Limit{{N: 2, Window: 2 * time.Second}}, MinGap: 700 * time.Millisecond,
 			Categories: map[string]throttle.Category{"night": {}, "ops": {SkipGlobal: true}}},
@@ -168,6 +179,8 @@ func TestChecks(t *testing.T) {
 		{"never-lost: token_invalid, live token", checkNeverLost, newHistory().job("a", st(counts(0, "token_invalid", 1)), recipients("u")), 1},
 		{"never-lost: token_invalid, dead token", checkNeverLost, newHistory().job("a", st(counts(0, "token_invalid", 1)), recipients("u")).with(func(h *history) { h.dead["t-u"] = true }), 0},
 		{"never-lost: failed", checkNeverLost, newHistory().job("a", st(counts(0, "failed", 1)), recipients("u")), 1},
+		{"never-lost: failed by an ending device beside a live one", checkNeverLost, newHistory().job("a", st(counts(0, "failed", 1)), recipients("u"), secondDevice("u", "t-u2")).
+			with(func(h *history) { h.ending["t-u"] = true }), 0},
 		{"never-lost: opted_out, never opted out", checkNeverLost, newHistory().job("a", st(counts(0, "opted_out", 1)), recipients("u"), category("promo")), 1},
 		{"never-lost: opted_out", checkNeverLost, newHistory().job("a", st(counts(0, "opted_out", 1)), recipients("u"), category("promo")).with(prefsWritten("u", 100, 110, "promo")), 0},
 		{"never-lost: opted_out of a required category", checkNeverLost, newHistory().job("a", st(counts(0, "opted_out", 1)), recipients("u"), category("receipt")).with(prefsWritten("u", 100, 110, "receipt")), 1},
