@@ -195,9 +195,15 @@
 //     the lease was shortened, not diagnosed.
 //   - never-lost under -race (HUSH_SIM_RACE=1): seed 1 passed once after
 //     the backoff fix; not run since.
-//   - never-early/max_rate (seed 9, once): the rated app's Web Push
-//     sends were 8 within one second under a max_rate of 5/s (the check's
-//     bound is 7), a fan-out's wave with a 429 among them; not diagnosed.
+//   - never-early/max_rate (seed 9, once, and again once in two runs of a
+//     later build): 8 sends of the rated app within one second under a
+//     max_rate of 5/s (the check's bound is 7), in pairs on the same
+//     millisecond of the 200 ms grid, as if one turn were used twice; not
+//     diagnosed.
+//   - never-early/send_at (not seen): the check allows 250 ms and skews go
+//     to 300 ms, and a worker waits for a bypass push's send_at on its own
+//     clock: a node more than 250 ms ahead could fail it, as expiry did
+//     before it allowed the slowest clock.
 //
 // # Running and replaying
 //
