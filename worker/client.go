@@ -18,12 +18,13 @@ import (
 	"github.com/hushpush/hush/wire"
 	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/groupcommit"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Task options of a job. A finished job task is not retained: its record,
 // written before the task can finish, answers duplicates (and, once the
-// job is done, its done-hash entry: store_retire.go).
+// job is done, its done-hash entry: worker/internal/store/done.go).
 const (
 	jobMaxRetry = 25
 	jobTimeout  = 10 * time.Minute
@@ -35,7 +36,7 @@ type Client struct {
 	rdb   redis.UniversalClient
 	aq    *asynq.Client
 	insp  *asynq.Inspector
-	store store
+	store jobStore
 	now   func() time.Time
 	m     *metrics // nil outside a Worker
 	log   *slog.Logger
@@ -72,7 +73,7 @@ func WithClock(now func() time.Time) ClientOption {
 func WithJobRetention(d time.Duration) ClientOption {
 	return func(c *Client) {
 		if d > 0 {
-			c.store.done.retention = d
+			c.store.done.Retention = d
 		}
 	}
 }
@@ -164,7 +165,7 @@ func (c *Client) prepare(job *payload.Job, now time.Time) error {
 		job.ID = payload.NewID()
 	}
 	// Validate refused one set by the caller. Milliseconds: a finished
-	// job's record keeps no finer (store_retire.go).
+	// job's record keeps no finer (worker/internal/store/done.go).
 	job.AcceptedAt = now.Truncate(time.Millisecond)
 	return nil
 }
@@ -440,8 +441,8 @@ func (c *Client) wrote(jobs int) {
 	}
 }
 
-func recordOf(job *payload.Job, queue string) recordInfo {
-	return recordInfo{
+func recordOf(job *payload.Job, queue string) store.RecordInfo {
+	return store.RecordInfo{
 		ID:         job.ID,
 		Queue:      queue,
 		App:        job.App,

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -76,7 +77,7 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 		t.Errorf("the job task sent %d pushes, want %d (its chunk but the recipient booked before)", got, task.ChunkSize-1)
 	}
 	// A re-run after a crash that lost the cursor.
-	if err := e.rdb.HDel(t.Context(), jobKey("fan"), "cursor").Err(); err != nil {
+	if err := e.rdb.HDel(t.Context(), store.JobKey("fan"), "cursor").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.w.handleJob(t.Context(), jt); err != nil {
@@ -217,7 +218,7 @@ func TestJobTaskWritesAMissingRecord(t *testing.T) {
 	job.AcceptedAt = time.Now().UTC().Truncate(time.Second)
 	job.TTL = payload.Duration(time.Hour)
 	// A counter written before the record (the hash exists without queue).
-	if err := e.rdb.HIncrBy(t.Context(), jobKey("lost"), "deferrals", 1).Err(); err != nil {
+	if err := e.rdb.HIncrBy(t.Context(), store.JobKey("lost"), "deferrals", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.w.handleJob(t.Context(), jobTask(t, job)); err != nil {
@@ -300,7 +301,7 @@ func TestChunkRerunsReadWhatWasSent(t *testing.T) {
 	if err := e.insp.DeleteTask("normal", tasks[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rdb.HDel(t.Context(), jobKey("old"), "s:100", "cursor").Err(); err != nil {
+	if err := e.rdb.HDel(t.Context(), store.JobKey("old"), "s:100", "cursor").Err(); err != nil {
 		t.Fatal(err)
 	}
 	resetBookings()

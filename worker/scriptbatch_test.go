@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -48,13 +49,13 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 	rdb.AddHook(count)
 	s := newStore(rdb, time.Hour)
 	// A long linger: every call below joins the first batch.
-	s.records = newScriptBatcher(rdb, recordScript, nil, 300*time.Millisecond)
+	s.records = newScriptBatcher(rdb, store.RecordScript, nil, 300*time.Millisecond)
 
 	const jobs = 30
 	chunks := make([]*task.Chunk, jobs)
 	for i := range chunks {
 		chunks[i] = &task.Chunk{Job: fmt.Sprintf("batched-%d", i), AcceptedAt: time.Now()}
-		r := recordInfo{ID: chunks[i].Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}
+		r := store.RecordInfo{ID: chunks[i].Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}
 		if i == 7 {
 			continue // no record: gone
 		}
@@ -63,7 +64,7 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 		}
 	}
 	// Job 9's recipient states are a string: its call fails, alone.
-	if err := rdb.Set(ctx, recpKey(chunks[9].Job), "x", 0).Err(); err != nil {
+	if err := rdb.Set(ctx, store.RecpKey(chunks[9].Job), "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for round, want := range []bool{true, false} {
@@ -123,7 +124,7 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 	// A caller whose context ends stops waiting.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.records.run(cctx, jobKeys("gone"), nil, "1").Err(); err != context.Canceled {
+	if err := s.records.run(cctx, store.JobKeys("gone"), nil, "1").Err(); err != context.Canceled {
 		t.Errorf("a cancelled caller got %v, want context.Canceled", err)
 	}
 }
@@ -151,7 +152,7 @@ func TestRecordEventsLeadTheirStates(t *testing.T) {
 	rdb.AddHook(count)
 	m := newMetrics()
 	s := newStore(rdb, time.Hour)
-	s.records = newScriptBatcher(rdb, recordScript, &events{rdb: rdb, maxLen: 1000, m: m}, 300*time.Millisecond)
+	s.records = newScriptBatcher(rdb, store.RecordScript, &events{rdb: rdb, maxLen: 1000, m: m}, 300*time.Millisecond)
 
 	run := func(prefix string) []error {
 		const jobs = 5
@@ -159,7 +160,7 @@ func TestRecordEventsLeadTheirStates(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range jobs {
 			c := &task.Chunk{Job: fmt.Sprintf("%s-%d", prefix, i), AcceptedAt: time.Now()}
-			if _, err := s.create(ctx, recordInfo{ID: c.Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}, jobQueued); err != nil {
+			if _, err := s.create(ctx, store.RecordInfo{ID: c.Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}, jobQueued); err != nil {
 				t.Fatal(err)
 			}
 			wg.Go(func() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -121,7 +122,7 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *task.Delivery, st
 			r := w.sendOne(ctx, app, d, j, attempt, sendBy)
 			results[j] = &r
 			if fold != nil && r.Outcome == providers.Delivered {
-				fold.o = deviceOutcome{job: d.Job, field: devField(d.Index, j), state: task.Delivered, ttl: d.TTL()}
+				fold.o = deviceOutcome{job: d.Job, field: store.DevField(d.Index, j), state: task.Delivered, ttl: d.TTL()}
 				fold.pending, counted = true, false
 				return
 			}
@@ -223,7 +224,7 @@ func (w *Worker) recordAnswer(d *task.Delivery, j, n int, r providers.Result) {
 	if st == "" {
 		return
 	}
-	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: d.TTL()}
+	o := deviceOutcome{job: d.Job, field: store.DevField(d.Index, j), state: st, ttl: d.TTL()}
 	if st == task.Delivered && len(d.Devices) > 1 {
 		o.under = strconv.Itoa(n)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/worker/internal/groupcommit"
+	"github.com/hushpush/hush/worker/internal/store"
 )
 
 // Device outcomes are recorded here (recorder.write) as the providers
@@ -51,10 +52,10 @@ const recordTimeout = 30 * time.Second
 // the job record (store.writeHeld).
 type deviceOutcome struct {
 	job   string
-	field string // devField(recipient, device)
+	field string // store.DevField(recipient, device)
 	state string // task.Delivered or task.TokenInvalid
 	// under is the attempt a delivered device's push went out under,
-	// written beside its state (pushedField), for a recipient of several
+	// written beside its state (store.PushedField), for a recipient of several
 	// devices; "": not written.
 	under string
 	ttl   time.Duration
@@ -118,7 +119,7 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 	for _, o := range outs {
 		key := o.key
 		if key == "" {
-			key = devKey(o.job)
+			key = store.DevKey(o.job)
 		}
 		kw := byKey[key]
 		if kw == nil {
@@ -130,7 +131,7 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 			kw.fields = append(kw.fields, o.field, o.state)
 		}
 		if o.under != "" {
-			kw.fields = append(kw.fields, pushedField(o.field), o.under)
+			kw.fields = append(kw.fields, store.PushedField(o.field), o.under)
 		}
 		kw.deferrals += o.deferrals
 		kw.ttl = max(kw.ttl, o.ttl)

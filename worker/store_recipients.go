@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -20,7 +21,7 @@ import (
 // markers.
 var recipientHead = []string{"queue", "state", "recipients", "app", fieldCancelled}
 
-func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (RecipientsPage, error) {
+func (s jobStore) recipients(ctx context.Context, id string, q RecipientsQuery) (RecipientsPage, error) {
 	from, err := q.check()
 	if err != nil {
 		return RecipientsPage{}, err
@@ -34,7 +35,7 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 		names[k] = strconv.Itoa(i)
 		fields = append(fields, heldPrefix+names[k])
 		for d := range payload.MaxDevices {
-			devs = append(devs, devField(i, d))
+			devs = append(devs, store.DevField(i, d))
 		}
 		devs = append(devs, names[k]+"/a")
 	}
@@ -44,11 +45,11 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 	// One transaction: retire.lua deletes the records at once, and a read
 	// between its writes would see some keys and not others.
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		hc = p.HMGet(ctx, jobKey(id), fields...)
-		rc = p.HMGet(ctx, recpKey(id), names...)
-		dc = p.HMGet(ctx, devKey(id), devs...)
-		xc = p.HMGet(ctx, exceptKey(id), names...)
-		xn = p.HLen(ctx, exceptKey(id))
+		hc = p.HMGet(ctx, store.JobKey(id), fields...)
+		rc = p.HMGet(ctx, store.RecpKey(id), names...)
+		dc = p.HMGet(ctx, store.DevKey(id), devs...)
+		xc = p.HMGet(ctx, store.ExceptKey(id), names...)
+		xn = p.HLen(ctx, store.ExceptKey(id))
 		done = queueRetired(ctx, p, s.done, id, s.now())
 		return nil
 	})
@@ -65,7 +66,7 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 	}
 	if head[0] == "" {
 		if v := retiredOf(done); v != "" {
-			st, err := compactStatus(id, v)
+			st, err := store.CompactStatus(id, v)
 			if err != nil {
 				return RecipientsPage{}, err
 			}

@@ -4,34 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/store"
 )
 
 // The reset mark's keys, writes and reads (resetmark.go explains the mark).
 
-// resetMarkKey is the reset mark's key that task's runs read.
-func resetMarkKey(task string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(task))
-	return resetMarkKeyOf(int(h.Sum32() % resetMarkShards))
-}
-
-func resetMarkKeyOf(shard int) string {
-	return "hush:throttle-reset:{" + strconv.Itoa(shard) + "}"
-}
-
 // raiseResetMark raises every shard of the reset mark to at (the
 // limiter's clock).
-func (s store) raiseResetMark(ctx context.Context, at time.Time) error {
+func (s jobStore) raiseResetMark(ctx context.Context, at time.Time) error {
 	ms := at.UnixMilli()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range resetMarkShards {
-			raiseScript.Eval(ctx, p, []string{resetMarkKeyOf(i)}, ms)
+			store.RaiseScript.Eval(ctx, p, []string{store.ResetMarkKeyOf(i)}, ms)
 		}
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/worker/internal/groupcommit"
+	"github.com/hushpush/hush/worker/internal/store"
 )
 
 // scriptBatcher runs the calls of one script that arrive within its
@@ -45,7 +46,7 @@ type scriptCall struct {
 
 // newRecordBatcher is a Worker's batcher of record.lua calls.
 func newRecordBatcher(rdb redis.UniversalClient, ev *events) *scriptBatcher {
-	return newScriptBatcher(rdb, recordScript, ev, recordLinger)
+	return newScriptBatcher(rdb, store.RecordScript, ev, recordLinger)
 }
 
 func newScriptBatcher(rdb redis.UniversalClient, script *redis.Script, ev *events, linger time.Duration) *scriptBatcher {

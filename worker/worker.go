@@ -123,7 +123,7 @@ type Options struct {
 	EventsMaxLen int64
 	// JobRetention is how long a finished job's id answers duplicates and
 	// its status stays readable (default DefaultJobRetention); every
-	// process and Client of a deployment must use the same (store_retire.go).
+	// process and Client of a deployment must use the same (worker/internal/store/done.go).
 	JobRetention time.Duration
 	// AppWait is how long a delivery waits for its app, or its app's
 	// sender for a platform it needs, when this process has neither
@@ -211,7 +211,7 @@ type Worker struct {
 	shutdown    time.Duration
 	appWait     time.Duration // Options.AppWait
 	log         *slog.Logger
-	store       store
+	store       jobStore
 	m           *metrics
 	events      *events
 	// webhook posts the events to Options.WebhookURL; nil without it.
