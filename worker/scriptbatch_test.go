@@ -49,7 +49,7 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 	rdb.AddHook(count)
 	s := newStore(rdb, time.Hour)
 	// A long linger: every call below joins the first batch.
-	s.records = newScriptBatcher(rdb, store.RecordScript, nil, 300*time.Millisecond)
+	s.records = store.NewScriptBatcher(rdb, store.RecordScript, nil, 300*time.Millisecond)
 
 	const jobs = 30
 	chunks := make([]*task.Chunk, jobs)
@@ -117,14 +117,14 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 			t.Errorf("job %d: %+v, %v; want its recipient delivered, once", i, st, err)
 		}
 	}
-	if err := s.records.drain(ctx); err != nil {
+	if err := s.records.Drain(ctx); err != nil {
 		t.Error(err)
 	}
 
 	// A caller whose context ends stops waiting.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.records.run(cctx, store.JobKeys("gone"), nil, "1").Err(); err != context.Canceled {
+	if err := s.records.Run(cctx, store.JobKeys("gone"), nil, "1").Err(); err != context.Canceled {
 		t.Errorf("a cancelled caller got %v, want context.Canceled", err)
 	}
 }
@@ -152,7 +152,7 @@ func TestRecordEventsLeadTheirStates(t *testing.T) {
 	rdb.AddHook(count)
 	m := newMetrics()
 	s := newStore(rdb, time.Hour)
-	s.records = newScriptBatcher(rdb, store.RecordScript, &events{rdb: rdb, maxLen: 1000, m: m}, 300*time.Millisecond)
+	s.records = store.NewScriptBatcher(rdb, store.RecordScript, newEvents(rdb, 1000, m), 300*time.Millisecond)
 
 	run := func(prefix string) []error {
 		const jobs = 5

@@ -423,7 +423,7 @@ func TestStoreHoldCountsADeferralOnce(t *testing.T) {
 			rdb := redistest.Client(t)
 			s := newStore(rdb, DefaultJobRetention)
 			if plain {
-				s.held = newRecorder(rdb, &events{rdb: rdb, m: newMetrics()})
+				s.held = newRecorder(rdb, newEvents(rdb, 0, newMetrics()))
 			}
 			id := redistest.Prefix(t) + "hold"
 			gone := redistest.Prefix(t) + "gone"

@@ -234,7 +234,7 @@ func (w *Worker) recordAnswer(d *task.Delivery, j, n int, r providers.Result) {
 		o.event = &Event{Type: EventTokenInvalid, Platform: string(dev.Platform), Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.AppName(), At: w.now().UTC()}
 	}
 	if err := w.rec.record(o); err != nil {
-		// Redis stayed away for recordTimeout: a later run may send to this
+		// Redis stayed away for store.RecordTimeout: a later run may send to this
 		// device again.
 		w.log.Error("device outcome not recorded; the device may get the push again", "delivery", d.Member(), "device", j, "err", err)
 	}
@@ -297,8 +297,8 @@ func (w *Worker) after(ctx context.Context, d *task.Delivery, a decide.Attempts,
 		// of the next attempt that follows it: a verdict reached as
 		// shutdown interrupted the attempt, or while Redis was away, is
 		// carried out whole, and a retry keeps its delay (retryAt).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-		err := persist(rctx, func(ctx context.Context) error {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
+		err := store.Persist(rctx, func(ctx context.Context) error {
 			return w.release(ctx, "unreached", failureReturned, a.N, d)
 		})
 		cancel()
@@ -332,7 +332,7 @@ func (w *Worker) finish(ctx context.Context, d *task.Delivery, state, reason str
 
 // record is finish with the event's fields given (about).
 func (w *Worker) record(ctx context.Context, d *task.Delivery, state string, about Event) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
 	defer cancel()
 	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, about, d.TTL())
 	if err != nil {

@@ -57,11 +57,11 @@ const (
 //	store_outcomes.go     device outcomes, recorded as the providers answer
 //	store_recipients.go   a page of a job's recipients
 //	store_reset.go        the reset mark (raise.lua)
-//	store_scriptbatch.go  record.lua calls in group commits
-//	persist.go            how writes of acknowledged sends outlive a Redis outage
 //
-// A finished job's entry in its done bucket is
-// worker/internal/store/done.go's.
+// The part holds, besides, a finished job's entry in its done bucket
+// (done.go), the events the writes append to hush:events (events.go), the
+// group commits of record.lua calls (scriptbatch.go), and how writes of
+// acknowledged sends outlive a Redis outage (persist.go).
 
 // DefaultJobRetention is how long a finished job's id answers duplicates
 // and its status stays readable (HUSH_JOB_RETENTION); the done buckets
@@ -73,15 +73,15 @@ type jobStore struct {
 	rdb  redis.UniversalClient
 	done store.DoneBuckets
 	// records, when set (a Worker's store), runs record.lua calls in
-	// group commits (scriptBatcher); nil: each call is its own round trip.
-	records *scriptBatcher
+	// group commits (store.ScriptBatcher); nil: each call is its own round trip.
+	records *store.ScriptBatcher
 	// held, when set (a Worker's store), writes held markers and
 	// deferrals alone in the group commits of device outcomes (writeHeld);
 	// nil: record.lua writes them.
 	held *recorder
 	// events appends the final states' events of record.lua calls made
 	// without a batcher (the batcher appends its own); nil: none.
-	events *events
+	events *store.Events
 	clock  func() time.Time // nil: time.Now (Options.Clock)
 }
 
@@ -526,12 +526,12 @@ func pushedUnder(states []string, vals []any) []int {
 // a slot of its own, and keep a provider's Retry-After, even when
 // shutdown cancelled the task and another process runs it.
 func (s jobStore) nextAttempt(ctx context.Context, id string, i int, a decide.Attempts, transient, throttled bool, now, retryAt time.Time, ttl time.Duration) (decide.Attempts, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
 	defer cancel()
 	k, p := store.DevKey(id), strconv.Itoa(i)+"/"
 	var nc, fc, rc *redis.IntCmd
 	var tc *redis.StringCmd
-	err := persist(ctx, func(ctx context.Context) error {
+	err := store.Persist(ctx, func(ctx context.Context) error {
 		_, err := s.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
 			nc = pp.HIncrBy(ctx, k, p+"a", 1)
 			fc = pp.HIncrBy(ctx, k, p+"f", store.B2i(transient))

@@ -347,7 +347,7 @@ type chunkRecord struct {
 	// folded is a device answer the record call writes too (record.lua's
 	// dev_field), nil or not pending for none.
 	folded *foldedAnswer
-	// events are the final states' events (finalEvent), appended before
+	// events are the final states' events (store.FinalEvent), appended before
 	// the states are written (write).
 	events []Event
 }
@@ -356,7 +356,7 @@ type chunkRecord struct {
 // and time (and a failure's reason) for its event.
 func (r *chunkRecord) final(recipient int, state string, about Event) {
 	r.entries = append(r.entries, recipient, state, exceptReason(state, about.Reason))
-	if e, ok := finalEvent(state, about); ok {
+	if e, ok := store.FinalEvent(state, about); ok {
 		r.events = append(r.events, e)
 	}
 }
@@ -368,7 +368,7 @@ func exceptReason(state, reason string) string {
 	if state != task.Failed || mutant("reasonLost") {
 		return ""
 	}
-	return clip(reason, maxEventReason)
+	return store.Clip(reason, store.MaxEventReason)
 }
 
 // held records that recipient's delivery task waits on queue.
@@ -392,14 +392,14 @@ func (s jobStore) record(ctx context.Context, c *task.Chunk, r *chunkRecord) ([]
 // write is the one writer of recipients' outcomes: every final state, held
 // marker and deferral of job id is written here, in one of two ways. The
 // final states' events are appended to hush:events first, in the same
-// group commit (scriptBatcher): a process that dies between the two
+// group commit (store.ScriptBatcher): a process that dies between the two
 // writes them again on its re-run, with the same ids, so an event is
 // never lost.
 // Held markers and deferrals alone (no final state, no folded answer) are
 // plain commands in the group commits of device outcomes (writeHeld);
 // everything else is a record.lua call, group committed when the store has
 // a batcher. It reports, per entry of r, whether this call recorded its
-// final state. It keeps trying while Redis is unreachable (persist): the
+// final state. It keeps trying while Redis is unreachable (store.Persist): the
 // outcomes it records follow sends the providers may already have
 // acknowledged.
 func (s jobStore) write(ctx context.Context, id string, ttl time.Duration, rng string, r *chunkRecord) ([]bool, error) {
@@ -414,15 +414,15 @@ func (s jobStore) write(ctx context.Context, id string, ttl time.Duration, rng s
 		dfield, dstate = f.o.field, f.o.state
 	}
 	args := store.RecordArgs(ttl, r.deferrals, at, dfield, dstate, rng, r.entries)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
 	defer cancel()
 	var vals []int64
-	err := persist(ctx, func(ctx context.Context) error {
+	err := store.Persist(ctx, func(ctx context.Context) error {
 		var err error
 		if s.records != nil {
-			vals, err = s.records.run(ctx, keys, r.events, args...).Int64Slice()
+			vals, err = s.records.Run(ctx, keys, r.events, args...).Int64Slice()
 		} else {
-			s.events.emitOrCount(ctx, r.events)
+			s.events.EmitOrCount(ctx, r.events)
 			vals, err = store.RecordScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		}
 		return err

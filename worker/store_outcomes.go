@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -18,19 +17,19 @@ import (
 // to again, by any run of any task, once its answer is recorded. A
 // recipient's final state is recorded afterwards, by record.lua, the one
 // writer of recipients' outcomes (store.write; its calls are
-// group-committed too, store_scriptbatch.go; store.go lists the job store's
+// group-committed too, worker/internal/store/scriptbatch.go; store.go lists the job store's
 // parts). The one exception is a folded
 // answer (send.go, foldedAnswer): the delivered answer of the one device of
 // a one-recipient chunk, written by that chunk's record.lua call, which
 // follows it as closely. The window in which a push can be sent twice is
 // therefore the time between the provider's answer and its write:
-// recordLinger plus one Redis round trip.
+// store.RecordLinger plus one Redis round trip.
 //
-// Answers arriving within recordLinger of each other share one write (a
+// Answers arriving within store.RecordLinger of each other share one write (a
 // group commit, worker/internal/groupcommit): one pipeline with an HSET per job. The write runs under
 // its own context, not the task's, so shutdown or a task timeout cancelling
 // the task never loses an acknowledged send; it keeps trying while Redis
-// is unreachable (persist) for up to recordTimeout. The caller waits for
+// is unreachable (store.Persist) for up to store.RecordTimeout. The caller waits for
 // its write before it judges the recipient, and Worker.Run waits for every
 // write under way before it returns.
 //
@@ -38,14 +37,6 @@ import (
 // device state is written: a process that dies between the two sends the
 // push again on its re-run, gets the same answer and emits the event again.
 // Events are therefore at least once, never lost.
-
-// recordLinger is how long the first answer of a group commit waits for
-// others to join it.
-const recordLinger = 2 * time.Millisecond
-
-// recordTimeout bounds one group commit, retries during a Redis outage
-// included.
-const recordTimeout = 30 * time.Second
 
 // deviceOutcome is one device's settled state to record, or, with key
 // set, a field of another of its job's keys: a held recipient's marker in
@@ -69,13 +60,13 @@ type deviceOutcome struct {
 // recorder writes device outcomes in group commits.
 type recorder struct {
 	rdb    redis.UniversalClient
-	events *events
+	events *store.Events
 	group  *groupcommit.Group[[]deviceOutcome, struct{}]
 }
 
-func newRecorder(rdb redis.UniversalClient, ev *events) *recorder {
+func newRecorder(rdb redis.UniversalClient, ev *store.Events) *recorder {
 	r := &recorder{rdb: rdb, events: ev}
-	r.group = groupcommit.New(r.writeGroup, groupcommit.Options{Linger: recordLinger, Timeout: recordTimeout})
+	r.group = groupcommit.New(r.writeGroup, groupcommit.Options{Linger: store.RecordLinger, Timeout: store.RecordTimeout})
 	return r
 }
 
@@ -108,7 +99,7 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 			evs = append(evs, *o.event)
 		}
 	}
-	r.events.emitOrCount(ctx, evs)
+	r.events.EmitOrCount(ctx, evs)
 	type keyWrite struct {
 		fields    []any
 		deferrals int
@@ -136,7 +127,7 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 		kw.deferrals += o.deferrals
 		kw.ttl = max(kw.ttl, o.ttl)
 	}
-	err := persist(ctx, func(ctx context.Context) error {
+	err := store.Persist(ctx, func(ctx context.Context) error {
 		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, key := range order {
 				kw := byKey[key]
@@ -161,55 +152,3 @@ func (r *recorder) write(ctx context.Context, outs []deviceOutcome) error {
 // drain writes the outcomes waiting and waits for every write under way,
 // or for ctx to end.
 func (r *recorder) drain(ctx context.Context) error { return r.group.Drain(ctx) }
-
-// emitOrCount appends es (persist: while Redis cannot be reached, until
-// ctx ends), before the outcomes they report are written. When it fails,
-// the outcomes are written all the same, since an outcome lost would
-// re-send a push, and the events lost are counted
-// (hush_events_dropped_total). ev nil or es empty: nothing.
-func (ev *events) emitOrCount(ctx context.Context, es []Event) {
-	if ev == nil || len(es) == 0 {
-		return
-	}
-	if err := persist(ctx, func(ctx context.Context) error { return ev.emitAll(ctx, es) }); err != nil {
-		ev.m.eventsDropped.WithLabelValues("stream").Add(float64(len(es)))
-	}
-}
-
-// emitAll appends events to the stream in one round trip.
-func (ev *events) emitAll(ctx context.Context, es []Event) error {
-	_, err := ev.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		_, err := ev.queueAll(ctx, p, es)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("append %d events to %s: %w", len(es), EventsStream, err)
-	}
-	return nil
-}
-
-// queueAll queues the appends of es on p.
-func (ev *events) queueAll(ctx context.Context, p redis.Pipeliner, es []Event) ([]*redis.StringCmd, error) {
-	cmds := make([]*redis.StringCmd, 0, len(es))
-	for _, e := range es {
-		b, err := encodeEvent(&e)
-		if err != nil {
-			return nil, fmt.Errorf("encode %s event: %w", e.Type, err)
-		}
-		cmds = append(cmds, p.XAdd(ctx, &redis.XAddArgs{Stream: EventsStream, MaxLen: ev.maxLen, Approx: true, Values: []any{"type", e.Type, "event", b}}))
-	}
-	return cmds, nil
-}
-
-// countFailed counts the appends of cmds that Redis refused (a reply
-// error) as events lost: the outcomes after them in their pipeline were
-// written all the same. An append the connection lost fails its outcomes'
-// writes too, which are tried again, events and all.
-func (ev *events) countFailed(cmds []*redis.StringCmd) {
-	for _, c := range cmds {
-		var reply redis.Error
-		if errors.As(c.Err(), &reply) {
-			ev.m.eventsDropped.WithLabelValues("stream").Inc()
-		}
-	}
-}
