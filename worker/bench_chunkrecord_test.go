@@ -15,7 +15,7 @@ import (
 
 // BenchmarkChunkRecordCall splits what a fan-out chunk's writes cost
 // Redis: the device answers (HSETs of 12 answers each with their PEXPIRE,
-// as recorder.write groups them) and the chunk's record.lua call that
+// as store.Recorder groups them) and the chunk's record.lua call that
 // records its 100 recipients' final states. 100 jobs of 1,000 recipients,
 // 10 chunks each, every recipient delivered; one script call per chunk,
 // one at a time. It reports Redis CPU (INFO cpu) per delivery of each

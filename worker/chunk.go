@@ -136,7 +136,7 @@ type handoff struct {
 // make), books its recipients in one limiter round trip, which also reads
 // whether the job was cancelled (book), and sends those allowed now at
 // once, concurrently, so every push reaches the provider right after its
-// booking. Each device's answer is recorded as it comes (store_outcomes.go); the
+// booking. Each device's answer is recorded as it comes (worker/internal/store/outcomes.go); the
 // recipients' final states, and which are left held, are recorded in one
 // round trip at the end. Every other recipient (held back by the limiter,
 // booked by an earlier run, late for its slot, not delivered to every

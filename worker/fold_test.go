@@ -17,7 +17,7 @@ import (
 // TestStoreRecordWritesAFoldedDevice: record.lua writes the device state
 // folded into it (dev_field) with the keys' TTL whenever its job does not
 // retire in that call: the job goes on, the recipient was final already,
-// or the record is gone (as recorder.write would write it); the call that
+// or the record is gone (as store.Recorder would write it); the call that
 // retires the job writes none, so the job never has a device-state hash.
 func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	ctx := context.Background()
@@ -26,7 +26,7 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	record := func(c *task.Chunk, recipient int, final string) {
 		t.Helper()
 		rec := &chunkRecord{folded: &foldedAnswer{pending: true,
-			o: deviceOutcome{job: c.Job, field: store.DevField(recipient, 0), state: task.Delivered, ttl: c.TTL()}}}
+			o: store.DeviceOutcome{Job: c.Job, Field: store.DevField(recipient, 0), State: task.Delivered, TTL: c.TTL()}}}
 		rec.final(recipient, final, Event{})
 		if _, err := s.record(ctx, c, rec); err != nil {
 			t.Fatal(err)
@@ -73,7 +73,7 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	}
 
 	// The record is gone (its TTL ran out): the device state is written,
-	// with a TTL, as recorder.write would.
+	// with a TTL, as store.Recorder would.
 	gone := &task.Chunk{Job: prefix + "gone", AcceptedAt: time.Now()}
 	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(gone.Job)...) })
 	record(gone, 0, task.Delivered)

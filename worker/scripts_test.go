@@ -412,7 +412,7 @@ func TestStartKeepsAFoundRecordsExpiry(t *testing.T) {
 // TestStoreHoldCountsADeferralOnce: hold marks a recipient held and counts
 // its deferral in the job's record, renewing its TTL, both ways store.write
 // writes it: plain commands in the device outcomes' group commits (a
-// Worker's jobStore) and record.lua (a store without a recorder). A hold of a
+// Worker's jobStore) and record.lua (a store without a store.Recorder). A hold of a
 // job whose record is gone (retired, or its TTL ran out) must not leave a
 // record behind without a TTL: record.lua writes nothing, the plain
 // commands one that expires with the TTL given.
@@ -423,7 +423,7 @@ func TestStoreHoldCountsADeferralOnce(t *testing.T) {
 			rdb := redistest.Client(t)
 			s := newStore(rdb, DefaultJobRetention)
 			if plain {
-				s.held = newRecorder(rdb, newEvents(rdb, 0, newMetrics()))
+				s.held = store.NewRecorder(rdb, newEvents(rdb, 0, newMetrics()))
 			}
 			id := redistest.Prefix(t) + "hold"
 			gone := redistest.Prefix(t) + "gone"

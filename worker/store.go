@@ -54,14 +54,15 @@ const (
 //	store_chunk.go        a chunk's reads and writes (chunk.lua, record.lua)
 //	store_held.go         held markers, run marks, paced times, and the
 //	                      groups waiting for their second (together.lua)
-//	store_outcomes.go     device outcomes, recorded as the providers answer
 //	store_recipients.go   a page of a job's recipients
 //	store_reset.go        the reset mark (raise.lua)
 //
 // The part holds, besides, a finished job's entry in its done bucket
-// (done.go), the events the writes append to hush:events (events.go), the
-// group commits of record.lua calls (scriptbatch.go), and how writes of
-// acknowledged sends outlive a Redis outage (persist.go).
+// (done.go), the device outcomes, recorded as the providers answer
+// (outcomes.go), the events the writes append to hush:events
+// (events.go), the group commits of record.lua calls (scriptbatch.go),
+// and how writes of acknowledged sends outlive a Redis outage
+// (persist.go).
 
 // DefaultJobRetention is how long a finished job's id answers duplicates
 // and its status stays readable (HUSH_JOB_RETENTION); the done buckets
@@ -78,7 +79,7 @@ type jobStore struct {
 	// held, when set (a Worker's store), writes held markers and
 	// deferrals alone in the group commits of device outcomes (writeHeld);
 	// nil: record.lua writes them.
-	held *recorder
+	held *store.Recorder
 	// events appends the final states' events of record.lua calls made
 	// without a batcher (the batcher appends its own); nil: none.
 	events *store.Events

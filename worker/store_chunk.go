@@ -406,12 +406,12 @@ func (s jobStore) write(ctx context.Context, id string, ttl time.Duration, rng s
 	if s.held != nil && (r.folded == nil || !r.folded.pending) && r.heldOnly() {
 		return s.writeHeld(id, ttl, r)
 	}
-	// Device states were recorded as the answers came (store_outcomes.go), but
+	// Device states were recorded as the answers came (worker/internal/store/outcomes.go), but
 	// for a folded one (foldedAnswer).
 	keys, at := s.retiring(id)
 	dfield, dstate := "", ""
 	if f := r.folded; f != nil && f.pending {
-		dfield, dstate = f.o.field, f.o.state
+		dfield, dstate = f.o.Field, f.o.State
 	}
 	args := store.RecordArgs(ttl, r.deferrals, at, dfield, dstate, rng, r.entries)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
@@ -438,7 +438,7 @@ func (s jobStore) write(ctx context.Context, id string, ttl time.Duration, rng s
 }
 
 // writeHeld writes r, held recipients and deferrals alone, with plain
-// commands in the group commits of device outcomes (recorder), so the
+// commands in the group commits of device outcomes (store.Recorder), so the
 // chunks of a batch's single-recipient jobs held back together share a
 // round trip with each other and with device outcomes. A held recipient's
 // job has a recipient without a final state, so it has not retired, and
@@ -447,12 +447,12 @@ func (s jobStore) write(ctx context.Context, id string, ttl time.Duration, rng s
 // that its TTL removed meanwhile (a job accepted more than the retention
 // ago) comes back only for that long.
 func (s jobStore) writeHeld(id string, ttl time.Duration, r *chunkRecord) ([]bool, error) {
-	outs := []deviceOutcome{{job: id, key: store.JobKey(id), deferrals: r.deferrals, ttl: ttl}}
+	outs := []store.DeviceOutcome{{Job: id, Key: store.JobKey(id), Deferrals: r.deferrals, TTL: ttl}}
 	for k := 0; k+2 < len(r.entries); k += 3 {
-		outs = append(outs, deviceOutcome{job: id, key: store.JobKey(id), ttl: ttl,
-			field: heldPrefix + strconv.Itoa(r.entries[k].(int)), state: r.entries[k+2].(string)})
+		outs = append(outs, store.DeviceOutcome{Job: id, Key: store.JobKey(id), TTL: ttl,
+			Field: heldPrefix + strconv.Itoa(r.entries[k].(int)), State: r.entries[k+2].(string)})
 	}
-	if err := s.held.recordAll(outs...); err != nil {
+	if err := s.held.RecordAll(outs...); err != nil {
 		return nil, err
 	}
 	return make([]bool, len(r.entries)/3), nil

@@ -217,7 +217,7 @@ type Worker struct {
 	events      *store.Events
 	// webhook posts the events to Options.WebhookURL; nil without it.
 	webhook *webhookDelivery
-	rec     *recorder // device outcomes as they come
+	rec     *store.Recorder // device outcomes as they come
 	client  *Client
 	insp    *asynq.Inspector
 	// seconds: the hush:waiting-second tasks this process made sure of.
@@ -324,7 +324,7 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	w.halt, w.cancelHalt = context.WithCancel(context.Background())
 	w.stopping = context.Background() // Run replaces it; tests call handlers directly
 	w.events = newEvents(rdb, o.EventsMaxLen, m)
-	w.rec = newRecorder(rdb, w.events)
+	w.rec = store.NewRecorder(rdb, w.events)
 	w.store.records = store.NewRecordBatcher(rdb, w.events)
 	w.store.held = w.rec
 	if o.WebhookURL != "" {
@@ -476,7 +476,7 @@ func (w *Worker) serveMuxes() (mux, held *asynq.ServeMux) {
 func (w *Worker) drainRecords() error {
 	ctx, cancel := context.WithTimeout(context.Background(), store.RecordTimeout)
 	defer cancel()
-	return errors.Join(w.rec.drain(ctx), w.store.records.Drain(ctx))
+	return errors.Join(w.rec.Drain(ctx), w.store.records.Drain(ctx))
 }
 
 // haltAfter is how long provider calls under way may go on after handlers

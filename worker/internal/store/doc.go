@@ -4,7 +4,8 @@
 // RecordArgs, ...), the done buckets that keep a finished job's compact
 // status (DoneBuckets, CompactStatus), the events its writes append to
 // hush:events (Events, FinalEvent, EncodeEvent), the group commits of
-// record.lua calls (ScriptBatcher), and Persist, which keeps a write of
+// device outcomes (Recorder) and of record.lua calls (ScriptBatcher), and
+// Persist, which keeps a write of
 // an acknowledged send trying through a Redis outage. Every Redis command
 // on a job's keys is made by package worker's store*.go through these
 // names, and by no other file (worker/storedoor_test.go); each script
