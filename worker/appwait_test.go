@@ -51,7 +51,7 @@ func TestDeliveryWaitsForItsApp(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, 10*time.Second, "the delivery waiting for its app", func() bool {
-				n, err := e.rdb.HExists(context.Background(), store.JobKey("new-app"), fieldAppWait).Result()
+				n, err := e.rdb.HExists(context.Background(), store.JobKey("new-app"), store.FieldAppWait).Result()
 				return err == nil && n
 			})
 			if err := e.w.apps.Swap(App{Name: DefaultApp, Senders: senders, Limiter: lim}, App{Name: "shop", Senders: senders, Limiter: lim}); err != nil {

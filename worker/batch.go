@@ -271,7 +271,7 @@ func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int,
 	for k, i := range idx {
 		recs[k] = recordOf(&jobs[i], q)
 		recs[k].Task = id
-		calls[k] = c.store.startCallWith(recs[k], jobQueued, true, nil)
+		calls[k] = c.store.startCallWith(recs[k], store.JobQueued, true, nil)
 	}
 	c.store.startAll(ctx, calls)
 	for k, i := range idx {

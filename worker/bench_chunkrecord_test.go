@@ -67,7 +67,7 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 			js, _ := benchJobs("chunkrecord", jobs, size, size)
 			for i := range js {
 				js[i].AcceptedAt = time.Now()
-				c := s.startCallWith(recordOf(&js[i], "normal"), jobQueued, true, nil)
+				c := s.startCallWith(recordOf(&js[i], "normal"), store.JobQueued, true, nil)
 				if err := store.StartScript.Run(ctx, rdb, c.keys, c.args...).Err(); err != nil {
 					b.Fatal(err)
 				}

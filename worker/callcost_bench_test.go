@@ -59,7 +59,7 @@ func BenchmarkJobScriptCalls(b *testing.B) {
 				{"client-start", store.StartScript, func(i int) ([]string, []any) {
 					r := recordOf(&jobs[i], "normal")
 					r.Task = "batch:callcost" // the batch task owns the job
-					c := s.startCallWith(r, jobQueued, true, nil)
+					c := s.startCallWith(r, store.JobQueued, true, nil)
 					return c.keys, c.args
 				}},
 				{"task-start", store.StartScript, func(i int) ([]string, []any) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -396,7 +397,7 @@ func (w *Worker) markedHeld(ctx context.Context, c *task.Chunk, idx []int) []int
 	}
 	fields := make([]string, len(idx))
 	for k, i := range idx {
-		fields[k] = heldPrefix + strconv.Itoa(c.Index(i))
+		fields[k] = store.HeldPrefix + strconv.Itoa(c.Index(i))
 	}
 	vals, err := w.store.heldFields(ctx, c.Job, fields)
 	if err != nil {

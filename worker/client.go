@@ -201,7 +201,7 @@ func (c *Client) submit(ctx context.Context, job *payload.Job, now time.Time) (A
 	// lookup above reads live records only) is a duplicate, unless this
 	// submission's own task finished it already; the new task of a
 	// duplicate finds it retired too and does nothing.
-	dup, err := c.store.create(ctx, recordOf(job, queue), jobQueued)
+	dup, err := c.store.create(ctx, recordOf(job, queue), store.JobQueued)
 	if err != nil {
 		return Accepted{}, err
 	}
@@ -386,7 +386,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 		// scheduled one; Asynq would run a finished task again, so only
 		// then), and every held delivery (each drops itself now, giving
 		// its booking back).
-		if cx.state == jobQueued {
+		if cx.state == store.JobQueued {
 			// On its shard queue, or on the priority queue when a Client
 			// without shards enqueued it.
 			if c.insp.RunTask(task.ShardQueue(st.Queue, task.JobID(id), c.shards), task.JobID(id)) != nil {

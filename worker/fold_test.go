@@ -39,7 +39,7 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	newJob := func(name string, recipients int) *task.Chunk {
 		c := &task.Chunk{Job: prefix + name, AcceptedAt: time.Now()}
 		t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(c.Job)...) })
-		s.rdb.HSet(ctx, store.JobKey(c.Job), "queue", "normal", "state", jobFannedOut, "recipients", recipients,
+		s.rdb.HSet(ctx, store.JobKey(c.Job), "queue", "normal", "state", store.JobFannedOut, "recipients", recipients,
 			"accepted_at", "2026-11-25T10:00:00Z")
 		return c
 	}

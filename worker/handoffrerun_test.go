@@ -37,7 +37,7 @@ func (h *handoffLost) kind(cmd redis.Cmder) string {
 	args := cmd.Args()
 	name := strings.ToLower(args[0].(string))
 	switch {
-	case name == "hget" && len(args) == 3 && args[1] == store.JobKey(h.job) && args[2] == fieldCancelled:
+	case name == "hget" && len(args) == 3 && args[1] == store.JobKey(h.job) && args[2] == store.FieldCancelled:
 		return "cancel-read"
 	case (name == "evalsha" || name == "eval") && len(args) > 3:
 		if k, ok := args[3].(string); ok && strings.HasSuffix(k, ":t:"+task.DeliveryID(h.job, 0)) {

@@ -119,7 +119,7 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != jobFannedOut || st.Counts[task.Delivered] != n-1 || st.Counts["pending"] != 1 {
+	if st.State != store.JobFannedOut || st.Counts[task.Delivered] != n-1 || st.Counts["pending"] != 1 {
 		t.Errorf("status %+v, want fanned_out with %d delivered and 1 pending", st, n-1)
 	}
 }
@@ -197,7 +197,7 @@ func TestJobTaskRerunKeepsTheClientsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := JobStatus{
-		ID: "again", App: DefaultApp, State: jobFannedOut, Queue: "normal", AcceptedAt: rec.AcceptedAt, Recipients: n,
+		ID: "again", App: DefaultApp, State: store.JobFannedOut, Queue: "normal", AcceptedAt: rec.AcceptedAt, Recipients: n,
 		Counts: map[string]int{task.Delivered: n - 1, task.Expired: 0, task.TokenInvalid: 0, task.Failed: 0, task.ThrottleFull: 0, task.Collapsed: 0, task.Cancelled: 0, task.OptedOut: 0, "pending": 1},
 	}
 	if diff := cmp.Diff(want, st); diff != "" {
@@ -352,7 +352,7 @@ func TestEarlierChunkTasksStillRun(t *testing.T) {
 			job.AcceptedAt = time.Now()
 			// The job's record as its client wrote it; its job task is not
 			// queued here, the chunk task alone runs.
-			if _, err := e.w.store.create(t.Context(), recordOf(&job, "normal"), jobQueued); err != nil {
+			if _, err := e.w.store.create(t.Context(), recordOf(&job, "normal"), store.JobQueued); err != nil {
 				t.Fatal(err)
 			}
 			c := task.ChunkOf(&job, task.ChunkSize)

@@ -95,7 +95,7 @@ func TestPacedHeldWaveTakesTurnsAtItsSlots(t *testing.T) {
 	// Each recipient is the held task's (its marker).
 	marks := map[string]any{}
 	for i := range n {
-		marks[heldPrefix+strconv.Itoa(i)] = task.HeldMark(e.w.heldQueue(c), c.Name())
+		marks[store.HeldPrefix+strconv.Itoa(i)] = task.HeldMark(e.w.heldQueue(c), c.Name())
 	}
 	if err := e.rdb.HSet(t.Context(), store.JobKey("hp"), marks).Err(); err != nil {
 		t.Fatal(err)

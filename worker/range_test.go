@@ -28,7 +28,7 @@ func newRangeJob(t *testing.T, s jobStore, id string) *rangeJob {
 	t.Helper()
 	ctx := context.Background()
 	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(id)...) })
-	if err := s.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 300,
+	if err := s.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", store.JobFannedOut, "recipients", 300,
 		"accepted_at", "2026-11-27T10:00:00Z").Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 	if !held.WakesAt.IsZero() && (held.WakesAt.Before(time.Now().Add(50*time.Minute)) || held.WakesAt.After(time.Now().Add(61*time.Minute))) {
 		t.Errorf("held recipient wakes at %v, want about an hour from now", held.WakesAt)
 	}
-	want := RecipientsPage{ID: id, App: all.App, State: jobFannedOut, Recipients: 5, Items: []RecipientState{
+	want := RecipientsPage{ID: id, App: all.App, State: store.JobFannedOut, Recipients: 5, Items: []RecipientState{
 		{Index: 0, State: task.Delivered, Devices: []DeviceState{{Device: 0, State: task.Delivered}, {Device: 1, State: task.Delivered}}},
 		{Index: 1, State: task.TokenInvalid, Devices: []DeviceState{{Device: 0, State: task.TokenInvalid}}},
 		{Index: 2, State: task.Failed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"},
@@ -270,7 +270,7 @@ func TestRecipientsPageCost(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	ctx := context.Background()
 	const id = "big"
-	if err := e.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 100000, "h:50999", "held-normal wait:big/509/1796301542").Err(); err != nil {
+	if err := e.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", store.JobFannedOut, "recipients", 100000, "h:50999", "held-normal wait:big/509/1796301542").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.rdb.HSet(ctx, store.RecpKey(id), "50000", task.Delivered, "49999", task.Failed, "51000", task.Failed).Err(); err != nil {

@@ -174,7 +174,7 @@ func checkResetMark(t *testing.T, rdb redis.UniversalClient) {
 	shards := map[string]bool{}
 	for k := range resetMarkShards {
 		key := store.ResetMarkKeyOf(k)
-		if v := resetMarkOf(rdb.Get(t.Context(), key)); v != at.UnixMilli() {
+		if v := store.ResetMarkOf(rdb.Get(t.Context(), key)); v != at.UnixMilli() {
 			t.Errorf("%s = %d, want the highest raise %d", key, v, at.UnixMilli())
 		}
 		shards[key] = true
@@ -182,7 +182,7 @@ func checkResetMark(t *testing.T, rdb redis.UniversalClient) {
 	if err := s.raiseResetMark(t.Context(), at.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if v := resetMarkOf(rdb.Get(t.Context(), store.ResetMarkKeyOf(3))); v != at.Add(time.Second).UnixMilli() {
+	if v := store.ResetMarkOf(rdb.Get(t.Context(), store.ResetMarkKeyOf(3))); v != at.Add(time.Second).UnixMilli() {
 		t.Errorf("mark %d after a later raise, want %d", v, at.Add(time.Second).UnixMilli())
 	}
 	read := map[string]bool{}
@@ -224,7 +224,7 @@ func TestResetMarkOverwritesASpoiledKey(t *testing.T) {
 		t.Fatalf("raise over spoiled marks: %v", err)
 	}
 	for k := range resetMarkShards {
-		if v := resetMarkOf(rdb.Get(t.Context(), store.ResetMarkKeyOf(k))); v != at.UnixMilli() {
+		if v := store.ResetMarkOf(rdb.Get(t.Context(), store.ResetMarkKeyOf(k))); v != at.UnixMilli() {
 			t.Errorf("shard %d = %d after the raise, want %d", k, v, at.UnixMilli())
 		}
 	}

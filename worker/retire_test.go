@@ -212,7 +212,7 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 			AcceptedAt: at.Truncate(time.Millisecond),
 			Counts:     map[string]int{"pending": 0, task.Delivered: 3, task.Collapsed: 4}}
 		fields := []any{"queue", "high", "accepted_at", store.TimeField(at), "recipients", 7, "deadline", "",
-			"state", jobFanning, task.Delivered, 3, task.Collapsed, 4, "deferrals", k}
+			"state", store.JobFanning, task.Delivered, 3, task.Collapsed, 4, "deferrals", k}
 		if k%2 == 1 {
 			dl := at.Add(time.Duration(k) * time.Hour)
 			want.Deadline = dl.Truncate(time.Millisecond)
@@ -220,7 +220,7 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 		}
 		if k%3 == 1 {
 			want.State, want.CancelledAt = jobCancelled, at.Add(time.Second).Truncate(time.Millisecond)
-			fields = append(fields, fieldCancelled, store.TimeField(at.Add(time.Second)))
+			fields = append(fields, store.FieldCancelled, store.TimeField(at.Add(time.Second)))
 		}
 		for _, f := range task.FinalStates() {
 			if _, ok := want.Counts[f]; !ok {
@@ -280,7 +280,7 @@ func TestRetiredInstantsOfEveryLayout(t *testing.T) {
 		id := fmt.Sprintf("%slayout%d", prefix, k)
 		t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(id)...) })
 		got := retireRecord(t, s, id, 1, "queue", "high", "accepted_at", c.field, "recipients", 1,
-			"deadline", c.field, "state", jobFanning, task.Delivered, 1)
+			"deadline", c.field, "state", store.JobFanning, task.Delivered, 1)
 		if got.State != jobDone || !got.AcceptedAt.Equal(c.want) || !got.Deadline.Equal(c.want) {
 			t.Errorf("%s retired as state %s, accepted at %s, deadline %s; want done, %s", c.field, got.State,
 				got.AcceptedAt.UTC().Format(time.RFC3339Nano), got.Deadline.UTC().Format(time.RFC3339Nano), c.want.Format(time.RFC3339Nano))
@@ -311,7 +311,7 @@ func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
 			t.Errorf("id %q: store.KeySlot %d, Redis says %d", id, store.KeySlot(store.JobKey(id)), want)
 		}
 		r := store.RecordInfo{ID: id, Queue: "normal", Recipients: 2, AcceptedAt: time.Now(), Retain: time.Now()}
-		if _, err := s.create(ctx, r, jobQueued); err != nil {
+		if _, err := s.create(ctx, r, store.JobQueued); err != nil {
 			t.Fatalf("id %q: %v", id, err)
 		}
 		ch := &task.Chunk{Job: id, AcceptedAt: r.AcceptedAt}
@@ -330,14 +330,14 @@ func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
 		}
 		// Its own submission writing the record late is not a duplicate;
 		// another acceptance, or another queue, is.
-		if dup, err := s.create(ctx, r, jobQueued); err != nil || dup {
+		if dup, err := s.create(ctx, r, store.JobQueued); err != nil || dup {
 			t.Errorf("id %q: its own submission writing its record late: duplicate %v, %v; want not", id, dup, err)
 		}
 		later, other := r, r
 		later.AcceptedAt = r.AcceptedAt.Add(time.Millisecond)
 		other.Queue = "high"
 		for _, again := range []store.RecordInfo{later, other} {
-			if dup, err := s.create(ctx, again, jobQueued); err != nil || !dup {
+			if dup, err := s.create(ctx, again, store.JobQueued); err != nil || !dup {
 				t.Errorf("id %q: creating its record again (%s, %s): duplicate %v, %v; want a duplicate", id, again.Queue, again.AcceptedAt, dup, err)
 			}
 		}
@@ -361,7 +361,7 @@ func TestFinishedByTellsBatchesApart(t *testing.T) {
 	a := store.RecordInfo{ID: id, Queue: "normal", Task: task.BatchID("0123456789abcdef0123456789aaaaaa"), Recipients: 1, AcceptedAt: at, Retain: at}
 	b := a
 	b.Task = task.BatchID("0123456789abcdef0123456789bbbbbb")
-	if dup, err := s.create(ctx, a, jobQueued); err != nil || dup {
+	if dup, err := s.create(ctx, a, store.JobQueued); err != nil || dup {
 		t.Fatalf("A's write: duplicate %v, err %v", dup, err)
 	}
 	// A's task runs it: fanned out, its one recipient delivered.
@@ -376,10 +376,10 @@ func TestFinishedByTellsBatchesApart(t *testing.T) {
 	if n := s.rdb.Exists(ctx, store.JobKey(id)).Val(); n != 0 {
 		t.Fatal("the job did not retire")
 	}
-	if dup, err := s.create(ctx, b, jobQueued); err != nil || !dup {
+	if dup, err := s.create(ctx, b, store.JobQueued); err != nil || !dup {
 		t.Errorf("B's write after A finished: duplicate %v, err %v; want a duplicate", dup, err)
 	}
-	if dup, err := s.create(ctx, a, jobQueued); err != nil || dup {
+	if dup, err := s.create(ctx, a, store.JobQueued); err != nil || dup {
 		t.Errorf("A's write after its task finished: duplicate %v, err %v; want accepted", dup, err)
 	}
 	st, err := s.status(ctx, id)
@@ -404,7 +404,7 @@ func TestFinishedByWithoutATag(t *testing.T) {
 	}{
 		{"normal", true},
 		{"high", false},
-		{"normal@" + taskTag(r.Task), true},
+		{"normal@" + store.TaskTag(r.Task), true},
 		{"normal@other", false},
 	} {
 		if got := finishedBy(tt.owner, st, r); got != tt.want {
@@ -412,7 +412,7 @@ func TestFinishedByWithoutATag(t *testing.T) {
 		}
 	}
 	r.Task = ""
-	if finishedBy("normal@"+taskTag(task.BatchID("whatever")), st, r) {
+	if finishedBy("normal@"+store.TaskTag(task.BatchID("whatever")), st, r) {
 		t.Error("a job of its own task read as finished by it, though a batch's task finished it")
 	}
 }

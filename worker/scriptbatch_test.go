@@ -59,7 +59,7 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 		if i == 7 {
 			continue // no record: gone
 		}
-		if _, err := s.create(ctx, r, jobQueued); err != nil {
+		if _, err := s.create(ctx, r, store.JobQueued); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestRecordEventsLeadTheirStates(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range jobs {
 			c := &task.Chunk{Job: fmt.Sprintf("%s-%d", prefix, i), AcceptedAt: time.Now()}
-			if _, err := s.create(ctx, store.RecordInfo{ID: c.Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}, jobQueued); err != nil {
+			if _, err := s.create(ctx, store.RecordInfo{ID: c.Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}, store.JobQueued); err != nil {
 				t.Fatal(err)
 			}
 			wg.Go(func() {

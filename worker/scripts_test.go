@@ -102,22 +102,22 @@ func TestScriptArgs(t *testing.T) {
 			script: "start.lua",
 			src:    store.StartSrc,
 			got: store.StartArgs(store.RecordInfo{ID: "j", Queue: "high", Task: "batch:b1", App: "courier", Recipients: 250, AcceptedAt: accepted, Deadline: deadline},
-				jobFanning, false, 90*time.Second, &task.Chunk{Recipients: []payload.Recipient{
+				store.JobFanning, false, 90*time.Second, &task.Chunk{Recipients: []payload.Recipient{
 					{Devices: make([]payload.Device, 3)}, {Devices: make([]payload.Device, 1)},
 				}}),
 			fixed: map[string]any{
 				"queue": "high", "task": "batch:b1", "accepted_at": "2025-03-01T12:00:00Z", "recipients": 250,
-				"deadline": "2025-03-01T18:00:00Z", "state": jobFanning, "keep": int64(0), "ttl": int64(90000), "nread": 2, "app": "courier",
+				"deadline": "2025-03-01T18:00:00Z", "state": store.JobFanning, "keep": int64(0), "ttl": int64(90000), "nread": 2, "app": "courier",
 			},
 			groups: [][]any{{3}, {1}},
 		},
 		{
 			script: "start.lua without a chunk to read",
 			src:    store.StartSrc,
-			got:    store.StartArgs(store.RecordInfo{ID: "j", Queue: "low", Recipients: 1, AcceptedAt: accepted}, jobQueued, true, time.Minute, nil),
+			got:    store.StartArgs(store.RecordInfo{ID: "j", Queue: "low", Recipients: 1, AcceptedAt: accepted}, store.JobQueued, true, time.Minute, nil),
 			fixed: map[string]any{
 				"queue": "low", "task": "", "accepted_at": "2025-03-01T12:00:00Z", "recipients": 1,
-				"deadline": "", "state": jobQueued, "keep": int64(1), "ttl": int64(60000), "nread": 0, "app": "",
+				"deadline": "", "state": store.JobQueued, "keep": int64(1), "ttl": int64(60000), "nread": 0, "app": "",
 			},
 		},
 		{
@@ -223,7 +223,7 @@ func TestStoreRecordScript(t *testing.T) {
 	s := jobStore{rdb: redistest.Client(t)}
 	c := &task.Chunk{Job: redistest.Prefix(t) + "rec", AcceptedAt: time.Now()}
 	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(c.Job)...) })
-	s.rdb.HSet(ctx, store.JobKey(c.Job), "queue", "normal", "state", jobFanning, "recipients", 4)
+	s.rdb.HSet(ctx, store.JobKey(c.Job), "queue", "normal", "state", store.JobFanning, "recipients", 4)
 
 	rec := &chunkRecord{deferrals: 2}
 	rec.final(0, task.Delivered, Event{})
@@ -236,7 +236,7 @@ func TestStoreRecordScript(t *testing.T) {
 	if diff := cmp.Diff([]bool{true, true, false}, got); diff != "" {
 		t.Errorf("first record (-want +got):\n%s", diff)
 	}
-	if q := s.rdb.HGet(ctx, store.JobKey(c.Job), heldPrefix+"2").Val(); q != "normal.1" {
+	if q := s.rdb.HGet(ctx, store.JobKey(c.Job), store.HeldPrefix+"2").Val(); q != "normal.1" {
 		t.Errorf("recipient 2 held on %q, want normal.1", q)
 	}
 	// The second call reads which of its recipients have a final state
@@ -257,8 +257,8 @@ func TestStoreRecordScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"queue": "normal", "state": jobFanning, "recipients": "4", task.Delivered: "2", task.Failed: "1", "deferrals": "3",
-		heldPrefix + "3": "normal.2"}
+	want := map[string]string{"queue": "normal", "state": store.JobFanning, "recipients": "4", task.Delivered: "2", task.Failed: "1", "deferrals": "3",
+		store.HeldPrefix + "3": "normal.2"}
 	if diff := cmp.Diff(want, job); diff != "" {
 		t.Errorf("job record (-want +got):\n%s", diff)
 	}
@@ -285,7 +285,7 @@ func TestStoreFinalizeScript(t *testing.T) {
 	s := newStore(redistest.Client(t), DefaultJobRetention)
 	id := redistest.Prefix(t) + "fin"
 	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(id)...) })
-	s.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 2,
+	s.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", store.JobFannedOut, "recipients", 2,
 		"accepted_at", "2026-11-25T10:00:00Z", "h:0", "normal")
 
 	for range 2 { // the second call records nothing
@@ -329,7 +329,7 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 	s := newStore(redistest.Client(t), DefaultJobRetention)
 	c := &task.Chunk{Job: redistest.Prefix(t) + "one", AcceptedAt: time.Now()}
 	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(c.Job)...) })
-	s.rdb.HSet(ctx, store.JobKey(c.Job), "queue", "normal", "state", jobFannedOut, "recipients", 3,
+	s.rdb.HSet(ctx, store.JobKey(c.Job), "queue", "normal", "state", store.JobFannedOut, "recipients", 3,
 		"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 2, "h:1", "normal")
 
 	rec := &chunkRecord{deferrals: 1}
@@ -388,7 +388,7 @@ func TestStartKeepsAFoundRecordsExpiry(t *testing.T) {
 	r := store.RecordInfo{ID: id, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}
 	run := func(ttl time.Duration) {
 		t.Helper()
-		c := s.startCallWith(r, jobFanning, false, nil)
+		c := s.startCallWith(r, store.JobFanning, false, nil)
 		c.args[7] = ttl.Milliseconds() // ARGV[8] ttl
 		if _, _, _, err := c.result(ctx, store.StartScript.Run(ctx, s.rdb, c.keys, c.args...)); err != nil {
 			t.Fatal(err)
@@ -428,7 +428,7 @@ func TestStoreHoldCountsADeferralOnce(t *testing.T) {
 			id := redistest.Prefix(t) + "hold"
 			gone := redistest.Prefix(t) + "gone"
 			t.Cleanup(func() { s.rdb.Del(context.Background(), append(store.JobKeys(id), store.JobKeys(gone)...)...) })
-			s.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 2,
+			s.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", store.JobFannedOut, "recipients", 2,
 				"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 1)
 
 			if err := s.hold(ctx, id, 1, "normal.3", time.Hour); err != nil {

@@ -21,29 +21,6 @@ import (
 // the keys of JobStatus.Counts besides "pending". The slice is a copy.
 func FinalStates() []string { return task.FinalStates() }
 
-// Fields of the job record besides its fixed ones and counters: when the
-// job was cancelled, and per held delivery "h:<index>" -> the queue its
-// task waits on, and which task that is (task.HeldMark), so a cancellation can
-// wake it and a re-run finds it. record.lua keeps two more counts of the
-// final states written by calls given a range (store.RecordRange): "ranged"
-// (all such calls') and "f:<range>" (one range's), which tell it when no
-// recipient of a range can have a final state yet.
-const (
-	fieldCancelled = "cancelled_at"
-	// fieldAppWait is when a delivery of the job first found its app (or
-	// a sender it needs) missing where it ran, in Unix ms (waitForApp).
-	fieldAppWait = "app_wait"
-	heldPrefix   = "h:"
-)
-
-// Job record states, which JobStatus reports as they are (the scripts
-// write the same strings).
-const (
-	jobQueued    = wire.StateQueued     // accepted, job task not yet run
-	jobFanning   = wire.StateFanningOut // job task creating deliveries
-	jobFannedOut = wire.StateFannedOut  // every delivery created
-)
-
 // The job store is the Redis records of jobs. Their keys, the key
 // builders, the Lua scripts (one .lua file each, with the builders of
 // their ARGV) and the done buckets are the part worker/internal/store
@@ -103,33 +80,13 @@ func (s jobStore) retiring(id string) (keys []string, expireAt int64) {
 func (s jobStore) retired(ctx context.Context, id string) (string, error) {
 	var cmds []*redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmds = queueRetired(ctx, p, s.done, id, s.now())
+		cmds = store.QueueRetired(ctx, p, s.done, id, s.now())
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", fmt.Errorf("look up finished job %s: %w", id, err)
 	}
-	return retiredOf(cmds), nil
-}
-
-// queueRetired queues the reads of job id's done-hash entry on p.
-func queueRetired(ctx context.Context, p redis.Pipeliner, b store.DoneBuckets, id string, now time.Time) []*redis.StringCmd {
-	keys := b.Keys(id, now)
-	cmds := make([]*redis.StringCmd, len(keys))
-	for i, k := range keys {
-		cmds[i] = p.HGet(ctx, k, store.JobTag(id))
-	}
-	return cmds
-}
-
-// retiredOf is the entry queueRetired's reads found, "" for none.
-func retiredOf(cmds []*redis.StringCmd) string {
-	for _, c := range cmds {
-		if v := c.Val(); v != "" {
-			return v
-		}
-	}
-	return ""
+	return store.RetiredOf(cmds), nil
 }
 
 // create writes the job record as the accepting client does: start.lua
@@ -166,14 +123,7 @@ func finishedBy(owner string, st *chunkStates, r store.RecordInfo) bool {
 		return false
 	}
 	q, tag, tagged := strings.Cut(owner, "@")
-	return q == r.Queue && (!tagged || tag == taskTag(r.Task))
-}
-
-// taskTag is what a finished job's done entry keeps of the batch task that
-// owned it: the task id's last 6 characters (retire.lua), random in a
-// batch task's id. "" for none.
-func taskTag(taskID string) string {
-	return taskID[max(0, len(taskID)-6):]
+	return q == r.Queue && (!tagged || tag == store.TaskTag(r.Task))
 }
 
 // exists reports whether job id has a live record: a job accepted and not
@@ -232,9 +182,9 @@ func (s jobStore) hold(ctx context.Context, id string, i int, queue string, ttl 
 func (s jobStore) appWaitSince(ctx context.Context, id string, now time.Time, ttl time.Duration) (time.Time, error) {
 	var get *redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSetNX(ctx, store.JobKey(id), fieldAppWait, now.UnixMilli())
+		p.HSetNX(ctx, store.JobKey(id), store.FieldAppWait, now.UnixMilli())
 		p.ExpireNX(ctx, store.JobKey(id), ttl)
-		get = p.HGet(ctx, store.JobKey(id), fieldAppWait)
+		get = p.HGet(ctx, store.JobKey(id), store.FieldAppWait)
 		return nil
 	})
 	if err != nil {
@@ -242,19 +192,9 @@ func (s jobStore) appWaitSince(ctx context.Context, id string, now time.Time, tt
 	}
 	ms, err := strconv.ParseInt(get.Val(), 10, 64)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("job record %s: %s: %w", id, fieldAppWait, err)
+		return time.Time{}, fmt.Errorf("job record %s: %s: %w", id, store.FieldAppWait, err)
 	}
 	return time.UnixMilli(ms), nil
-}
-
-// stateRetired is what the job store reads as the final state of every
-// recipient of a retired job (worker/internal/store/done.go): it is never recorded.
-const stateRetired = "retired"
-
-// queueHead queues, after reads of job id's recipient states, a read of
-// its record's queue and cancellation, for headOf.
-func queueHead(ctx context.Context, p redis.Pipeliner, id string) *redis.SliceCmd {
-	return p.HMGet(ctx, store.JobKey(id), "queue", fieldCancelled)
 }
 
 // headOf reads queueHead's answer: whether the job was cancelled, and
@@ -278,34 +218,17 @@ func (s jobStore) headOf(ctx context.Context, id string, hc *redis.SliceCmd) (ca
 	return vals[1] != nil, false, nil
 }
 
-// queueCancelled queues a read of job id's cancellation on p: its answer
-// is the time the job was cancelled, or redis.Nil.
-func queueCancelled(ctx context.Context, p redis.Pipeliner, id string) *redis.StringCmd {
-	return p.HGet(ctx, store.JobKey(id), fieldCancelled)
-}
-
 // readCancelled reads job id's cancellation in a round trip of its own,
 // answered as queueCancelled's.
 func (s jobStore) readCancelled(ctx context.Context, id string) *redis.StringCmd {
-	return s.rdb.HGet(ctx, store.JobKey(id), fieldCancelled)
-}
-
-// isCancelled reads a queueCancelled answer.
-func isCancelled(c *redis.StringCmd) (bool, error) {
-	switch err := c.Err(); {
-	case errors.Is(err, redis.Nil):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return true, nil
+	return s.rdb.HGet(ctx, store.JobKey(id), store.FieldCancelled)
 }
 
 // cancelled is a job's cancellation as cancel.lua answers it.
 type cancelled struct {
 	at    time.Time
 	first bool           // this call cancelled it
-	state string         // the record's own state (jobQueued: the job task has not run)
+	state string         // the record's own state (store.JobQueued: the job task has not run)
 	held  map[int]string // held recipient -> its marker: the queue and task it waits in (task.HeldMark)
 }
 
@@ -332,7 +255,7 @@ func (s jobStore) cancel(ctx context.Context, id string, at time.Time) (cancelle
 	for k := 3; k+1 < len(vals); k += 2 {
 		f, _ := vals[k].(string)
 		q, _ := vals[k+1].(string)
-		if i, err := strconv.Atoi(strings.TrimPrefix(f, heldPrefix)); err == nil {
+		if i, err := strconv.Atoi(strings.TrimPrefix(f, store.HeldPrefix)); err == nil {
 			c.held[i] = q
 		}
 	}
@@ -358,7 +281,7 @@ func (s jobStore) status(ctx context.Context, id string) (JobStatus, error) {
 	var done []*redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		live = p.HGetAll(ctx, store.JobKey(id))
-		done = queueRetired(ctx, p, s.done, id, s.now())
+		done = store.QueueRetired(ctx, p, s.done, id, s.now())
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -366,7 +289,7 @@ func (s jobStore) status(ctx context.Context, id string) (JobStatus, error) {
 	}
 	m := live.Val()
 	if m["queue"] == "" {
-		if v := retiredOf(done); v != "" {
+		if v := store.RetiredOf(done); v != "" {
 			return store.CompactStatus(id, v)
 		}
 		return JobStatus{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
@@ -383,67 +306,17 @@ func (s jobStore) status(ctx context.Context, id string) (JobStatus, error) {
 		final += n
 	}
 	st.Counts["pending"] = max(st.Recipients-final, 0)
-	st.CancelledAt, _ = time.Parse(time.RFC3339Nano, m[fieldCancelled])
+	st.CancelledAt, _ = time.Parse(time.RFC3339Nano, m[store.FieldCancelled])
 	switch {
 	case !st.CancelledAt.IsZero():
 		st.State = jobCancelled
-	case st.State == jobFannedOut && final >= st.Recipients:
+	case st.State == store.JobFannedOut && final >= st.Recipients:
 		st.State = jobDone
 	}
 	if st.State == jobDone || st.State == jobCancelled {
 		st.Outcome = store.JobOutcome(st.Recipients, st.Counts)
 	}
 	return st, nil
-}
-
-// A recipient's attempt history lives in its job's device hash beside its
-// device states: "<i>/a" attempts made before the current one, "<i>/f"
-// transient failures, "<i>/t" when a provider first throttled it (Unix
-// ms), "<i>/p" the send time a pacer granted its next send (Unix ms on the
-// limiter's clock; with pacedToldMark, a time it was told, not granted;
-// see pace.go), "<i>/r" attempts a provider refused (throttled, or failed
-// transiently), which the backoff counts, "<i>/w" the instant before which
-// the next attempt calls no provider (Unix ms on the local clock of the
-// process that recorded it: a provider's Retry-After, or the backoff).
-const nAttemptFields = 6
-
-// appendRecipientFields appends the device hash fields of recipient i with
-// n devices: its device states, then its attempt fields.
-func appendRecipientFields(fields []string, i, n int) []string {
-	for d := range n {
-		fields = append(fields, store.DevField(i, d))
-	}
-	p := strconv.Itoa(i) + "/"
-	return append(fields, p+"a", p+"f", p+"t", p+"p", p+"r", p+"w")
-}
-
-// attemptsOf reads the attempt fields (as HMGET answers them).
-func attemptsOf(vals []any) decide.Attempts {
-	var a decide.Attempts
-	s := strs(vals)
-	a.N, _ = strconv.Atoi(s[0])
-	a.Failures, _ = strconv.Atoi(s[1])
-	if ms, err := strconv.ParseInt(s[2], 10, 64); err == nil {
-		a.ThrottledSince = time.UnixMilli(ms)
-	}
-	p, told := strings.CutSuffix(s[3], pacedToldMark)
-	if ms, err := strconv.ParseInt(p, 10, 64); err == nil {
-		a.Paced, a.PacedTold = time.UnixMilli(ms), told
-	}
-	a.Refusals, _ = strconv.Atoi(s[4])
-	if ms, err := strconv.ParseInt(s[5], 10, 64); err == nil {
-		a.RetryAt = time.UnixMilli(ms)
-	}
-	return a
-}
-
-// strs turns HMGET answers into strings ("" for none).
-func strs(vals []any) []string {
-	out := make([]string, len(vals))
-	for i, v := range vals {
-		out[i], _ = v.(string)
-	}
-	return out
 }
 
 // recipientState is what the job records say of one recipient.
@@ -467,7 +340,7 @@ func (s jobStore) recipient(ctx context.Context, id string, i, devices int) (rec
 	readAt := s.now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		rc = p.HGet(ctx, store.RecpKey(id), strconv.Itoa(i))
-		dc = p.HMGet(ctx, store.DevKey(id), appendRecipientFields(nil, i, devices)...)
+		dc = p.HMGet(ctx, store.DevKey(id), store.AppendRecipientFields(nil, i, devices)...)
 		if devices > 1 {
 			fields := make([]string, devices)
 			for d := range devices {
@@ -475,7 +348,7 @@ func (s jobStore) recipient(ctx context.Context, id string, i, devices int) (rec
 			}
 			uc = p.HMGet(ctx, store.DevKey(id), fields...)
 		}
-		hc = queueHead(ctx, p, id)
+		hc = store.QueueHead(ctx, p, id)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -486,37 +359,18 @@ func (s jobStore) recipient(ctx context.Context, id string, i, devices int) (rec
 		return recipientState{}, fmt.Errorf("read state of %s/%d: %w", id, i, err)
 	}
 	if retired {
-		return recipientState{final: stateRetired, readAt: readAt}, nil
+		return recipientState{final: store.StateRetired, readAt: readAt}, nil
 	}
 	vals := dc.Val()
-	if len(vals) != devices+nAttemptFields {
+	if len(vals) != devices+store.NAttemptFields {
 		return recipientState{}, fmt.Errorf("read state of %s/%d: %d fields for %d devices", id, i, len(vals), devices)
 	}
-	st := recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:]),
+	st := recipientState{final: rc.Val(), devices: store.Strs(vals[:devices]), attempts: store.AttemptsOf(vals[devices:]),
 		cancelled: cancelled, readAt: readAt}
 	if uc != nil {
-		st.attempts.PushedUnder = pushedUnder(st.devices, uc.Val())
+		st.attempts.PushedUnder = store.PushedUnder(st.devices, uc.Val())
 	}
 	return st, nil
-}
-
-// pushedUnder reads the attempts delivered devices (states) got the push
-// under (store.PushedField's values, as HMGET answers them): -1 where none is
-// recorded.
-func pushedUnder(states []string, vals []any) []int {
-	out := make([]int, len(states))
-	for j := range out {
-		out[j] = -1
-		if j >= len(vals) || states[j] != task.Delivered {
-			continue
-		}
-		if s, ok := vals[j].(string); ok {
-			if n, err := strconv.Atoi(s); err == nil {
-				out[j] = n
-			}
-		}
-	}
-	return out
 }
 
 // nextAttempt records that recipient i's attempt a.n ended and another

@@ -37,9 +37,9 @@ type startCall struct {
 }
 
 func (s jobStore) startCall(r store.RecordInfo, done bool, first *task.Chunk) *startCall {
-	state := jobFanning
+	state := store.JobFanning
 	if done {
-		state = jobFannedOut
+		state = store.JobFannedOut
 	}
 	return s.startCallWith(r, state, false, first)
 }
@@ -136,7 +136,7 @@ type chunkStates struct {
 	// deliverChunk).
 	handed bool
 	// retired: the job finished and its records were retired (worker/internal/store/done.go);
-	// every recipient's final state reads stateRetired. acceptedAt is
+	// every recipient's final state reads store.StateRetired. acceptedAt is
 	// then the acceptance its done entry keeps (start.lua's answer only).
 	retired    bool
 	acceptedAt time.Time
@@ -154,7 +154,7 @@ func retiredStates(c *task.Chunk, readAt time.Time) *chunkStates {
 		n := len(c.Recipients)
 		st.finals, st.devices, st.attempts = make([]string, n), make([][]string, n), make([]decide.Attempts, n)
 		for i, r := range c.Recipients {
-			st.finals[i], st.devices[i] = stateRetired, make([]string, len(r.Devices))
+			st.finals[i], st.devices[i] = store.StateRetired, make([]string, len(r.Devices))
 		}
 	}
 	return st
@@ -162,7 +162,7 @@ func retiredStates(c *task.Chunk, readAt time.Time) *chunkStates {
 
 // statesOf reads a chunk's states from vals: its recipients' final states,
 // then their held markers, then per recipient its devices' states and its
-// attempt fields (appendRecipientFields).
+// attempt fields (store.AppendRecipientFields).
 func statesOf(c *task.Chunk, vals []any) (*chunkStates, error) {
 	n := len(c.Recipients)
 	if len(vals) < n {
@@ -176,16 +176,16 @@ func statesOf(c *task.Chunk, vals []any) (*chunkStates, error) {
 	if len(vals) < n {
 		return nil, fmt.Errorf("%d held markers for %d recipients", len(vals), n)
 	}
-	st.holds = strs(vals[:n])
+	st.holds = store.Strs(vals[:n])
 	vals = vals[n:]
 	for i, r := range c.Recipients {
 		nd := len(r.Devices)
-		if len(vals) < nd+nAttemptFields {
+		if len(vals) < nd+store.NAttemptFields {
 			return nil, fmt.Errorf("too few device states for %d recipients", n)
 		}
-		st.devices[i] = strs(vals[:nd])
-		st.attempts[i] = attemptsOf(vals[nd : nd+nAttemptFields])
-		vals = vals[nd+nAttemptFields:]
+		st.devices[i] = store.Strs(vals[:nd])
+		st.attempts[i] = store.AttemptsOf(vals[nd : nd+store.NAttemptFields])
+		vals = vals[nd+store.NAttemptFields:]
 	}
 	return st, nil
 }
@@ -220,7 +220,7 @@ func (s jobStore) chunkState(ctx context.Context, c *task.Chunk, marked bool) (*
 	}
 	st, err := s.statesFrom(ctx, c, marked, readAt, reply, err)
 	if st != nil && st.first {
-		st.resetMark = resetMarkOf(mark)
+		st.resetMark = store.ResetMarkOf(mark)
 	}
 	return st, err
 }
@@ -243,17 +243,17 @@ func (s jobStore) heldJobsStates(ctx context.Context, cs []*task.Chunk) ([]*chun
 			if sets[c.Group] == nil {
 				sets[c.Group] = p.SetNX(ctx, store.HeldRunKey(c.Group), 1, task.RecordTTL)
 			}
-			heads[i] = queueHead(ctx, p, c.Job)
+			heads[i] = store.QueueHead(ctx, p, c.Job)
 		}
 		return nil
 	})
-	// The mark's error is its own (resetMarkOf).
+	// The mark's error is its own (store.ResetMarkOf).
 	for _, cmd := range cmds[1:] {
 		if err := cmd.Err(); err != nil {
 			return nil, nil, fmt.Errorf("read the states of %d held jobs: %w", len(cs), err)
 		}
 	}
-	at := resetMarkOf(mark)
+	at := store.ResetMarkOf(mark)
 	sts, errs := make([]*chunkStates, len(cs)), make([]error, len(cs))
 	for i, c := range cs {
 		if sets[c.Group].Val() {
@@ -283,7 +283,7 @@ func (s jobStore) chunkRead(ctx context.Context, c *task.Chunk, always bool) ([]
 		rf = make([]string, len(c.Recipients))
 		for i, r := range c.Recipients {
 			rf[i] = strconv.Itoa(c.Index(i))
-			df = appendRecipientFields(df, c.Index(i), len(r.Devices))
+			df = store.AppendRecipientFields(df, c.Index(i), len(r.Devices))
 		}
 	}
 	return store.ChunkScript.Run(ctx, s.rdb, store.JobKeys(c.Job)[:3], store.ChunkArgs(c, always, rf, df)...).Slice()
@@ -319,7 +319,7 @@ func (s jobStore) statesFrom(ctx context.Context, c *task.Chunk, marked bool, re
 	if none == 1 {
 		n := 2 * len(c.Recipients) // nothing sent yet: every field unset
 		for _, r := range c.Recipients {
-			n += len(r.Devices) + nAttemptFields
+			n += len(r.Devices) + store.NAttemptFields
 		}
 		vals = make([]any, n)
 	}
@@ -450,7 +450,7 @@ func (s jobStore) writeHeld(id string, ttl time.Duration, r *chunkRecord) ([]boo
 	outs := []store.DeviceOutcome{{Job: id, Key: store.JobKey(id), Deferrals: r.deferrals, TTL: ttl}}
 	for k := 0; k+2 < len(r.entries); k += 3 {
 		outs = append(outs, store.DeviceOutcome{Job: id, Key: store.JobKey(id), TTL: ttl,
-			Field: heldPrefix + strconv.Itoa(r.entries[k].(int)), State: r.entries[k+2].(string)})
+			Field: store.HeldPrefix + strconv.Itoa(r.entries[k].(int)), State: r.entries[k+2].(string)})
 	}
 	if err := s.held.RecordAll(outs...); err != nil {
 		return nil, err

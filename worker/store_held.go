@@ -18,7 +18,7 @@ import (
 // readHeldMark reads recipient index's held marker in job's record (as
 // task.HeldMark makes it): redis.Nil when it has none.
 func (s jobStore) readHeldMark(ctx context.Context, job string, index int) (string, error) {
-	return s.rdb.HGet(ctx, store.JobKey(job), heldPrefix+strconv.Itoa(index)).Result()
+	return s.rdb.HGet(ctx, store.JobKey(job), store.HeldPrefix+strconv.Itoa(index)).Result()
 }
 
 // heldFields reads fields of job's record (held markers) in one round
@@ -50,7 +50,7 @@ func (s jobStore) holdPaced(ctx context.Context, job string, paced map[int]paced
 		for i, pt := range paced {
 			v := strconv.FormatInt(pt.at.UnixMilli(), 10)
 			if pt.told {
-				v += pacedToldMark
+				v += store.PacedToldMark
 			}
 			p.HSet(ctx, store.DevKey(job), strconv.Itoa(i)+"/p", v)
 		}
@@ -90,22 +90,11 @@ func (s jobStore) secondTake(ctx context.Context, q string, wake int64) (taken, 
 	if err != nil || len(vals) != 2 {
 		return nil, nil, "", fmt.Errorf("take the held jobs of %s (%v): %w", keys[0], vals, err)
 	}
-	return hashOf(vals[0]), hashOf(vals[1]), keys[1], nil
+	return store.HashOf(vals[0]), store.HashOf(vals[1]), keys[1], nil
 }
 
 // secondDone marks the second wake of held queue q done (together.lua's
 // done).
 func (s jobStore) secondDone(ctx context.Context, q string, wake int64) error {
 	return store.TogetherScript.Run(ctx, s.rdb, store.TogetherKeys(q, wake), "done", togetherDoneTTL.Milliseconds()).Err()
-}
-
-// hashOf reads an HGETALL reply as a map.
-func hashOf(v any) map[string]string {
-	out := map[string]string{}
-	vals, _ := v.([]any)
-	for i := 0; i+1 < len(vals); i += 2 {
-		k, _ := vals[i].(string)
-		out[k], _ = vals[i+1].(string)
-	}
-	return out
 }

@@ -19,7 +19,7 @@ import (
 
 // recipientHead are the job record's fields a page reads before its held
 // markers.
-var recipientHead = []string{"queue", "state", "recipients", "app", fieldCancelled}
+var recipientHead = []string{"queue", "state", "recipients", "app", store.FieldCancelled}
 
 func (s jobStore) recipients(ctx context.Context, id string, q RecipientsQuery) (RecipientsPage, error) {
 	from, err := q.check()
@@ -33,7 +33,7 @@ func (s jobStore) recipients(ctx context.Context, id string, q RecipientsQuery) 
 	for k := range n {
 		i := from + k
 		names[k] = strconv.Itoa(i)
-		fields = append(fields, heldPrefix+names[k])
+		fields = append(fields, store.HeldPrefix+names[k])
 		for d := range payload.MaxDevices {
 			devs = append(devs, store.DevField(i, d))
 		}
@@ -50,22 +50,22 @@ func (s jobStore) recipients(ctx context.Context, id string, q RecipientsQuery) 
 		dc = p.HMGet(ctx, store.DevKey(id), devs...)
 		xc = p.HMGet(ctx, store.ExceptKey(id), names...)
 		xn = p.HLen(ctx, store.ExceptKey(id))
-		done = queueRetired(ctx, p, s.done, id, s.now())
+		done = store.QueueRetired(ctx, p, s.done, id, s.now())
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return RecipientsPage{}, fmt.Errorf("read recipients of job %s: %w", id, err)
 	}
-	head := strs(hc.Val())
+	head := store.Strs(hc.Val())
 	if len(head) != len(fields) {
 		return RecipientsPage{}, fmt.Errorf("job record %s: %d fields for %d", id, len(head), len(fields))
 	}
-	except := strs(xc.Val())
+	except := store.Strs(xc.Val())
 	if len(except) != n {
 		return RecipientsPage{}, fmt.Errorf("exceptions of job %s: unexpected reply", id)
 	}
 	if head[0] == "" {
-		if v := retiredOf(done); v != "" {
+		if v := store.RetiredOf(done); v != "" {
 			st, err := store.CompactStatus(id, v)
 			if err != nil {
 				return RecipientsPage{}, err
@@ -99,7 +99,7 @@ func (s jobStore) recipients(ctx context.Context, id string, q RecipientsQuery) 
 	if head[4] != "" {
 		page.State = jobCancelled
 	}
-	finals, dv := strs(rc.Val()), strs(dc.Val())
+	finals, dv := store.Strs(rc.Val()), store.Strs(dc.Val())
 	if len(finals) != n || len(dv) != len(devs) {
 		return RecipientsPage{}, fmt.Errorf("recipients of job %s: unexpected reply", id)
 	}

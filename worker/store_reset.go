@@ -2,9 +2,7 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,19 +26,4 @@ func (s jobStore) raiseResetMark(ctx context.Context, at time.Time) error {
 		return fmt.Errorf("write the reset mark: %w", err)
 	}
 	return nil
-}
-
-// resetMarkOf reads a reset mark's GET: Unix ms, 0 for none. A mark that
-// could not be read (its node did not answer, or the key holds something
-// else) is the latest instant: every booking is looked up, which is always
-// safe.
-func resetMarkOf(g *redis.StringCmd) int64 {
-	v, err := g.Int64()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return 0
-	case err != nil:
-		return math.MaxInt64
-	}
-	return v
 }

@@ -119,7 +119,7 @@ func TestWokenGroupRunAgainChangesNothing(t *testing.T) {
 		}
 	}
 	groupOf := func(job string) string {
-		q, g := task.ParseHeldMark(e.rdb.HGet(t.Context(), store.JobKey(job), heldPrefix+"0").Val())
+		q, g := task.ParseHeldMark(e.rdb.HGet(t.Context(), store.JobKey(job), store.HeldPrefix+"0").Val())
 		if q != heldJoined {
 			t.Fatalf("job %s marked held in %q by %s, want a group waiting for its second", job, q, g)
 		}

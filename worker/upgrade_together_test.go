@@ -41,7 +41,7 @@ func TestReRunWithoutSecondsTasksRunsItsGroups(t *testing.T) {
 	// The re-run by a process without seconds' tasks: each group's own
 	// task where its markers say.
 	for _, j := range jobs {
-		q, g := task.ParseHeldMark(e.rdb.HGet(t.Context(), store.JobKey(j.ID), heldPrefix+"0").Val())
+		q, g := task.ParseHeldMark(e.rdb.HGet(t.Context(), store.JobKey(j.ID), store.HeldPrefix+"0").Val())
 		if q != heldJoined || bodies[g] == "" {
 			t.Fatalf("job %s marked held in %q by %q, want a group of the cut run in %s", j.ID, q, g, heldJoined)
 		}

@@ -148,7 +148,7 @@ func checkHeldJobs(t *testing.T, e *env, tasks map[string]heldJobs, want []int) 
 		for _, c := range h.Jobs {
 			got = append(got, c.Job)
 			out[id] = append(out[id], c.Job)
-			mark := e.rdb.HGet(t.Context(), store.JobKey(c.Job), heldPrefix+"0").Val()
+			mark := e.rdb.HGet(t.Context(), store.JobKey(c.Job), store.HeldPrefix+"0").Val()
 			if mark != task.HeldMark(heldJoined, id) {
 				t.Errorf("job %s marked %q, want held by %s in %s", c.Job, mark, id, heldJoined)
 			}
@@ -456,7 +456,7 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 		t.Errorf("%d delivery tasks, want %d (one per job)", got, n)
 	}
 	for _, j := range jobs {
-		mark := e.rdb.HGet(t.Context(), store.JobKey(j.ID), heldPrefix+"0").Val()
+		mark := e.rdb.HGet(t.Context(), store.JobKey(j.ID), store.HeldPrefix+"0").Val()
 		if q, task := task.ParseHeldMark(mark); q != "normal" || task != "" {
 			t.Errorf("job %s marked %q, want held by its delivery task in normal", j.ID, mark)
 		}

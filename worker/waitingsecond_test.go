@@ -132,7 +132,7 @@ func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 	for id, h := range groups {
 		for _, c := range h.Jobs {
 			held = append(held, c.Job)
-			if mark := e.rdb.HGet(t.Context(), store.JobKey(c.Job), heldPrefix+"0").Val(); mark != task.HeldMark(heldJoined, id) {
+			if mark := e.rdb.HGet(t.Context(), store.JobKey(c.Job), store.HeldPrefix+"0").Val(); mark != task.HeldMark(heldJoined, id) {
 				t.Errorf("job %s marked %q, want held by %s in %s", c.Job, mark, id, heldJoined)
 			}
 		}
@@ -267,7 +267,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 		e.submitBatch(jobs)
 	}
 	groupOf := func(job string) (q, id string) {
-		return task.ParseHeldMark(e.rdb.HGet(t.Context(), store.JobKey(job), heldPrefix+"0").Val())
+		return task.ParseHeldMark(e.rdb.HGet(t.Context(), store.JobKey(job), store.HeldPrefix+"0").Val())
 	}
 	// A job's marker names its group before the group joins its second
 	// (the run's end adds its groups: heldJobsGroups.finish), so wait for

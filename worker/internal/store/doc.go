@@ -1,24 +1,25 @@
 // Package store is the job store's Redis side: the keys of a job's
-// records and the key builders (JobKey, DevKey, ...), the Lua scripts
-// (one .lua file each) and the builders of their ARGV (StartArgs,
-// RecordArgs, ...), the done buckets that keep a finished job's compact
-// status (DoneBuckets, CompactStatus), the events its writes append to
+// records and the key builders (JobKey, DevKey, ...), the records' fields
+// and states and the reads of them (records.go), the Lua scripts (one
+// .lua file each) and the builders of their ARGV (StartArgs, RecordArgs,
+// ...), the done buckets that keep a finished job's compact status
+// (DoneBuckets, CompactStatus), the events its writes append to
 // hush:events (Events, FinalEvent, EncodeEvent), the group commits of
 // device outcomes (Recorder) and of record.lua calls (ScriptBatcher), and
-// Persist, which keeps a write of
-// an acknowledged send trying through a Redis outage. Every Redis command
-// on a job's keys is made by package worker's store*.go through these
-// names, and by no other file (worker/storedoor_test.go); each script
-// names its KEYS and ARGV in its header (worker/scripts_test.go).
+// Persist, which keeps a write of an acknowledged send trying through a
+// Redis outage. Every Redis command on a job's keys is made here, or by
+// package worker's store*.go through these names, and by no other file
+// (worker/storedoor_test.go); each script names its KEYS and ARGV in its
+// header (worker/scripts_test.go).
 //
 // The fault simulation's deliberate bugs (mutant, built with -tags
 // hushmutant and named in HUSH_MUTANT) that live here are read by this
 // package's own copy of the worker's switch.
 //
 // It imports the standard library, payload and wire (the types it
-// encodes), the vocabulary (worker/internal/task), the group commit
-// (worker/internal/groupcommit) and go-redis, and no other part of the
-// worker.
+// encodes), the vocabulary (worker/internal/task), decide.Attempts (the
+// attempt history it reads), the group commit (worker/internal/groupcommit)
+// and go-redis, and no other part of the worker.
 //
 // # Redis keys
 //
