@@ -111,7 +111,7 @@ func (s jobStore) create(ctx context.Context, r store.RecordInfo, state string) 
 // a duplicate. The done entry keeps the queue, the acceptance to the
 // millisecond (which the submission's acceptance is truncated to,
 // Client.prepare) and, for a job a batch task owned, that task's tag ("@"
-// and taskTag): of two batches submitting one id into one queue in the
+// and store.TaskTag): of two batches submitting one id into one queue in the
 // same millisecond, only the one whose task finished the job reads as its
 // finisher. An entry without a tag (a job of its own task, or one written
 // before entries had tags) is told by the queue and the millisecond alone,
@@ -197,7 +197,7 @@ func (s jobStore) appWaitSince(ctx context.Context, id string, now time.Time, tt
 	return time.UnixMilli(ms), nil
 }
 
-// headOf reads queueHead's answer: whether the job was cancelled, and
+// headOf reads store.QueueHead's answer: whether the job was cancelled, and
 // whether it was retired. A record without its queue is looked up in the
 // done hash (one more round trip, only then): when it is there, the job
 // retired after (or before) the states were read, which then say nothing.
@@ -219,7 +219,7 @@ func (s jobStore) headOf(ctx context.Context, id string, hc *redis.SliceCmd) (ca
 }
 
 // readCancelled reads job id's cancellation in a round trip of its own,
-// answered as queueCancelled's.
+// answered as store.QueueCancelled's.
 func (s jobStore) readCancelled(ctx context.Context, id string) *redis.StringCmd {
 	return s.rdb.HGet(ctx, store.JobKey(id), store.FieldCancelled)
 }
