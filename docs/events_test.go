@@ -13,8 +13,9 @@ import (
 )
 
 // TestEvents: docs/events.md lists every event type (the worker's Event*
-// constants) and every JSON field of worker.Event, and no other; the
-// fields it gives each type are real ones; it names the stream.
+// constants, the job store's) and every JSON field of worker.Event, and
+// no other; the fields it gives each type are real ones; it names the
+// stream.
 func TestEvents(t *testing.T) {
 	md := readDoc(t, "events.md")
 	fields := jsonFields(reflect.TypeFor[worker.Event](), "")
@@ -22,7 +23,7 @@ func TestEvents(t *testing.T) {
 		t.Errorf("docs/events.md's fields and worker.Event differ %s", d)
 	}
 	types := table(t, md, "| type | when | fields |")
-	want := stringConsts(t, "../worker", regexp.MustCompile(`^Event[A-Z]`))
+	want := stringConsts(t, "../worker/internal/store", regexp.MustCompile(`^Event[A-Z]`))
 	if d := sameSet(want, firstColumn(types)); d != "" {
 		t.Errorf("docs/events.md's types and the worker's Event* constants differ %s", d)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -50,7 +51,7 @@ func TestDeliveryWaitsForItsApp(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, 10*time.Second, "the delivery waiting for its app", func() bool {
-				n, err := e.rdb.HExists(context.Background(), jobKey("new-app"), fieldAppWait).Result()
+				n, err := e.rdb.HExists(context.Background(), store.JobKey("new-app"), store.FieldAppWait).Result()
 				return err == nil && n
 			})
 			if err := e.w.apps.Swap(App{Name: DefaultApp, Senders: senders, Limiter: lim}, App{Name: "shop", Senders: senders, Limiter: lim}); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -265,12 +266,12 @@ func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int,
 	// are lost. A job whose record another submission owns (or that
 	// finished, unless this batch's task finished it: finishedBy) is a
 	// duplicate, and the batch task leaves it alone.
-	recs := make([]recordInfo, len(idx))
+	recs := make([]store.RecordInfo, len(idx))
 	calls := make([]*startCall, len(idx))
 	for k, i := range idx {
 		recs[k] = recordOf(&jobs[i], q)
 		recs[k].Task = id
-		calls[k] = c.store.startCallWith(recs[k], jobQueued, true, nil)
+		calls[k] = c.store.startCallWith(recs[k], store.JobQueued, true, nil)
 	}
 	c.store.startAll(ctx, calls)
 	for k, i := range idx {
@@ -280,7 +281,7 @@ func (c *Client) submitBatch(ctx context.Context, jobs []payload.Job, idx []int,
 			res[i].Err = err
 		case finishedBy(owner, st, recs[k]):
 			c.count("accepted")
-		case st.retired || owner != recs[k].owner():
+		case st.retired || owner != recs[k].Owner():
 			c.count("duplicate")
 			res[i].Duplicate = true
 		default:

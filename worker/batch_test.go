@@ -18,6 +18,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -112,7 +113,7 @@ func TestBatchDeliversEachJobOnce(t *testing.T) {
 	if got := count("high"); !cmp.Equal(got, map[string]int{TypeBatch: 1}) {
 		t.Errorf("high's tasks %v, want 1 batch", got)
 	}
-	if st, err := e.client.Status(t.Context(), "b/7"); err != nil || st.State != jobQueued || st.Queue != "normal" {
+	if st, err := e.client.Status(t.Context(), "b/7"); err != nil || st.State != store.JobQueued || st.Queue != "normal" {
 		t.Errorf("status of a batched job before it runs: %+v, %v; want queued on normal", st, err)
 	}
 

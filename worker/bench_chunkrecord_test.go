@@ -9,12 +9,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // BenchmarkChunkRecordCall splits what a fan-out chunk's writes cost
 // Redis: the device answers (HSETs of 12 answers each with their PEXPIRE,
-// as recorder.write groups them) and the chunk's record.lua call that
+// as store.Recorder groups them) and the chunk's record.lua call that
 // records its 100 recipients' final states. 100 jobs of 1,000 recipients,
 // 10 chunks each, every recipient delivered; one script call per chunk,
 // one at a time. It reports Redis CPU (INFO cpu) per delivery of each
@@ -40,7 +41,7 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 	rdb := privateRedis(b)
 	ctx := context.Background()
 	s := newStore(rdb, DefaultJobRetention)
-	src := retireSrc + recordSrc
+	src := store.RetireSrc + store.RecordSrc
 	models := map[string]string{
 		"ranged":   src,
 		"unranged": src,
@@ -66,8 +67,8 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 			js, _ := benchJobs("chunkrecord", jobs, size, size)
 			for i := range js {
 				js[i].AcceptedAt = time.Now()
-				c := s.startCallWith(recordOf(&js[i], "normal"), jobQueued, true, nil)
-				if err := startScript.Run(ctx, rdb, c.keys, c.args...).Err(); err != nil {
+				c := s.startCallWith(recordOf(&js[i], "normal"), store.JobQueued, true, nil)
+				if err := store.StartScript.Run(ctx, rdb, c.keys, c.args...).Err(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -78,10 +79,10 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 					for k := from; k < from+task.ChunkSize; k += 12 {
 						var f []any
 						for x := k; x < min(k+12, from+task.ChunkSize); x++ {
-							f = append(f, devField(x, 0), task.Delivered)
+							f = append(f, store.DevField(x, 0), task.Delivered)
 						}
-						p.HSet(ctx, devKey(js[i].ID), f...)
-						p.PExpire(ctx, devKey(js[i].ID), time.Hour)
+						p.HSet(ctx, store.DevKey(js[i].ID), f...)
+						p.PExpire(ctx, store.DevKey(js[i].ID), time.Hour)
 					}
 					if _, err := p.Exec(ctx); err != nil {
 						b.Fatal(err)
@@ -102,7 +103,7 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 						entries = append(entries, x, task.Delivered, "")
 					}
 					keys, at := s.retiring(js[i].ID)
-					if err := script.Run(ctx, rdb, keys, recordArgs(time.Hour, 0, at, "", "", rng(from), entries)...).Err(); err != nil {
+					if err := script.Run(ctx, rdb, keys, store.RecordArgs(time.Hour, 0, at, "", "", rng(from), entries)...).Err(); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -110,7 +111,7 @@ func BenchmarkChunkRecordCall(b *testing.B) {
 			cpu2 := serverCPU(b, rdb)
 			if name == "ranged" || name == "unranged" {
 				// Every final state written: the call did the work.
-				if n := rdb.HLen(ctx, recpKey(js[0].ID)).Val(); n != size {
+				if n := rdb.HLen(ctx, store.RecpKey(js[0].ID)).Val(); n != size {
 					b.Fatalf("job %s has %d final states, want %d", js[0].ID, n, size)
 				}
 			}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/store"
 )
 
 // scriptCosts, with HUSH_BENCH_SCRIPTS=1, logs the Redis server time per
@@ -30,12 +32,12 @@ func scriptNames() map[string]string {
 		h := sha1.Sum([]byte(strings.Join(srcs, "")))
 		names[hex.EncodeToString(h[:])] = name
 	}
-	add("start.lua", startSrc)
-	add("record.lua", retireSrc, recordSrc)
-	add("fanned.lua", retireSrc, fannedSrc)
-	add("cancel.lua", cancelSrc)
-	add("chunk.lua", chunkSrc)
-	add("together.lua", togetherSrc)
+	add("start.lua", store.StartSrc)
+	add("record.lua", store.RetireSrc, store.RecordSrc)
+	add("fanned.lua", store.RetireSrc, store.FannedSrc)
+	add("cancel.lua", store.CancelSrc)
+	add("chunk.lua", store.ChunkSrc)
+	add("together.lua", store.TogetherSrc)
 	lib, err := os.ReadFile("../throttle/lib.lua")
 	if err == nil {
 		for _, s := range []string{"reserve", "release", "status"} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -146,7 +147,7 @@ func (w *Worker) book(ctx context.Context, a *App, items []bookItem, how bookHow
 	case len(reqs) == 0:
 		cc = w.store.readCancelled(ctx, how.job)
 	case pipe != nil:
-		b.res, b.err = pipe.ReserveBatchWith(ctx, reqs, func(p redis.Pipeliner) { cc = queueCancelled(ctx, p, how.job) })
+		b.res, b.err = pipe.ReserveBatchWith(ctx, reqs, func(p redis.Pipeliner) { cc = store.QueueCancelled(ctx, p, how.job) })
 	default:
 		cc = w.store.readCancelled(ctx, how.job)
 		if cc.Err() == nil || errors.Is(cc.Err(), redis.Nil) {
@@ -161,7 +162,7 @@ func (w *Worker) book(ctx context.Context, a *App, items []bookItem, how bookHow
 	case cc == nil:
 		b.cancelErr = fmt.Errorf("read the cancellation of %s: not made", how.job)
 	default:
-		if b.cancelled, b.cancelErr = isCancelled(cc); b.cancelErr != nil {
+		if b.cancelled, b.cancelErr = store.IsCancelled(cc); b.cancelErr != nil {
 			b.cancelErr = fmt.Errorf("read the cancellation of %s: %w", how.job, b.cancelErr)
 		}
 	}

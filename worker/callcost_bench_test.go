@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -55,21 +56,21 @@ func BenchmarkJobScriptCalls(b *testing.B) {
 				script *redis.Script
 				call   func(i int) (keys []string, args []any)
 			}{
-				{"client-start", startScript, func(i int) ([]string, []any) {
+				{"client-start", store.StartScript, func(i int) ([]string, []any) {
 					r := recordOf(&jobs[i], "normal")
 					r.Task = "batch:callcost" // the batch task owns the job
-					c := s.startCallWith(r, jobQueued, true, nil)
+					c := s.startCallWith(r, store.JobQueued, true, nil)
 					return c.keys, c.args
 				}},
-				{"task-start", startScript, func(i int) ([]string, []any) {
+				{"task-start", store.StartScript, func(i int) ([]string, []any) {
 					r := recordOf(&jobs[i], "normal")
 					r.Task = "batch:callcost"
 					c := s.startCall(r, true, task.ChunkOf(&jobs[i], 0))
 					return c.keys, c.args
 				}},
-				{"record", recordScript, func(i int) ([]string, []any) {
+				{"record", store.RecordScript, func(i int) ([]string, []any) {
 					keys, at := s.retiring(jobs[i].ID)
-					return keys, recordArgs(task.ChunkOf(&jobs[i], 0).TTL(), 0, at, "", "", "", []any{0, task.Delivered, ""})
+					return keys, store.RecordArgs(task.ChunkOf(&jobs[i], 0).TTL(), 0, at, "", "", "", []any{0, task.Delivered, ""})
 				}},
 			}
 			for _, ph := range phases {
@@ -133,7 +134,7 @@ return out`, scriptSource[s]))
 }
 
 // scriptSource is the source of the scripts manyScript wraps.
-var scriptSource = map[*redis.Script]string{startScript: startSrc, recordScript: retireSrc + recordSrc}
+var scriptSource = map[*redis.Script]string{store.StartScript: store.StartSrc, store.RecordScript: store.RetireSrc + store.RecordSrc}
 
 // privateRedis is a client of a redis-server of b's own, whose CPU
 // nothing else uses.
@@ -156,7 +157,7 @@ func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
 // BenchmarkJobKeyLifecycle measures what keeping a single-recipient job's
 // live state in keys of its own costs Redis, against keeping it in one
 // field of a shared hash, as finished jobs' done entries are kept
-// (store_retire.go): the question a leaner store for single-recipient jobs
+// (worker/internal/store/done.go): the question a leaner store for single-recipient jobs
 // would answer.
 //
 //	go test -run '^$' -bench JobKeyLifecycle -benchtime 100000x ./worker/
@@ -189,7 +190,7 @@ else
 redis.call('DEL', KEYS[1], KEYS[2])
 ` + retire + `
 end
-return 1`), func(id, _, done string) []string { return []string{jobKey(id), devKey(id), done} }},
+return 1`), func(id, _, done string) []string { return []string{store.JobKey(id), store.DevKey(id), done} }},
 		{"one-key-states-inside", redis.NewScript(`if ARGV[2] == 'w' then
 redis.call('HSET', KEYS[1], 'queue', 'normal', 'task', 'batch:x', 'accepted_at', '2026-11-26T23:00:00.123456789Z',
   'recipients', '1', 'deadline', '', 'state', 'queued', 'cursor', '0', 'ttl', '604800000')
@@ -199,7 +200,7 @@ else
 redis.call('DEL', KEYS[1])
 ` + retire + `
 end
-return 1`), func(id, _, done string) []string { return []string{jobKey(id), jobKey(id), done} }},
+return 1`), func(id, _, done string) []string { return []string{store.JobKey(id), store.JobKey(id), done} }},
 		{"field-of-a-shared-hash", redis.NewScript(`if ARGV[2] == 'w' then
 redis.call('HSET', KEYS[1], ARGV[1], 'normal|batch:x|2026-11-26T23:00:00.123456789Z|1||queued|0|0/0:delivered')
 redis.call('PEXPIREAT', KEYS[1], 1864198000123)
@@ -225,7 +226,7 @@ return 1`), func(_, bucket, done string) []string { return []string{bucket, buck
 					p := rdb.Pipeline()
 					for j := i; j < i+group; j++ {
 						id := "life-" + strconv.Itoa(j)
-						tag := "{" + strconv.Itoa(j%doneShards) + "}"
+						tag := "{" + strconv.Itoa(j%store.DoneShards) + "}"
 						m.script.EvalSha(ctx, p, m.keys(id, "hush:live:"+tag, "hush:done:"+tag), id, step)
 					}
 					if _, err := p.Exec(ctx); err != nil {
@@ -235,7 +236,7 @@ return 1`), func(_, bucket, done string) []string { return []string{bucket, buck
 			}
 			b.ReportMetric(float64((serverCPU(b, rdb)-cpu0).Microseconds())/float64(n), "redis-µs/job")
 			// Both leave only the done hashes: nothing live.
-			if got, want := rdb.DBSize(ctx).Val(), int64(min(n, doneShards)); got != want {
+			if got, want := rdb.DBSize(ctx).Val(), int64(min(n, store.DoneShards)); got != want {
 				b.Fatalf("%d keys left, want the %d done hashes", got, want)
 			}
 		})

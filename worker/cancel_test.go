@@ -15,6 +15,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -32,7 +33,7 @@ type cancelReads struct {
 func (h *cancelReads) is(cmd redis.Cmder) bool {
 	args := cmd.Args()
 	return len(args) == 3 && strings.EqualFold(args[0].(string), "hget") &&
-		args[1] == jobKey(h.job) && args[2] == fieldCancelled
+		args[1] == store.JobKey(h.job) && args[2] == store.FieldCancelled
 }
 
 func (h *cancelReads) DialHook(next redis.DialHook) redis.DialHook { return next }

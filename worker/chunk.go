@@ -18,6 +18,7 @@ import (
 
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -136,7 +137,7 @@ type handoff struct {
 // make), books its recipients in one limiter round trip, which also reads
 // whether the job was cancelled (book), and sends those allowed now at
 // once, concurrently, so every push reaches the provider right after its
-// booking. Each device's answer is recorded as it comes (store_outcomes.go); the
+// booking. Each device's answer is recorded as it comes (worker/internal/store/outcomes.go); the
 // recipients' final states, and which are left held, are recorded in one
 // round trip at the end. Every other recipient (held back by the limiter,
 // booked by an earlier run, late for its slot, not delivered to every
@@ -396,7 +397,7 @@ func (w *Worker) markedHeld(ctx context.Context, c *task.Chunk, idx []int) []int
 	}
 	fields := make([]string, len(idx))
 	for k, i := range idx {
-		fields[k] = heldPrefix + strconv.Itoa(c.Index(i))
+		fields[k] = store.HeldPrefix + strconv.Itoa(c.Index(i))
 	}
 	vals, err := w.store.heldFields(ctx, c.Job, fields)
 	if err != nil {

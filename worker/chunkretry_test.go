@@ -17,6 +17,7 @@ import (
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -59,7 +60,7 @@ func (h *recordFails) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, c := range cmds {
 			args := c.Args()
-			if len(args) == 4 && strings.EqualFold(fmt.Sprint(args[0]), "hincrby") && args[1] == devKey(h.job) &&
+			if len(args) == 4 && strings.EqualFold(fmt.Sprint(args[0]), "hincrby") && args[1] == store.DevKey(h.job) &&
 				args[2] == strconv.Itoa(h.index)+"/a" && h.failed.CompareAndSwap(false, true) {
 				for _, c := range cmds {
 					c.SetErr(oom{})

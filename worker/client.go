@@ -18,12 +18,13 @@ import (
 	"github.com/hushpush/hush/wire"
 	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/groupcommit"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // Task options of a job. A finished job task is not retained: its record,
 // written before the task can finish, answers duplicates (and, once the
-// job is done, its done-hash entry: store_retire.go).
+// job is done, its done-hash entry: worker/internal/store/done.go).
 const (
 	jobMaxRetry = 25
 	jobTimeout  = 10 * time.Minute
@@ -35,7 +36,7 @@ type Client struct {
 	rdb   redis.UniversalClient
 	aq    *asynq.Client
 	insp  *asynq.Inspector
-	store store
+	store jobStore
 	now   func() time.Time
 	m     *metrics // nil outside a Worker
 	log   *slog.Logger
@@ -72,7 +73,7 @@ func WithClock(now func() time.Time) ClientOption {
 func WithJobRetention(d time.Duration) ClientOption {
 	return func(c *Client) {
 		if d > 0 {
-			c.store.done.retention = d
+			c.store.done.Retention = d
 		}
 	}
 }
@@ -164,7 +165,7 @@ func (c *Client) prepare(job *payload.Job, now time.Time) error {
 		job.ID = payload.NewID()
 	}
 	// Validate refused one set by the caller. Milliseconds: a finished
-	// job's record keeps no finer (store_retire.go).
+	// job's record keeps no finer (worker/internal/store/done.go).
 	job.AcceptedAt = now.Truncate(time.Millisecond)
 	return nil
 }
@@ -200,7 +201,7 @@ func (c *Client) submit(ctx context.Context, job *payload.Job, now time.Time) (A
 	// lookup above reads live records only) is a duplicate, unless this
 	// submission's own task finished it already; the new task of a
 	// duplicate finds it retired too and does nothing.
-	dup, err := c.store.create(ctx, recordOf(job, queue), jobQueued)
+	dup, err := c.store.create(ctx, recordOf(job, queue), store.JobQueued)
 	if err != nil {
 		return Accepted{}, err
 	}
@@ -385,7 +386,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 		// scheduled one; Asynq would run a finished task again, so only
 		// then), and every held delivery (each drops itself now, giving
 		// its booking back).
-		if cx.state == jobQueued {
+		if cx.state == store.JobQueued {
 			// On its shard queue, or on the priority queue when a Client
 			// without shards enqueued it.
 			if c.insp.RunTask(task.ShardQueue(st.Queue, task.JobID(id), c.shards), task.JobID(id)) != nil {
@@ -440,8 +441,8 @@ func (c *Client) wrote(jobs int) {
 	}
 }
 
-func recordOf(job *payload.Job, queue string) recordInfo {
-	return recordInfo{
+func recordOf(job *payload.Job, queue string) store.RecordInfo {
+	return store.RecordInfo{
 		ID:         job.ID,
 		Queue:      queue,
 		App:        job.App,

@@ -22,4 +22,4 @@ func (w *Worker) now() time.Time {
 }
 
 // now is the time on the store's clock.
-func (s store) now() time.Time { return task.NowOf(s.clock) }
+func (s jobStore) now() time.Time { return task.NowOf(s.clock) }

@@ -25,9 +25,10 @@
 // decide.GateOf: whether a cancellation allows a send), pure functions
 // this package calls and carries out; the bookings they judge are made and
 // given back in booking.go (book, release). The job store is store*.go
-// (store.go lists them): every command on a job's keys and every script is
-// there (storedoor_test.go), and each script names its KEYS and ARGV in
-// its header.
+// (store.go lists them) and the part worker/internal/store (the keys, the
+// scripts and the done buckets): every command on a job's keys is there
+// (storedoor_test.go), and each script names its KEYS and ARGV in its
+// header.
 // What each promises is in docs/delivery.md.
 //
 // # Tasks
@@ -52,32 +53,11 @@
 //
 // # Redis keys
 //
-// Besides Asynq's and the limiter's. A job's keys share the hash tag
-// {<id>} (jobTag), so they live on one Redis Cluster slot. The keys but
-// hush:events are built and used in the job store only (store*.go).
-//
-//	hush:job:{<id>}       hash: the job record (state, counters per final
-//	                      state, cancelled_at, app_wait, and "h:<index>",
-//	                      the held marker naming the one task that owns a
-//	                      held recipient: task.HeldMark)
-//	hush:job:{<id>}:r     hash: recipient index -> final state
-//	hush:job:{<id>}:dev   hash: "<recipient>/<device>" -> device state, and
-//	                      each recipient's attempts (attemptsOf)
-//	hush:job:{<id>}:x     hash: recipient index -> final state other than
-//	                      delivered, and a failure's reason (exceptKey);
-//	                      kept as long as the job's done entry
-//	hush:done:{<tag>}:<width>:<bucket>
-//	                      hash: job id -> a finished job's compact status,
-//	                      once its three keys above are deleted
-//	                      (store_retire.go)
-//	hush:jobs-at:{<queue>/<s>}
-//	                      hash: the hush:waiting-jobs groups waiting for
-//	                      their second's task (waitingsecond.go)
-//	hush:held-run:{<task>} a held task's run mark (heldRunKey)
-//	hush:throttle-reset:{<n>}
-//	                      string: the reset mark, the limiter's instant
-//	                      before which a booking may be gone (resetmark.go)
-//	hush:events           stream of events, capped (events.go)
+// Besides Asynq's and the limiter's, a job's keys (its record, recipient
+// and device states, exceptions, its done bucket's entry), the held
+// groups, run marks and the reset mark are listed in
+// worker/internal/store's doc.go, the part that builds them;
+// hush:events is events.go's.
 //
 // The limiter member of a delivery's first attempt is "<job id>/<index>",
 // of attempt k > 0 "<job id>/<index>#<k>" (task.Member), so each retry books a

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -32,7 +33,7 @@ func TestDropLogNamesNoDeadlineWithoutOne(t *testing.T) {
 	// then, instead of leaving it to find its booking gone at its slot.
 	waitFor(t, 10*time.Second, "score-1 held back by the gap", func() bool {
 		st, err := e.client.Status(t.Context(), first)
-		return err == nil && st.Deferrals > 0 && e.rdb.HExists(t.Context(), jobKey(first), heldPrefix+"0").Val()
+		return err == nil && st.Deferrals > 0 && e.rdb.HExists(t.Context(), store.JobKey(first), store.HeldPrefix+"0").Val()
 	})
 	newer := held
 	newer.ID, newer.CollapseKey = "score-2", "score"

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 )
 
 func TestEndToEnd(t *testing.T) {
@@ -114,7 +115,7 @@ func TestGeneratedID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != jobQueued || st.Recipients != 1 || st.Queue != string(payload.PriorityNormal) {
+	if st.State != store.JobQueued || st.Recipients != 1 || st.Queue != string(payload.PriorityNormal) {
 		t.Errorf("status = %+v, want queued with 1 recipient on the normal queue", st)
 	}
 }

@@ -10,13 +10,14 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
 // TestStoreRecordWritesAFoldedDevice: record.lua writes the device state
 // folded into it (dev_field) with the keys' TTL whenever its job does not
 // retire in that call: the job goes on, the recipient was final already,
-// or the record is gone (as recorder.write would write it); the call that
+// or the record is gone (as store.Recorder would write it); the call that
 // retires the job writes none, so the job never has a device-state hash.
 func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	ctx := context.Background()
@@ -25,7 +26,7 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	record := func(c *task.Chunk, recipient int, final string) {
 		t.Helper()
 		rec := &chunkRecord{folded: &foldedAnswer{pending: true,
-			o: deviceOutcome{job: c.Job, field: devField(recipient, 0), state: task.Delivered, ttl: c.TTL()}}}
+			o: store.DeviceOutcome{Job: c.Job, Field: store.DevField(recipient, 0), State: task.Delivered, TTL: c.TTL()}}}
 		rec.final(recipient, final, Event{})
 		if _, err := s.record(ctx, c, rec); err != nil {
 			t.Fatal(err)
@@ -33,12 +34,12 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	}
 	device := func(id string, recipient int) (string, time.Duration) {
 		t.Helper()
-		return s.rdb.HGet(ctx, devKey(id), devField(recipient, 0)).Val(), s.rdb.PTTL(ctx, devKey(id)).Val()
+		return s.rdb.HGet(ctx, store.DevKey(id), store.DevField(recipient, 0)).Val(), s.rdb.PTTL(ctx, store.DevKey(id)).Val()
 	}
 	newJob := func(name string, recipients int) *task.Chunk {
 		c := &task.Chunk{Job: prefix + name, AcceptedAt: time.Now()}
-		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(c.Job)...) })
-		s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFannedOut, "recipients", recipients,
+		t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(c.Job)...) })
+		s.rdb.HSet(ctx, store.JobKey(c.Job), "queue", "normal", "state", store.JobFannedOut, "recipients", recipients,
 			"accepted_at", "2026-11-25T10:00:00Z")
 		return c
 	}
@@ -50,21 +51,21 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 		t.Errorf("job going on: device 0/0 %q with TTL %v, want delivered with a TTL", st, ttl)
 	}
 	// Recipient 0 again (already final, nothing new): written all the same.
-	s.rdb.HDel(ctx, devKey(on.Job), devField(0, 0))
+	s.rdb.HDel(ctx, store.DevKey(on.Job), store.DevField(0, 0))
 	record(on, 0, task.Delivered)
 	if st, _ := device(on.Job, 0); st != task.Delivered {
 		t.Errorf("recipient already final: device 0/0 %q, want delivered", st)
 	}
 	// The last recipient retires the job: no device-state hash left.
 	record(on, 1, task.Delivered)
-	if n := s.rdb.Exists(ctx, jobKeys(on.Job)...).Val(); n != 0 {
+	if n := s.rdb.Exists(ctx, store.JobKeys(on.Job)...).Val(); n != 0 {
 		t.Errorf("%d of the retired job's keys left, want none", n)
 	}
 
 	// A job of one recipient retires in the call: the hash is never made.
 	one := newJob("one", 1)
 	record(one, 0, task.Delivered)
-	if n := s.rdb.Exists(ctx, devKey(one.Job)).Val(); n != 0 {
+	if n := s.rdb.Exists(ctx, store.DevKey(one.Job)).Val(); n != 0 {
 		t.Error("the retiring call left a device-state hash")
 	}
 	if st, err := s.status(ctx, one.Job); err != nil || st.State != jobDone || st.Counts[task.Delivered] != 1 {
@@ -72,14 +73,14 @@ func TestStoreRecordWritesAFoldedDevice(t *testing.T) {
 	}
 
 	// The record is gone (its TTL ran out): the device state is written,
-	// with a TTL, as recorder.write would.
+	// with a TTL, as store.Recorder would.
 	gone := &task.Chunk{Job: prefix + "gone", AcceptedAt: time.Now()}
-	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(gone.Job)...) })
+	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(gone.Job)...) })
 	record(gone, 0, task.Delivered)
 	if st, ttl := device(gone.Job, 0); st != task.Delivered || ttl <= 0 {
 		t.Errorf("record gone: device 0/0 %q with TTL %v, want delivered with a TTL", st, ttl)
 	}
-	if n := s.rdb.Exists(ctx, jobKey(gone.Job)).Val(); n != 0 {
+	if n := s.rdb.Exists(ctx, store.JobKey(gone.Job)).Val(); n != 0 {
 		t.Error("the call made a job record where there was none")
 	}
 }
@@ -108,11 +109,11 @@ func TestFoldedAnswerOnlyForOneDevice(t *testing.T) {
 	l.mu.Lock()
 	cmds := slices.Clone(l.cmds)
 	l.mu.Unlock()
-	if slices.Contains(cmds, "hset "+devKey(one)) {
+	if slices.Contains(cmds, "hset "+store.DevKey(one)) {
 		t.Errorf("the one-device job wrote its device-state hash (commands %v): its answer was not folded", cmds)
 	}
 	// (Two answers within the recorder's linger may share one HSET.)
-	if !slices.Contains(cmds, "hset "+devKey(two)) {
+	if !slices.Contains(cmds, "hset "+store.DevKey(two)) {
 		t.Errorf("the two-device job never wrote its device-state hash (commands %v): an answer waited for the other's", cmds)
 	}
 }
@@ -173,7 +174,7 @@ func TestHeldJobFoldsItsAnswer(t *testing.T) {
 	cmds := slices.Clone(l.cmds)
 	l.mu.Unlock()
 	for _, id := range []string{first, second} {
-		if slices.Contains(cmds, "hset "+devKey(id)) {
+		if slices.Contains(cmds, "hset "+store.DevKey(id)) {
 			t.Errorf("job %s wrote its device-state hash: its answer was not folded", id)
 		}
 	}

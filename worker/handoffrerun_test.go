@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -36,15 +37,15 @@ func (h *handoffLost) kind(cmd redis.Cmder) string {
 	args := cmd.Args()
 	name := strings.ToLower(args[0].(string))
 	switch {
-	case name == "hget" && len(args) == 3 && args[1] == jobKey(h.job) && args[2] == fieldCancelled:
+	case name == "hget" && len(args) == 3 && args[1] == store.JobKey(h.job) && args[2] == store.FieldCancelled:
 		return "cancel-read"
 	case (name == "evalsha" || name == "eval") && len(args) > 3:
 		if k, ok := args[3].(string); ok && strings.HasSuffix(k, ":t:"+task.DeliveryID(h.job, 0)) {
 			return "enqueue-0"
 		}
-	case name == "hget" && len(args) == 3 && args[1] == recpKey(h.job):
+	case name == "hget" && len(args) == 3 && args[1] == store.RecpKey(h.job):
 		return "delivery-read"
-	case name == "hset" && len(args) > 1 && args[1] == devKey(h.job):
+	case name == "hset" && len(args) > 1 && args[1] == store.DevKey(h.job):
 		return "device-write"
 	}
 	return ""

@@ -25,6 +25,7 @@ import (
 	"github.com/hushpush/hush/providers/fcm"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -349,7 +350,7 @@ func (e *env) events() []Event {
 		}
 		// Every event is named by its outcome; the tests compare the
 		// rest.
-		if want := eventID(ev); ev.ID != want {
+		if want := store.EventID(ev); ev.ID != want {
 			e.t.Errorf("event %s has id %q, want %q", m.ID, ev.ID, want)
 		}
 		ev.ID = ""

@@ -20,6 +20,7 @@ import (
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -184,7 +185,7 @@ func checkHeld(t *testing.T, e *env, held map[string]*asynq.TaskInfo, want []int
 			if c.Recipients[k].UserID != fmt.Sprintf("u-%d", i) {
 				t.Errorf("held task %s: recipient %d is %s", c.Name(), i, c.Recipients[k].UserID)
 			}
-			mark, err := e.rdb.HGet(t.Context(), jobKey("held"), heldPrefix+fmt.Sprint(i)).Result()
+			mark, err := e.rdb.HGet(t.Context(), store.JobKey("held"), store.HeldPrefix+fmt.Sprint(i)).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +222,7 @@ func TestChunkHoldsBackIntoHeldTasks(t *testing.T) {
 	ownIDs := checkHeld(t, e, own, seq(0, task.ChunkSize))
 	// The job task's re-run (its cursor lost, its held tasks gone) reads
 	// the markers and makes the same held tasks again.
-	if err := e.rdb.HDel(t.Context(), jobKey("held"), "cursor").Err(); err != nil {
+	if err := e.rdb.HDel(t.Context(), store.JobKey("held"), "cursor").Err(); err != nil {
 		t.Fatal(err)
 	}
 	for id := range own {
@@ -460,7 +461,7 @@ func TestHeldTaskLateGivesItsRecipientsUp(t *testing.T) {
 	}
 	for _, ti := range mine {
 		_, rest, _ := strings.Cut(ti.ID, "/")
-		mark, err := e.rdb.HGet(t.Context(), jobKey("held"), heldPrefix+rest).Result()
+		mark, err := e.rdb.HGet(t.Context(), store.JobKey("held"), store.HeldPrefix+rest).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -645,7 +646,7 @@ func heldFrom(t *testing.T, e *env, from int) bool {
 // heldTask is the task holding recipient index of job, as its held marker
 // names it: its hush:held task, or its own delivery task.
 func (e *env) heldTask(job string, index int) (*asynq.TaskInfo, error) {
-	mark, err := e.rdb.HGet(context.Background(), jobKey(job), heldPrefix+fmt.Sprint(index)).Result()
+	mark, err := e.rdb.HGet(context.Background(), store.JobKey(job), store.HeldPrefix+fmt.Sprint(index)).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -728,16 +729,16 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 	for i := range task.ChunkSize {
 		switch {
 		case i < 10:
-			marks[fmt.Sprint(heldPrefix, i)] = task.HeldMark("normal", oldID)
+			marks[fmt.Sprint(store.HeldPrefix, i)] = task.HeldMark("normal", oldID)
 		case i < 20:
-			marks[fmt.Sprint(heldPrefix, i)] = task.HeldMark(moved, movedID)
+			marks[fmt.Sprint(store.HeldPrefix, i)] = task.HeldMark(moved, movedID)
 		}
 	}
 	delete(marks, "cursor")
-	if err := e.rdb.HSet(t.Context(), jobKey("held"), marks).Err(); err != nil {
+	if err := e.rdb.HSet(t.Context(), store.JobKey("held"), marks).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rdb.HDel(t.Context(), jobKey("held"), "cursor").Err(); err != nil {
+	if err := e.rdb.HDel(t.Context(), store.JobKey("held"), "cursor").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.w.handleJob(t.Context(), jobT); err != nil {
@@ -760,7 +761,7 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 			t.Errorf("held task %s in %s: named %s, holds %v; want %v", tc.id, tc.queue, c.Name(), c.Indices, tc.want)
 		}
 		for _, i := range tc.want {
-			if mark := e.rdb.HGet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i)).Val(); mark != task.HeldMark(tc.queue, tc.id) {
+			if mark := e.rdb.HGet(t.Context(), store.JobKey("held"), fmt.Sprint(store.HeldPrefix, i)).Val(); mark != task.HeldMark(tc.queue, tc.id) {
 				t.Errorf("recipient %d marked %q, want %q", i, mark, task.HeldMark(tc.queue, tc.id))
 			}
 		}
@@ -786,17 +787,17 @@ func TestReRunKeepsHeldTasksWhereMarked(t *testing.T) {
 		0:  task.HeldMark("normal", task.HeldID("held", 1, wake, false)),
 		20: task.HeldMark("held-normal.3", movedID),
 	} {
-		before := e.rdb.HGet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i)).Val()
-		if err := e.rdb.HSet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i), mark).Err(); err != nil {
+		before := e.rdb.HGet(t.Context(), store.JobKey("held"), fmt.Sprint(store.HeldPrefix, i)).Val()
+		if err := e.rdb.HSet(t.Context(), store.JobKey("held"), fmt.Sprint(store.HeldPrefix, i), mark).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.rdb.HDel(t.Context(), jobKey("held"), "cursor").Err(); err != nil {
+		if err := e.rdb.HDel(t.Context(), store.JobKey("held"), "cursor").Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.w.handleJob(t.Context(), jobT); !errors.Is(err, asynq.SkipRetry) {
 			t.Errorf("a re-run with recipient %d marked %q: %v, want a SkipRetry error", i, mark, err)
 		}
-		if err := e.rdb.HSet(t.Context(), jobKey("held"), fmt.Sprint(heldPrefix, i), before).Err(); err != nil {
+		if err := e.rdb.HSet(t.Context(), store.JobKey("held"), fmt.Sprint(store.HeldPrefix, i), before).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -32,11 +33,11 @@ type heldCreationLost struct {
 // rerun reports whether cmd is the job's start.lua call.
 func (h *heldCreationLost) rerun(cmd redis.Cmder) bool {
 	args := cmd.Args()
-	if len(args) < 4 || !strings.EqualFold(fmt.Sprint(args[0]), "evalsha") || args[1] != startScript.Hash() {
+	if len(args) < 4 || !strings.EqualFold(fmt.Sprint(args[0]), "evalsha") || args[1] != store.StartScript.Hash() {
 		return false
 	}
 	for _, a := range args[3:] {
-		if a == jobKey(h.job) {
+		if a == store.JobKey(h.job) {
 			return true
 		}
 	}

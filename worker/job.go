@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -56,10 +57,10 @@ func (w *Worker) runJob(ctx context.Context, job *payload.Job, taskID string, hj
 	if states.retired {
 		return nil // a re-run (or a duplicate) of a job already finished
 	}
-	if owner != r.owner() {
+	if owner != r.Owner() {
 		// The same id was submitted concurrently with another priority,
 		// or in another batch, and that submission won.
-		w.log.Warn("duplicate job owned by another submission ignored", "job", job.ID, "owner", r.owner(), "owned by", owner)
+		w.log.Warn("duplicate job owned by another submission ignored", "job", job.ID, "owner", r.Owner(), "owned by", owner)
 		return nil
 	}
 	if n > task.ChunkSize {
@@ -114,7 +115,7 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, 
 		return errs
 	}
 	type started struct {
-		r    recordInfo
+		r    store.RecordInfo
 		c    *task.Chunk
 		call *startCall
 		p    *wavePermits
@@ -158,13 +159,13 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, 
 
 // startedSingle goes on with a single-recipient job once its start.lua
 // call and its booking b have answered.
-func (w *Worker) startedSingle(ctx context.Context, job *payload.Job, r recordInfo, c *task.Chunk, call *startCall, b *booking, hj *heldJobsGroups) error {
+func (w *Worker) startedSingle(ctx context.Context, job *payload.Job, r store.RecordInfo, c *task.Chunk, call *startCall, b *booking, hj *heldJobsGroups) error {
 	owner, _, st, err := call.result(ctx, nil)
 	if err != nil {
 		return err // a re-run finds the booking and hands it to the delivery task
 	}
-	if owner != r.owner() && !st.retired {
-		w.log.Warn("duplicate job owned by another submission ignored", "job", job.ID, "owner", r.owner(), "owned by", owner)
+	if owner != r.Owner() && !st.retired {
+		w.log.Warn("duplicate job owned by another submission ignored", "job", job.ID, "owner", r.Owner(), "owned by", owner)
 		return nil
 	}
 	// start.lua read the cancellation in the booking's round trip.

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -76,7 +77,7 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 		t.Errorf("the job task sent %d pushes, want %d (its chunk but the recipient booked before)", got, task.ChunkSize-1)
 	}
 	// A re-run after a crash that lost the cursor.
-	if err := e.rdb.HDel(t.Context(), jobKey("fan"), "cursor").Err(); err != nil {
+	if err := e.rdb.HDel(t.Context(), store.JobKey("fan"), "cursor").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.w.handleJob(t.Context(), jt); err != nil {
@@ -118,7 +119,7 @@ func TestChunkedFanOutIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != jobFannedOut || st.Counts[task.Delivered] != n-1 || st.Counts["pending"] != 1 {
+	if st.State != store.JobFannedOut || st.Counts[task.Delivered] != n-1 || st.Counts["pending"] != 1 {
 		t.Errorf("status %+v, want fanned_out with %d delivered and 1 pending", st, n-1)
 	}
 }
@@ -196,7 +197,7 @@ func TestJobTaskRerunKeepsTheClientsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := JobStatus{
-		ID: "again", App: DefaultApp, State: jobFannedOut, Queue: "normal", AcceptedAt: rec.AcceptedAt, Recipients: n,
+		ID: "again", App: DefaultApp, State: store.JobFannedOut, Queue: "normal", AcceptedAt: rec.AcceptedAt, Recipients: n,
 		Counts: map[string]int{task.Delivered: n - 1, task.Expired: 0, task.TokenInvalid: 0, task.Failed: 0, task.ThrottleFull: 0, task.Collapsed: 0, task.Cancelled: 0, task.OptedOut: 0, "pending": 1},
 	}
 	if diff := cmp.Diff(want, st); diff != "" {
@@ -217,7 +218,7 @@ func TestJobTaskWritesAMissingRecord(t *testing.T) {
 	job.AcceptedAt = time.Now().UTC().Truncate(time.Second)
 	job.TTL = payload.Duration(time.Hour)
 	// A counter written before the record (the hash exists without queue).
-	if err := e.rdb.HIncrBy(t.Context(), jobKey("lost"), "deferrals", 1).Err(); err != nil {
+	if err := e.rdb.HIncrBy(t.Context(), store.JobKey("lost"), "deferrals", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.w.handleJob(t.Context(), jobTask(t, job)); err != nil {
@@ -300,7 +301,7 @@ func TestChunkRerunsReadWhatWasSent(t *testing.T) {
 	if err := e.insp.DeleteTask("normal", tasks[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rdb.HDel(t.Context(), jobKey("old"), "s:100", "cursor").Err(); err != nil {
+	if err := e.rdb.HDel(t.Context(), store.JobKey("old"), "s:100", "cursor").Err(); err != nil {
 		t.Fatal(err)
 	}
 	resetBookings()
@@ -351,7 +352,7 @@ func TestEarlierChunkTasksStillRun(t *testing.T) {
 			job.AcceptedAt = time.Now()
 			// The job's record as its client wrote it; its job task is not
 			// queued here, the chunk task alone runs.
-			if _, err := e.w.store.create(t.Context(), recordOf(&job, "normal"), jobQueued); err != nil {
+			if _, err := e.w.store.create(t.Context(), recordOf(&job, "normal"), store.JobQueued); err != nil {
 				t.Fatal(err)
 			}
 			c := task.ChunkOf(&job, task.ChunkSize)

@@ -112,7 +112,7 @@ import (
 //     a batch's job by builds before tagged entries
 //     (CHANGELOG.md#tagged-finished-jobs). Read as a lone job's entry,
 //     which has no tag either (finishedBy): no code of its own. The
-//     mention in finishedBy goes 1.25 times HUSH_JOB_RETENTION (store_retire.go)
+//     mention in finishedBy goes 1.25 times HUSH_JOB_RETENTION (worker/internal/store/done.go)
 //     after the last such build stopped.
 
 // Task types only earlier builds make (see above); they wait in delivery

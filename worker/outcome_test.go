@@ -3,6 +3,7 @@ package worker
 import (
 	"testing"
 
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -24,8 +25,8 @@ func TestJobOutcome(t *testing.T) {
 		{"some delivered, some opted out", 2, map[string]int{task.Delivered: 1, task.OptedOut: 1, "pending": 0}, OutcomePartlyDelivered},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := jobOutcome(tc.recipients, tc.counts); got != tc.want {
-				t.Errorf("jobOutcome(%d, %v) = %q, want %q", tc.recipients, tc.counts, got, tc.want)
+			if got := store.JobOutcome(tc.recipients, tc.counts); got != tc.want {
+				t.Errorf("store.JobOutcome(%d, %v) = %q, want %q", tc.recipients, tc.counts, got, tc.want)
 			}
 		})
 	}

@@ -67,10 +67,6 @@ func MaxRateBound(rate float64) int {
 	return int(math.Ceil(rate)) + 1 + int(math.Ceil(2*rate*decide.PaceLate.Seconds()))
 }
 
-// pacedToldMark ends a recorded paced time the Pacer held back
-// (pacedTurn.told).
-const pacedToldMark = "h"
-
 // paceKey is the Pacer key of app's sends to platform.
 func paceKey(app string, p payload.Platform) string { return app + ":" + string(p) }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -94,9 +95,9 @@ func TestPacedHeldWaveTakesTurnsAtItsSlots(t *testing.T) {
 	// Each recipient is the held task's (its marker).
 	marks := map[string]any{}
 	for i := range n {
-		marks[heldPrefix+strconv.Itoa(i)] = task.HeldMark(e.w.heldQueue(c), c.Name())
+		marks[store.HeldPrefix+strconv.Itoa(i)] = task.HeldMark(e.w.heldQueue(c), c.Name())
 	}
-	if err := e.rdb.HSet(t.Context(), jobKey("hp"), marks).Err(); err != nil {
+	if err := e.rdb.HSet(t.Context(), store.JobKey("hp"), marks).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.runHeld(t.Context(), *c); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -18,16 +19,16 @@ import (
 // without.
 type rangeJob struct {
 	t   *testing.T
-	s   store
+	s   jobStore
 	id  string
 	ctx context.Context
 }
 
-func newRangeJob(t *testing.T, s store, id string) *rangeJob {
+func newRangeJob(t *testing.T, s jobStore, id string) *rangeJob {
 	t.Helper()
 	ctx := context.Background()
-	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
-	if err := s.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 300,
+	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(id)...) })
+	if err := s.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", store.JobFannedOut, "recipients", 300,
 		"accepted_at", "2026-11-27T10:00:00Z").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func (j *rangeJob) record(rng string, recipients ...int) []int64 {
 		entries = append(entries, r, task.Delivered, "")
 	}
 	keys, at := j.s.retiring(j.id)
-	out, err := recordScript.Run(j.ctx, j.s.rdb, keys, recordArgs(time.Hour, 0, at, "", "", rng, entries)...).Int64Slice()
+	out, err := store.RecordScript.Run(j.ctx, j.s.rdb, keys, store.RecordArgs(time.Hour, 0, at, "", "", rng, entries)...).Int64Slice()
 	if err != nil {
 		j.t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func (j *rangeJob) record(rng string, recipients ...int) []int64 {
 // delivered is the job's count of delivered recipients.
 func (j *rangeJob) delivered() int {
 	j.t.Helper()
-	n, _ := strconv.Atoi(j.s.rdb.HGet(j.ctx, jobKey(j.id), task.Delivered).Val())
+	n, _ := strconv.Atoi(j.s.rdb.HGet(j.ctx, store.JobKey(j.id), task.Delivered).Val())
 	return n
 }
 
@@ -92,10 +93,10 @@ func TestRecordRangeNeverCountsARecipientTwice(t *testing.T) {
 
 	j = newRangeJob(t, s, prefix+"older")
 	j.want(j.record("0", 1), []int64{1}, 1, "a fresh range")
-	s.rdb.HSet(j.ctx, recpKey(j.id), "250", task.Failed)
-	s.rdb.HIncrBy(j.ctx, jobKey(j.id), task.Failed, 1)
+	s.rdb.HSet(j.ctx, store.RecpKey(j.id), "250", task.Failed)
+	s.rdb.HIncrBy(j.ctx, store.JobKey(j.id), task.Failed, 1)
 	j.want(j.record("2", 250, 251), []int64{0, 1}, 2, "250 already recorded by another run")
-	if f := s.rdb.HGet(j.ctx, recpKey(j.id), "250").Val(); f != task.Failed {
+	if f := s.rdb.HGet(j.ctx, store.RecpKey(j.id), "250").Val(); f != task.Failed {
 		t.Errorf("recipient 250 reads %q, want its first final state, failed", f)
 	}
 }
@@ -156,8 +157,8 @@ func TestRecordRange(t *testing.T) {
 		{one, []any{0, task.Delivered, ""}, ""},
 		{held, []any{120, task.Delivered, "", 130, task.Delivered, ""}, ""},
 	} {
-		if got := recordRange(c.c, c.entries); got != c.want {
-			t.Errorf("recordRange(%d recipients, %v) = %q, want %q", len(c.c.Recipients), c.entries, got, c.want)
+		if got := store.RecordRange(c.c, c.entries); got != c.want {
+			t.Errorf("store.RecordRange(%d recipients, %v) = %q, want %q", len(c.c.Recipients), c.entries, got, c.want)
 		}
 	}
 }

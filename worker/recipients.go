@@ -22,12 +22,12 @@ import (
 // (:dev "<i>/a"), and for a held recipient the task that owns it (the job
 // record's "h:<i>", task.HeldMark). The records name no user or device token,
 // so neither is answered. The recipients that ended other than delivered
-// are kept apart too, with a failure's reason (:x, exceptKey).
+// are kept apart too, with a failure's reason (:x, store.ExceptKey).
 //
 // What is answerable when: while the job is live (accepted and not
 // finished) every recipient, as far as its deliveries have come; once the
 // job finishes (fanned out, every recipient final) its records are retired
-// at once (store_retire.go) and, for HUSH_JOB_RETENTION, the counts per state
+// at once (worker/internal/store/done.go) and, for HUSH_JOB_RETENTION, the counts per state
 // remain and the exceptions: the page then says Retired and lists every
 // recipient's final state (delivered unless an exception says otherwise),
 // without devices or attempts. A job finished by a build that kept no
@@ -111,7 +111,7 @@ func (c *Client) Recipients(ctx context.Context, id string, q RecipientsQuery) (
 	return c.store.recipients(ctx, id, q)
 }
 
-// splitExcept reads a value of the job's exceptions (exceptKey): the
+// splitExcept reads a value of the job's exceptions (store.ExceptKey): the
 // final state, and a failure's reason.
 func splitExcept(v string) (state, reason string) {
 	state, reason, _ = strings.Cut(v, "|")

@@ -15,6 +15,7 @@ import (
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/providers/fake"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -66,7 +67,7 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 	if !held.WakesAt.IsZero() && (held.WakesAt.Before(time.Now().Add(50*time.Minute)) || held.WakesAt.After(time.Now().Add(61*time.Minute))) {
 		t.Errorf("held recipient wakes at %v, want about an hour from now", held.WakesAt)
 	}
-	want := RecipientsPage{ID: id, App: all.App, State: jobFannedOut, Recipients: 5, Items: []RecipientState{
+	want := RecipientsPage{ID: id, App: all.App, State: store.JobFannedOut, Recipients: 5, Items: []RecipientState{
 		{Index: 0, State: task.Delivered, Devices: []DeviceState{{Device: 0, State: task.Delivered}, {Device: 1, State: task.Delivered}}},
 		{Index: 1, State: task.TokenInvalid, Devices: []DeviceState{{Device: 0, State: task.TokenInvalid}}},
 		{Index: 2, State: task.Failed, Reason: "permanent provider failure (BadTopic): apns: 400 BadTopic"},
@@ -196,10 +197,10 @@ func TestRecipientsOfALiveJob(t *testing.T) {
 		}
 		// The exceptions expire with the job's done entry; a job that
 		// reached everyone keeps none.
-		if ttl := e.rdb.PTTL(ctx, exceptKey(id)).Val(); ttl <= 0 {
+		if ttl := e.rdb.PTTL(ctx, store.ExceptKey(id)).Val(); ttl <= 0 {
 			t.Errorf("exceptions of the retired job: TTL %s, want one", ttl)
 		}
-		if n := e.rdb.Exists(ctx, exceptKey("rcp-first")).Val(); n != 0 {
+		if n := e.rdb.Exists(ctx, store.ExceptKey("rcp-first")).Val(); n != 0 {
 			t.Errorf("a job delivered to everyone keeps %d exceptions key, want none", n)
 		}
 		first, err := e.client.Recipients(ctx, "rcp-first", RecipientsQuery{})
@@ -269,10 +270,10 @@ func TestRecipientsPageCost(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	ctx := context.Background()
 	const id = "big"
-	if err := e.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 100000, "h:50999", "held-normal wait:big/509/1796301542").Err(); err != nil {
+	if err := e.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", store.JobFannedOut, "recipients", 100000, "h:50999", "held-normal wait:big/509/1796301542").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rdb.HSet(ctx, recpKey(id), "50000", task.Delivered, "49999", task.Failed, "51000", task.Failed).Err(); err != nil {
+	if err := e.rdb.HSet(ctx, store.RecpKey(id), "50000", task.Delivered, "49999", task.Failed, "51000", task.Failed).Err(); err != nil {
 		t.Fatal(err)
 	}
 	h := &countingHook{}
@@ -288,7 +289,7 @@ func TestRecipientsPageCost(t *testing.T) {
 	}
 	// MULTI, the record's HMGET, the states', the devices' and the
 	// exceptions', the exceptions' HLEN, the done buckets' HGETs, EXEC.
-	if want := 2 + 5 + doneLookups; h.trips != 1 || h.cmds != want {
+	if want := 2 + 5 + store.DoneLookups; h.trips != 1 || h.cmds != want {
 		t.Errorf("a page: %d round trips, %d commands; want 1, %d", h.trips, h.cmds, want)
 	}
 	if len(p.Items) != 1000 || p.Items[0].State != task.Delivered || p.Items[999].State != RecipientHeld || p.Items[1].State != RecipientPending || p.Next != "51000" {
@@ -297,7 +298,7 @@ func TestRecipientsPageCost(t *testing.T) {
 }
 
 // TestExceptionsMemory: what a finished job keeps for its recipients that
-// ended other than delivered (exceptKey), per such recipient, small (in
+// ended other than delivered (store.ExceptKey), per such recipient, small (in
 // Redis's compact encoding) and large; its delivered recipients cost
 // nothing. The figures are docs/performance.md's.
 func TestExceptionsMemory(t *testing.T) {
@@ -318,11 +319,11 @@ func TestExceptionsMemory(t *testing.T) {
 		if st.Counts[task.TokenInvalid] != n || st.Counts[task.Delivered] != n {
 			t.Fatalf("job %s: %v, want %d token_invalid and %d delivered", id, st.Counts, n, n)
 		}
-		b, err := e.rdb.MemoryUsage(ctx, exceptKey(id), 0).Result()
+		b, err := e.rdb.MemoryUsage(ctx, store.ExceptKey(id), 0).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if kept := e.rdb.HLen(ctx, exceptKey(id)).Val(); kept != int64(n) {
+		if kept := e.rdb.HLen(ctx, store.ExceptKey(id)).Val(); kept != int64(n) {
 			t.Errorf("job %s keeps %d exceptions, want %d", id, kept, n)
 		}
 		per := float64(b) / float64(n)

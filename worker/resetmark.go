@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/hushpush/hush/worker/internal/store"
 )
 
 // Reset marks. A reset (DELETE /v1/users/{id}/throttle) deletes a user's
@@ -30,7 +32,7 @@ import (
 // reads the one of its task id, so that on a cluster no one key is read
 // by every held task.
 const (
-	resetMarkShards = 16
+	resetMarkShards = store.ResetMarkShards
 	resetMargin     = 10 * time.Second
 )
 
@@ -50,7 +52,7 @@ func (w *Worker) ResetThrottle(ctx context.Context, admin ThrottleAdmin, user st
 // took longer. A limiter that reports no clock (admin nil, or a zero
 // Status.Now) is read as now. A failure of the second raise is logged, not
 // returned: the deletion itself is done.
-func forgetMarked(ctx context.Context, s store, now func() time.Time, log *slog.Logger, admin ThrottleAdmin, user string,
+func forgetMarked(ctx context.Context, s jobStore, now func() time.Time, log *slog.Logger, admin ThrottleAdmin, user string,
 	forget func(ctx context.Context, user string) error) error {
 	limiterNow := func() (time.Time, error) {
 		if admin == nil {

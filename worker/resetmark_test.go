@@ -12,6 +12,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/internal/testkit"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -150,7 +151,7 @@ func TestResetMarkOnlyRises(t *testing.T) {
 	checkResetMark(t, cc)
 	masters := map[string]bool{}
 	for k := range resetMarkShards {
-		addr, err := redistest.MasterOf(t.Context(), cc, resetMarkKeyOf(k))
+		addr, err := redistest.MasterOf(t.Context(), cc, store.ResetMarkKeyOf(k))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,8 +173,8 @@ func checkResetMark(t *testing.T, rdb redis.UniversalClient) {
 	}
 	shards := map[string]bool{}
 	for k := range resetMarkShards {
-		key := resetMarkKeyOf(k)
-		if v := resetMarkOf(rdb.Get(t.Context(), key)); v != at.UnixMilli() {
+		key := store.ResetMarkKeyOf(k)
+		if v := store.ResetMarkOf(rdb.Get(t.Context(), key)); v != at.UnixMilli() {
 			t.Errorf("%s = %d, want the highest raise %d", key, v, at.UnixMilli())
 		}
 		shards[key] = true
@@ -181,12 +182,12 @@ func checkResetMark(t *testing.T, rdb redis.UniversalClient) {
 	if err := s.raiseResetMark(t.Context(), at.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if v := resetMarkOf(rdb.Get(t.Context(), resetMarkKeyOf(3))); v != at.Add(time.Second).UnixMilli() {
+	if v := store.ResetMarkOf(rdb.Get(t.Context(), store.ResetMarkKeyOf(3))); v != at.Add(time.Second).UnixMilli() {
 		t.Errorf("mark %d after a later raise, want %d", v, at.Add(time.Second).UnixMilli())
 	}
 	read := map[string]bool{}
 	for k := range 200 {
-		key := resetMarkKey(task.HeldID("j", k, 1, true))
+		key := store.ResetMarkKey(task.HeldID("j", k, 1, true))
 		if !shards[key] {
 			t.Fatalf("a held task reads %s, not a shard of the mark", key)
 		}
@@ -205,7 +206,7 @@ func TestResetMarkOverwritesASpoiledKey(t *testing.T) {
 	s := newStore(rdb, time.Hour)
 	at := time.UnixMilli(1_800_000_000_000)
 	for k := range resetMarkShards {
-		key := resetMarkKeyOf(k)
+		key := store.ResetMarkKeyOf(k)
 		var err error
 		switch k % 3 {
 		case 0:
@@ -223,7 +224,7 @@ func TestResetMarkOverwritesASpoiledKey(t *testing.T) {
 		t.Fatalf("raise over spoiled marks: %v", err)
 	}
 	for k := range resetMarkShards {
-		if v := resetMarkOf(rdb.Get(t.Context(), resetMarkKeyOf(k))); v != at.UnixMilli() {
+		if v := store.ResetMarkOf(rdb.Get(t.Context(), store.ResetMarkKeyOf(k))); v != at.UnixMilli() {
 			t.Errorf("shard %d = %d after the raise, want %d", k, v, at.UnixMilli())
 		}
 	}
@@ -282,7 +283,7 @@ func TestResetMidFloodKeepsTheGap(t *testing.T) {
 func TestUnreadableResetMarkLooksUp(t *testing.T) {
 	spoil := func(t *testing.T, e *env, hash bool) {
 		for k := range resetMarkShards {
-			key := resetMarkKeyOf(k)
+			key := store.ResetMarkKeyOf(k)
 			var err error
 			if hash {
 				err = e.rdb.HSet(t.Context(), key, "a", "b").Err()

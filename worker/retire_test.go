@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -44,7 +44,7 @@ func (e *env) doneEntries() map[string]string {
 func (e *env) liveKeys(id string) []string {
 	e.t.Helper()
 	var out []string
-	for _, k := range jobKeys(id) {
+	for _, k := range store.JobKeys(id) {
 		if e.rdb.Exists(context.Background(), k).Val() == 1 {
 			out = append(out, k)
 		}
@@ -194,7 +194,7 @@ func TestRetentionEndsDuplicateDetection(t *testing.T) {
 // centuries, cancelled or not.
 func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 	ctx := context.Background()
-	s := store{rdb: redistest.Client(t), done: doneBuckets{retention: time.Hour}}
+	s := jobStore{rdb: redistest.Client(t), done: store.DoneBuckets{Retention: time.Hour}}
 	prefix := redistest.Prefix(t)
 	instants := []time.Time{
 		time.Unix(0, 0), time.Date(1999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
@@ -207,20 +207,20 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 	}
 	for k, at := range instants {
 		id := fmt.Sprintf("%sst%d", prefix, k)
-		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
+		t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(id)...) })
 		want := JobStatus{ID: id, State: jobDone, Outcome: OutcomePartlyDelivered, Queue: "high", Recipients: 7, Deferrals: k,
 			AcceptedAt: at.Truncate(time.Millisecond),
 			Counts:     map[string]int{"pending": 0, task.Delivered: 3, task.Collapsed: 4}}
-		fields := []any{"queue", "high", "accepted_at", timeField(at), "recipients", 7, "deadline", "",
-			"state", jobFanning, task.Delivered, 3, task.Collapsed, 4, "deferrals", k}
+		fields := []any{"queue", "high", "accepted_at", store.TimeField(at), "recipients", 7, "deadline", "",
+			"state", store.JobFanning, task.Delivered, 3, task.Collapsed, 4, "deferrals", k}
 		if k%2 == 1 {
 			dl := at.Add(time.Duration(k) * time.Hour)
 			want.Deadline = dl.Truncate(time.Millisecond)
-			fields[7] = timeField(dl)
+			fields[7] = store.TimeField(dl)
 		}
 		if k%3 == 1 {
 			want.State, want.CancelledAt = jobCancelled, at.Add(time.Second).Truncate(time.Millisecond)
-			fields = append(fields, fieldCancelled, timeField(at.Add(time.Second)))
+			fields = append(fields, store.FieldCancelled, store.TimeField(at.Add(time.Second)))
 		}
 		for _, f := range task.FinalStates() {
 			if _, ok := want.Counts[f]; !ok {
@@ -229,9 +229,9 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 		}
 		got := retireRecord(t, s, id, 7, fields...)
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("status of a job accepted at %s after it retired (-want +got):\n%s", timeField(at), diff)
+			t.Fatalf("status of a job accepted at %s after it retired (-want +got):\n%s", store.TimeField(at), diff)
 		}
-		if n := s.rdb.Exists(ctx, jobKeys(id)...).Val(); n != 0 {
+		if n := s.rdb.Exists(ctx, store.JobKeys(id)...).Val(); n != 0 {
 			t.Fatalf("%d of the job's records left after it retired", n)
 		}
 	}
@@ -240,10 +240,10 @@ func TestRetiredStatusKeepsTheRecord(t *testing.T) {
 // retireRecord writes job id's record as fields, fans it out to n
 // recipients (which retires it once every one has a final state) and
 // returns the status read back.
-func retireRecord(t *testing.T, s store, id string, n int, fields ...any) JobStatus {
+func retireRecord(t *testing.T, s jobStore, id string, n int, fields ...any) JobStatus {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.rdb.HSet(ctx, jobKey(id), fields...).Err(); err != nil {
+	if err := s.rdb.HSet(ctx, store.JobKey(id), fields...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.fannedOut(ctx, id, n); err != nil {
@@ -261,7 +261,7 @@ func retireRecord(t *testing.T, s store, id string, n int, fields ...any) JobSta
 // and any other (a longer year) by its pattern; both give the instant's
 // Unix ms, the fraction's first three digits kept.
 func TestRetiredInstantsOfEveryLayout(t *testing.T) {
-	s := store{rdb: redistest.Client(t), done: doneBuckets{retention: time.Hour}}
+	s := jobStore{rdb: redistest.Client(t), done: store.DoneBuckets{Retention: time.Hour}}
 	prefix := redistest.Prefix(t)
 	for k, c := range []struct {
 		field string
@@ -278,9 +278,9 @@ func TestRetiredInstantsOfEveryLayout(t *testing.T) {
 		{"12345-06-07T08:09:10Z", time.Date(12345, 6, 7, 8, 9, 10, 0, time.UTC)},
 	} {
 		id := fmt.Sprintf("%slayout%d", prefix, k)
-		t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
+		t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(id)...) })
 		got := retireRecord(t, s, id, 1, "queue", "high", "accepted_at", c.field, "recipients", 1,
-			"deadline", c.field, "state", jobFanning, task.Delivered, 1)
+			"deadline", c.field, "state", store.JobFanning, task.Delivered, 1)
 		if got.State != jobDone || !got.AcceptedAt.Equal(c.want) || !got.Deadline.Equal(c.want) {
 			t.Errorf("%s retired as state %s, accepted at %s, deadline %s; want done, %s", c.field, got.State,
 				got.AcceptedAt.UTC().Format(time.RFC3339Nano), got.Deadline.UTC().Format(time.RFC3339Nano), c.want.Format(time.RFC3339Nano))
@@ -288,106 +288,30 @@ func TestRetiredInstantsOfEveryLayout(t *testing.T) {
 	}
 }
 
-// TestDoneBucketWriteIsTheReadersLastButOne: a writer at now adds to the
-// bucket readers at now look in last but one, and it expires a retention
-// after that bucket ends; whatever the retention, id and layout.
-func TestDoneBucketWriteIsTheReadersLastButOne(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, retention := range []time.Duration{time.Millisecond, time.Minute, 24 * time.Hour, 30 * 24 * time.Hour} {
-		for _, perSlot := range []bool{false, true} {
-			b := doneBuckets{retention: retention, perSlot: perSlot}
-			for _, id := range []string{"a", "}x", "job/1", "{t}:9", strconv.Itoa(rng.IntN(1e9))} {
-				now := time.UnixMilli(rng.Int64N(4e12))
-				key, at := b.write(id, now)
-				keys := b.keys(id, now)
-				w := b.width()
-				if want := (now.UnixMilli()/w+1)*w + retention.Milliseconds(); key != keys[4] || at != want {
-					t.Errorf("retention %s, per slot %t, id %q at %d: write gave %s expiring at %d, want %s expiring at %d",
-						retention, perSlot, id, now.UnixMilli(), key, at, keys[4], want)
-				}
-			}
-		}
-	}
-}
-
-// TestRetireCountsInFinalStatesOrder: retire.lua, as the scripts run it,
-// reads the fixed fields, then the counters in FinalStates' order (which
-// compactStatus reads them back in), then the owning task and the app; final_index
-// (record.lua's in-memory count of what it is about to write) places each
-// state where that read has it.
-func TestRetireCountsInFinalStatesOrder(t *testing.T) {
-	rdb := redistest.Client(t)
-	probe := retireScriptSrc + `
-local index = {}
-for i, s in ipairs(final_states) do
-  index[i] = final_index[s]
-end
-return {retire_fields, index, FIRST_FINAL, LAST_FINAL, TASK}`
-	v, err := rdb.Eval(t.Context(), probe, nil).Slice()
-	if err != nil {
-		t.Fatal(err)
-	}
-	strs := func(x any) (out []string) {
-		for _, e := range x.([]any) {
-			out = append(out, e.(string))
-		}
-		return out
-	}
-	ints := func(x any) (out []int64) {
-		for _, e := range x.([]any) {
-			out = append(out, e.(int64))
-		}
-		return out
-	}
-	n := int64(len(task.FinalStates()))
-	wantFields := append(append([]string{"state", "recipients", "queue", "accepted_at", "deadline", "cancelled_at", "deferrals"}, task.FinalStates()...), "task", "app")
-	if diff := cmp.Diff(wantFields, strs(v[0])); diff != "" {
-		t.Errorf("retire_fields (-want +got):\n%s", diff)
-	}
-	var wantIndex []int64
-	for i := range n {
-		wantIndex = append(wantIndex, 8+i) // after state .. deferrals, 1-based
-	}
-	if diff := cmp.Diff(wantIndex, ints(v[1])); diff != "" {
-		t.Errorf("final_index of FinalStates in order (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]int64{8, 7 + n, 8 + n}, []int64{v[2].(int64), v[3].(int64), v[4].(int64)}); diff != "" {
-		t.Errorf("FIRST_FINAL, LAST_FINAL, TASK (-want +got):\n%s", diff)
-	}
-}
-
 // TestDoneBucketsShareTheJobsSlot: on a real 3-master Redis Cluster, each
 // job's done buckets are on its records' slot, whatever its id holds, so
 // retiring (one script over both) and reading both in one pipeline work
-// there; and every slot has a short tag.
+// there (worker/internal/store's TestSlotTags: every slot has a short tag).
 func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
-	if got := crc16("123456789"); got != 0x31C3 {
-		t.Fatalf("crc16 = %#x, want 0x31c3 (CRC16/XMODEM)", got)
-	}
-	for slot := range 16384 {
-		if tag := slotTag(slot); tag == "" || len(tag) > 3 || keySlot("{"+tag+"}") != slot {
-			t.Fatalf("slot %d has tag %q", slot, tag)
-		}
-	}
 	c := redistest.StartCluster(t, 3)
 	rdb := c.Client(t)
 	ctx := context.Background()
 	s := newStore(rdb, time.Hour)
 	for _, id := range []string{"plain", "a/b", "a}b", "}x", "{y}", "ünï-€", "x{", strings.Repeat("z", 256)} {
-		want, err := rdb.ClusterKeySlot(ctx, jobKey(id)).Result()
+		want, err := rdb.ClusterKeySlot(ctx, store.JobKey(id)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range s.done.keys(id, time.Now()) {
+		for _, k := range s.done.Keys(id, time.Now()) {
 			if got := rdb.ClusterKeySlot(ctx, k).Val(); got != want {
 				t.Errorf("id %q: done bucket %s on slot %d, its records on %d", id, k, got, want)
 			}
 		}
-		if int64(keySlot(jobKey(id))) != want {
-			t.Errorf("id %q: keySlot %d, Redis says %d", id, keySlot(jobKey(id)), want)
+		if int64(store.KeySlot(store.JobKey(id))) != want {
+			t.Errorf("id %q: store.KeySlot %d, Redis says %d", id, store.KeySlot(store.JobKey(id)), want)
 		}
-		r := recordInfo{ID: id, Queue: "normal", Recipients: 2, AcceptedAt: time.Now(), Retain: time.Now()}
-		if _, err := s.create(ctx, r, jobQueued); err != nil {
+		r := store.RecordInfo{ID: id, Queue: "normal", Recipients: 2, AcceptedAt: time.Now(), Retain: time.Now()}
+		if _, err := s.create(ctx, r, store.JobQueued); err != nil {
 			t.Fatalf("id %q: %v", id, err)
 		}
 		ch := &task.Chunk{Job: id, AcceptedAt: r.AcceptedAt}
@@ -406,18 +330,18 @@ func TestDoneBucketsShareTheJobsSlot(t *testing.T) {
 		}
 		// Its own submission writing the record late is not a duplicate;
 		// another acceptance, or another queue, is.
-		if dup, err := s.create(ctx, r, jobQueued); err != nil || dup {
+		if dup, err := s.create(ctx, r, store.JobQueued); err != nil || dup {
 			t.Errorf("id %q: its own submission writing its record late: duplicate %v, %v; want not", id, dup, err)
 		}
 		later, other := r, r
 		later.AcceptedAt = r.AcceptedAt.Add(time.Millisecond)
 		other.Queue = "high"
-		for _, again := range []recordInfo{later, other} {
-			if dup, err := s.create(ctx, again, jobQueued); err != nil || !dup {
+		for _, again := range []store.RecordInfo{later, other} {
+			if dup, err := s.create(ctx, again, store.JobQueued); err != nil || !dup {
 				t.Errorf("id %q: creating its record again (%s, %s): duplicate %v, %v; want a duplicate", id, again.Queue, again.AcceptedAt, dup, err)
 			}
 		}
-		if n := rdb.Exists(ctx, jobKey(id)).Val(); n != 0 {
+		if n := rdb.Exists(ctx, store.JobKey(id)).Val(); n != 0 {
 			t.Errorf("id %q: its record is still there", id)
 		}
 	}
@@ -432,12 +356,12 @@ func TestFinishedByTellsBatchesApart(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(redistest.Client(t), DefaultJobRetention)
 	id := redistest.Prefix(t) + "twice"
-	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
+	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(id)...) })
 	at := time.Now().Truncate(time.Millisecond)
-	a := recordInfo{ID: id, Queue: "normal", Task: task.BatchID("0123456789abcdef0123456789aaaaaa"), Recipients: 1, AcceptedAt: at, Retain: at}
+	a := store.RecordInfo{ID: id, Queue: "normal", Task: task.BatchID("0123456789abcdef0123456789aaaaaa"), Recipients: 1, AcceptedAt: at, Retain: at}
 	b := a
 	b.Task = task.BatchID("0123456789abcdef0123456789bbbbbb")
-	if dup, err := s.create(ctx, a, jobQueued); err != nil || dup {
+	if dup, err := s.create(ctx, a, store.JobQueued); err != nil || dup {
 		t.Fatalf("A's write: duplicate %v, err %v", dup, err)
 	}
 	// A's task runs it: fanned out, its one recipient delivered.
@@ -449,13 +373,13 @@ func TestFinishedByTellsBatchesApart(t *testing.T) {
 	if _, err := s.record(ctx, &task.Chunk{Job: id, AcceptedAt: at}, rec); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.rdb.Exists(ctx, jobKey(id)).Val(); n != 0 {
+	if n := s.rdb.Exists(ctx, store.JobKey(id)).Val(); n != 0 {
 		t.Fatal("the job did not retire")
 	}
-	if dup, err := s.create(ctx, b, jobQueued); err != nil || !dup {
+	if dup, err := s.create(ctx, b, store.JobQueued); err != nil || !dup {
 		t.Errorf("B's write after A finished: duplicate %v, err %v; want a duplicate", dup, err)
 	}
-	if dup, err := s.create(ctx, a, jobQueued); err != nil || dup {
+	if dup, err := s.create(ctx, a, store.JobQueued); err != nil || dup {
 		t.Errorf("A's write after its task finished: duplicate %v, err %v; want accepted", dup, err)
 	}
 	st, err := s.status(ctx, id)
@@ -473,14 +397,14 @@ func TestFinishedByTellsBatchesApart(t *testing.T) {
 func TestFinishedByWithoutATag(t *testing.T) {
 	at := time.Now().Truncate(time.Millisecond)
 	st := &chunkStates{retired: true, acceptedAt: at}
-	r := recordInfo{Queue: "normal", Task: task.BatchID("whatever"), AcceptedAt: at}
+	r := store.RecordInfo{Queue: "normal", Task: task.BatchID("whatever"), AcceptedAt: at}
 	for _, tt := range []struct {
 		owner string
 		want  bool
 	}{
 		{"normal", true},
 		{"high", false},
-		{"normal@" + taskTag(r.Task), true},
+		{"normal@" + store.TaskTag(r.Task), true},
 		{"normal@other", false},
 	} {
 		if got := finishedBy(tt.owner, st, r); got != tt.want {
@@ -488,7 +412,7 @@ func TestFinishedByWithoutATag(t *testing.T) {
 		}
 	}
 	r.Task = ""
-	if finishedBy("normal@"+taskTag(task.BatchID("whatever")), st, r) {
+	if finishedBy("normal@"+store.TaskTag(task.BatchID("whatever")), st, r) {
 		t.Error("a job of its own task read as finished by it, though a batch's task finished it")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -292,7 +293,7 @@ func TestTokenInvalidEventBeforeItsState(t *testing.T) {
 	cmds := slices.Clone(l.cmds)
 	l.mu.Unlock()
 	xadd := slices.Index(cmds, "xadd "+EventsStream)
-	hset := slices.Index(cmds, "hset "+devKey(id))
+	hset := slices.Index(cmds, "hset "+store.DevKey(id))
 	if xadd < 0 || hset < 0 || xadd > hset {
 		t.Errorf("commands %v: want the event's XADD before the device state's HSET", cmds)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/internal/redistest"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -48,22 +49,22 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 	rdb.AddHook(count)
 	s := newStore(rdb, time.Hour)
 	// A long linger: every call below joins the first batch.
-	s.records = newScriptBatcher(rdb, recordScript, nil, 300*time.Millisecond)
+	s.records = store.NewScriptBatcher(rdb, store.RecordScript, nil, 300*time.Millisecond)
 
 	const jobs = 30
 	chunks := make([]*task.Chunk, jobs)
 	for i := range chunks {
 		chunks[i] = &task.Chunk{Job: fmt.Sprintf("batched-%d", i), AcceptedAt: time.Now()}
-		r := recordInfo{ID: chunks[i].Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}
+		r := store.RecordInfo{ID: chunks[i].Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}
 		if i == 7 {
 			continue // no record: gone
 		}
-		if _, err := s.create(ctx, r, jobQueued); err != nil {
+		if _, err := s.create(ctx, r, store.JobQueued); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Job 9's recipient states are a string: its call fails, alone.
-	if err := rdb.Set(ctx, recpKey(chunks[9].Job), "x", 0).Err(); err != nil {
+	if err := rdb.Set(ctx, store.RecpKey(chunks[9].Job), "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for round, want := range []bool{true, false} {
@@ -116,14 +117,14 @@ func TestRecordCallsShareARoundTrip(t *testing.T) {
 			t.Errorf("job %d: %+v, %v; want its recipient delivered, once", i, st, err)
 		}
 	}
-	if err := s.records.drain(ctx); err != nil {
+	if err := s.records.Drain(ctx); err != nil {
 		t.Error(err)
 	}
 
 	// A caller whose context ends stops waiting.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.records.run(cctx, jobKeys("gone"), nil, "1").Err(); err != context.Canceled {
+	if err := s.records.Run(cctx, store.JobKeys("gone"), nil, "1").Err(); err != context.Canceled {
 		t.Errorf("a cancelled caller got %v, want context.Canceled", err)
 	}
 }
@@ -151,7 +152,7 @@ func TestRecordEventsLeadTheirStates(t *testing.T) {
 	rdb.AddHook(count)
 	m := newMetrics()
 	s := newStore(rdb, time.Hour)
-	s.records = newScriptBatcher(rdb, recordScript, &events{rdb: rdb, maxLen: 1000, m: m}, 300*time.Millisecond)
+	s.records = store.NewScriptBatcher(rdb, store.RecordScript, newEvents(rdb, 1000, m), 300*time.Millisecond)
 
 	run := func(prefix string) []error {
 		const jobs = 5
@@ -159,7 +160,7 @@ func TestRecordEventsLeadTheirStates(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range jobs {
 			c := &task.Chunk{Job: fmt.Sprintf("%s-%d", prefix, i), AcceptedAt: time.Now()}
-			if _, err := s.create(ctx, recordInfo{ID: c.Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}, jobQueued); err != nil {
+			if _, err := s.create(ctx, store.RecordInfo{ID: c.Job, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}, store.JobQueued); err != nil {
 				t.Fatal(err)
 			}
 			wg.Go(func() {

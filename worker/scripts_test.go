@@ -13,6 +13,7 @@ import (
 
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -84,7 +85,7 @@ func parseScript(src string) (scriptHeader, error) {
 	return h, nil
 }
 
-// TestScriptArgs: each job-store script's header names its KEYS as jobKeys
+// TestScriptArgs: each job-store script's header names its KEYS as store.JobKeys
 // makes them and its ARGV in the order its Go builder sends them, value by
 // value, so the two cannot drift apart silently.
 func TestScriptArgs(t *testing.T) {
@@ -99,51 +100,51 @@ func TestScriptArgs(t *testing.T) {
 	}{
 		{
 			script: "start.lua",
-			src:    startSrc,
-			got: startArgs(recordInfo{ID: "j", Queue: "high", Task: "batch:b1", App: "courier", Recipients: 250, AcceptedAt: accepted, Deadline: deadline},
-				jobFanning, false, 90*time.Second, &task.Chunk{Recipients: []payload.Recipient{
+			src:    store.StartSrc,
+			got: store.StartArgs(store.RecordInfo{ID: "j", Queue: "high", Task: "batch:b1", App: "courier", Recipients: 250, AcceptedAt: accepted, Deadline: deadline},
+				store.JobFanning, false, 90*time.Second, &task.Chunk{Recipients: []payload.Recipient{
 					{Devices: make([]payload.Device, 3)}, {Devices: make([]payload.Device, 1)},
 				}}),
 			fixed: map[string]any{
 				"queue": "high", "task": "batch:b1", "accepted_at": "2025-03-01T12:00:00Z", "recipients": 250,
-				"deadline": "2025-03-01T18:00:00Z", "state": jobFanning, "keep": int64(0), "ttl": int64(90000), "nread": 2, "app": "courier",
+				"deadline": "2025-03-01T18:00:00Z", "state": store.JobFanning, "keep": int64(0), "ttl": int64(90000), "nread": 2, "app": "courier",
 			},
 			groups: [][]any{{3}, {1}},
 		},
 		{
 			script: "start.lua without a chunk to read",
-			src:    startSrc,
-			got:    startArgs(recordInfo{ID: "j", Queue: "low", Recipients: 1, AcceptedAt: accepted}, jobQueued, true, time.Minute, nil),
+			src:    store.StartSrc,
+			got:    store.StartArgs(store.RecordInfo{ID: "j", Queue: "low", Recipients: 1, AcceptedAt: accepted}, store.JobQueued, true, time.Minute, nil),
 			fixed: map[string]any{
 				"queue": "low", "task": "", "accepted_at": "2025-03-01T12:00:00Z", "recipients": 1,
-				"deadline": "", "state": jobQueued, "keep": int64(1), "ttl": int64(60000), "nread": 0, "app": "",
+				"deadline": "", "state": store.JobQueued, "keep": int64(1), "ttl": int64(60000), "nread": 0, "app": "",
 			},
 		},
 		{
 			script: "record.lua",
-			src:    recordSrc,
-			got:    recordArgs(2*time.Hour, 5, 1700000000000, "7/0", task.Delivered, "0", []any{7, task.Delivered, "", 9, "", "normal.2", 11, task.Failed, "gave up"}),
+			src:    store.RecordSrc,
+			got:    store.RecordArgs(2*time.Hour, 5, 1700000000000, "7/0", task.Delivered, "0", []any{7, task.Delivered, "", 9, "", "normal.2", 11, task.Failed, "gave up"}),
 			fixed: map[string]any{"ttl": int64(7200000), "deferrals": 5, "expire_at": int64(1700000000000),
 				"dev_field": "7/0", "dev_state": task.Delivered, "range": "0"},
 			groups: [][]any{{7, task.Delivered}, {9, "@normal.2"}, {11, "failed|gave up"}},
 		},
 		{
 			script: "cancel.lua",
-			src:    cancelSrc,
-			got:    cancelArgs(accepted),
+			src:    store.CancelSrc,
+			got:    store.CancelArgs(accepted),
 			fixed:  map[string]any{"at": "2025-03-01T12:00:00Z"},
 		},
 		{
 			script: "chunk.lua",
-			src:    chunkSrc,
-			got:    chunkArgs(&task.Chunk{From: 200}, true, []string{"200", "201"}, []string{"200/0", "200/a"}),
+			src:    store.ChunkSrc,
+			got:    store.ChunkArgs(&task.Chunk{From: 200}, true, []string{"200", "201"}, []string{"200/0", "200/a"}),
 			fixed:  map[string]any{"mark": "s:200", "always": int64(1), "nread": 2},
 			groups: [][]any{{"200"}, {"201"}, {"200/0"}, {"200/a"}},
 		},
 		{
 			script: "fanned.lua",
-			src:    fannedSrc,
-			got:    fannedArgs(300, 1700000000000),
+			src:    store.FannedSrc,
+			got:    store.FannedArgs(300, 1700000000000),
 			fixed:  map[string]any{"cursor": 300, "expire_at": int64(1700000000000)},
 		},
 	}
@@ -157,14 +158,14 @@ func TestScriptArgs(t *testing.T) {
 				t.Fatalf("header names %d KEYS and %d ARGV, want both", len(h.keys), len(h.argv))
 			}
 			n := min(len(h.keys), 3)
-			if diff := cmp.Diff(jobKeys("<id>")[:n], h.keys[:n]); diff != "" {
-				t.Errorf("header KEYS differ from jobKeys (-jobKeys +header):\n%s", diff)
+			if diff := cmp.Diff(store.JobKeys("<id>")[:n], h.keys[:n]); diff != "" {
+				t.Errorf("header KEYS differ from store.JobKeys (-store.JobKeys +header):\n%s", diff)
 			}
 			for i, k := range h.keys[n:] {
 				// Done buckets, then, for the scripts that retire a job
 				// (store.retiring's order), its exceptions.
 				last := n+i == len(h.keys)-1
-				if k != "hush:done:{<tag>}:<width>:<bucket>" && (k != exceptKey("<id>") || !last || i == 0) {
+				if k != "hush:done:{<tag>}:<width>:<bucket>" && (k != store.ExceptKey("<id>") || !last || i == 0) {
 					t.Errorf("header names KEYS %q after the job's keys, want done buckets, then its exceptions", k)
 				}
 			}
@@ -219,10 +220,10 @@ func TestParseScriptCatchesDrift(t *testing.T) {
 // it and the deferrals, and answers per final state whether it recorded it.
 func TestStoreRecordScript(t *testing.T) {
 	ctx := context.Background()
-	s := store{rdb: redistest.Client(t)}
+	s := jobStore{rdb: redistest.Client(t)}
 	c := &task.Chunk{Job: redistest.Prefix(t) + "rec", AcceptedAt: time.Now()}
-	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(c.Job)...) })
-	s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFanning, "recipients", 4)
+	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(c.Job)...) })
+	s.rdb.HSet(ctx, store.JobKey(c.Job), "queue", "normal", "state", store.JobFanning, "recipients", 4)
 
 	rec := &chunkRecord{deferrals: 2}
 	rec.final(0, task.Delivered, Event{})
@@ -235,7 +236,7 @@ func TestStoreRecordScript(t *testing.T) {
 	if diff := cmp.Diff([]bool{true, true, false}, got); diff != "" {
 		t.Errorf("first record (-want +got):\n%s", diff)
 	}
-	if q := s.rdb.HGet(ctx, jobKey(c.Job), heldPrefix+"2").Val(); q != "normal.1" {
+	if q := s.rdb.HGet(ctx, store.JobKey(c.Job), store.HeldPrefix+"2").Val(); q != "normal.1" {
 		t.Errorf("recipient 2 held on %q, want normal.1", q)
 	}
 	// The second call reads which of its recipients have a final state
@@ -252,23 +253,23 @@ func TestStoreRecordScript(t *testing.T) {
 		t.Errorf("second record (-want +got):\n%s", diff)
 	}
 
-	job, err := s.rdb.HGetAll(ctx, jobKey(c.Job)).Result()
+	job, err := s.rdb.HGetAll(ctx, store.JobKey(c.Job)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"queue": "normal", "state": jobFanning, "recipients": "4", task.Delivered: "2", task.Failed: "1", "deferrals": "3",
-		heldPrefix + "3": "normal.2"}
+	want := map[string]string{"queue": "normal", "state": store.JobFanning, "recipients": "4", task.Delivered: "2", task.Failed: "1", "deferrals": "3",
+		store.HeldPrefix + "3": "normal.2"}
 	if diff := cmp.Diff(want, job); diff != "" {
 		t.Errorf("job record (-want +got):\n%s", diff)
 	}
-	finals, err := s.rdb.HGetAll(ctx, recpKey(c.Job)).Result()
+	finals, err := s.rdb.HGetAll(ctx, store.RecpKey(c.Job)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]string{"0": task.Delivered, "1": task.Failed, "2": task.Delivered}, finals); diff != "" {
 		t.Errorf("recipient states (-want +got):\n%s", diff)
 	}
-	for _, k := range jobKeys(c.Job)[:2] {
+	for _, k := range store.JobKeys(c.Job)[:2] {
 		if ttl := s.rdb.PTTL(ctx, k).Val(); ttl <= 0 {
 			t.Errorf("%s has TTL %v, want one", k, ttl)
 		}
@@ -283,8 +284,8 @@ func TestStoreFinalizeScript(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(redistest.Client(t), DefaultJobRetention)
 	id := redistest.Prefix(t) + "fin"
-	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
-	s.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 2,
+	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(id)...) })
+	s.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", store.JobFannedOut, "recipients", 2,
 		"accepted_at", "2026-11-25T10:00:00Z", "h:0", "normal")
 
 	for range 2 { // the second call records nothing
@@ -292,11 +293,11 @@ func TestStoreFinalizeScript(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	job := s.rdb.HGetAll(ctx, jobKey(id)).Val()
+	job := s.rdb.HGetAll(ctx, store.JobKey(id)).Val()
 	if job[task.Delivered] != "1" || job["h:0"] != "" {
 		t.Errorf("after recipient 0: job record %v, want delivered 1 and no longer held", job)
 	}
-	for _, k := range jobKeys(id)[:2] {
+	for _, k := range store.JobKeys(id)[:2] {
 		if ttl := s.rdb.PTTL(ctx, k).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
 			t.Errorf("%s has TTL %v, want the hour given", k, ttl)
 		}
@@ -306,7 +307,7 @@ func TestStoreFinalizeScript(t *testing.T) {
 	if err != nil || !recorded {
 		t.Fatalf("recipient 1: recorded %v, err %v", recorded, err)
 	}
-	if n := s.rdb.Exists(ctx, jobKeys(id)...).Val(); n != 0 {
+	if n := s.rdb.Exists(ctx, store.JobKeys(id)...).Val(); n != 0 {
 		t.Errorf("%d of the job's records left after its last final state, want none", n)
 	}
 	st, err := s.status(ctx, id)
@@ -327,8 +328,8 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(redistest.Client(t), DefaultJobRetention)
 	c := &task.Chunk{Job: redistest.Prefix(t) + "one", AcceptedAt: time.Now()}
-	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(c.Job)...) })
-	s.rdb.HSet(ctx, jobKey(c.Job), "queue", "normal", "state", jobFannedOut, "recipients", 3,
+	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(c.Job)...) })
+	s.rdb.HSet(ctx, store.JobKey(c.Job), "queue", "normal", "state", store.JobFannedOut, "recipients", 3,
 		"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 2, "h:1", "normal")
 
 	rec := &chunkRecord{deferrals: 1}
@@ -342,7 +343,7 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 	if diff := cmp.Diff([]bool{true, false, false}, got); diff != "" {
 		t.Errorf("first record (-want +got):\n%s", diff)
 	}
-	job := s.rdb.HGetAll(ctx, jobKey(c.Job)).Val()
+	job := s.rdb.HGetAll(ctx, store.JobKey(c.Job)).Val()
 	if job[task.Delivered] != "1" || job[task.Failed] != "" || job["deferrals"] != "3" || job["h:1"] != "normal.2" {
 		t.Errorf("after the first record: job record %v, want delivered 1, deferrals 3, recipient 1 held on normal.2", job)
 	}
@@ -357,7 +358,7 @@ func TestStoreRecordFinishesInOneWrite(t *testing.T) {
 	if diff := cmp.Diff([]bool{false, true, true}, got); diff != "" {
 		t.Errorf("last record (-want +got):\n%s", diff)
 	}
-	if n := s.rdb.Exists(ctx, jobKeys(c.Job)...).Val(); n != 0 {
+	if n := s.rdb.Exists(ctx, store.JobKeys(c.Job)...).Val(); n != 0 {
 		t.Errorf("%d of the job's records left after its last final states, want none", n)
 	}
 	st, err := s.status(ctx, c.Job)
@@ -383,27 +384,27 @@ func TestStartKeepsAFoundRecordsExpiry(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(redistest.Client(t), DefaultJobRetention)
 	id := redistest.Prefix(t) + "ttl"
-	t.Cleanup(func() { s.rdb.Del(context.Background(), jobKeys(id)...) })
-	r := recordInfo{ID: id, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}
+	t.Cleanup(func() { s.rdb.Del(context.Background(), store.JobKeys(id)...) })
+	r := store.RecordInfo{ID: id, Queue: "normal", Recipients: 1, AcceptedAt: time.Now(), Retain: time.Now()}
 	run := func(ttl time.Duration) {
 		t.Helper()
-		c := s.startCallWith(r, jobFanning, false, nil)
+		c := s.startCallWith(r, store.JobFanning, false, nil)
 		c.args[7] = ttl.Milliseconds() // ARGV[8] ttl
-		if _, _, _, err := c.result(ctx, startScript.Run(ctx, s.rdb, c.keys, c.args...)); err != nil {
+		if _, _, _, err := c.result(ctx, store.StartScript.Run(ctx, s.rdb, c.keys, c.args...)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	run(time.Hour) // writes the record
-	if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+	if ttl := s.rdb.PTTL(ctx, store.JobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
 		t.Fatalf("a new record's TTL %v, want the hour given", ttl)
 	}
 	run(2 * time.Hour) // finds it
-	if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+	if ttl := s.rdb.PTTL(ctx, store.JobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
 		t.Errorf("a found record's TTL %v, want its hour kept", ttl)
 	}
-	s.rdb.PExpire(ctx, jobKey(id), 10*time.Second)
+	s.rdb.PExpire(ctx, store.JobKey(id), 10*time.Second)
 	run(time.Minute) // the floor
-	if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 50*time.Second {
+	if ttl := s.rdb.PTTL(ctx, store.JobKey(id)).Val(); ttl <= 50*time.Second {
 		t.Errorf("a found record at the floor has TTL %v, want the minute given", ttl)
 	}
 }
@@ -411,7 +412,7 @@ func TestStartKeepsAFoundRecordsExpiry(t *testing.T) {
 // TestStoreHoldCountsADeferralOnce: hold marks a recipient held and counts
 // its deferral in the job's record, renewing its TTL, both ways store.write
 // writes it: plain commands in the device outcomes' group commits (a
-// Worker's store) and record.lua (a store without a recorder). A hold of a
+// Worker's jobStore) and record.lua (a store without a store.Recorder). A hold of a
 // job whose record is gone (retired, or its TTL ran out) must not leave a
 // record behind without a TTL: record.lua writes nothing, the plain
 // commands one that expires with the TTL given.
@@ -422,30 +423,30 @@ func TestStoreHoldCountsADeferralOnce(t *testing.T) {
 			rdb := redistest.Client(t)
 			s := newStore(rdb, DefaultJobRetention)
 			if plain {
-				s.held = newRecorder(rdb, &events{rdb: rdb, m: newMetrics()})
+				s.held = store.NewRecorder(rdb, newEvents(rdb, 0, newMetrics()))
 			}
 			id := redistest.Prefix(t) + "hold"
 			gone := redistest.Prefix(t) + "gone"
-			t.Cleanup(func() { s.rdb.Del(context.Background(), append(jobKeys(id), jobKeys(gone)...)...) })
-			s.rdb.HSet(ctx, jobKey(id), "queue", "normal", "state", jobFannedOut, "recipients", 2,
+			t.Cleanup(func() { s.rdb.Del(context.Background(), append(store.JobKeys(id), store.JobKeys(gone)...)...) })
+			s.rdb.HSet(ctx, store.JobKey(id), "queue", "normal", "state", store.JobFannedOut, "recipients", 2,
 				"accepted_at", "2026-11-25T10:00:00Z", "deferrals", 1)
 
 			if err := s.hold(ctx, id, 1, "normal.3", time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			job := s.rdb.HGetAll(ctx, jobKey(id)).Val()
+			job := s.rdb.HGetAll(ctx, store.JobKey(id)).Val()
 			if job["deferrals"] != "2" || job["h:1"] != "normal.3" {
 				t.Errorf("job record %v, want deferrals 2 and recipient 1 held on normal.3", job)
 			}
-			if ttl := s.rdb.PTTL(ctx, jobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+			if ttl := s.rdb.PTTL(ctx, store.JobKey(id)).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
 				t.Errorf("job record has TTL %v, want the hour given", ttl)
 			}
 
 			if err := s.hold(ctx, gone, 0, "normal", time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			n := s.rdb.Exists(ctx, jobKeys(gone)...).Val()
-			ttl := s.rdb.PTTL(ctx, jobKey(gone)).Val()
+			n := s.rdb.Exists(ctx, store.JobKeys(gone)...).Val()
+			ttl := s.rdb.PTTL(ctx, store.JobKey(gone)).Val()
 			switch {
 			case !plain && n != 0:
 				t.Errorf("a hold of a job without a record left %d keys, want none", n)

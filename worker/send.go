@@ -10,6 +10,7 @@ import (
 
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -66,7 +67,7 @@ func (t sendTimes) forDevice(j int, notBefore, deadline time.Time) (at, by time.
 
 // deviceCalls returns one call per device of d not yet settled (states),
 // each waiting until its time (when.forDevice), then filling results[j]:
-// the provider's answer, recorded (store_outcomes.go) before the call returns
+// the provider's answer, recorded (worker/internal/store/outcomes.go) before the call returns
 // when it settles the device, or, with fold set, a delivered answer left
 // in fold for the caller's record call to write (foldedAnswer); notSent
 // when the call would leave after its time; nil when shutdown began
@@ -121,7 +122,7 @@ func (w *Worker) deviceCalls(ctx context.Context, app *App, d *task.Delivery, st
 			r := w.sendOne(ctx, app, d, j, attempt, sendBy)
 			results[j] = &r
 			if fold != nil && r.Outcome == providers.Delivered {
-				fold.o = deviceOutcome{job: d.Job, field: devField(d.Index, j), state: task.Delivered, ttl: d.TTL()}
+				fold.o = store.DeviceOutcome{Job: d.Job, Field: store.DevField(d.Index, j), State: task.Delivered, TTL: d.TTL()}
 				fold.pending, counted = true, false
 				return
 			}
@@ -214,7 +215,7 @@ func (w *Worker) sendOne(ctx context.Context, app *App, d *task.Delivery, j, att
 }
 
 // recordAnswer records device j's answer to attempt n when it settles the
-// device (store_outcomes.go), with its token_invalid event. A delivered device
+// device (worker/internal/store/outcomes.go), with its token_invalid event. A delivered device
 // of a recipient of several has n recorded beside it: the booking its
 // push went out under, the one a later attempt keeps
 // (decide.Attempts.Carries).
@@ -223,17 +224,17 @@ func (w *Worker) recordAnswer(d *task.Delivery, j, n int, r providers.Result) {
 	if st == "" {
 		return
 	}
-	o := deviceOutcome{job: d.Job, field: devField(d.Index, j), state: st, ttl: d.TTL()}
+	o := store.DeviceOutcome{Job: d.Job, Field: store.DevField(d.Index, j), State: st, TTL: d.TTL()}
 	if st == task.Delivered && len(d.Devices) > 1 {
-		o.under = strconv.Itoa(n)
+		o.Under = strconv.Itoa(n)
 	}
 	if r.Outcome == providers.TokenInvalid {
 		dev := d.Devices[j]
 		w.log.Info("token invalid", "delivery", d.Member(), "app", d.AppName(), "user_id", d.UserID, "platform", dev.Platform, "token", providers.TokenEnds(dev.Token), "reason", r.Reason)
-		o.event = &Event{Type: EventTokenInvalid, Platform: string(dev.Platform), Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.AppName(), At: w.now().UTC()}
+		o.Event = &Event{Type: EventTokenInvalid, Platform: string(dev.Platform), Token: dev.Token, UserID: d.UserID, Reason: r.Reason, Job: d.Job, App: d.AppName(), At: w.now().UTC()}
 	}
-	if err := w.rec.record(o); err != nil {
-		// Redis stayed away for recordTimeout: a later run may send to this
+	if err := w.rec.Record(o); err != nil {
+		// Redis stayed away for store.RecordTimeout: a later run may send to this
 		// device again.
 		w.log.Error("device outcome not recorded; the device may get the push again", "delivery", d.Member(), "device", j, "err", err)
 	}
@@ -241,7 +242,7 @@ func (w *Worker) recordAnswer(d *task.Delivery, j, n int, r providers.Result) {
 
 // foldedAnswer is a delivered device's answer whose write is left to its
 // chunk's record call (record.lua's dev_field) instead of a write of its own
-// (recorder.write): the one device of a chunk of one recipient with one
+// (store.Recorder): the one device of a chunk of one recipient with one
 // device, a single-recipient job's usual shape, whose answer is the chunk's
 // last event. The record call follows the answer as closely as the
 // answer's own write would (a linger and a round trip), so the window in
@@ -250,7 +251,7 @@ func (w *Worker) recordAnswer(d *task.Delivery, j, n int, r providers.Result) {
 // delete). The provider call stays counted in Worker.calls until the
 // answer is written, so shutdown waits for it as for any answer's write.
 type foldedAnswer struct {
-	o       deviceOutcome
+	o       store.DeviceOutcome
 	pending bool // an answer waits to be written
 }
 
@@ -266,8 +267,8 @@ func (w *Worker) settleFolded(f *foldedAnswer, written bool) {
 	if written {
 		return
 	}
-	if err := w.rec.record(f.o); err != nil {
-		w.log.Error("device outcome not recorded; the device may get the push again", "job", f.o.job, "device", f.o.field, "err", err)
+	if err := w.rec.Record(f.o); err != nil {
+		w.log.Error("device outcome not recorded; the device may get the push again", "job", f.o.Job, "device", f.o.Field, "err", err)
 	}
 }
 
@@ -296,8 +297,8 @@ func (w *Worker) after(ctx context.Context, d *task.Delivery, a decide.Attempts,
 		// of the next attempt that follows it: a verdict reached as
 		// shutdown interrupted the attempt, or while Redis was away, is
 		// carried out whole, and a retry keeps its delay (retryAt).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-		err := persist(rctx, func(ctx context.Context) error {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
+		err := store.Persist(rctx, func(ctx context.Context) error {
 			return w.release(ctx, "unreached", failureReturned, a.N, d)
 		})
 		cancel()
@@ -331,7 +332,7 @@ func (w *Worker) finish(ctx context.Context, d *task.Delivery, state, reason str
 
 // record is finish with the event's fields given (about).
 func (w *Worker) record(ctx context.Context, d *task.Delivery, state string, about Event) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
 	defer cancel()
 	recorded, err := w.store.finalize(ctx, d.Job, d.Index, state, about, d.TTL())
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -62,7 +63,7 @@ func TestShardedDeliveries(t *testing.T) {
 					if err := json.Unmarshal(ti.Payload, &s); err != nil || s.Queue != ti.Queue {
 						t.Fatalf("task %s in %s: payload %+v, %v", ti.ID, ti.Queue, s, err)
 					}
-					for id, body := range e.rdb.HGetAll(t.Context(), togetherKeys(s.Queue, s.Wake)[0]).Val() {
+					for id, body := range e.rdb.HGetAll(t.Context(), store.TogetherKeys(s.Queue, s.Wake)[0]).Val() {
 						if want := task.HeldQueueOf(task.ShardQueue("normal", id, shards)); ti.Queue != want {
 							t.Errorf("group %s waits in %s, want %s", id, ti.Queue, want)
 						}

@@ -14,6 +14,7 @@ import (
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/webhook"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -109,8 +110,8 @@ func TestWebhookReceivesEvents(t *testing.T) {
 	if ev := got[0]; ev.Type != EventTokenInvalid || ev.Token != dead || ev.UserID != "u-9" {
 		t.Errorf("webhook event %+v, want token_invalid for u-9's token", ev)
 	}
-	if ev := got[0]; ev.ID != eventID(ev) {
-		t.Errorf("webhook event id %q, want %q, the id of its outcome", ev.ID, eventID(ev))
+	if ev := got[0]; ev.ID != store.EventID(ev) {
+		t.Errorf("webhook event id %q, want %q, the id of its outcome", ev.ID, store.EventID(ev))
 	}
 }
 
@@ -121,8 +122,8 @@ func TestEventIDNamesTheOutcome(t *testing.T) {
 	base := Event{Type: EventTokenInvalid, Platform: string(payload.APNs), Token: "aa", UserID: "u-1", Reason: "Unregistered", Job: "j", App: "default", At: time.Unix(1, 0)}
 	again := base
 	again.At, again.Reason = time.Unix(2, 0), "BadDeviceToken"
-	if eventID(base) != eventID(again) {
-		t.Errorf("the same outcome emitted twice has ids %q and %q", eventID(base), eventID(again))
+	if store.EventID(base) != store.EventID(again) {
+		t.Errorf("the same outcome emitted twice has ids %q and %q", store.EventID(base), store.EventID(again))
 	}
 	for _, change := range []func(*Event){
 		func(e *Event) { e.Type = EventDropped },
@@ -136,11 +137,11 @@ func TestEventIDNamesTheOutcome(t *testing.T) {
 	} {
 		other := base
 		change(&other)
-		if eventID(other) == eventID(base) {
+		if store.EventID(other) == store.EventID(base) {
 			t.Errorf("%+v has the id of %+v", other, base)
 		}
 	}
-	if id := eventID(base); strings.Contains(id, ".") || !strings.HasPrefix(id, "evt_") || len(id) != 30 {
+	if id := store.EventID(base); strings.Contains(id, ".") || !strings.HasPrefix(id, "evt_") || len(id) != 30 {
 		t.Errorf("event id %q: want evt_ and 26 characters without '.'", id)
 	}
 }

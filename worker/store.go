@@ -11,341 +11,82 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/wire"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
-
-// retireScriptSrc is retire.lua preceded by the line that gives it
-// task.FinalStates(), as the Lua table final_states.
-var retireScriptSrc = luaList("final_states", task.FinalStates()) + retireSrc
-
-// luaList is a line of Lua declaring the local name as the strings vs.
-func luaList(name string, vs []string) string {
-	var b strings.Builder
-	b.WriteString("local " + name + " = {")
-	for i, v := range vs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(v))
-	}
-	b.WriteString("}\n")
-	return b.String()
-}
 
 // FinalStates returns the final states a recipient's delivery can reach:
 // the keys of JobStatus.Counts besides "pending". The slice is a copy.
 func FinalStates() []string { return task.FinalStates() }
 
-// Fields of the job record besides its fixed ones and counters: when the
-// job was cancelled, and per held delivery "h:<index>" -> the queue its
-// task waits on, and which task that is (task.HeldMark), so a cancellation can
-// wake it and a re-run finds it. record.lua keeps two more counts of the
-// final states written by calls given a range (recordRange): "ranged"
-// (all such calls') and "f:<range>" (one range's), which tell it when no
-// recipient of a range can have a final state yet.
-const (
-	fieldCancelled = "cancelled_at"
-	// fieldAppWait is when a delivery of the job first found its app (or
-	// a sender it needs) missing where it ran, in Unix ms (waitForApp).
-	fieldAppWait = "app_wait"
-	heldPrefix   = "h:"
-)
-
-// Job record states, which JobStatus reports as they are (the scripts
-// write the same strings).
-const (
-	jobQueued    = wire.StateQueued     // accepted, job task not yet run
-	jobFanning   = wire.StateFanningOut // job task creating deliveries
-	jobFannedOut = wire.StateFannedOut  // every delivery created
-)
-
-// jobTag is what a job's keys hold between braces, their hash tag: the
-// id, or, for an id starting with "}" (which would leave the braces empty,
-// so that Redis Cluster put each of the job's keys on a slot of its own),
-// the id after a space, which no id starts with. It is also the job's
-// field in its done bucket (store_retire.go).
-func jobTag(id string) string {
-	if strings.HasPrefix(id, "}") {
-		return " " + id
-	}
-	return id
-}
-
-func jobKey(id string) string  { return "hush:job:{" + jobTag(id) + "}" }
-func recpKey(id string) string { return jobKey(id) + ":r" }
-func devKey(id string) string  { return jobKey(id) + ":dev" }
-
-// exceptKey is the hash of a job's recipients that ended other than
-// delivered: index to "<state>", or "<state>|<reason>" for a failure
-// (record.lua writes it with the final states). Unlike the other
-// records it outlives the job's retirement, for as long as the job's
-// done entry, so that "what happened to this push?" is answered for
-// every recipient of a finished job, at no cost for one that reached
-// everyone.
-func exceptKey(id string) string { return jobKey(id) + ":x" }
-
-// jobKeys are a job's keys in the order the scripts' KEYS name them: the
-// record, the recipient states, the device states. A script given fewer
-// takes the first ones.
-func jobKeys(id string) []string { return []string{jobKey(id), recpKey(id), devKey(id)} }
-
-func devField(recipient, device int) string {
-	return strconv.Itoa(recipient) + "/" + strconv.Itoa(device)
-}
-
-// pushedField is the device hash field beside a delivered device's state
-// field (devField) that holds the attempt its push went out under.
-func pushedField(field string) string { return field + "/n" }
-
-// The job store is the Redis records of jobs (their keys are listed in
-// doc.go). Its files alone build a job key or call a script
-// (storedoor_test.go):
+// The job store is the Redis records of jobs. Their keys, the key
+// builders, the Lua scripts (one .lua file each, with the builders of
+// their ARGV) and the done buckets are the part worker/internal/store
+// (its doc.go lists the keys); these files alone call them, so they alone
+// make a command on a job's keys (storedoor_test.go):
 //
-//	store.go              the records, the job store's scripts and their ARGV
+//	store.go              the records: create, status, cancel, a recipient's state
 //	store_chunk.go        a chunk's reads and writes (chunk.lua, record.lua)
 //	store_held.go         held markers, run marks, paced times, and the
 //	                      groups waiting for their second (together.lua)
-//	store_outcomes.go     device outcomes, recorded as the providers answer
 //	store_recipients.go   a page of a job's recipients
 //	store_reset.go        the reset mark (raise.lua)
-//	store_retire.go       a finished job's entry in its done bucket
-//	store_scriptbatch.go  record.lua calls in group commits
-//	persist.go            how writes of acknowledged sends outlive a Redis outage
 //
-// Its Lua scripts are declared here and nowhere else, one .lua file each.
-// Each file's header names its KEYS and ARGV and its first lines read ARGV
-// into locals of those names; the script's builder below (startArgs,
-// recordArgs, ...) sends ARGV in the header's order.
-// scripts_test.go checks header, locals and builder against each other;
-// storedoor_test.go checks header and locals of the scripts without a
-// builder (together.lua, raise.lua).
-var (
-	//go:embed start.lua
-	startSrc string
-	//go:embed record.lua
-	recordSrc string
-	//go:embed cancel.lua
-	cancelSrc string
-	//go:embed fanned.lua
-	fannedSrc string
-	//go:embed retire.lua
-	retireSrc string
-	//go:embed chunk.lua
-	chunkSrc string
-	//go:embed together.lua
-	togetherSrc string
-	//go:embed raise.lua
-	raiseSrc string
+// The part holds, besides, a finished job's entry in its done bucket
+// (done.go), the device outcomes, recorded as the providers answer
+// (outcomes.go), the events the writes append to hush:events
+// (events.go), the group commits of record.lua calls (scriptbatch.go),
+// and how writes of acknowledged sends outlive a Redis outage
+// (persist.go).
 
-	// The scripts that record final states end with retire() (retire.lua).
-	startScript  = redis.NewScript(startSrc)
-	recordScript = redis.NewScript(retireScriptSrc + recordSrc)
-	fannedScript = redis.NewScript(retireScriptSrc + fannedSrc)
-	cancelScript = redis.NewScript(cancelSrc)
-	chunkScript  = redis.NewScript(chunkSrc)
-	// The held groups waiting for their second (waitingsecond.go), and
-	// the reset mark (resetmark.go).
-	togetherScript = redis.NewScript(togetherSrc)
-	raiseScript    = redis.NewScript(raiseSrc)
-)
+// DefaultJobRetention is how long a finished job's id answers duplicates
+// and its status stays readable (HUSH_JOB_RETENTION); the done buckets
+// (worker/internal/store/done.go) keep its entry that long.
+const DefaultJobRetention = 24 * time.Hour
 
-// startArgs is start.lua's ARGV: r's fixed fields, the state to set
-// (only when the record has none when keep is set) and the record's ttl,
-// then the device count of each recipient of first, whose states start.lua
-// reads (none when first is nil).
-func startArgs(r recordInfo, state string, keep bool, ttl time.Duration, first *task.Chunk) []any {
-	var read []payload.Recipient
-	if first != nil {
-		read = first.Recipients
-	}
-	args := make([]any, 0, 10+len(read))
-	args = append(args,
-		r.Queue,                 // ARGV[1] queue
-		r.Task,                  // ARGV[2] task
-		timeField(r.AcceptedAt), // ARGV[3] accepted_at
-		r.Recipients,            // ARGV[4] recipients
-		timeField(r.Deadline),   // ARGV[5] deadline
-		state,                   // ARGV[6] state
-		b2i(keep),               // ARGV[7] keep
-		ttl.Milliseconds(),      // ARGV[8] ttl
-		len(read),               // ARGV[9] nread
-		r.App,                   // ARGV[10] app
-	)
-	for _, rc := range read {
-		args = append(args, len(rc.Devices)) // ARGV[11..] devices
-	}
-	return args
-}
-
-// recordArgs is record.lua's ARGV: the keys' ttl, the deferrals to count,
-// when the done bucket expires, the device state folded into the call
-// (field "" for none), the recipients' range (recordRange; "" for none),
-// then two values per entry of entries (recipient index, final state,
-// queue or reason triples: a final state and a failure's reason, or ""
-// and the queue a held recipient's task waits on): the recipient, then
-// its final state (with "|" and the reason when there is one) or
-// heldValue(queue).
-func recordArgs(ttl time.Duration, deferrals int, expireAt int64, devField, devState, rng string, entries []any) []any {
-	args := make([]any, 0, 6+len(entries)/3*2)
-	args = append(args,
-		ttl.Milliseconds(), // ARGV[1] ttl
-		deferrals,          // ARGV[2] deferrals
-		expireAt,           // ARGV[3] expire_at
-		devField,           // ARGV[4] dev_field
-		devState,           // ARGV[5] dev_state
-		rng,                // ARGV[6] range
-	)
-	for k := 0; k+2 < len(entries); k += 3 {
-		v := entries[k+1]
-		switch why := entries[k+2].(string); {
-		case v == "":
-			v = heldValue(why)
-		case why != "":
-			v = v.(string) + "|" + why // a failure's reason (exceptKey)
-		}
-		args = append(args, entries[k], v) // ARGV[7..] recipient, state
-	}
-	return args
-}
-
-// heldValue is record.lua's value for a held recipient whose delivery task
-// waits on queue: "@" and the queue. No final state starts with "@".
-func heldValue(queue string) string { return "@" + queue }
-
-// recordRange is record.lua's range for a call recording entries
-// (recipient, state, queue triples) of c: the recipients' index /
-// task.ChunkSize when every one of them has the same, else "". Two kinds of
-// chunk give none, as the range's counts would cost them two writes and
-// save them no read: a chunk of one recipient (a single-recipient job's
-// record call skips its read already, record.lua), and a held task's
-// chunk (the chunk that held its recipients back has, as a rule, recorded
-// final states in their range already).
-func recordRange(c *task.Chunk, entries []any) string {
-	if len(c.Recipients) < 2 || c.Held() || len(entries) == 0 {
-		return ""
-	}
-	r := entries[0].(int) / task.ChunkSize
-	for k := 3; k < len(entries); k += 3 {
-		if entries[k].(int)/task.ChunkSize != r {
-			return ""
-		}
-	}
-	return strconv.Itoa(r)
-}
-
-// fannedArgs is fanned.lua's ARGV.
-func fannedArgs(cursor int, expireAt int64) []any {
-	return []any{
-		cursor,   // ARGV[1] cursor
-		expireAt, // ARGV[2] expire_at
-	}
-}
-
-// cancelArgs is cancel.lua's ARGV.
-func cancelArgs(at time.Time) []any {
-	return []any{
-		timeField(at), // ARGV[1] at
-	}
-}
-
-// timeField is how a job record holds an instant: RFC 3339 in UTC, "" for
-// none.
-func timeField(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
-
-// store reads and writes the job records.
-type store struct {
+// jobStore reads and writes the job records.
+type jobStore struct {
 	rdb  redis.UniversalClient
-	done doneBuckets
+	done store.DoneBuckets
 	// records, when set (a Worker's store), runs record.lua calls in
-	// group commits (scriptBatcher); nil: each call is its own round trip.
-	records *scriptBatcher
+	// group commits (store.ScriptBatcher); nil: each call is its own round trip.
+	records *store.ScriptBatcher
 	// held, when set (a Worker's store), writes held markers and
 	// deferrals alone in the group commits of device outcomes (writeHeld);
 	// nil: record.lua writes them.
-	held *recorder
+	held *store.Recorder
 	// events appends the final states' events of record.lua calls made
 	// without a batcher (the batcher appends its own); nil: none.
-	events *events
+	events *store.Events
 	clock  func() time.Time // nil: time.Now (Options.Clock)
 }
 
-func newStore(rdb redis.UniversalClient, retention time.Duration) store {
+func newStore(rdb redis.UniversalClient, retention time.Duration) jobStore {
 	_, single := rdb.(*redis.Client)
-	return store{rdb: rdb, done: doneBuckets{retention: retention, perSlot: !single}}
+	return jobStore{rdb: rdb, done: store.DoneBuckets{Retention: retention, PerSlot: !single}}
 }
 
 // retiring are the keys and expiry of a script that may retire job id
 // (record.lua, fanned.lua): the job's keys, the done bucket to write to
-// and the job's exceptions (exceptKey), which it keeps.
-func (s store) retiring(id string) (keys []string, expireAt int64) {
-	into, at := s.done.write(id, s.now())
-	return append(jobKeys(id), into, exceptKey(id)), at
+// and the job's exceptions (store.ExceptKey), which it keeps.
+func (s jobStore) retiring(id string) (keys []string, expireAt int64) {
+	into, at := s.done.Write(id, s.now())
+	return append(store.JobKeys(id), into, store.ExceptKey(id)), at
 }
 
 // retired reads job id's done-hash entry: "" when it has none.
-func (s store) retired(ctx context.Context, id string) (string, error) {
+func (s jobStore) retired(ctx context.Context, id string) (string, error) {
 	var cmds []*redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmds = queueRetired(ctx, p, s.done, id, s.now())
+		cmds = store.QueueRetired(ctx, p, s.done, id, s.now())
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", fmt.Errorf("look up finished job %s: %w", id, err)
 	}
-	return retiredOf(cmds), nil
-}
-
-// queueRetired queues the reads of job id's done-hash entry on p.
-func queueRetired(ctx context.Context, p redis.Pipeliner, b doneBuckets, id string, now time.Time) []*redis.StringCmd {
-	keys := b.keys(id, now)
-	cmds := make([]*redis.StringCmd, len(keys))
-	for i, k := range keys {
-		cmds[i] = p.HGet(ctx, k, jobTag(id))
-	}
-	return cmds
-}
-
-// retiredOf is the entry queueRetired's reads found, "" for none.
-func retiredOf(cmds []*redis.StringCmd) string {
-	for _, c := range cmds {
-		if v := c.Val(); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-// owner is how start.lua names the submission owning the id: its queue,
-// then "@" and its batch task when a batch carries it.
-func (r recordInfo) owner() string {
-	if r.Task == "" {
-		return r.Queue
-	}
-	return r.Queue + "@" + r.Task
-}
-
-// recordInfo is what a job record is created with.
-type recordInfo struct {
-	ID    string
-	Queue string
-	// Task is the batch task carrying the job ("" when the job has a task
-	// of its own): it owns the id with Queue (owner).
-	Task string
-	// App is the job's app, as validation resolved it ("" for none).
-	App        string
-	Recipients int
-	AcceptedAt time.Time
-	Deadline   time.Time
-	// Retain is when the record's task.RecordTTL starts (task.RetainFrom).
-	Retain time.Time
+	return store.RetiredOf(cmds), nil
 }
 
 // create writes the job record as the accepting client does: start.lua
@@ -353,9 +94,9 @@ type recordInfo struct {
 // id is another submission's: the job had finished and was retired
 // (nothing was written), and not by the task of the submission r
 // describes (finishedBy).
-func (s store) create(ctx context.Context, r recordInfo, state string) (dup bool, err error) {
+func (s jobStore) create(ctx context.Context, r store.RecordInfo, state string) (dup bool, err error) {
 	c := s.startCallWith(r, state, true, nil)
-	owner, _, st, err := c.result(ctx, startScript.Run(ctx, s.rdb, c.keys, c.args...))
+	owner, _, st, err := c.result(ctx, store.StartScript.Run(ctx, s.rdb, c.keys, c.args...))
 	if err != nil {
 		return false, err
 	}
@@ -370,34 +111,27 @@ func (s store) create(ctx context.Context, r recordInfo, state string) (dup bool
 // a duplicate. The done entry keeps the queue, the acceptance to the
 // millisecond (which the submission's acceptance is truncated to,
 // Client.prepare) and, for a job a batch task owned, that task's tag ("@"
-// and taskTag): of two batches submitting one id into one queue in the
+// and store.TaskTag): of two batches submitting one id into one queue in the
 // same millisecond, only the one whose task finished the job reads as its
 // finisher. An entry without a tag (a job of its own task, or one written
 // before entries had tags) is told by the queue and the millisecond alone,
 // so two such submissions in one millisecond, the other finishing first,
 // read as this one. Queue names never hold "@": they are a priority and a
 // shard number (task.ShardOf).
-func finishedBy(owner string, st *chunkStates, r recordInfo) bool {
+func finishedBy(owner string, st *chunkStates, r store.RecordInfo) bool {
 	if !st.retired || !st.acceptedAt.Equal(r.AcceptedAt.Truncate(time.Millisecond)) {
 		return false
 	}
 	q, tag, tagged := strings.Cut(owner, "@")
-	return q == r.Queue && (!tagged || tag == taskTag(r.Task))
-}
-
-// taskTag is what a finished job's done entry keeps of the batch task that
-// owned it: the task id's last 6 characters (retire.lua), random in a
-// batch task's id. "" for none.
-func taskTag(taskID string) string {
-	return taskID[max(0, len(taskID)-6):]
+	return q == r.Queue && (!tagged || tag == store.TaskTag(r.Task))
 }
 
 // exists reports whether job id has a live record: a job accepted and not
 // finished. (A finished job's id is found by create, which Enqueue calls
 // after enqueueing: a duplicate of a finished job costs one task that does
 // nothing, and every other submission one command less.)
-func (s store) exists(ctx context.Context, id string) (bool, error) {
-	n, err := s.rdb.Exists(ctx, jobKey(id)).Result()
+func (s jobStore) exists(ctx context.Context, id string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, store.JobKey(id)).Result()
 	if err != nil {
 		return false, fmt.Errorf("look up job %s: %w", id, err)
 	}
@@ -407,11 +141,11 @@ func (s store) exists(ctx context.Context, id string) (bool, error) {
 // existAll looks up whether each of jobs ids has a live record (as
 // exists does), in one round trip (per node on a cluster): an EXISTS
 // answer each.
-func (s store) existAll(ctx context.Context, ids []string) []*redis.IntCmd {
+func (s jobStore) existAll(ctx context.Context, ids []string) []*redis.IntCmd {
 	found := make([]*redis.IntCmd, len(ids))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, id := range ids {
-			found[k] = p.Exists(ctx, jobKey(id))
+			found[k] = p.Exists(ctx, store.JobKey(id))
 		}
 		return nil
 	})
@@ -421,7 +155,7 @@ func (s store) existAll(ctx context.Context, ids []string) []*redis.IntCmd {
 // finalize records a recipient's final state once (a record call of one
 // entry), about naming it for its event; it reports whether this call
 // recorded it.
-func (s store) finalize(ctx context.Context, id string, recipient int, state string, about Event, ttl time.Duration) (bool, error) {
+func (s jobStore) finalize(ctx context.Context, id string, recipient int, state string, about Event, ttl time.Duration) (bool, error) {
 	var r chunkRecord
 	r.final(recipient, state, about)
 	out, err := s.write(ctx, id, ttl, "", &r)
@@ -433,7 +167,7 @@ func (s store) finalize(ctx context.Context, id string, recipient int, state str
 
 // hold counts a deferral of recipient i of job id and marks it held, its
 // task waiting on queue (a record call of one held entry).
-func (s store) hold(ctx context.Context, id string, i int, queue string, ttl time.Duration) error {
+func (s jobStore) hold(ctx context.Context, id string, i int, queue string, ttl time.Duration) error {
 	r := chunkRecord{deferrals: 1}
 	r.held(i, queue)
 	if _, err := s.write(ctx, id, ttl, "", &r); err != nil {
@@ -445,12 +179,12 @@ func (s store) hold(ctx context.Context, id string, i int, queue string, ttl tim
 // appWaitSince marks job id's record, once, with now as when its
 // deliveries began to wait for their app, and returns that instant. The
 // record keeps its expiry (ttl only when it has none).
-func (s store) appWaitSince(ctx context.Context, id string, now time.Time, ttl time.Duration) (time.Time, error) {
+func (s jobStore) appWaitSince(ctx context.Context, id string, now time.Time, ttl time.Duration) (time.Time, error) {
 	var get *redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSetNX(ctx, jobKey(id), fieldAppWait, now.UnixMilli())
-		p.ExpireNX(ctx, jobKey(id), ttl)
-		get = p.HGet(ctx, jobKey(id), fieldAppWait)
+		p.HSetNX(ctx, store.JobKey(id), store.FieldAppWait, now.UnixMilli())
+		p.ExpireNX(ctx, store.JobKey(id), ttl)
+		get = p.HGet(ctx, store.JobKey(id), store.FieldAppWait)
 		return nil
 	})
 	if err != nil {
@@ -458,26 +192,16 @@ func (s store) appWaitSince(ctx context.Context, id string, now time.Time, ttl t
 	}
 	ms, err := strconv.ParseInt(get.Val(), 10, 64)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("job record %s: %s: %w", id, fieldAppWait, err)
+		return time.Time{}, fmt.Errorf("job record %s: %s: %w", id, store.FieldAppWait, err)
 	}
 	return time.UnixMilli(ms), nil
 }
 
-// stateRetired is what the job store reads as the final state of every
-// recipient of a retired job (store_retire.go): it is never recorded.
-const stateRetired = "retired"
-
-// queueHead queues, after reads of job id's recipient states, a read of
-// its record's queue and cancellation, for headOf.
-func queueHead(ctx context.Context, p redis.Pipeliner, id string) *redis.SliceCmd {
-	return p.HMGet(ctx, jobKey(id), "queue", fieldCancelled)
-}
-
-// headOf reads queueHead's answer: whether the job was cancelled, and
+// headOf reads store.QueueHead's answer: whether the job was cancelled, and
 // whether it was retired. A record without its queue is looked up in the
 // done hash (one more round trip, only then): when it is there, the job
 // retired after (or before) the states were read, which then say nothing.
-func (s store) headOf(ctx context.Context, id string, hc *redis.SliceCmd) (cancelled, retired bool, err error) {
+func (s jobStore) headOf(ctx context.Context, id string, hc *redis.SliceCmd) (cancelled, retired bool, err error) {
 	vals, err := hc.Result()
 	if err != nil {
 		return false, false, err
@@ -494,41 +218,24 @@ func (s store) headOf(ctx context.Context, id string, hc *redis.SliceCmd) (cance
 	return vals[1] != nil, false, nil
 }
 
-// queueCancelled queues a read of job id's cancellation on p: its answer
-// is the time the job was cancelled, or redis.Nil.
-func queueCancelled(ctx context.Context, p redis.Pipeliner, id string) *redis.StringCmd {
-	return p.HGet(ctx, jobKey(id), fieldCancelled)
-}
-
 // readCancelled reads job id's cancellation in a round trip of its own,
-// answered as queueCancelled's.
-func (s store) readCancelled(ctx context.Context, id string) *redis.StringCmd {
-	return s.rdb.HGet(ctx, jobKey(id), fieldCancelled)
-}
-
-// isCancelled reads a queueCancelled answer.
-func isCancelled(c *redis.StringCmd) (bool, error) {
-	switch err := c.Err(); {
-	case errors.Is(err, redis.Nil):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return true, nil
+// answered as store.QueueCancelled's.
+func (s jobStore) readCancelled(ctx context.Context, id string) *redis.StringCmd {
+	return s.rdb.HGet(ctx, store.JobKey(id), store.FieldCancelled)
 }
 
 // cancelled is a job's cancellation as cancel.lua answers it.
 type cancelled struct {
 	at    time.Time
 	first bool           // this call cancelled it
-	state string         // the record's own state (jobQueued: the job task has not run)
+	state string         // the record's own state (store.JobQueued: the job task has not run)
 	held  map[int]string // held recipient -> its marker: the queue and task it waits in (task.HeldMark)
 }
 
 // cancel marks job id cancelled at at (once) and lists its held
 // deliveries; it wraps ErrNotFound for an unknown job.
-func (s store) cancel(ctx context.Context, id string, at time.Time) (cancelled, error) {
-	vals, err := cancelScript.Run(ctx, s.rdb, jobKeys(id)[:1], cancelArgs(at)...).Slice()
+func (s jobStore) cancel(ctx context.Context, id string, at time.Time) (cancelled, error) {
+	vals, err := store.CancelScript.Run(ctx, s.rdb, store.JobKeys(id)[:1], store.CancelArgs(at)...).Slice()
 	if err != nil {
 		return cancelled{}, fmt.Errorf("cancel job %s: %w", id, err)
 	}
@@ -548,7 +255,7 @@ func (s store) cancel(ctx context.Context, id string, at time.Time) (cancelled, 
 	for k := 3; k+1 < len(vals); k += 2 {
 		f, _ := vals[k].(string)
 		q, _ := vals[k+1].(string)
-		if i, err := strconv.Atoi(strings.TrimPrefix(f, heldPrefix)); err == nil {
+		if i, err := strconv.Atoi(strings.TrimPrefix(f, store.HeldPrefix)); err == nil {
 			c.held[i] = q
 		}
 	}
@@ -569,12 +276,12 @@ const (
 // ErrNotFound is returned for an unknown job id.
 var ErrNotFound = errors.New("not found")
 
-func (s store) status(ctx context.Context, id string) (JobStatus, error) {
+func (s jobStore) status(ctx context.Context, id string) (JobStatus, error) {
 	var live *redis.MapStringStringCmd
 	var done []*redis.StringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		live = p.HGetAll(ctx, jobKey(id))
-		done = queueRetired(ctx, p, s.done, id, s.now())
+		live = p.HGetAll(ctx, store.JobKey(id))
+		done = store.QueueRetired(ctx, p, s.done, id, s.now())
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -582,8 +289,8 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 	}
 	m := live.Val()
 	if m["queue"] == "" {
-		if v := retiredOf(done); v != "" {
-			return compactStatus(id, v)
+		if v := store.RetiredOf(done); v != "" {
+			return store.CompactStatus(id, v)
 		}
 		return JobStatus{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
@@ -599,67 +306,17 @@ func (s store) status(ctx context.Context, id string) (JobStatus, error) {
 		final += n
 	}
 	st.Counts["pending"] = max(st.Recipients-final, 0)
-	st.CancelledAt, _ = time.Parse(time.RFC3339Nano, m[fieldCancelled])
+	st.CancelledAt, _ = time.Parse(time.RFC3339Nano, m[store.FieldCancelled])
 	switch {
 	case !st.CancelledAt.IsZero():
 		st.State = jobCancelled
-	case st.State == jobFannedOut && final >= st.Recipients:
+	case st.State == store.JobFannedOut && final >= st.Recipients:
 		st.State = jobDone
 	}
 	if st.State == jobDone || st.State == jobCancelled {
-		st.Outcome = jobOutcome(st.Recipients, st.Counts)
+		st.Outcome = store.JobOutcome(st.Recipients, st.Counts)
 	}
 	return st, nil
-}
-
-// A recipient's attempt history lives in its job's device hash beside its
-// device states: "<i>/a" attempts made before the current one, "<i>/f"
-// transient failures, "<i>/t" when a provider first throttled it (Unix
-// ms), "<i>/p" the send time a pacer granted its next send (Unix ms on the
-// limiter's clock; with pacedToldMark, a time it was told, not granted;
-// see pace.go), "<i>/r" attempts a provider refused (throttled, or failed
-// transiently), which the backoff counts, "<i>/w" the instant before which
-// the next attempt calls no provider (Unix ms on the local clock of the
-// process that recorded it: a provider's Retry-After, or the backoff).
-const nAttemptFields = 6
-
-// appendRecipientFields appends the device hash fields of recipient i with
-// n devices: its device states, then its attempt fields.
-func appendRecipientFields(fields []string, i, n int) []string {
-	for d := range n {
-		fields = append(fields, devField(i, d))
-	}
-	p := strconv.Itoa(i) + "/"
-	return append(fields, p+"a", p+"f", p+"t", p+"p", p+"r", p+"w")
-}
-
-// attemptsOf reads the attempt fields (as HMGET answers them).
-func attemptsOf(vals []any) decide.Attempts {
-	var a decide.Attempts
-	s := strs(vals)
-	a.N, _ = strconv.Atoi(s[0])
-	a.Failures, _ = strconv.Atoi(s[1])
-	if ms, err := strconv.ParseInt(s[2], 10, 64); err == nil {
-		a.ThrottledSince = time.UnixMilli(ms)
-	}
-	p, told := strings.CutSuffix(s[3], pacedToldMark)
-	if ms, err := strconv.ParseInt(p, 10, 64); err == nil {
-		a.Paced, a.PacedTold = time.UnixMilli(ms), told
-	}
-	a.Refusals, _ = strconv.Atoi(s[4])
-	if ms, err := strconv.ParseInt(s[5], 10, 64); err == nil {
-		a.RetryAt = time.UnixMilli(ms)
-	}
-	return a
-}
-
-// strs turns HMGET answers into strings ("" for none).
-func strs(vals []any) []string {
-	out := make([]string, len(vals))
-	for i, v := range vals {
-		out[i], _ = v.(string)
-	}
-	return out
 }
 
 // recipientState is what the job records say of one recipient.
@@ -677,21 +334,21 @@ type recipientState struct {
 // (with, for a recipient of several devices, the attempts its delivered
 // devices got the push under), and whether the job was cancelled, in one
 // round trip.
-func (s store) recipient(ctx context.Context, id string, i, devices int) (recipientState, error) {
+func (s jobStore) recipient(ctx context.Context, id string, i, devices int) (recipientState, error) {
 	var rc *redis.StringCmd
 	var dc, hc, uc *redis.SliceCmd
 	readAt := s.now()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		rc = p.HGet(ctx, recpKey(id), strconv.Itoa(i))
-		dc = p.HMGet(ctx, devKey(id), appendRecipientFields(nil, i, devices)...)
+		rc = p.HGet(ctx, store.RecpKey(id), strconv.Itoa(i))
+		dc = p.HMGet(ctx, store.DevKey(id), store.AppendRecipientFields(nil, i, devices)...)
 		if devices > 1 {
 			fields := make([]string, devices)
 			for d := range devices {
-				fields[d] = pushedField(devField(i, d))
+				fields[d] = store.PushedField(store.DevField(i, d))
 			}
-			uc = p.HMGet(ctx, devKey(id), fields...)
+			uc = p.HMGet(ctx, store.DevKey(id), fields...)
 		}
-		hc = queueHead(ctx, p, id)
+		hc = store.QueueHead(ctx, p, id)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -702,37 +359,18 @@ func (s store) recipient(ctx context.Context, id string, i, devices int) (recipi
 		return recipientState{}, fmt.Errorf("read state of %s/%d: %w", id, i, err)
 	}
 	if retired {
-		return recipientState{final: stateRetired, readAt: readAt}, nil
+		return recipientState{final: store.StateRetired, readAt: readAt}, nil
 	}
 	vals := dc.Val()
-	if len(vals) != devices+nAttemptFields {
+	if len(vals) != devices+store.NAttemptFields {
 		return recipientState{}, fmt.Errorf("read state of %s/%d: %d fields for %d devices", id, i, len(vals), devices)
 	}
-	st := recipientState{final: rc.Val(), devices: strs(vals[:devices]), attempts: attemptsOf(vals[devices:]),
+	st := recipientState{final: rc.Val(), devices: store.Strs(vals[:devices]), attempts: store.AttemptsOf(vals[devices:]),
 		cancelled: cancelled, readAt: readAt}
 	if uc != nil {
-		st.attempts.PushedUnder = pushedUnder(st.devices, uc.Val())
+		st.attempts.PushedUnder = store.PushedUnder(st.devices, uc.Val())
 	}
 	return st, nil
-}
-
-// pushedUnder reads the attempts delivered devices (states) got the push
-// under (pushedField's values, as HMGET answers them): -1 where none is
-// recorded.
-func pushedUnder(states []string, vals []any) []int {
-	out := make([]int, len(states))
-	for j := range out {
-		out[j] = -1
-		if j >= len(vals) || states[j] != task.Delivered {
-			continue
-		}
-		if s, ok := vals[j].(string); ok {
-			if n, err := strconv.Atoi(s); err == nil {
-				out[j] = n
-			}
-		}
-	}
-	return out
 }
 
 // nextAttempt records that recipient i's attempt a.n ended and another
@@ -742,17 +380,17 @@ func pushedUnder(states []string, vals []any) []int {
 // under its own context like device outcomes: the next attempt must book
 // a slot of its own, and keep a provider's Retry-After, even when
 // shutdown cancelled the task and another process runs it.
-func (s store) nextAttempt(ctx context.Context, id string, i int, a decide.Attempts, transient, throttled bool, now, retryAt time.Time, ttl time.Duration) (decide.Attempts, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+func (s jobStore) nextAttempt(ctx context.Context, id string, i int, a decide.Attempts, transient, throttled bool, now, retryAt time.Time, ttl time.Duration) (decide.Attempts, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
 	defer cancel()
-	k, p := devKey(id), strconv.Itoa(i)+"/"
+	k, p := store.DevKey(id), strconv.Itoa(i)+"/"
 	var nc, fc, rc *redis.IntCmd
 	var tc *redis.StringCmd
-	err := persist(ctx, func(ctx context.Context) error {
+	err := store.Persist(ctx, func(ctx context.Context) error {
 		_, err := s.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
 			nc = pp.HIncrBy(ctx, k, p+"a", 1)
-			fc = pp.HIncrBy(ctx, k, p+"f", b2i(transient))
-			rc = pp.HIncrBy(ctx, k, p+"r", b2i(transient || throttled))
+			fc = pp.HIncrBy(ctx, k, p+"f", store.B2i(transient))
+			rc = pp.HIncrBy(ctx, k, p+"r", store.B2i(transient || throttled))
 			if throttled {
 				pp.HSetNX(ctx, k, p+"t", now.UnixMilli())
 			}
@@ -781,11 +419,4 @@ func (s store) nextAttempt(ctx context.Context, id string, i int, a decide.Attem
 		out.ThrottledSince = time.UnixMilli(ms)
 	}
 	return out, nil
-}
-
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }

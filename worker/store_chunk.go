@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -18,15 +19,15 @@ import (
 // fan-out cursor and, when first is not nil, the states of first's
 // recipients (as chunkState), all in one round trip (start.lua). It reports
 // the queue that owns the id.
-func (s store) start(ctx context.Context, r recordInfo, done bool, first *task.Chunk) (owner string, cursor int, st *chunkStates, err error) {
+func (s jobStore) start(ctx context.Context, r store.RecordInfo, done bool, first *task.Chunk) (owner string, cursor int, st *chunkStates, err error) {
 	c := s.startCall(r, done, first)
-	return c.result(ctx, startScript.Run(ctx, s.rdb, c.keys, c.args...))
+	return c.result(ctx, store.StartScript.Run(ctx, s.rdb, c.keys, c.args...))
 }
 
 // startCall is one call of start.lua, to run on its own (store.start) or
 // queued in someone else's pipeline (queue, then result).
 type startCall struct {
-	s      store
+	s      jobStore
 	id     string
 	keys   []string
 	args   []any
@@ -35,30 +36,30 @@ type startCall struct {
 	readAt time.Time // when the call was made or queued
 }
 
-func (s store) startCall(r recordInfo, done bool, first *task.Chunk) *startCall {
-	state := jobFanning
+func (s jobStore) startCall(r store.RecordInfo, done bool, first *task.Chunk) *startCall {
+	state := store.JobFanning
 	if done {
-		state = jobFannedOut
+		state = store.JobFannedOut
 	}
 	return s.startCallWith(r, state, false, first)
 }
 
 // startCallWith is a call of start.lua setting state (only when the record
 // has none when keep is set).
-func (s store) startCallWith(r recordInfo, state string, keep bool, first *task.Chunk) *startCall {
+func (s jobStore) startCallWith(r store.RecordInfo, state string, keep bool, first *task.Chunk) *startCall {
 	now := s.now()
-	args := startArgs(r, state, keep, task.TTLFor(r.Retain, r.Deadline), first)
-	keys := append(jobKeys(r.ID), s.done.keys(r.ID, now)...)
+	args := store.StartArgs(r, state, keep, task.TTLFor(r.Retain, r.Deadline), first)
+	keys := append(store.JobKeys(r.ID), s.done.Keys(r.ID, now)...)
 	return &startCall{s: s, id: r.ID, keys: keys, args: args, first: first, readAt: now}
 }
 
 // queue adds the call to p, to be read with result once p has run.
 func (c *startCall) queue(ctx context.Context, p redis.Pipeliner) {
-	c.cmd = startScript.EvalSha(ctx, p, c.keys, c.args...)
+	c.cmd = store.StartScript.EvalSha(ctx, p, c.keys, c.args...)
 }
 
 // startAll makes calls in one round trip; each answers by its result.
-func (s store) startAll(ctx context.Context, calls []*startCall) {
+func (s jobStore) startAll(ctx context.Context, calls []*startCall) {
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range calls {
 			c.queue(ctx, p)
@@ -75,7 +76,7 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 			return "", 0, nil, fmt.Errorf("write job record %s: the queued call did not run", c.id)
 		}
 		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			cmd = startScript.Run(ctx, c.s.rdb, c.keys, c.args...)
+			cmd = store.StartScript.Run(ctx, c.s.rdb, c.keys, c.args...)
 		}
 	}
 	vals, err := cmd.Slice()
@@ -93,7 +94,7 @@ func (c *startCall) result(ctx context.Context, cmd *redis.Cmd) (owner string, c
 		st = retiredStates(c.first, c.readAt)
 		if len(vals) > 4 {
 			at, _ := vals[4].(string)
-			st.acceptedAt = msTime(at)
+			st.acceptedAt = store.MsTime(at)
 		}
 		return owner, cursor, st, nil
 	}
@@ -134,8 +135,8 @@ type chunkStates struct {
 	// handed: the run handed a recipient to a delivery task (set by
 	// deliverChunk).
 	handed bool
-	// retired: the job finished and its records were retired (store_retire.go);
-	// every recipient's final state reads stateRetired. acceptedAt is
+	// retired: the job finished and its records were retired (worker/internal/store/done.go);
+	// every recipient's final state reads store.StateRetired. acceptedAt is
 	// then the acceptance its done entry keeps (start.lua's answer only).
 	retired    bool
 	acceptedAt time.Time
@@ -153,7 +154,7 @@ func retiredStates(c *task.Chunk, readAt time.Time) *chunkStates {
 		n := len(c.Recipients)
 		st.finals, st.devices, st.attempts = make([]string, n), make([][]string, n), make([]decide.Attempts, n)
 		for i, r := range c.Recipients {
-			st.finals[i], st.devices[i] = stateRetired, make([]string, len(r.Devices))
+			st.finals[i], st.devices[i] = store.StateRetired, make([]string, len(r.Devices))
 		}
 	}
 	return st
@@ -161,7 +162,7 @@ func retiredStates(c *task.Chunk, readAt time.Time) *chunkStates {
 
 // statesOf reads a chunk's states from vals: its recipients' final states,
 // then their held markers, then per recipient its devices' states and its
-// attempt fields (appendRecipientFields).
+// attempt fields (store.AppendRecipientFields).
 func statesOf(c *task.Chunk, vals []any) (*chunkStates, error) {
 	n := len(c.Recipients)
 	if len(vals) < n {
@@ -175,16 +176,16 @@ func statesOf(c *task.Chunk, vals []any) (*chunkStates, error) {
 	if len(vals) < n {
 		return nil, fmt.Errorf("%d held markers for %d recipients", len(vals), n)
 	}
-	st.holds = strs(vals[:n])
+	st.holds = store.Strs(vals[:n])
 	vals = vals[n:]
 	for i, r := range c.Recipients {
 		nd := len(r.Devices)
-		if len(vals) < nd+nAttemptFields {
+		if len(vals) < nd+store.NAttemptFields {
 			return nil, fmt.Errorf("too few device states for %d recipients", n)
 		}
-		st.devices[i] = strs(vals[:nd])
-		st.attempts[i] = attemptsOf(vals[nd : nd+nAttemptFields])
-		vals = vals[nd+nAttemptFields:]
+		st.devices[i] = store.Strs(vals[:nd])
+		st.attempts[i] = store.AttemptsOf(vals[nd : nd+store.NAttemptFields])
+		vals = vals[nd+store.NAttemptFields:]
 	}
 	return st, nil
 }
@@ -199,7 +200,7 @@ func statesOf(c *task.Chunk, vals []any) (*chunkStates, error) {
 //
 // A held task's read takes the reset mark too (resetmark.go), in the same
 // round trip, when its first run might take its slots from its payload.
-func (s store) chunkState(ctx context.Context, c *task.Chunk, marked bool) (*chunkStates, error) {
+func (s jobStore) chunkState(ctx context.Context, c *task.Chunk, marked bool) (*chunkStates, error) {
 	readAt := s.now()
 	if !c.Held() || !marked || len(c.Slots) == 0 || c.Content.CollapseKey != "" {
 		reply, err := s.chunkRead(ctx, c, !marked)
@@ -209,8 +210,8 @@ func (s store) chunkState(ctx context.Context, c *task.Chunk, marked bool) (*chu
 	var mark *redis.StringCmd
 	// Each command's error is its own (read below).
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		read = chunkScript.EvalSha(ctx, p, jobKeys(c.Job)[:3], chunkArgs(c, false, nil, nil)...)
-		mark = p.Get(ctx, resetMarkKey(c.Name()))
+		read = store.ChunkScript.EvalSha(ctx, p, store.JobKeys(c.Job)[:3], store.ChunkArgs(c, false, nil, nil)...)
+		mark = p.Get(ctx, store.ResetMarkKey(c.Name()))
 		return nil
 	})
 	reply, err := read.Slice()
@@ -219,46 +220,40 @@ func (s store) chunkState(ctx context.Context, c *task.Chunk, marked bool) (*chu
 	}
 	st, err := s.statesFrom(ctx, c, marked, readAt, reply, err)
 	if st != nil && st.first {
-		st.resetMark = resetMarkOf(mark)
+		st.resetMark = store.ResetMarkOf(mark)
 	}
 	return st, err
 }
 
-// heldRunKey marks a hush:waiting-jobs task's runs (waitingjobs.go): set by
-// its first run before it sends, kept as long as the job records, and
-// deleted by a run that settles every member (their jobs retire, so a
-// later run, after a lost completion or by hand, reads them retired).
-func heldRunKey(task string) string { return "hush:held-run:{" + task + "}" }
-
 // heldJobsStates reads the states of the members of hush:waiting-jobs
 // groups (chunks of one recipient, each of its own job; c.group names its
 // group's task id), one group or a second's many (waitingsecond.go). A group's
-// first run finds no run mark (heldRunKey, set in the same round trip):
+// first run finds no run mark (store.HeldRunKey, set in the same round trip):
 // its members are fresh and its own (waitingjobs.go), and it reads only their
 // jobs' cancellation. A re-run reads each member's states with chunk.lua,
 // one round trip each.
-func (s store) heldJobsStates(ctx context.Context, cs []*task.Chunk) ([]*chunkStates, []error, error) {
+func (s jobStore) heldJobsStates(ctx context.Context, cs []*task.Chunk) ([]*chunkStates, []error, error) {
 	readAt := s.now()
 	sets := map[string]*redis.BoolCmd{}
 	heads := make([]*redis.SliceCmd, len(cs))
 	var mark *redis.StringCmd
 	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		mark = p.Get(ctx, resetMarkKey(cs[0].Group))
+		mark = p.Get(ctx, store.ResetMarkKey(cs[0].Group))
 		for i, c := range cs {
 			if sets[c.Group] == nil {
-				sets[c.Group] = p.SetNX(ctx, heldRunKey(c.Group), 1, task.RecordTTL)
+				sets[c.Group] = p.SetNX(ctx, store.HeldRunKey(c.Group), 1, task.RecordTTL)
 			}
-			heads[i] = queueHead(ctx, p, c.Job)
+			heads[i] = store.QueueHead(ctx, p, c.Job)
 		}
 		return nil
 	})
-	// The mark's error is its own (resetMarkOf).
+	// The mark's error is its own (store.ResetMarkOf).
 	for _, cmd := range cmds[1:] {
 		if err := cmd.Err(); err != nil {
 			return nil, nil, fmt.Errorf("read the states of %d held jobs: %w", len(cs), err)
 		}
 	}
-	at := resetMarkOf(mark)
+	at := store.ResetMarkOf(mark)
 	sts, errs := make([]*chunkStates, len(cs)), make([]error, len(cs))
 	for i, c := range cs {
 		if sets[c.Group].Val() {
@@ -282,22 +277,22 @@ func (s store) heldJobsStates(ctx context.Context, cs []*task.Chunk) ([]*chunkSt
 
 // chunkRead runs chunk.lua for c; always: read on a first run too, so send
 // the fields to read.
-func (s store) chunkRead(ctx context.Context, c *task.Chunk, always bool) ([]any, error) {
+func (s jobStore) chunkRead(ctx context.Context, c *task.Chunk, always bool) ([]any, error) {
 	var rf, df []string
 	if always {
 		rf = make([]string, len(c.Recipients))
 		for i, r := range c.Recipients {
 			rf[i] = strconv.Itoa(c.Index(i))
-			df = appendRecipientFields(df, c.Index(i), len(r.Devices))
+			df = store.AppendRecipientFields(df, c.Index(i), len(r.Devices))
 		}
 	}
-	return chunkScript.Run(ctx, s.rdb, jobKeys(c.Job)[:3], chunkArgs(c, always, rf, df)...).Slice()
+	return store.ChunkScript.Run(ctx, s.rdb, store.JobKeys(c.Job)[:3], store.ChunkArgs(c, always, rf, df)...).Slice()
 }
 
 // statesFrom reads c's states from chunk.lua's first reply (made at
 // readAt, without its fields when marked), reading again with the fields
 // when the reply says a marked chunk's run is a re-run.
-func (s store) statesFrom(ctx context.Context, c *task.Chunk, marked bool, readAt time.Time, reply []any, err error) (*chunkStates, error) {
+func (s jobStore) statesFrom(ctx context.Context, c *task.Chunk, marked bool, readAt time.Time, reply []any, err error) (*chunkStates, error) {
 	if err == nil && marked && len(reply) == 3 && reply[2] == int64(0) {
 		// A re-run (the mark was there). The fields went only to it:
 		// sending them costs Redis about as much as reading them.
@@ -324,7 +319,7 @@ func (s store) statesFrom(ctx context.Context, c *task.Chunk, marked bool, readA
 	if none == 1 {
 		n := 2 * len(c.Recipients) // nothing sent yet: every field unset
 		for _, r := range c.Recipients {
-			n += len(r.Devices) + nAttemptFields
+			n += len(r.Devices) + store.NAttemptFields
 		}
 		vals = make([]any, n)
 	}
@@ -345,34 +340,6 @@ func (s store) statesFrom(ctx context.Context, c *task.Chunk, marked bool, readA
 	return st, nil
 }
 
-// chunkMark is a chunk task's field in its job record, set by its first
-// run: "s:<from>", or "w:<from>:<wake>" for a held task's.
-func chunkMark(c *task.Chunk) string {
-	if c.Held() {
-		return "w:" + strconv.Itoa(c.From) + ":" + strconv.FormatInt(c.Wake, 10)
-	}
-	return "s:" + strconv.Itoa(c.From)
-}
-
-// chunkArgs is chunk.lua's ARGV: c's mark, whether to read on a first run
-// too (always: an unmarked chunk task), then the fields to read: its
-// recipients' (rf), then their devices' and attempts' (df).
-func chunkArgs(c *task.Chunk, always bool, rf, df []string) []any {
-	args := make([]any, 0, 3+len(rf)+len(df))
-	args = append(args,
-		chunkMark(c), // ARGV[1] mark
-		b2i(always),  // ARGV[2] always
-		len(rf),      // ARGV[3] nread
-	)
-	for _, f := range rf {
-		args = append(args, f) // ARGV[4..] field
-	}
-	for _, f := range df {
-		args = append(args, f)
-	}
-	return args
-}
-
 // chunkRecord is what one chunk writes when its sends are done.
 type chunkRecord struct {
 	entries   []any // recipient index, final state ("": held), queue or failure reason triples
@@ -380,7 +347,7 @@ type chunkRecord struct {
 	// folded is a device answer the record call writes too (record.lua's
 	// dev_field), nil or not pending for none.
 	folded *foldedAnswer
-	// events are the final states' events (finalEvent), appended before
+	// events are the final states' events (store.FinalEvent), appended before
 	// the states are written (write).
 	events []Event
 }
@@ -389,19 +356,19 @@ type chunkRecord struct {
 // and time (and a failure's reason) for its event.
 func (r *chunkRecord) final(recipient int, state string, about Event) {
 	r.entries = append(r.entries, recipient, state, exceptReason(state, about.Reason))
-	if e, ok := finalEvent(state, about); ok {
+	if e, ok := store.FinalEvent(state, about); ok {
 		r.events = append(r.events, e)
 	}
 }
 
 // exceptReason is what the job's exceptions keep of a final state's
-// reason (exceptKey): a failure's, clipped as its event's; nothing for
+// reason (store.ExceptKey): a failure's, clipped as its event's; nothing for
 // another state.
 func exceptReason(state, reason string) string {
 	if state != task.Failed || mutant("reasonLost") {
 		return ""
 	}
-	return clip(reason, maxEventReason)
+	return store.Clip(reason, store.MaxEventReason)
 }
 
 // held records that recipient's delivery task waits on queue.
@@ -411,11 +378,11 @@ func (r *chunkRecord) held(recipient int, queue string) {
 
 // record writes a chunk's outcomes (record.lua) and reports, per entry,
 // whether this call recorded its final state.
-func (s store) record(ctx context.Context, c *task.Chunk, r *chunkRecord) ([]bool, error) {
+func (s jobStore) record(ctx context.Context, c *task.Chunk, r *chunkRecord) ([]bool, error) {
 	if len(r.entries) == 0 && r.deferrals == 0 {
 		return nil, nil
 	}
-	out, err := s.write(ctx, c.Job, c.TTL(), recordRange(c, r.entries), r)
+	out, err := s.write(ctx, c.Job, c.TTL(), store.RecordRange(c, r.entries), r)
 	if err != nil {
 		return nil, fmt.Errorf("record the outcomes of %s: %w", c.Name(), err)
 	}
@@ -425,38 +392,38 @@ func (s store) record(ctx context.Context, c *task.Chunk, r *chunkRecord) ([]boo
 // write is the one writer of recipients' outcomes: every final state, held
 // marker and deferral of job id is written here, in one of two ways. The
 // final states' events are appended to hush:events first, in the same
-// group commit (scriptBatcher): a process that dies between the two
+// group commit (store.ScriptBatcher): a process that dies between the two
 // writes them again on its re-run, with the same ids, so an event is
 // never lost.
 // Held markers and deferrals alone (no final state, no folded answer) are
 // plain commands in the group commits of device outcomes (writeHeld);
 // everything else is a record.lua call, group committed when the store has
 // a batcher. It reports, per entry of r, whether this call recorded its
-// final state. It keeps trying while Redis is unreachable (persist): the
+// final state. It keeps trying while Redis is unreachable (store.Persist): the
 // outcomes it records follow sends the providers may already have
 // acknowledged.
-func (s store) write(ctx context.Context, id string, ttl time.Duration, rng string, r *chunkRecord) ([]bool, error) {
+func (s jobStore) write(ctx context.Context, id string, ttl time.Duration, rng string, r *chunkRecord) ([]bool, error) {
 	if s.held != nil && (r.folded == nil || !r.folded.pending) && r.heldOnly() {
 		return s.writeHeld(id, ttl, r)
 	}
-	// Device states were recorded as the answers came (store_outcomes.go), but
+	// Device states were recorded as the answers came (worker/internal/store/outcomes.go), but
 	// for a folded one (foldedAnswer).
 	keys, at := s.retiring(id)
-	devField, devState := "", ""
+	dfield, dstate := "", ""
 	if f := r.folded; f != nil && f.pending {
-		devField, devState = f.o.field, f.o.state
+		dfield, dstate = f.o.Field, f.o.State
 	}
-	args := recordArgs(ttl, r.deferrals, at, devField, devState, rng, r.entries)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	args := store.RecordArgs(ttl, r.deferrals, at, dfield, dstate, rng, r.entries)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
 	defer cancel()
 	var vals []int64
-	err := persist(ctx, func(ctx context.Context) error {
+	err := store.Persist(ctx, func(ctx context.Context) error {
 		var err error
 		if s.records != nil {
-			vals, err = s.records.run(ctx, keys, r.events, args...).Int64Slice()
+			vals, err = s.records.Run(ctx, keys, r.events, args...).Int64Slice()
 		} else {
-			s.events.emitOrCount(ctx, r.events)
-			vals, err = recordScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+			s.events.EmitOrCount(ctx, r.events)
+			vals, err = store.RecordScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		}
 		return err
 	})
@@ -471,7 +438,7 @@ func (s store) write(ctx context.Context, id string, ttl time.Duration, rng stri
 }
 
 // writeHeld writes r, held recipients and deferrals alone, with plain
-// commands in the group commits of device outcomes (recorder), so the
+// commands in the group commits of device outcomes (store.Recorder), so the
 // chunks of a batch's single-recipient jobs held back together share a
 // round trip with each other and with device outcomes. A held recipient's
 // job has a recipient without a final state, so it has not retired, and
@@ -479,13 +446,13 @@ func (s store) write(ctx context.Context, id string, ttl time.Duration, rng stri
 // have nothing to find. The TTL is set as record.lua sets it, so a record
 // that its TTL removed meanwhile (a job accepted more than the retention
 // ago) comes back only for that long.
-func (s store) writeHeld(id string, ttl time.Duration, r *chunkRecord) ([]bool, error) {
-	outs := []deviceOutcome{{job: id, key: jobKey(id), deferrals: r.deferrals, ttl: ttl}}
+func (s jobStore) writeHeld(id string, ttl time.Duration, r *chunkRecord) ([]bool, error) {
+	outs := []store.DeviceOutcome{{Job: id, Key: store.JobKey(id), Deferrals: r.deferrals, TTL: ttl}}
 	for k := 0; k+2 < len(r.entries); k += 3 {
-		outs = append(outs, deviceOutcome{job: id, key: jobKey(id), ttl: ttl,
-			field: heldPrefix + strconv.Itoa(r.entries[k].(int)), state: r.entries[k+2].(string)})
+		outs = append(outs, store.DeviceOutcome{Job: id, Key: store.JobKey(id), TTL: ttl,
+			Field: store.HeldPrefix + strconv.Itoa(r.entries[k].(int)), State: r.entries[k+2].(string)})
 	}
-	if err := s.held.recordAll(outs...); err != nil {
+	if err := s.held.RecordAll(outs...); err != nil {
 		return nil, err
 	}
 	return make([]bool, len(r.entries)/3), nil
@@ -503,9 +470,9 @@ func (r *chunkRecord) heldOnly() bool {
 }
 
 // fannedOut marks a job's every chunk task created.
-func (s store) fannedOut(ctx context.Context, id string, cursor int) error {
+func (s jobStore) fannedOut(ctx context.Context, id string, cursor int) error {
 	keys, at := s.retiring(id)
-	if err := fannedScript.Run(ctx, s.rdb, keys, fannedArgs(cursor, at)...).Err(); err != nil {
+	if err := store.FannedScript.Run(ctx, s.rdb, keys, store.FannedArgs(cursor, at)...).Err(); err != nil {
 		return fmt.Errorf("set state of %s: %w", id, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hushpush/hush/payload"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -18,9 +19,9 @@ import (
 
 // recipientHead are the job record's fields a page reads before its held
 // markers.
-var recipientHead = []string{"queue", "state", "recipients", "app", fieldCancelled}
+var recipientHead = []string{"queue", "state", "recipients", "app", store.FieldCancelled}
 
-func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (RecipientsPage, error) {
+func (s jobStore) recipients(ctx context.Context, id string, q RecipientsQuery) (RecipientsPage, error) {
 	from, err := q.check()
 	if err != nil {
 		return RecipientsPage{}, err
@@ -32,9 +33,9 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 	for k := range n {
 		i := from + k
 		names[k] = strconv.Itoa(i)
-		fields = append(fields, heldPrefix+names[k])
+		fields = append(fields, store.HeldPrefix+names[k])
 		for d := range payload.MaxDevices {
-			devs = append(devs, devField(i, d))
+			devs = append(devs, store.DevField(i, d))
 		}
 		devs = append(devs, names[k]+"/a")
 	}
@@ -44,28 +45,28 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 	// One transaction: retire.lua deletes the records at once, and a read
 	// between its writes would see some keys and not others.
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		hc = p.HMGet(ctx, jobKey(id), fields...)
-		rc = p.HMGet(ctx, recpKey(id), names...)
-		dc = p.HMGet(ctx, devKey(id), devs...)
-		xc = p.HMGet(ctx, exceptKey(id), names...)
-		xn = p.HLen(ctx, exceptKey(id))
-		done = queueRetired(ctx, p, s.done, id, s.now())
+		hc = p.HMGet(ctx, store.JobKey(id), fields...)
+		rc = p.HMGet(ctx, store.RecpKey(id), names...)
+		dc = p.HMGet(ctx, store.DevKey(id), devs...)
+		xc = p.HMGet(ctx, store.ExceptKey(id), names...)
+		xn = p.HLen(ctx, store.ExceptKey(id))
+		done = store.QueueRetired(ctx, p, s.done, id, s.now())
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return RecipientsPage{}, fmt.Errorf("read recipients of job %s: %w", id, err)
 	}
-	head := strs(hc.Val())
+	head := store.Strs(hc.Val())
 	if len(head) != len(fields) {
 		return RecipientsPage{}, fmt.Errorf("job record %s: %d fields for %d", id, len(head), len(fields))
 	}
-	except := strs(xc.Val())
+	except := store.Strs(xc.Val())
 	if len(except) != n {
 		return RecipientsPage{}, fmt.Errorf("exceptions of job %s: unexpected reply", id)
 	}
 	if head[0] == "" {
-		if v := retiredOf(done); v != "" {
-			st, err := compactStatus(id, v)
+		if v := store.RetiredOf(done); v != "" {
+			st, err := store.CompactStatus(id, v)
 			if err != nil {
 				return RecipientsPage{}, err
 			}
@@ -98,7 +99,7 @@ func (s store) recipients(ctx context.Context, id string, q RecipientsQuery) (Re
 	if head[4] != "" {
 		page.State = jobCancelled
 	}
-	finals, dv := strs(rc.Val()), strs(dc.Val())
+	finals, dv := store.Strs(rc.Val()), store.Strs(dc.Val())
 	if len(finals) != n || len(dv) != len(devs) {
 		return RecipientsPage{}, fmt.Errorf("recipients of job %s: unexpected reply", id)
 	}

@@ -2,36 +2,23 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"hash/fnv"
-	"math"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hushpush/hush/worker/internal/store"
 )
 
 // The reset mark's keys, writes and reads (resetmark.go explains the mark).
 
-// resetMarkKey is the reset mark's key that task's runs read.
-func resetMarkKey(task string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(task))
-	return resetMarkKeyOf(int(h.Sum32() % resetMarkShards))
-}
-
-func resetMarkKeyOf(shard int) string {
-	return "hush:throttle-reset:{" + strconv.Itoa(shard) + "}"
-}
-
 // raiseResetMark raises every shard of the reset mark to at (the
 // limiter's clock).
-func (s store) raiseResetMark(ctx context.Context, at time.Time) error {
+func (s jobStore) raiseResetMark(ctx context.Context, at time.Time) error {
 	ms := at.UnixMilli()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range resetMarkShards {
-			raiseScript.Eval(ctx, p, []string{resetMarkKeyOf(i)}, ms)
+			store.RaiseScript.Eval(ctx, p, []string{store.ResetMarkKeyOf(i)}, ms)
 		}
 		return nil
 	})
@@ -39,19 +26,4 @@ func (s store) raiseResetMark(ctx context.Context, at time.Time) error {
 		return fmt.Errorf("write the reset mark: %w", err)
 	}
 	return nil
-}
-
-// resetMarkOf reads a reset mark's GET: Unix ms, 0 for none. A mark that
-// could not be read (its node did not answer, or the key holds something
-// else) is the latest instant: every booking is looked up, which is always
-// safe.
-func resetMarkOf(g *redis.StringCmd) int64 {
-	v, err := g.Int64()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return 0
-	case err != nil:
-		return math.MaxInt64
-	}
-	return v
 }

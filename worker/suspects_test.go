@@ -18,6 +18,7 @@ import (
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -118,7 +119,7 @@ func TestWokenGroupRunAgainChangesNothing(t *testing.T) {
 		}
 	}
 	groupOf := func(job string) string {
-		q, g := task.ParseHeldMark(e.rdb.HGet(t.Context(), jobKey(job), heldPrefix+"0").Val())
+		q, g := task.ParseHeldMark(e.rdb.HGet(t.Context(), store.JobKey(job), store.HeldPrefix+"0").Val())
 		if q != heldJoined {
 			t.Fatalf("job %s marked held in %q by %s, want a group waiting for its second", job, q, g)
 		}
@@ -256,7 +257,7 @@ func TestLateGroupJoinsASecondTakenAnHourAgo(t *testing.T) {
 	// other tokens: one within the hour, one after it.
 	var g, body string
 	for _, s := range secs {
-		for id, b := range e.rdb.HGetAll(t.Context(), togetherKeys(s.Queue, s.Wake)[0]).Val() {
+		for id, b := range e.rdb.HGetAll(t.Context(), store.TogetherKeys(s.Queue, s.Wake)[0]).Val() {
 			if g == "" || id < g {
 				g, body = id, b
 			}
@@ -271,7 +272,7 @@ func TestLateGroupJoinsASecondTakenAnHourAgo(t *testing.T) {
 		}
 		_, errOwn := e.insp.GetTaskInfo(heldNormal, id)
 		_, errSec := e.insp.GetTaskInfo(heldNormal, task.WaitingSecondID(heldNormal, wake))
-		return errOwn == nil, e.rdb.HExists(t.Context(), togetherKeys(heldNormal, wake)[0], id).Val(), errSec == nil
+		return errOwn == nil, e.rdb.HExists(t.Context(), store.TogetherKeys(heldNormal, wake)[0], id).Val(), errSec == nil
 	}
 	// Within the hour: refused, a task of its own.
 	offset.Store(int64(-behind))
@@ -280,7 +281,7 @@ func TestLateGroupJoinsASecondTakenAnHourAgo(t *testing.T) {
 	}
 	// The hour passes: the second's mark is gone, the first process's
 	// clock then behind by a minute.
-	k := togetherKeys(heldNormal, wake)[1]
+	k := store.TogetherKeys(heldNormal, wake)[1]
 	left, err := e.rdb.PTTL(t.Context(), k).Result()
 	if err != nil || left <= 0 {
 		t.Fatalf("second %d's mark: ttl %v, %v", wake, left, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -24,7 +25,7 @@ func TestReRunWithoutSecondsTasksRunsItsGroups(t *testing.T) {
 	// The cut: the groups never joined their seconds.
 	bodies := map[string]string{}
 	for id, s := range e.heldSeconds() {
-		k := togetherKeys(s.Queue, s.Wake)[0]
+		k := store.TogetherKeys(s.Queue, s.Wake)[0]
 		maps.Copy(bodies, e.rdb.HGetAll(t.Context(), k).Val())
 		if err := e.rdb.Del(t.Context(), k).Err(); err != nil {
 			t.Fatal(err)
@@ -40,7 +41,7 @@ func TestReRunWithoutSecondsTasksRunsItsGroups(t *testing.T) {
 	// The re-run by a process without seconds' tasks: each group's own
 	// task where its markers say.
 	for _, j := range jobs {
-		q, g := task.ParseHeldMark(e.rdb.HGet(t.Context(), jobKey(j.ID), heldPrefix+"0").Val())
+		q, g := task.ParseHeldMark(e.rdb.HGet(t.Context(), store.JobKey(j.ID), store.HeldPrefix+"0").Val())
 		if q != heldJoined || bodies[g] == "" {
 			t.Fatalf("job %s marked held in %q by %q, want a group of the cut run in %s", j.ID, q, g, heldJoined)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -181,7 +182,7 @@ func (g *heldJobsGroups) wakeOnce(id string) {
 // markers name such a task, finds them waiting there.
 func (g *heldJobsGroups) finish(ctx context.Context, w *Worker, errs []error) error {
 	again := ctx.Err() == nil && !slices.ContainsFunc(errs, func(err error) bool { return err != nil && !errors.Is(err, asynq.SkipRetry) })
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
 	defer cancel()
 	return g.enqueue(ctx, w, again)
 }

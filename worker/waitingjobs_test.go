@@ -15,6 +15,7 @@ import (
 	"github.com/hushpush/hush/internal/testkit"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -61,7 +62,7 @@ func (e *env) heldJobsTasks() map[string]heldJobs {
 		add(ti.ID, ti.Payload)
 	}
 	for _, s := range e.heldSeconds() {
-		for id, body := range e.rdb.HGetAll(e.t.Context(), togetherKeys(s.Queue, s.Wake)[0]).Val() {
+		for id, body := range e.rdb.HGetAll(e.t.Context(), store.TogetherKeys(s.Queue, s.Wake)[0]).Val() {
 			add(id, []byte(body))
 		}
 	}
@@ -147,7 +148,7 @@ func checkHeldJobs(t *testing.T, e *env, tasks map[string]heldJobs, want []int) 
 		for _, c := range h.Jobs {
 			got = append(got, c.Job)
 			out[id] = append(out[id], c.Job)
-			mark := e.rdb.HGet(t.Context(), jobKey(c.Job), heldPrefix+"0").Val()
+			mark := e.rdb.HGet(t.Context(), store.JobKey(c.Job), store.HeldPrefix+"0").Val()
 			if mark != task.HeldMark(heldJoined, id) {
 				t.Errorf("job %s marked %q, want held by %s in %s", c.Job, mark, id, heldJoined)
 			}
@@ -201,7 +202,7 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 		if err := e.insp.DeleteTask(heldNormal, id); err != nil {
 			t.Fatal(err)
 		}
-		e.rdb.Del(t.Context(), togetherKeys(s.Queue, s.Wake)[0])
+		e.rdb.Del(t.Context(), store.TogetherKeys(s.Queue, s.Wake)[0])
 	}
 	e.w.seconds.reset()
 	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
@@ -230,7 +231,7 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 		if slices.ContainsFunc(h.Jobs, func(c task.Chunk) bool { return handed[task.Member(c.Job, 0, 0)] }) {
 			continue // a member handed over: the mark stays for a re-run
 		}
-		if n := e.rdb.Exists(t.Context(), heldRunKey(id)).Val(); n != 0 {
+		if n := e.rdb.Exists(t.Context(), store.HeldRunKey(id)).Val(); n != 0 {
 			t.Errorf("run mark of %s left after a run that settled every job", id)
 		}
 	}
@@ -272,7 +273,7 @@ func TestHeldJobsReRunsCreateOnlyWholeTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waiting := togetherKeys(heldNormal, wake)[0]
+	waiting := store.TogetherKeys(heldNormal, wake)[0]
 	exists := func(id string) bool {
 		return e.rdb.HExists(t.Context(), waiting, id).Val()
 	}
@@ -437,14 +438,14 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 			t.Fatal(err)
 		}
 		for run := range 2 {
-			if n, err := e.rdb.Exists(t.Context(), heldRunKey(id)).Result(); err != nil || n != 1 {
+			if n, err := e.rdb.Exists(t.Context(), store.HeldRunKey(id)).Result(); err != nil || n != 1 {
 				t.Errorf("before run %d of %s by hand: run mark exists %d, %v; want kept", run+1, id, n, err)
 			}
 			if err := e.w.handleWaitingJobs(t.Context(), asynq.NewTask(TypeWaitingJobs, body)); err != nil {
 				t.Fatalf("run %d of %s: %v", run+1, id, err)
 			}
 		}
-		if n, err := e.rdb.Exists(t.Context(), heldRunKey(id)).Result(); err != nil || n != 1 {
+		if n, err := e.rdb.Exists(t.Context(), store.HeldRunKey(id)).Result(); err != nil || n != 1 {
 			t.Errorf("after the runs of %s by hand: run mark exists %d, %v; want kept", id, n, err)
 		}
 	}
@@ -455,7 +456,7 @@ func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 		t.Errorf("%d delivery tasks, want %d (one per job)", got, n)
 	}
 	for _, j := range jobs {
-		mark := e.rdb.HGet(t.Context(), jobKey(j.ID), heldPrefix+"0").Val()
+		mark := e.rdb.HGet(t.Context(), store.JobKey(j.ID), store.HeldPrefix+"0").Val()
 		if q, task := task.ParseHeldMark(mark); q != "normal" || task != "" {
 			t.Errorf("job %s marked %q, want held by its delivery task in normal", j.ID, mark)
 		}

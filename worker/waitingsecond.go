@@ -47,7 +47,7 @@ import (
 //     second's task makes sure each woken group's task exists, in case
 //     the waker died in between.
 //   - A run of the second's task that fails is retried, and takes the
-//     same groups again: each group's own run mark (heldRunKey) tells its
+//     same groups again: each group's own run mark (store.HeldRunKey) tells its
 //     members' re-run from a first run, as for a group's own task.
 //
 // The marker's queue carries task.TogetherSuffix so that a process without

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -131,7 +132,7 @@ func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 	for id, h := range groups {
 		for _, c := range h.Jobs {
 			held = append(held, c.Job)
-			if mark := e.rdb.HGet(t.Context(), jobKey(c.Job), heldPrefix+"0").Val(); mark != task.HeldMark(heldJoined, id) {
+			if mark := e.rdb.HGet(t.Context(), store.JobKey(c.Job), store.HeldPrefix+"0").Val(); mark != task.HeldMark(heldJoined, id) {
 				t.Errorf("job %s marked %q, want held by %s in %s", c.Job, mark, id, heldJoined)
 			}
 		}
@@ -141,13 +142,13 @@ func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 	}
 	taken := map[string]map[string]string{}
 	for id, s := range secs {
-		taken[id] = e.rdb.HGetAll(t.Context(), togetherKeys(s.Queue, s.Wake)[0]).Val()
+		taken[id] = e.rdb.HGetAll(t.Context(), store.TogetherKeys(s.Queue, s.Wake)[0]).Val()
 	}
 	e.runHeldSeconds(1)
 	// Asynq runs a task again when its end was not recorded: here after
 	// the groups ran but before the second was marked done.
 	for id, s := range secs {
-		k := togetherKeys(s.Queue, s.Wake)
+		k := store.TogetherKeys(s.Queue, s.Wake)
 		e.rdb.Del(t.Context(), k[1])
 		e.rdb.HSet(t.Context(), k[1], taken[id])
 		body, _ := json.Marshal(s)
@@ -189,7 +190,7 @@ func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
 	}
 	for _, s := range secs {
 		// The task's first step, before the second batch's run ends.
-		if err := togetherScript.Run(t.Context(), e.rdb, togetherKeys(s.Queue, s.Wake), "take", task.RecordTTL.Milliseconds()).Err(); err != nil {
+		if err := store.TogetherScript.Run(t.Context(), e.rdb, store.TogetherKeys(s.Queue, s.Wake), "take", task.RecordTTL.Milliseconds()).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -266,7 +267,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 		e.submitBatch(jobs)
 	}
 	groupOf := func(job string) (q, id string) {
-		return task.ParseHeldMark(e.rdb.HGet(t.Context(), jobKey(job), heldPrefix+"0").Val())
+		return task.ParseHeldMark(e.rdb.HGet(t.Context(), store.JobKey(job), store.HeldPrefix+"0").Val())
 	}
 	// A job's marker names its group before the group joins its second
 	// (the run's end adds its groups: heldJobsGroups.finish), so wait for
@@ -276,7 +277,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 			for _, j := range jobs {
 				q, g := groupOf(j.ID)
 				_, _, wake, ok := task.ParseWaitingJobsID(g)
-				if q != heldJoined || !ok || !e.rdb.HExists(t.Context(), togetherKeys(heldNormal, wake)[0], g).Val() {
+				if q != heldJoined || !ok || !e.rdb.HExists(t.Context(), store.TogetherKeys(heldNormal, wake)[0], g).Val() {
 					return false
 				}
 			}
@@ -286,7 +287,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 	// A waker that died: batch 2's group out of its second, no task made.
 	_, g2 := groupOf(batches[2][0].ID)
 	_, _, wake2, _ := task.ParseWaitingJobsID(g2)
-	if err := togetherScript.Run(t.Context(), e.rdb, togetherKeys(heldNormal, wake2), "pluck", task.RecordTTL.Milliseconds(), g2).Err(); err != nil {
+	if err := store.TogetherScript.Run(t.Context(), e.rdb, store.TogetherKeys(heldNormal, wake2), "pluck", task.RecordTTL.Milliseconds(), g2).Err(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -305,7 +306,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 	for _, j := range batches[1] {
 		q, g := groupOf(j.ID)
 		_, _, wake, _ := task.ParseWaitingJobsID(g)
-		if q != heldJoined || !e.rdb.HExists(t.Context(), togetherKeys(heldNormal, wake)[0], g).Val() {
+		if q != heldJoined || !e.rdb.HExists(t.Context(), store.TogetherKeys(heldNormal, wake)[0], g).Val() {
 			t.Errorf("job %s of the other batch: marked %s %s, not waiting in its second (woken with %s?)", j.ID, q, g, g0)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hushpush/hush/internal/redistest"
 	"github.com/hushpush/hush/providers/fake"
 	"github.com/hushpush/hush/webhook"
+	"github.com/hushpush/hush/worker/internal/store"
 )
 
 // receiver is a webhook endpoint answering each POST with the next of its
@@ -73,7 +74,7 @@ func (e *env) deadToken(job string) string {
 	e.apns.Script(dead, fake.Unregistered())
 	e.waitDone(e.submit(alertJob(job, "t", apnsRecipient("u-"+job, dead))), 10*time.Second)
 	evs := e.events()
-	return eventID(evs[len(evs)-1])
+	return store.EventID(evs[len(evs)-1])
 }
 
 // TestWebhookRetriesUntilAnswered: a POST answered 500 is tried again on

@@ -18,6 +18,7 @@ import (
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/webhook"
 	"github.com/hushpush/hush/worker/internal/decide"
+	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -123,7 +124,7 @@ type Options struct {
 	EventsMaxLen int64
 	// JobRetention is how long a finished job's id answers duplicates and
 	// its status stays readable (default DefaultJobRetention); every
-	// process and Client of a deployment must use the same (store_retire.go).
+	// process and Client of a deployment must use the same (worker/internal/store/done.go).
 	JobRetention time.Duration
 	// AppWait is how long a delivery waits for its app, or its app's
 	// sender for a platform it needs, when this process has neither
@@ -211,12 +212,12 @@ type Worker struct {
 	shutdown    time.Duration
 	appWait     time.Duration // Options.AppWait
 	log         *slog.Logger
-	store       store
+	store       jobStore
 	m           *metrics
-	events      *events
+	events      *store.Events
 	// webhook posts the events to Options.WebhookURL; nil without it.
 	webhook *webhookDelivery
-	rec     *recorder // device outcomes as they come
+	rec     *store.Recorder // device outcomes as they come
 	client  *Client
 	insp    *asynq.Inspector
 	// seconds: the hush:waiting-second tasks this process made sure of.
@@ -322,9 +323,9 @@ func New(rdb redis.UniversalClient, o Options) (*Worker, error) {
 	}
 	w.halt, w.cancelHalt = context.WithCancel(context.Background())
 	w.stopping = context.Background() // Run replaces it; tests call handlers directly
-	w.events = &events{rdb: rdb, maxLen: o.EventsMaxLen, m: m}
-	w.rec = newRecorder(rdb, w.events)
-	w.store.records = newRecordBatcher(rdb, w.events)
+	w.events = newEvents(rdb, o.EventsMaxLen, m)
+	w.rec = store.NewRecorder(rdb, w.events)
+	w.store.records = store.NewRecordBatcher(rdb, w.events)
 	w.store.held = w.rec
 	if o.WebhookURL != "" {
 		w.webhook = newWebhookDelivery(rdb, o.WebhookURL, o.WebhookSecrets, o.WebhookRetries, o.Logger, m)
@@ -471,11 +472,11 @@ func (w *Worker) serveMuxes() (mux, held *asynq.ServeMux) {
 
 // drainRecords writes the device outcomes and chunk records waiting in
 // group commits and waits for every such write under way, for up to
-// recordTimeout in all.
+// store.RecordTimeout in all.
 func (w *Worker) drainRecords() error {
-	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), store.RecordTimeout)
 	defer cancel()
-	return errors.Join(w.rec.drain(ctx), w.store.records.drain(ctx))
+	return errors.Join(w.rec.Drain(ctx), w.store.records.Drain(ctx))
 }
 
 // haltAfter is how long provider calls under way may go on after handlers
@@ -538,6 +539,6 @@ func (w *Worker) handling(ctx context.Context) (_ context.Context, done func()) 
 
 // taskMargin is how long before its task's Asynq deadline a handler stops
 // starting work: a provider call started just before has sendTimeout to
-// answer and its outcome recordTimeout to be written, and the handler a few
+// answer and its outcome store.RecordTimeout to be written, and the handler a few
 // seconds to return.
-const taskMargin = sendTimeout + recordTimeout + 5*time.Second
+const taskMargin = sendTimeout + store.RecordTimeout + 5*time.Second

@@ -1,4 +1,4 @@
-package worker
+package store
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Backoff of persist between two tries.
+// Backoff of Persist between two tries.
 const (
 	persistFirstWait = 50 * time.Millisecond
 	persistMaxWait   = 2 * time.Second
 )
 
-// persist runs a write that records what a provider has already
+// Persist runs a write that records what a provider has already
 // acknowledged, trying again while Redis cannot be reached, until it
 // succeeds or ctx ends. Giving up at once would let the next run send the
 // same push again: docs/delivery.md allows a duplicate only when the process
@@ -25,7 +25,7 @@ const (
 // LOADING until its data is read back, and a write given up then would
 // send the push again just the same. The writes are idempotent, so a try
 // whose answer was lost is safe to repeat.
-func persist(ctx context.Context, write func(context.Context) error) error {
+func Persist(ctx context.Context, write func(context.Context) error) error {
 	wait := persistFirstWait
 	for {
 		err := write(ctx)

@@ -1,4 +1,4 @@
-package worker
+package store
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hushpush/hush/wire"
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
@@ -39,45 +40,41 @@ import (
 // pipeline on one node: retire.lua writes the entry before it deletes the
 // records, so a job is never seen as neither.
 
-// DefaultJobRetention is how long a finished job's id answers duplicates
-// and its status stays readable (HUSH_JOB_RETENTION).
-const DefaultJobRetention = 24 * time.Hour
-
-// doneLookups is how many buckets a reader looks in: the current one, the
+// DoneLookups is how many buckets a reader looks in: the current one, the
 // four before it and the next one.
-const doneLookups = 6
+const DoneLookups = 6
 
-// doneBuckets names a job's done-hash keys for one retention.
-type doneBuckets struct {
-	retention time.Duration
-	// perSlot: a bucket per Redis Cluster slot (the client is not a
-	// *redis.Client); else doneShards of them.
-	perSlot bool
+// DoneBuckets names a job's done-hash keys for one retention.
+type DoneBuckets struct {
+	Retention time.Duration
+	// PerSlot: a bucket per Redis Cluster slot (the client is not a
+	// *redis.Client); else DoneShards of them.
+	PerSlot bool
 }
 
-// doneShards is how many buckets per width a deployment on one server
+// DoneShards is how many buckets per width a deployment on one server
 // has.
-const doneShards = 256
+const DoneShards = 256
 
-func (b doneBuckets) tag(id string) string {
-	slot := keySlot(jobKey(id))
-	if b.perSlot {
-		return slotTag(slot)
+func (b DoneBuckets) tag(id string) string {
+	slot := KeySlot(JobKey(id))
+	if b.PerSlot {
+		return SlotTag(slot)
 	}
-	return strconv.Itoa(slot % doneShards)
+	return strconv.Itoa(slot % DoneShards)
 }
 
-func (b doneBuckets) width() int64 {
-	return max(b.retention.Milliseconds()/4, 1)
+func (b DoneBuckets) width() int64 {
+	return max(b.Retention.Milliseconds()/4, 1)
 }
 
-// keys are the buckets a reader at now looks in, oldest first; the
-// last-but-one is the one a writer at now writes to (write).
-func (b doneBuckets) keys(id string, now time.Time) []string {
+// Keys are the buckets a reader at now looks in, oldest first; the
+// last-but-one is the one a writer at now writes to (Write).
+func (b DoneBuckets) Keys(id string, now time.Time) []string {
 	w := b.width()
 	cur := now.UnixMilli() / w
 	prefix := b.prefix(id, w)
-	out := make([]string, 0, doneLookups)
+	out := make([]string, 0, DoneLookups)
 	for k := cur - 4; k <= cur+1; k++ {
 		out = append(out, prefix+strconv.FormatInt(k, 10))
 	}
@@ -85,23 +82,23 @@ func (b doneBuckets) keys(id string, now time.Time) []string {
 }
 
 // prefix is the part of id's bucket keys before the bucket's number.
-func (b doneBuckets) prefix(id string, width int64) string {
+func (b DoneBuckets) prefix(id string, width int64) string {
 	return "hush:done:{" + b.tag(id) + "}:" + strconv.FormatInt(width, 10) + ":"
 }
 
-// write is the bucket a writer at now adds to (keys' last-but-one), and
+// Write is the bucket a writer at now adds to (Keys' last-but-one), and
 // when that key expires (Unix ms): retention after the bucket ends.
-func (b doneBuckets) write(id string, now time.Time) (key string, expireAt int64) {
+func (b DoneBuckets) Write(id string, now time.Time) (key string, expireAt int64) {
 	w := b.width()
 	cur := now.UnixMilli() / w
-	return b.prefix(id, w) + strconv.FormatInt(cur, 10), (cur+1)*w + b.retention.Milliseconds()
+	return b.prefix(id, w) + strconv.FormatInt(cur, 10), (cur+1)*w + b.Retention.Milliseconds()
 }
 
-// keySlot is the Redis Cluster slot of key: CRC16 (XMODEM) mod 16384 of
+// KeySlot is the Redis Cluster slot of key: CRC16 (XMODEM) mod 16384 of
 // its hash tag, the part between its first "{" and the first "}" after
 // it when that is not empty, else of the whole key. (A job id holding "}"
 // ends its key's tag early; the done bucket follows the key's real slot.)
-func keySlot(key string) int {
+func KeySlot(key string) int {
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
 			key = key[open+1 : open+1+end]
@@ -151,31 +148,31 @@ var slotTags = sync.OnceValue(func() []string {
 	return tags
 })
 
-// slotTag is a short hash tag on Redis Cluster slot slot.
-func slotTag(slot int) string { return slotTags()[slot] }
+// SlotTag is a short hash tag on Redis Cluster slot slot.
+func SlotTag(slot int) string { return slotTags()[slot] }
 
-// compactStatus is a retired job's status from its done-hash entry, as
+// CompactStatus is a retired job's status from its done-hash entry, as
 // retire.lua writes it: queue|accepted_at|recipients|deadline|cancelled_at|
 // deferrals|counts[|app], instants in Unix ms ("" for none), counts in
 // FinalStates order, trailing zeros left out; the queue is followed by "@"
-// and a task tag when a batch task owned the job (finishedBy). The app is
+// and a task tag when a batch task owned the job (the worker's finishedBy). The app is
 // left out when the record had none.
-func compactStatus(id, v string) (JobStatus, error) {
+func CompactStatus(id, v string) (wire.JobStatus, error) {
 	f := strings.Split(v, "|")
 	if len(f) != 7 && len(f) != 8 {
-		return JobStatus{}, fmt.Errorf("job %s: unreadable finished record %q", id, v)
+		return wire.JobStatus{}, fmt.Errorf("job %s: unreadable finished record %q", id, v)
 	}
 	queue, _, _ := strings.Cut(f[0], "@")
-	st := JobStatus{ID: id, State: jobDone, Queue: queue, Counts: map[string]int{"pending": 0}}
+	st := wire.JobStatus{ID: id, State: wire.StateDone, Queue: queue, Counts: map[string]int{"pending": 0}}
 	if len(f) == 8 {
 		st.App = f[7]
 	}
-	st.AcceptedAt = msTime(f[1])
+	st.AcceptedAt = MsTime(f[1])
 	st.Recipients, _ = strconv.Atoi(f[2])
-	st.Deadline = msTime(f[3])
-	st.CancelledAt = msTime(f[4])
+	st.Deadline = MsTime(f[3])
+	st.CancelledAt = MsTime(f[4])
 	if !st.CancelledAt.IsZero() {
-		st.State = jobCancelled
+		st.State = wire.StateCancelled
 	}
 	st.Deferrals, _ = strconv.Atoi(f[5])
 	counts := strings.Split(f[6], ",")
@@ -185,14 +182,30 @@ func compactStatus(id, v string) (JobStatus, error) {
 			st.Counts[s], _ = strconv.Atoi(counts[i])
 		}
 	}
-	st.Outcome = jobOutcome(st.Recipients, st.Counts)
+	st.Outcome = JobOutcome(st.Recipients, st.Counts)
 	return st, nil
 }
 
-func msTime(s string) time.Time {
+// MsTime is an instant the scripts write in Unix ms, zero for none.
+func MsTime(s string) time.Time {
 	ms, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms).UTC()
+}
+
+// JobOutcome is the Outcome of a job with recipients and counts (per
+// final state, and "pending"): empty while a recipient is pending.
+func JobOutcome(recipients int, counts map[string]int) string {
+	delivered := counts[task.Delivered]
+	switch {
+	case counts["pending"] > 0:
+		return ""
+	case delivered >= recipients && recipients > 0:
+		return wire.OutcomeDelivered
+	case delivered > 0:
+		return wire.OutcomePartlyDelivered
+	}
+	return wire.OutcomeUndelivered
 }

@@ -1,4 +1,4 @@
-package worker
+package store
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/hushpush/hush/worker/internal/groupcommit"
 )
 
-// scriptBatcher runs the calls of one script that arrive within its
+// ScriptBatcher runs the calls of one script that arrive within its
 // linger of each other in one pipeline: a group commit of script calls
 // (worker/internal/groupcommit), each answered on its own, as if it had
 // run alone. The chunks of a batch's single-recipient jobs finish
@@ -17,21 +17,21 @@ import (
 // records); they share a round trip.
 //
 // A call's answer, errors included, is its own: the caller retries it
-// (persist) as it would a call of its own. A call whose script the server
+// (Persist) as it would a call of its own. A call whose script the server
 // does not know (NOSCRIPT: a restarted or new server) runs again alone
 // with the script's source. On Redis Cluster the pipeline splits by node.
 //
-// The events of a batch's calls (the outcomes' events, store.write) are
+// The events of a batch's calls (the outcomes' events, the worker's jobStore.write) are
 // appended to hush:events before the calls run. On one Redis node they
 // lead the calls' own pipeline: Redis runs a connection's commands in
 // order, so no call runs before its events are appended, and the batch
 // costs no round trip more. On a Cluster, which splits a pipeline by node
 // and runs the parts concurrently, they are a pipeline of their own, one
 // round trip before the calls'.
-type scriptBatcher struct {
+type ScriptBatcher struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
-	events *events // nil: calls carry no events
+	events *Events // nil: calls carry no events
 	group  *groupcommit.Group[scriptCall, *redis.Cmd]
 }
 
@@ -43,21 +43,23 @@ type scriptCall struct {
 	events []Event
 }
 
-// newRecordBatcher is a Worker's batcher of record.lua calls.
-func newRecordBatcher(rdb redis.UniversalClient, ev *events) *scriptBatcher {
-	return newScriptBatcher(rdb, recordScript, ev, recordLinger)
+// NewRecordBatcher is a Worker's batcher of record.lua calls.
+func NewRecordBatcher(rdb redis.UniversalClient, ev *Events) *ScriptBatcher {
+	return NewScriptBatcher(rdb, RecordScript, ev, RecordLinger)
 }
 
-func newScriptBatcher(rdb redis.UniversalClient, script *redis.Script, ev *events, linger time.Duration) *scriptBatcher {
-	b := &scriptBatcher{rdb: rdb, script: script, events: ev}
-	b.group = groupcommit.New(b.runAll, groupcommit.Options{Linger: linger, Timeout: recordTimeout})
+// NewScriptBatcher is a batcher of script's calls, each batch waiting
+// linger for more.
+func NewScriptBatcher(rdb redis.UniversalClient, script *redis.Script, ev *Events, linger time.Duration) *ScriptBatcher {
+	b := &ScriptBatcher{rdb: rdb, script: script, events: ev}
+	b.group = groupcommit.New(b.runAll, groupcommit.Options{Linger: linger, Timeout: RecordTimeout})
 	return b
 }
 
-// run runs the script with keys and args in the next batch, after evs are
+// Run runs the script with keys and args in the next batch, after evs are
 // appended, and returns its answer, or ctx's error when ctx ends first
 // (the call may still run).
-func (b *scriptBatcher) run(ctx context.Context, keys []string, evs []Event, args ...any) *redis.Cmd {
+func (b *ScriptBatcher) Run(ctx context.Context, keys []string, evs []Event, args ...any) *redis.Cmd {
 	cmd, err := b.group.Do(ctx, scriptCall{keys: keys, args: args, events: evs})
 	if err != nil {
 		cmd = redis.NewCmd(ctx)
@@ -68,14 +70,14 @@ func (b *scriptBatcher) run(ctx context.Context, keys []string, evs []Event, arg
 
 // runAll appends the calls' events, then runs the calls in one pipeline
 // and answers each.
-func (b *scriptBatcher) runAll(ctx context.Context, calls []scriptCall) ([]*redis.Cmd, error) {
+func (b *ScriptBatcher) runAll(ctx context.Context, calls []scriptCall) ([]*redis.Cmd, error) {
 	var evs []Event
 	for _, c := range calls {
 		evs = append(evs, c.events...)
 	}
 	_, oneNode := b.rdb.(*redis.Client)
 	if !oneNode {
-		b.events.emitOrCount(ctx, evs)
+		b.events.EmitOrCount(ctx, evs)
 	}
 	cmds := make([]*redis.Cmd, len(calls))
 	var appends []*redis.StringCmd
@@ -101,6 +103,14 @@ func (b *scriptBatcher) runAll(ctx context.Context, calls []scriptCall) ([]*redi
 	return cmds, nil
 }
 
-// drain runs the calls waiting and waits for every batch under way, or for
+// Drain runs the calls waiting and waits for every batch under way, or for
 // ctx to end.
-func (b *scriptBatcher) drain(ctx context.Context) error { return b.group.Drain(ctx) }
+func (b *ScriptBatcher) Drain(ctx context.Context) error { return b.group.Drain(ctx) }
+
+// RecordLinger is how long the first answer of a group commit of device
+// outcomes or record.lua calls waits for others to join it.
+const RecordLinger = 2 * time.Millisecond
+
+// RecordTimeout bounds one group commit, retries during a Redis outage
+// included.
+const RecordTimeout = 30 * time.Second

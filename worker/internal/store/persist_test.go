@@ -1,4 +1,4 @@
-package worker
+package store
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestPersistOutlivesARedisOutage(t *testing.T) {
 	tries := 0
 	done := make(chan error, 1)
 	go func() {
-		done <- persist(ctx, func(ctx context.Context) error {
+		done <- Persist(ctx, func(ctx context.Context) error {
 			tries++
 			return rdb.HSet(ctx, "hush:job:{p}:dev", "0/0", task.Delivered).Err()
 		})
@@ -68,7 +68,7 @@ func TestPersistReturnsReplyErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	tries := 0
-	err := persist(ctx, func(ctx context.Context) error {
+	err := Persist(ctx, func(ctx context.Context) error {
 		tries++
 		return rdb.HSet(ctx, key, "f", "v").Err() // WRONGTYPE
 	})
@@ -86,7 +86,7 @@ func TestPersistStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	tries := 0
 	errDown := errors.New("connection refused")
-	err := persist(ctx, func(context.Context) error {
+	err := Persist(ctx, func(context.Context) error {
 		tries++
 		if tries == 3 {
 			cancel()
@@ -126,7 +126,7 @@ func TestPersistWaitsOutTransientReplies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Fields(tt.reply)[0], func(t *testing.T) {
 			tries := 0
-			err := persist(context.Background(), func(context.Context) error {
+			err := Persist(context.Background(), func(context.Context) error {
 				tries++
 				if tries < 3 {
 					return replyError(tt.reply)
@@ -173,7 +173,7 @@ func TestPersistWaitsOutALoadingRedis(t *testing.T) {
 	srv.Launch()
 
 	var answers []string
-	err := persist(ctx, func(ctx context.Context) error {
+	err := Persist(ctx, func(ctx context.Context) error {
 		err := rdb.HSet(ctx, "hush:job:{p}:dev", "0/0", task.Delivered).Err()
 		if err != nil {
 			answers = append(answers, strings.Fields(err.Error())[0])
