@@ -151,7 +151,7 @@ type handoff struct {
 // nil, is the first wave already booked (singleJobs, bookHeldJobs). hj,
 // when not nil, takes a single-recipient job's deferred recipient
 // (waitingjobs.go): c is the job's only chunk, run by a batch or job task.
-func (w *Worker) deliverChunk(ctx context.Context, c *task.Chunk, st *chunkStates, pre *booking, hj *heldJobsGroups) error {
+func (w *Worker) deliverChunk(ctx context.Context, c *task.Chunk, st *chunkStates, pre *booking, hj *waitingJobsGroups) error {
 	var handoffs []handoff
 	var rec chunkRecord
 	var todo, cancel []int
@@ -352,7 +352,7 @@ type heldBy struct {
 // their markers written, their held tasks created) whose bookings a newer
 // push collapsed before their markers named those tasks (collapsedSince):
 // a held task at once, a hush:waiting-jobs group once hj creates it.
-func (w *Worker) wakeCollapsed(ctx context.Context, app *App, c *task.Chunk, hs []heldBy, hj *heldJobsGroups) {
+func (w *Worker) wakeCollapsed(ctx context.Context, app *App, c *task.Chunk, hs []heldBy, hj *waitingJobsGroups) {
 	if len(hs) == 0 || c.Content.CollapseKey == "" {
 		return
 	}

@@ -43,8 +43,8 @@
 //	hush:grouping-chunk  "chunk:<id>/<k>"           chunk.go, chunkTask
 //	hush:rereading-chunk "chunk:<id>/<k>"           chunk.go, chunkTask
 //	hush:held            "wait:<id>/<k>/<second>"   chunk.go, chunkTask (held.go)
-//	hush:waiting-jobs    "jobs:<task>/<token>/<s>"  waitingjobs.go, heldJobsTask
-//	hush:waiting-second  "second:<queue>/<s>"       waitingsecond.go, heldSecondTask
+//	hush:waiting-jobs    "jobs:<task>/<token>/<s>"  waitingjobs.go, waitingJobsTask
+//	hush:waiting-second  "second:<queue>/<s>"       waitingsecond.go, waitingSecondTask
 //	hush:delivery        "delivery:<id>/<index>"    delivery.go, deliveryTask
 //
 // The held tasks wait in held queues (held-<queue>), served by a second

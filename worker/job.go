@@ -41,7 +41,7 @@ func (w *Worker) jobTask(ctx context.Context, t *asynq.Task) error {
 // runJob is the work of a job's task, or of the batch task carrying it
 // (task, its id; "" for the job's own task); hj takes a single-recipient
 // job's recipient when the limiter defers it (waitingjobs.go).
-func (w *Worker) runJob(ctx context.Context, job *payload.Job, taskID string, hj *heldJobsGroups) error {
+func (w *Worker) runJob(ctx context.Context, job *payload.Job, taskID string, hj *waitingJobsGroups) error {
 	if app, pipe := w.singlePath(job); pipe != nil {
 		return w.singleJobs(ctx, app, []*payload.Job{job}, taskID, hj)[0]
 	}
@@ -106,7 +106,7 @@ func (w *Worker) singlePath(job *payload.Job) (*App, task.PipeLimiter) {
 // Otherwise each job goes on alone as in deliverChunk with its slot
 // booked, holding a deferred recipient back in hj's tasks. It answers an
 // error per job.
-func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, taskID string, hj *heldJobsGroups) []error {
+func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, taskID string, hj *waitingJobsGroups) []error {
 	errs := make([]error, len(jobs))
 	if err := w.sends.Acquire(ctx, int64(len(jobs))); err != nil {
 		for i, job := range jobs {
@@ -159,7 +159,7 @@ func (w *Worker) singleJobs(ctx context.Context, app *App, jobs []*payload.Job, 
 
 // startedSingle goes on with a single-recipient job once its start.lua
 // call and its booking b have answered.
-func (w *Worker) startedSingle(ctx context.Context, job *payload.Job, r store.RecordInfo, c *task.Chunk, call *startCall, b *booking, hj *heldJobsGroups) error {
+func (w *Worker) startedSingle(ctx context.Context, job *payload.Job, r store.RecordInfo, c *task.Chunk, call *startCall, b *booking, hj *waitingJobsGroups) error {
 	owner, _, st, err := call.result(ctx, nil)
 	if err != nil {
 		return err // a re-run finds the booking and hands it to the delivery task

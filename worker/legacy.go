@@ -77,13 +77,13 @@ import (
 //     hush:waiting-jobs task in the marker's queue, suffix included. Run
 //     serves each such queue it finds at its start (task.ServedHeldQueues,
 //     task.ServedHeldQueues), and a hush:waiting-jobs task there adds its group to its
-//     second (heldJobsTask, TestReRunWithoutSecondsTasksRunsItsGroups); a
+//     second (waitingJobsTask, TestReRunWithoutSecondsTasksRunsItsGroups); a
 //     task made there after every process started waits for the next
 //     start of one. Goes once no process without seconds' tasks runs and
 //     no such queue holds a task (`asynq queue ls` lists none, or each is
 //     empty and removed with `asynq queue rm`; the "worker running" line's
 //     held_queues names none). With it go the marked queues in
-//     task.ServedHeldQueues and the queue check in heldJobsTask; the suffix in
+//     task.ServedHeldQueues and the queue check in waitingJobsTask; the suffix in
 //     held markers stays, since it tells this worker's re-runs and
 //     cancellations a group waiting for its second from one with a task
 //     of its own.
@@ -94,12 +94,12 @@ import (
 //     task.TogetherSuffix: a hush:waiting-jobs group with a task of its own,
 //     written by batch and job runs on builds with hush:waiting-jobs tasks
 //     but without seconds' tasks (CHANGELOG.md#seconds-tasks). A re-run
-//     creates that task again (heldJobsGroups.enqueue, a queue that
+//     creates that task again (waitingJobsGroups.enqueue, a queue that
 //     task.JoinedQueue does not mark); a cancellation runs it by its id
 //     (Client.wakeHeld does so for hush:held tasks too). Goes once no
 //     process without seconds' tasks runs and task.RecordTTL (task.TTLFor) has
 //     passed since the last one stopped; with it goes that branch of
-//     heldJobsGroups.enqueue.
+//     waitingJobsGroups.enqueue.
 //
 //   - Final states counted without a range: a record whose final states a
 //     build without ranged record calls wrote has none of record.lua's

@@ -113,7 +113,7 @@ func (w *Worker) heldUsers(ctx context.Context, queue, id string) (map[int]strin
 			out[d.Index] = d.UserID
 		}
 	case strings.HasPrefix(id, task.WaitingJobsPrefix):
-		var h heldJobs
+		var h waitingJobs
 		if json.Unmarshal(info.Payload, &h) == nil {
 			for _, c := range h.Jobs {
 				addUsers(out, &c)

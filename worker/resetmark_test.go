@@ -121,11 +121,11 @@ func runHeldLookingUp(t *testing.T, e *env, held []task.Chunk) map[string]bool {
 // hush:waiting-jobs groups.
 func TestResetCountsHeldJobs(t *testing.T) {
 	const n, gap = 4, 3 * time.Second
-	e, batchT, jobs := heldJobsEnv(t, n, gap)
+	e, batchT, jobs := waitingJobsEnv(t, n, gap)
 	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range e.heldJobsTasks() {
+	for _, h := range e.waitingJobsTasks() {
 		for _, c := range h.Jobs {
 			if len(c.Slots) != 1 || c.Booked == 0 {
 				t.Errorf("job %s held with slots %v and booking instant %d, want both", c.Job, c.Slots, c.Booked)
@@ -256,7 +256,7 @@ func TestResetMidFloodKeepsTheGap(t *testing.T) {
 	// group to the second's hash: wait for both.
 	waitFor(t, 10*time.Second, "the flood's second push held in a hush:waiting-jobs group", func() bool {
 		st, err := e.client.Status(t.Context(), held)
-		return err == nil && st.Deferrals > 0 && len(e.heldJobsTasks()) == 1
+		return err == nil && st.Deferrals > 0 && len(e.waitingJobsTasks()) == 1
 	})
 	// Two seconds into the gap, well before the group wakes (a second or
 	// two before the slot). Real time: the gap is on the limiter's clock
@@ -296,7 +296,7 @@ func TestUnreadableResetMarkLooksUp(t *testing.T) {
 		}
 	}
 	t.Run("held groups", func(t *testing.T) {
-		e, batchT, jobs := heldJobsEnv(t, 3, 3*time.Second)
+		e, batchT, jobs := waitingJobsEnv(t, 3, 3*time.Second)
 		if err := e.w.handleBatch(t.Context(), batchT); err != nil {
 			t.Fatal(err)
 		}

@@ -59,7 +59,7 @@ func TestShardedDeliveries(t *testing.T) {
 				if ti.Type == TypeWaitingSecond {
 					// The groups of one shard's second: each in the shard
 					// of its id.
-					var s heldSecond
+					var s waitingSecond
 					if err := json.Unmarshal(ti.Payload, &s); err != nil || s.Queue != ti.Queue {
 						t.Fatalf("task %s in %s: payload %+v, %v", ti.ID, ti.Queue, s, err)
 					}
@@ -67,7 +67,7 @@ func TestShardedDeliveries(t *testing.T) {
 						if want := task.HeldQueueOf(task.ShardQueue("normal", id, shards)); ti.Queue != want {
 							t.Errorf("group %s waits in %s, want %s", id, ti.Queue, want)
 						}
-						var h heldJobs
+						var h waitingJobs
 						if err := json.Unmarshal([]byte(body), &h); err != nil {
 							t.Fatalf("group %s in %s: %v", id, ti.Queue, err)
 						}
@@ -81,7 +81,7 @@ func TestShardedDeliveries(t *testing.T) {
 					t.Errorf("%s task %s waits in %s, want %s", ti.Type, ti.ID, ti.Queue, want)
 				}
 				if ti.Type == TypeWaitingJobs {
-					var h heldJobs
+					var h waitingJobs
 					if err := json.Unmarshal(ti.Payload, &h); err != nil {
 						t.Fatalf("task %s in %s: %v", ti.ID, ti.Queue, err)
 					}

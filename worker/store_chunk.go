@@ -225,14 +225,14 @@ func (s jobStore) chunkState(ctx context.Context, c *task.Chunk, marked bool) (*
 	return st, err
 }
 
-// heldJobsStates reads the states of the members of hush:waiting-jobs
+// waitingJobsStates reads the states of the members of hush:waiting-jobs
 // groups (chunks of one recipient, each of its own job; c.group names its
 // group's task id), one group or a second's many (waitingsecond.go). A group's
 // first run finds no run mark (store.HeldRunKey, set in the same round trip):
 // its members are fresh and its own (waitingjobs.go), and it reads only their
 // jobs' cancellation. A re-run reads each member's states with chunk.lua,
 // one round trip each.
-func (s jobStore) heldJobsStates(ctx context.Context, cs []*task.Chunk) ([]*chunkStates, []error, error) {
+func (s jobStore) waitingJobsStates(ctx context.Context, cs []*task.Chunk) ([]*chunkStates, []error, error) {
 	readAt := s.now()
 	sets := map[string]*redis.BoolCmd{}
 	heads := make([]*redis.SliceCmd, len(cs))

@@ -238,7 +238,7 @@ func TestWokenGroupRunAgainChangesNothing(t *testing.T) {
 // leaves it waiting: togetherDoneTTL's minute is the skew it tolerates.
 func TestLateGroupJoinsASecondTakenAnHourAgo(t *testing.T) {
 	const n, gap, behind = 2, 3 * time.Second, time.Minute
-	e, batchT, _ := heldJobsEnv(t, n, gap)
+	e, batchT, _ := waitingJobsEnv(t, n, gap)
 	var offset atomic.Int64
 	opts := e.opts
 	opts.Clock = clockFunc(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
@@ -249,7 +249,7 @@ func TestLateGroupJoinsASecondTakenAnHourAgo(t *testing.T) {
 	if err := b.handleBatch(t.Context(), batchT); err != nil {
 		t.Fatal(err)
 	}
-	secs := e.heldSeconds()
+	secs := e.waitingSeconds()
 	if len(secs) == 0 {
 		t.Fatal("the batch held no job back")
 	}

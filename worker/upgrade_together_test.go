@@ -18,13 +18,13 @@ import (
 // that starts then sends every job once.
 func TestReRunWithoutSecondsTasksRunsItsGroups(t *testing.T) {
 	const n, gap = 4, 3 * time.Second
-	e, batchT, jobs := heldJobsEnv(t, n, gap)
+	e, batchT, jobs := waitingJobsEnv(t, n, gap)
 	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
 		t.Fatal(err)
 	}
 	// The cut: the groups never joined their seconds.
 	bodies := map[string]string{}
-	for id, s := range e.heldSeconds() {
+	for id, s := range e.waitingSeconds() {
 		k := store.TogetherKeys(s.Queue, s.Wake)[0]
 		maps.Copy(bodies, e.rdb.HGetAll(t.Context(), k).Val())
 		if err := e.rdb.Del(t.Context(), k).Err(); err != nil {

@@ -50,9 +50,9 @@ import (
 //     the run was read without an error, so no member is left out; a task
 //     that still exists is not created twice (Asynq refuses its id).
 
-// heldJobs is the payload of a hush:waiting-jobs task: its members, each
+// waitingJobs is the payload of a hush:waiting-jobs task: its members, each
 // a job's only recipient as a chunk of one.
-type heldJobs struct {
+type waitingJobs struct {
 	ID   string       `json:"id"`
 	Wake int64        `json:"wake"`
 	Jobs []task.Chunk `json:"jobs"`
@@ -62,36 +62,36 @@ type heldJobs struct {
 	again bool
 }
 
-// heldJobsGroups gathers the hush:waiting-jobs tasks one run of a task
+// waitingJobsGroups gathers the hush:waiting-jobs tasks one run of a task
 // (scope) creates, or creates again, by id. Its jobs' runs add to it side
 // by side.
-type heldJobsGroups struct {
+type waitingJobsGroups struct {
 	scope, token string
 	mu           sync.Mutex
-	tasks        map[string]*heldJobs
+	tasks        map[string]*waitingJobs
 	// collapsed are the groups (by id) to wake once created: a member's
 	// booking was collapsed before its marker named the group
 	// (wakeCollapsed).
 	collapsed map[string]bool
 }
 
-func newHeldJobsGroups(scope string) *heldJobsGroups {
+func newHeldJobsGroups(scope string) *waitingJobsGroups {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return &heldJobsGroups{scope: scope, token: hex.EncodeToString(b[:]), tasks: map[string]*heldJobs{}}
+	return &waitingJobsGroups{scope: scope, token: hex.EncodeToString(b[:]), tasks: map[string]*waitingJobs{}}
 }
 
 // id is the group this run holds a job of priority queue q back in, to
 // wake at Unix second wake, and the queue its markers name: its held
 // queue, marked as waiting for its second's task (waitingsecond.go).
-func (g *heldJobsGroups) id(w *Worker, c *task.Chunk, wake int64) (id, queue string) {
+func (g *waitingJobsGroups) id(w *Worker, c *task.Chunk, wake int64) (id, queue string) {
 	id = task.WaitingJobsID(g.scope, g.token, wake)
 	return id, task.HeldQueueOf(task.ShardQueue(string(c.Priority), id, w.shards)) + task.TogetherSuffix
 }
 
 // check reports an error when owner, the task c's marker names in queue,
 // is not a hush:waiting-jobs task of this run's task.
-func (g *heldJobsGroups) check(c *task.Chunk, queue, owner string) error {
+func (g *waitingJobsGroups) check(c *task.Chunk, queue, owner string) error {
 	scope, _, _, ok := task.ParseWaitingJobsID(owner)
 	if g == nil || !ok || scope != g.scope || queue == "" {
 		return fmt.Errorf("job %s is held by %q in %q, not a held task of this task: %w", c.Job, owner, queue, asynq.SkipRetry)
@@ -110,13 +110,13 @@ type heldJoin struct {
 
 // put adds c (its job's only recipient) to task j, once its marker names
 // it (an earlier run's task when j's token is not this run's).
-func (g *heldJobsGroups) put(c *task.Chunk, j heldJoin) error {
+func (g *waitingJobsGroups) put(c *task.Chunk, j heldJoin) error {
 	_, token, wake, _ := task.ParseWaitingJobsID(j.id)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h := g.tasks[j.id]
 	if h == nil {
-		h = &heldJobs{ID: j.id, Wake: wake, queue: j.queue, again: token != g.token}
+		h = &waitingJobs{ID: j.id, Wake: wake, queue: j.queue, again: token != g.token}
 		g.tasks[j.id] = h
 	} else if h.queue != j.queue {
 		return fmt.Errorf("held task %s is marked in both %s and %s: %w", j.id, h.queue, j.queue, asynq.SkipRetry)
@@ -135,7 +135,7 @@ func (g *heldJobsGroups) put(c *task.Chunk, j heldJoin) error {
 // run was read and recorded). A group whose markers name its own task (a
 // run of a process without seconds' tasks made it) gets its own task
 // again.
-func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) error {
+func (g *waitingJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, id := range slices.Sorted(maps.Keys(g.tasks)) {
@@ -165,7 +165,7 @@ func (g *heldJobsGroups) enqueue(ctx context.Context, w *Worker, again bool) err
 }
 
 // wakeOnce has group id woken once enqueue has created it.
-func (g *heldJobsGroups) wakeOnce(id string) {
+func (g *waitingJobsGroups) wakeOnce(id string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.collapsed == nil {
@@ -180,7 +180,7 @@ func (g *heldJobsGroups) wakeOnce(id string) {
 // member's marker names them: they are whole), so that a process without
 // held jobs tasks taking the handed-back task, which refuses jobs whose
 // markers name such a task, finds them waiting there.
-func (g *heldJobsGroups) finish(ctx context.Context, w *Worker, errs []error) error {
+func (g *waitingJobsGroups) finish(ctx context.Context, w *Worker, errs []error) error {
 	again := ctx.Err() == nil && !slices.ContainsFunc(errs, func(err error) bool { return err != nil && !errors.Is(err, asynq.SkipRetry) })
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RecordTimeout)
 	defer cancel()
@@ -188,19 +188,19 @@ func (g *heldJobsGroups) finish(ctx context.Context, w *Worker, errs []error) er
 }
 
 func (w *Worker) handleWaitingJobs(ctx context.Context, t *asynq.Task) error {
-	return w.handle(ctx, t, w.heldJobsTask)
+	return w.handle(ctx, t, w.waitingJobsTask)
 }
 
-// heldJobsTask runs a hush:waiting-jobs task: one round trip marks the
+// waitingJobsTask runs a hush:waiting-jobs task: one round trip marks the
 // run and reads every member's cancellation (a re-run reads each member's
-// states: heldJobsStates), one per app books the fresh members whose slot
+// states: waitingJobsStates), one per app books the fresh members whose slot
 // the task does not carry, then each member goes on as a hush:held task's
 // recipient (deliverChunk), side by side. A run that settles every member
 // deletes its run mark. A task in a marked queue (a process without
 // seconds' tasks re-ran a batch whose markers name the group) adds its
 // group to its second instead, as a re-run of this version would.
-func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
-	var h heldJobs
+func (w *Worker) waitingJobsTask(ctx context.Context, t *asynq.Task) error {
+	var h waitingJobs
 	if err := json.Unmarshal(t.Payload(), &h); err != nil {
 		return fmt.Errorf("undecodable held jobs payload: %w: %w", err, asynq.SkipRetry)
 	}
@@ -212,11 +212,11 @@ func (w *Worker) heldJobsTask(ctx context.Context, t *asynq.Task) error {
 			return w.joinSecond(ctx, h.ID, q, h.Wake, t.Payload())
 		}
 	}
-	return w.runHeldJobs(ctx, h.ID, []*heldJobs{&h})
+	return w.runHeldJobs(ctx, h.ID, []*waitingJobs{&h})
 }
 
 // valid reports an error (SkipRetry) when h is not a group a run made.
-func (h *heldJobs) valid() error {
+func (h *waitingJobs) valid() error {
 	if _, _, wake, ok := task.ParseWaitingJobsID(h.ID); !ok || wake != h.Wake || len(h.Jobs) == 0 {
 		return fmt.Errorf("invalid held jobs payload (id %q, wake %d, %d jobs): %w", h.ID, h.Wake, len(h.Jobs), asynq.SkipRetry)
 	}
@@ -231,7 +231,7 @@ func (h *heldJobs) valid() error {
 // runHeldJobs runs hush:waiting-jobs groups (valid ones) in task: a
 // group's own task, or every group of one held queue and second
 // (waitingsecond.go), their members side by side.
-func (w *Worker) runHeldJobs(ctx context.Context, taskID string, groups []*heldJobs) error {
+func (w *Worker) runHeldJobs(ctx context.Context, taskID string, groups []*waitingJobs) error {
 	var cs []*task.Chunk
 	for _, h := range groups {
 		for i := range h.Jobs {
@@ -241,7 +241,7 @@ func (w *Worker) runHeldJobs(ctx context.Context, taskID string, groups []*heldJ
 		}
 	}
 	w.logHeldRun(ctx, taskID, len(cs))
-	sts, errs, err := w.store.heldJobsStates(ctx, cs)
+	sts, errs, err := w.store.waitingJobsStates(ctx, cs)
 	if err != nil {
 		return err
 	}

@@ -19,11 +19,11 @@ import (
 	"github.com/hushpush/hush/worker/internal/task"
 )
 
-// heldJobsEnv is a worker that does not run, with a batch of n
+// waitingJobsEnv is a worker that does not run, with a batch of n
 // single-recipient jobs "hj-<i>" for users u-<i>, each user booked just
 // before under gap, so the limiter defers every job; the batch task is
 // returned, not run.
-func heldJobsEnv(t *testing.T, n int, gap time.Duration) (*env, *asynq.Task, []payload.Job) {
+func waitingJobsEnv(t *testing.T, n int, gap time.Duration) (*env, *asynq.Task, []payload.Job) {
 	t.Helper()
 	e := newEnv(t, envOptions{noRun: true, gap: gap.String()})
 	var jobs []payload.Job
@@ -41,15 +41,15 @@ func heldJobsEnv(t *testing.T, n int, gap time.Duration) (*env, *asynq.Task, []p
 	return e, asynq.NewTask(TypeBatch, pending[0].Payload), jobs
 }
 
-// heldJobsTasks lists the hush:waiting-jobs groups waiting in the held
+// waitingJobsTasks lists the hush:waiting-jobs groups waiting in the held
 // queue of priority normal, decoded, by id: in a task of their own, or
 // in the hash of a hush:waiting-second task that has not taken them yet
 // (waitingsecond.go).
-func (e *env) heldJobsTasks() map[string]heldJobs {
+func (e *env) waitingJobsTasks() map[string]waitingJobs {
 	e.t.Helper()
-	out := map[string]heldJobs{}
+	out := map[string]waitingJobs{}
 	add := func(id string, body []byte) {
-		var h heldJobs
+		var h waitingJobs
 		if err := json.Unmarshal(body, &h); err != nil {
 			e.t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func (e *env) heldJobsTasks() map[string]heldJobs {
 	for _, ti := range e.heldTasks(TypeWaitingJobs) {
 		add(ti.ID, ti.Payload)
 	}
-	for _, s := range e.heldSeconds() {
+	for _, s := range e.waitingSeconds() {
 		for id, body := range e.rdb.HGetAll(e.t.Context(), store.TogetherKeys(s.Queue, s.Wake)[0]).Val() {
 			add(id, []byte(body))
 		}
@@ -91,13 +91,13 @@ func (e *env) heldTasks(typ string) []*asynq.TaskInfo {
 	return out
 }
 
-// heldSeconds lists the hush:waiting-second tasks of the held queue of
+// waitingSeconds lists the hush:waiting-second tasks of the held queue of
 // priority normal, by id, checking each is its second's.
-func (e *env) heldSeconds() map[string]heldSecond {
+func (e *env) waitingSeconds() map[string]waitingSecond {
 	e.t.Helper()
-	out := map[string]heldSecond{}
+	out := map[string]waitingSecond{}
 	for _, ti := range e.heldTasks(TypeWaitingSecond) {
-		var s heldSecond
+		var s waitingSecond
 		if err := json.Unmarshal(ti.Payload, &s); err != nil {
 			e.t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func (e *env) heldSeconds() map[string]heldSecond {
 // second, runs times each, and deletes it (Asynq would, once it ran).
 func (e *env) runHeldSeconds(runs int) {
 	e.t.Helper()
-	secs := e.heldSeconds()
+	secs := e.waitingSeconds()
 	for _, id := range slices.Sorted(maps.Keys(secs)) {
 		// Real time: the slots are on the limiter's clock (Redis TIME),
 		// which no injected clock moves.
@@ -140,7 +140,7 @@ var heldJoined = heldNormal + task.TogetherSuffix
 // checkHeldJobs checks that tasks hold exactly jobs hj-<want...>, each
 // marked held by its task in heldNormal, and returns the jobs' ids per
 // task.
-func checkHeldJobs(t *testing.T, e *env, tasks map[string]heldJobs, want []int) map[string][]string {
+func checkHeldJobs(t *testing.T, e *env, tasks map[string]waitingJobs, want []int) map[string][]string {
 	t.Helper()
 	var got []string
 	out := map[string][]string{}
@@ -176,21 +176,21 @@ func checkHeldJobs(t *testing.T, e *env, tasks map[string]heldJobs, want []int) 
 // adds them again whole under the same ids, and sends nothing.
 func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 	const n, gap = 12, 3 * time.Second
-	e, batchT, jobs := heldJobsEnv(t, n, gap)
+	e, batchT, jobs := waitingJobsEnv(t, n, gap)
 	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(e.scheduled(TypeDelivery)); got != 0 {
 		t.Errorf("%d delivery tasks, want none", got)
 	}
-	tasks := e.heldJobsTasks()
+	tasks := e.waitingJobsTasks()
 	if len(tasks) == 0 || len(tasks) > 2 {
 		t.Fatalf("%d held jobs groups, want 1 or 2 (the bookings were made within a moment)", len(tasks))
 	}
 	if own := e.heldTasks(TypeWaitingJobs); len(own) != 0 {
 		t.Errorf("%d groups in tasks of their own, want each waiting for its second's task", len(own))
 	}
-	secs := e.heldSeconds()
+	secs := e.waitingSeconds()
 	if len(secs) != len(tasks) {
 		t.Errorf("%d hush:waiting-second tasks for %d groups of one run, want one each", len(secs), len(tasks))
 	}
@@ -208,12 +208,12 @@ func TestBatchHoldsSingleJobsBackTogether(t *testing.T) {
 	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
 		t.Fatal(err)
 	}
-	again := e.heldJobsTasks()
+	again := e.waitingJobsTasks()
 	if !slices.Equal(keysOf(again), keysOf(tasks)) {
 		t.Fatalf("re-run made held jobs groups %v, want %v", keysOf(again), keysOf(tasks))
 	}
-	if !slices.Equal(keysOf(e.heldSeconds()), keysOf(secs)) {
-		t.Fatalf("re-run made seconds' tasks %v, want %v", keysOf(e.heldSeconds()), keysOf(secs))
+	if !slices.Equal(keysOf(e.waitingSeconds()), keysOf(secs)) {
+		t.Fatalf("re-run made seconds' tasks %v, want %v", keysOf(e.waitingSeconds()), keysOf(secs))
 	}
 	checkHeldJobs(t, e, again, seq(0, n))
 	if got := len(e.scheduled(TypeDelivery)); got != 0 {
@@ -385,7 +385,7 @@ func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
 			e.waitDone(j.ID, 10*time.Second)
 		}
 		e.submitBatch(second)
-		held := e.waitHeldActive("the held second's task to wait for its slots", func() []string { return keysOf(e.heldSeconds()) })
+		held := e.waitHeldActive("the held second's task to wait for its slots", func() []string { return keysOf(e.waitingSeconds()) })
 		var members []string
 		for _, j := range second {
 			members = append(members, task.Member(j.ID, 0, 0))
@@ -417,11 +417,11 @@ func TestShutdownHandsBackWaitingHeldJobs(t *testing.T) {
 // the mark (TestBatchHoldsSingleJobsBackTogether).
 func TestHeldJobsLateHandsOverAndKeepsItsMark(t *testing.T) {
 	const n, gap = 4, 3 * time.Second
-	e, batchT, jobs := heldJobsEnv(t, n, gap)
+	e, batchT, jobs := waitingJobsEnv(t, n, gap)
 	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
 		t.Fatal(err)
 	}
-	tasks := e.heldJobsTasks()
+	tasks := e.waitingJobsTasks()
 	if len(tasks) == 0 {
 		t.Fatal("no held jobs task")
 	}
@@ -475,12 +475,12 @@ func (s *seconds) reset() {
 // run sends each at it without asking the limiter again.
 func TestHeldJobsTakeTheirSlotsFromTheGroup(t *testing.T) {
 	const n, gap = 8, 3 * time.Second
-	e, batchT, jobs := heldJobsEnv(t, n, gap)
+	e, batchT, jobs := waitingJobsEnv(t, n, gap)
 	if err := e.w.handleBatch(t.Context(), batchT); err != nil {
 		t.Fatal(err)
 	}
 	held := 0
-	for _, h := range e.heldJobsTasks() {
+	for _, h := range e.waitingJobsTasks() {
 		for _, c := range h.Jobs {
 			held++
 			booked, ok := e.lim.slot(task.Member(c.Job, 0, 0))

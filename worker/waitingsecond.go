@@ -64,8 +64,8 @@ import (
 // runs it then.
 const togetherDoneTTL = time.Hour
 
-// heldSecond is a hush:waiting-second task's payload.
-type heldSecond struct {
+// waitingSecond is a hush:waiting-second task's payload.
+type waitingSecond struct {
 	Queue string `json:"queue"`
 	Wake  int64  `json:"wake"`
 }
@@ -132,7 +132,7 @@ func (w *Worker) ensureSecond(ctx context.Context, q string, wake int64) error {
 	if w.seconds.has(id) {
 		return nil
 	}
-	body, err := json.Marshal(heldSecond{Queue: q, Wake: wake})
+	body, err := json.Marshal(waitingSecond{Queue: q, Wake: wake})
 	if err != nil {
 		return err
 	}
@@ -179,15 +179,15 @@ func (c *Client) wakeHeld(ctx context.Context, q, id string) bool {
 }
 
 func (w *Worker) handleWaitingSecond(ctx context.Context, t *asynq.Task) error {
-	return w.handle(ctx, t, w.heldSecondTask)
+	return w.handle(ctx, t, w.waitingSecondTask)
 }
 
-// heldSecondTask runs a hush:waiting-second task: takes its second's
+// waitingSecondTask runs a hush:waiting-second task: takes its second's
 // groups (a re-run takes the same ones), makes sure each woken group's own
 // task exists, runs the groups' members side by side (runHeldJobs), and
 // once that ends without an error marks the second done.
-func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
-	var s heldSecond
+func (w *Worker) waitingSecondTask(ctx context.Context, t *asynq.Task) error {
+	var s waitingSecond
 	if err := json.Unmarshal(t.Payload(), &s); err != nil || s.Queue == "" || s.Wake <= 0 {
 		return fmt.Errorf("invalid held second payload %q (%v): %w", t.Payload(), err, asynq.SkipRetry)
 	}
@@ -200,10 +200,10 @@ func (w *Worker) heldSecondTask(ctx context.Context, t *asynq.Task) error {
 			return err
 		}
 	}
-	var groups []*heldJobs
+	var groups []*waitingJobs
 	var bad []error
 	for _, id := range slices.Sorted(maps.Keys(taken)) {
-		h := &heldJobs{}
+		h := &waitingJobs{}
 		err := json.Unmarshal([]byte(taken[id]), h)
 		if err == nil && h.ID != id {
 			err = fmt.Errorf("names itself %s", h.ID)

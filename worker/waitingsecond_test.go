@@ -113,8 +113,8 @@ func TestHeldJobsOfTwoBatchesShareTheirSecond(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	groups := e.heldJobsTasks()
-	secs := e.heldSeconds()
+	groups := e.waitingJobsTasks()
+	secs := e.waitingSeconds()
 	wakes := map[int64][]string{}
 	for id, h := range groups {
 		wakes[h.Wake] = append(wakes[h.Wake], id)
@@ -184,7 +184,7 @@ func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
 	if err := e.w.handleBatch(t.Context(), ta); err != nil {
 		t.Fatal(err)
 	}
-	secs := e.heldSeconds()
+	secs := e.waitingSeconds()
 	if len(secs) == 0 {
 		t.Fatal("no second's task after the first batch")
 	}
@@ -202,12 +202,12 @@ func TestHeldSecondTakenRefusesLaterGroups(t *testing.T) {
 		own[ti.ID] = ti
 	}
 	late := 0
-	for id, h := range e.heldJobsTasks() {
+	for id, h := range e.waitingJobsTasks() {
 		if own[id] == nil {
 			continue
 		}
 		late++
-		var g heldJobs
+		var g waitingJobs
 		if err := json.Unmarshal(own[id].Payload, &g); err != nil || g.Wake != h.Wake {
 			t.Errorf("own task of %s: %+v, %v", id, g, err)
 		}
@@ -270,7 +270,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 		return task.ParseHeldMark(e.rdb.HGet(t.Context(), store.JobKey(job), store.HeldPrefix+"0").Val())
 	}
 	// A job's marker names its group before the group joins its second
-	// (the run's end adds its groups: heldJobsGroups.finish), so wait for
+	// (the run's end adds its groups: waitingJobsGroups.finish), so wait for
 	// the groups themselves in their seconds' hashes.
 	waitFor(t, 10*time.Second, "every job's group waiting in its second", func() bool {
 		for _, jobs := range batches {
@@ -314,7 +314,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 		t.Errorf("the cancelled job got %d pushes", got)
 	}
 	// The second's task, due in about 20 s, makes batch 2's group's task.
-	s := heldSecond{Queue: heldNormal, Wake: wake2}
+	s := waitingSecond{Queue: heldNormal, Wake: wake2}
 	body, _ := json.Marshal(s)
 	if _, err := e.insp.GetTaskInfo(heldNormal, g2); err == nil {
 		t.Fatalf("group %s has a task before its second's task ran", g2)
@@ -325,7 +325,7 @@ func TestCancelWakesOneGroupOutOfItsSecond(t *testing.T) {
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
-		_ = e.w.heldSecondTask(ctx, asynq.NewTask(TypeWaitingSecond, body))
+		_ = e.w.waitingSecondTask(ctx, asynq.NewTask(TypeWaitingSecond, body))
 	}()
 	defer func() { cancel(); <-ran }()
 	// Under -race on a loaded machine making it has taken more than 10 s.
@@ -346,8 +346,8 @@ func TestHeldRunLateForItsSlotsHandsOver(t *testing.T) {
 	if err := e.w.handleBatch(t.Context(), ta); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.heldSeconds()) == 0 || len(e.scheduled(TypeDelivery)) != 0 {
-		t.Fatalf("seconds' tasks %v, delivery tasks %v; want the jobs held for their seconds", keysOf(e.heldSeconds()), keysOf(e.scheduled(TypeDelivery)))
+	if len(e.waitingSeconds()) == 0 || len(e.scheduled(TypeDelivery)) != 0 {
+		t.Fatalf("seconds' tasks %v, delivery tasks %v; want the jobs held for their seconds", keysOf(e.waitingSeconds()), keysOf(e.scheduled(TypeDelivery)))
 	}
 	latest := latestSlot(t, e, ja)
 	// Every permit taken until well after the last slot.
