@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/task"
@@ -99,7 +100,7 @@ func (w *Worker) waitForApp(ctx context.Context, d *task.Delivery, st recipientS
 	}
 	now := w.now()
 	left := appWaitLeft(since, now, w.appWait)
-	if mutant("appWaitNone") {
+	if mutant.On("appWaitNone") {
 		left = 0
 	}
 	if left <= 0 {

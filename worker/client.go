@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/wire"
 	"github.com/hushpush/hush/worker/internal/decide"
@@ -367,7 +368,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 	// call those reads allowed has started by then, whatever the clock of
 	// the process that cancelled first.
 	answerAt := c.now().Add(cancelGrace)
-	if mutant("cancelNoGrace") {
+	if mutant.On("cancelNoGrace") {
 		answerAt = c.now()
 	}
 	if errors.Is(err, ErrNotFound) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker/internal/decide"
@@ -328,7 +329,7 @@ func (w *Worker) drop(ctx context.Context, d *task.Delivery, st recipientState, 
 	if job, _, _, ok := task.ParseMember(by); ok {
 		about.ReplacedBy = job
 	}
-	if mutant("replacedBySelf") && reason == task.Collapsed {
+	if mutant.On("replacedBySelf") && reason == task.Collapsed {
 		about.ReplacedBy = d.Job
 	}
 	return w.record(ctx, d, reason, about)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/payload"
 	"github.com/hushpush/hush/throttle"
 	"github.com/hushpush/hush/worker/internal/decide"
@@ -92,10 +93,10 @@ func (w *Worker) requestOf(a *App, d *task.Delivery, n int, paced time.Time) thr
 	q := throttle.Request{User: d.UserID, Member: task.Member(d.Job, d.Index, n), NotAfter: notAfter,
 		NotBefore: d.Content.NotBefore(), CollapseKey: collapseKeyOf(a.Name, d.Content.CollapseKey), Accepted: d.AcceptedAt,
 		Location: w.location(d.Timezone), Critical: d.Priority == payload.PriorityCritical}
-	if mutant("sendAtEarly") && !q.NotBefore.IsZero() {
+	if mutant.On("sendAtEarly") && !q.NotBefore.IsZero() {
 		q.NotBefore = q.NotBefore.Add(-time.Second)
 	}
-	if mutant("collapseByBooking") {
+	if mutant.On("collapseByBooking") {
 		q.Accepted = w.now()
 	}
 	if paced.After(q.NotBefore) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/throttle"
 )
 
@@ -76,7 +77,7 @@ func (c *Client) PutPreferences(ctx context.Context, app, user string, p throttl
 	if err := ud.PutPreferences(ctx, user, p); err != nil {
 		return err
 	}
-	if len(p.OptOut) == 0 || mutant("optOutNoGrace") {
+	if len(p.OptOut) == 0 || mutant.On("optOutNoGrace") {
 		return nil
 	}
 	timer := time.NewTimer(cancelGrace)

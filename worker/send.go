@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/store"
@@ -73,7 +74,7 @@ func (t sendTimes) forDevice(j int, notBefore, deadline time.Time) (at, by time.
 // when the call would leave after its time; nil when shutdown began
 // before it. after runs when the last of d's calls ends.
 func (w *Worker) deviceCalls(ctx context.Context, app *App, d *task.Delivery, states []string, attempt int, when sendTimes, results []*providers.Result, fold *foldedAnswer, after func()) []func() {
-	if mutant("resendSettled") {
+	if mutant.On("resendSettled") {
 		states = make([]string, len(states))
 	}
 	pending := 0

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/worker/internal/decide"
 	"github.com/hushpush/hush/worker/internal/store"
 	"github.com/hushpush/hush/worker/internal/task"
@@ -365,7 +366,7 @@ func (r *chunkRecord) final(recipient int, state string, about Event) {
 // reason (store.ExceptKey): a failure's, clipped as its event's; nothing for
 // another state.
 func exceptReason(state, reason string) string {
-	if state != task.Failed || mutant("reasonLost") {
+	if state != task.Failed || mutant.On("reasonLost") {
 		return ""
 	}
 	return store.Clip(reason, store.MaxEventReason)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/webhook"
 	"github.com/hushpush/hush/wire"
 )
@@ -380,7 +381,7 @@ func (d *webhookDelivery) attempt(ctx context.Context, id string, r *webhookRetr
 		d.disable(wctx, "the endpoint answered 410 Gone", now)
 		return d.book(wctx, id, r, now) == nil
 	}
-	if r.Attempts > len(d.retries) || mutant("webhookNoRetry") {
+	if r.Attempts > len(d.retries) || mutant.On("webhookNoRetry") {
 		d.m.webhookPosts.WithLabelValues("given_up").Inc()
 		d.log.Warn("webhook: event given up after its last attempt", "event", r.ID, "attempts", r.Attempts, "last", why)
 		return d.forget(wctx, id) == nil

@@ -156,10 +156,11 @@
 // # The mutation self-test
 //
 // TestMutants (mutants_test.go) runs the simulation with deliberate bugs,
-// one at a time, each a few lines in worker/, throttle/ or payload/
-// behind mutant(name): mutant_off.go (every ordinary build) answers a
-// constant false, mutant_on.go (built only with -tags hushmutant) reads
-// HUSH_MUTANT. Each mutant breaks one promise, and the test asserts that
+// one at a time, each a few lines in worker/ (and its parts), throttle/
+// or payload/ behind mutant.On(name) (internal/mutant; throttle and
+// payload, which import only the standard library, have their own
+// mutant(name)): every ordinary build answers a constant false, one built
+// with -tags hushmutant reads HUSH_MUTANT. Each mutant breaks one promise, and the test asserts that
 // the check of that promise fails at the mutant's seeds:
 //
 //	go test -tags hushmutant ./internal/faultsim -run TestMutants -v -timeout 30m

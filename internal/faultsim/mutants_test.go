@@ -11,8 +11,8 @@ import (
 var flagMutant = flag.String("sim.mutant", "", "TestMutants: run only these mutants (comma-separated)")
 
 // mutants are the deliberate bugs of the mutation self-test, each a few
-// lines in worker/, throttle/ or payload/ behind mutant(name) (mutant_on.go, built
-// only with -tags hushmutant), each breaking one promise of
+// lines in worker/, throttle/ or payload/ behind mutant.On(name) or their
+// own mutant(name) (built only with -tags hushmutant), each breaking one promise of
 // docs/delivery.md, and the check that must catch it at its seeds.
 var mutants = []struct {
 	name  string

@@ -28,11 +28,11 @@
 // and task imports no part. The job store in package worker reads it from
 // a job's records and fills it in.
 //
-// The fault simulation's deliberate bugs (mutant, built with -tags
-// hushmutant and named in HUSH_MUTANT) that live in these decisions are
-// read by this package's own copy of the worker's switch.
+// The fault simulation's deliberate bugs that live in these decisions are
+// switched with internal/mutant (mutant.On, built with -tags hushmutant
+// and named in HUSH_MUTANT).
 //
 // It imports the standard library, throttle (the reservation Plan reads),
-// providers (the answers Judge reads) and the vocabulary
+// providers (the answers Judge reads), internal/mutant and the vocabulary
 // (worker/internal/task), and no other part of the worker.
 package decide

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/providers"
 	"github.com/hushpush/hush/worker/internal/task"
 )
@@ -253,7 +254,7 @@ func Judge(states []string, results []*providers.Result, a Attempts, p RetryPoli
 // delivery fails now instead.
 func RetryAfterOr(r *providers.Result, n int, now, until, throttledSince time.Time, maxThrottled time.Duration) (delay time.Duration, past bool) {
 	delay = r.RetryAfter
-	if delay <= 0 || mutant("retryAfterIgnored") {
+	if delay <= 0 || mutant.On("retryAfterIgnored") {
 		delay = Backoff(n)
 	}
 	at := now.Add(delay)
@@ -284,7 +285,7 @@ func Backoff(n int) time.Duration {
 func DeviceState(o providers.Outcome) string {
 	switch o {
 	case providers.Delivered:
-		if mutant("countsLost") {
+		if mutant.On("countsLost") {
 			return task.TokenInvalid
 		}
 		return task.Delivered

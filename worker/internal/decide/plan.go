@@ -3,6 +3,7 @@ package decide
 import (
 	"time"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/throttle"
 )
 
@@ -95,7 +96,7 @@ func Plan(r throttle.Reservation, mid, answered, now, deadline time.Time, carrie
 	case throttle.RefusedCollapsed:
 		return Planned{Step: StepCollapsed, ReplacedBy: r.ReplacedBy}
 	case throttle.RefusedOptedOut:
-		if mutant("optOutIgnored") {
+		if mutant.On("optOutIgnored") {
 			break // sent as if the user had not opted out
 		}
 		return Planned{Step: StepOptedOut}

@@ -12,14 +12,14 @@
 // (worker/storedoor_test.go); each script names its KEYS and ARGV in its
 // header (worker/scripts_test.go).
 //
-// The fault simulation's deliberate bugs (mutant, built with -tags
-// hushmutant and named in HUSH_MUTANT) that live here are read by this
-// package's own copy of the worker's switch.
+// The fault simulation's deliberate bugs that live here are switched with
+// internal/mutant (mutant.On, built with -tags hushmutant and named in
+// HUSH_MUTANT).
 //
 // It imports the standard library, payload and wire (the types it
 // encodes), the vocabulary (worker/internal/task), decide.Attempts (the
-// attempt history it reads), the group commit (worker/internal/groupcommit)
-// and go-redis, and no other part of the worker.
+// attempt history it reads), the group commit (worker/internal/groupcommit),
+// internal/mutant and go-redis, and no other part of the worker.
 //
 // # Redis keys
 //

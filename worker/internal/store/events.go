@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hushpush/hush/internal/mutant"
 	"github.com/hushpush/hush/wire"
 	"github.com/hushpush/hush/worker/internal/task"
 )
@@ -49,7 +50,7 @@ func FinalEvent(state string, about Event) (Event, bool) {
 		}
 		about.Reason = Clip(about.Reason, MaxEventReason)
 	default:
-		if mutant("eventCancelledLost") && state == task.Cancelled {
+		if mutant.On("eventCancelledLost") && state == task.Cancelled {
 			return Event{}, false
 		}
 		about.Type, about.Reason = EventDropped, state
